@@ -1,0 +1,381 @@
+package stages
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+)
+
+// DefaultTombstones is the number of terminal records a Controller retains
+// when Limits.Tombstones is zero.
+const DefaultTombstones = 16384
+
+// Errors returned by Controller operations. They report misuse, never an
+// admission outcome: every outcome is a Disposition.
+var (
+	ErrLimits     = errors.New("stages: invalid limits")
+	ErrJob        = errors.New("stages: invalid job")
+	ErrDuplicate  = errors.New("stages: job identity still retained")
+	ErrGeneration = errors.New("stages: generation must advance")
+	ErrNoLease    = errors.New("stages: no lease held")
+	ErrClock      = errors.New("stages: time before the head's creation")
+)
+
+// Limits bound a stage.
+type Limits struct {
+	Slots      int           // work holding a lease at once; >= 1
+	Waiting    int           // work waiting for a lease; >= 1
+	MaxAge     time.Duration // oldest age still eligible (equal is eligible); >= 0
+	Tombstones int           // terminal records retained; 0 means DefaultTombstones
+}
+
+func (l Limits) validate() error {
+	if l.Slots < 1 || l.Waiting < 1 || l.MaxAge < 0 || l.Tombstones < 0 {
+		return fmt.Errorf("%w: %+v (need Slots >= 1, Waiting >= 1, MaxAge >= 0, Tombstones >= 0)", ErrLimits, l)
+	}
+	return nil
+}
+
+// Job is one unit of work offered to a stage. Born is when the caller's
+// waiting began; it is carried unchanged from stage to stage.
+type Job struct {
+	ID         string
+	Owner      string
+	Generation uint64
+	Born       time.Time
+}
+
+type record struct {
+	owner     string
+	gen       uint64
+	born      time.Time
+	state     Disposition // Queued, Active or Cancelled (cancelled while active)
+	cancelled time.Time   // when an active record was cancelled
+}
+
+type owner struct {
+	gen      uint64
+	lastBorn time.Time
+	hasLast  bool
+	live     []string // queued and leased identities, usually one or two
+}
+
+// Controller is a bounded admission controller for one stage. The zero value
+// is not usable; call New.
+type Controller struct {
+	mu         sync.Mutex
+	limits     Limits
+	clock      func() time.Time
+	closed     bool
+	queue      ring
+	live       map[string]record
+	owners     map[string]*owner
+	leased     int
+	cleanup    int
+	tombstones *simplelru.LRU[string, Disposition]
+	ledger     Ledger
+}
+
+// Option configures a Controller.
+type Option func(*Controller)
+
+// WithClock sets the clock a Controller uses to stamp cancellations and to
+// age its Snapshot. Admission decisions always use the time passed in.
+func WithClock(now func() time.Time) Option {
+	return func(c *Controller) { c.clock = now }
+}
+
+// New returns an open Controller with the given limits.
+func New(l Limits, opts ...Option) (*Controller, error) {
+	if err := l.validate(); err != nil {
+		return nil, err
+	}
+	if l.Tombstones == 0 {
+		l.Tombstones = DefaultTombstones
+	}
+	tomb, err := simplelru.NewLRU[string, Disposition](l.Tombstones, nil)
+	if err != nil {
+		return nil, fmt.Errorf("stages: tombstones: %w", err)
+	}
+	c := &Controller{
+		limits:     l,
+		clock:      time.Now,
+		queue:      newRing(l.Waiting),
+		live:       make(map[string]record, l.Slots+l.Waiting),
+		owners:     make(map[string]*owner),
+		tombstones: tomb,
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
+}
+
+// Limits returns the controller's limits, with defaults filled in.
+func (c *Controller) Limits() Limits { return c.limits }
+
+// Rotate advances owner to generation, which must be greater than the
+// owner's current one (any generation starts an unknown owner). The owner's
+// queued work is cancelled and leaves the queue at once; its active work is
+// cancelled but keeps its lease until Release. The owner's ordering history
+// starts afresh.
+func (c *Controller) Rotate(owner string, generation uint64) error {
+	return c.RotateAt(owner, generation, c.clock())
+}
+
+// RotateAt is Rotate with the time of the cancellation given, so that the
+// age of pending cleanup is measured in the caller's clock domain.
+func (c *Controller) RotateAt(owner string, generation uint64, now time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rotate(owner, generation, now, nil)
+}
+
+// rotate runs under c.mu. cancelled, when set, learns each queued identity
+// that left the queue and each active one that lost its right to speak.
+func (c *Controller) rotate(id string, gen uint64, now time.Time, cancelled func(id string, queued bool)) error {
+	if id == "" {
+		return fmt.Errorf("%w: empty owner", ErrGeneration)
+	}
+	o := c.owners[id]
+	if o == nil {
+		o = &owner{gen: gen}
+		c.owners[id] = o
+		return nil
+	}
+	if gen <= o.gen {
+		return fmt.Errorf("%w: owner %q at %d, got %d", ErrGeneration, id, o.gen, gen)
+	}
+	o.gen, o.hasLast, o.lastBorn = gen, false, time.Time{}
+	c.cancelOwned(o, now, cancelled)
+	return nil
+}
+
+func (c *Controller) cancelOwned(o *owner, now time.Time, cancelled func(string, bool)) {
+	removedQueued := false
+	keep := o.live[:0]
+	for _, id := range o.live {
+		r := c.live[id]
+		switch r.state {
+		case Queued:
+			delete(c.live, id)
+			c.tombstones.Add(id, Cancelled)
+			c.ledger.CancelledQueued++
+			removedQueued = true
+			if cancelled != nil {
+				cancelled(id, true)
+			}
+			continue
+		case Active:
+			r.state, r.cancelled = Cancelled, now
+			c.live[id] = r
+			c.cleanup++
+			c.ledger.CancelledActive++
+			if cancelled != nil {
+				cancelled(id, false)
+			}
+		}
+		keep = append(keep, id)
+	}
+	clear(o.live[len(keep):])
+	o.live = keep
+	if removedQueued {
+		c.queue.filter(func(id string) bool { _, ok := c.live[id]; return ok })
+	}
+}
+
+// Forget ends owner's conversation: like Rotate, then the owner's generation
+// and ordering history are dropped, so any later work for it is stale.
+// Leases held by its cancelled work stay held until Release.
+func (c *Controller) Forget(owner string) {
+	c.ForgetAt(owner, c.clock())
+}
+
+// ForgetAt is Forget with the time of the cancellation given.
+func (c *Controller) ForgetAt(owner string, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.forget(owner, now, nil)
+}
+
+func (c *Controller) forget(id string, now time.Time, cancelled func(string, bool)) {
+	o := c.owners[id]
+	if o == nil {
+		return
+	}
+	c.cancelOwned(o, now, cancelled)
+	delete(c.owners, id)
+}
+
+// Offer asks to queue job at time now. It returns an error, and retains
+// nothing, for an invalid job: an empty ID or Owner, a zero Born, a Born
+// after now, or an ID whose record is still retained. Otherwise the checks
+// run in this order: Stale (owner unknown or generation not current),
+// OutOfOrder (Born before the newest Born accepted for the owner in this
+// generation; equal is accepted), Expired (older than MaxAge; equal is
+// eligible), Closed, Overloaded (queue full); else Queued. Refused work is
+// not retained.
+func (c *Controller) Offer(job Job, now time.Time) (Disposition, error) {
+	if job.ID == "" || job.Owner == "" || job.Born.IsZero() || job.Born.After(now) {
+		return 0, fmt.Errorf("%w: id %q owner %q born %v now %v", ErrJob, job.ID, job.Owner, job.Born, now)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.live[job.ID]; ok {
+		return 0, fmt.Errorf("%w: %q", ErrDuplicate, job.ID)
+	}
+	if c.tombstones.Contains(job.ID) {
+		return 0, fmt.Errorf("%w: %q", ErrDuplicate, job.ID)
+	}
+	c.ledger.Offered++
+	d := c.check(job, now)
+	if d != Queued {
+		c.ledger.Refused.add(d)
+		return d, nil
+	}
+	o := c.owners[job.Owner]
+	o.lastBorn, o.hasLast = job.Born, true
+	o.live = append(o.live, job.ID)
+	c.live[job.ID] = record{owner: job.Owner, gen: job.Generation, born: job.Born, state: Queued}
+	c.queue.push(job.ID)
+	c.ledger.Queued++
+	return Queued, nil
+}
+
+func (c *Controller) check(job Job, now time.Time) Disposition {
+	o := c.owners[job.Owner]
+	switch {
+	case o == nil || o.gen != job.Generation:
+		return Stale
+	case o.hasLast && job.Born.Before(o.lastBorn):
+		return OutOfOrder
+	case now.Sub(job.Born) > c.limits.MaxAge:
+		return Expired
+	case c.closed:
+		return Closed
+	case c.queue.len() >= c.limits.Waiting:
+		return Overloaded
+	}
+	return Queued
+}
+
+// Take looks at the head of the queue at time now. An expired head is
+// removed and returned as (Expired, id), even while every slot is busy.
+// Otherwise it returns Busy when no slot is free, Empty (Closed once closed)
+// when nothing waits, or (Admitted, id) with a lease reserved for id.
+func (c *Controller) Take(now time.Time) (Disposition, string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.take(now)
+}
+
+func (c *Controller) take(now time.Time) (Disposition, string, error) {
+	id, ok := c.queue.peek()
+	if !ok {
+		if c.closed {
+			return Closed, "", nil
+		}
+		return Empty, "", nil
+	}
+	r := c.live[id]
+	if now.Before(r.born) {
+		return 0, "", fmt.Errorf("%w: now %v, %q born %v", ErrClock, now, id, r.born)
+	}
+	if now.Sub(r.born) > c.limits.MaxAge {
+		c.queue.pop()
+		c.finish(id, r.owner, Expired)
+		c.ledger.Expired++
+		return Expired, id, nil
+	}
+	if c.leased >= c.limits.Slots {
+		return Busy, "", nil
+	}
+	c.queue.pop()
+	r.state = Active
+	c.live[id] = r
+	c.leased++
+	c.ledger.Admitted++
+	return Admitted, id, nil
+}
+
+// Release returns the lease held by id. It is the evidence that the work
+// stopped using the stage's resource, so it never turns cancelled work into
+// completed work: it returns Cancelled for work cancelled while active and
+// Completed otherwise. Releasing an identity without a lease is an error.
+func (c *Controller) Release(id string) (Disposition, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.live[id]
+	if !ok || r.state == Queued {
+		return 0, fmt.Errorf("%w: %q", ErrNoLease, id)
+	}
+	c.leased--
+	d := Completed
+	if r.state == Cancelled {
+		d = Cancelled
+		c.cleanup--
+		c.ledger.ReleasedCancelled++
+	} else {
+		c.ledger.Completed++
+	}
+	c.finish(id, r.owner, d)
+	return d, nil
+}
+
+// finish moves id from the live records to the tombstones.
+func (c *Controller) finish(id, ownerID string, d Disposition) {
+	delete(c.live, id)
+	c.tombstones.Add(id, d)
+	if o := c.owners[ownerID]; o != nil {
+		for i, v := range o.live {
+			if v == id {
+				last := len(o.live) - 1
+				o.live[i] = o.live[last]
+				o.live[last] = ""
+				o.live = o.live[:last]
+				break
+			}
+		}
+	}
+}
+
+// Close closes admission: offers are refused as Closed and Take reports
+// Closed once the queue is empty. Queued work may still be taken and held
+// leases stay releasable.
+func (c *Controller) Close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+}
+
+// Reopen opens admission again after Close.
+func (c *Controller) Reopen() {
+	c.mu.Lock()
+	c.closed = false
+	c.mu.Unlock()
+}
+
+// State reports the state of id: Queued, Active, Cancelled (also while its
+// lease awaits cleanup), Expired or Completed. It reports false for an
+// identity never seen or whose tombstone was evicted.
+func (c *Controller) State(id string) (Disposition, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r, ok := c.live[id]; ok {
+		return r.state, true
+	}
+	return c.tombstones.Peek(id)
+}
+
+// Generation reports owner's current generation.
+func (c *Controller) Generation(owner string) (uint64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if o := c.owners[owner]; o != nil {
+		return o.gen, true
+	}
+	return 0, false
+}

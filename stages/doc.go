@@ -1,0 +1,35 @@
+// Package stages decides whether a unit of voice work may enter a constrained
+// stage: a media session, a recognition, model or synthesis request, a callback.
+//
+// A Controller bounds three things at once: the work holding a resource lease
+// (Limits.Slots), the work waiting for one (Limits.Waiting), and how old waiting
+// work may grow before it has lost its conversational value (Limits.MaxAge).
+// Every decision is a typed Disposition; nothing is refused silently.
+//
+// Work belongs to an owner (a call) at a generation. Rotate advances the
+// owner's generation when the caller barges in: its queued work leaves the
+// queue at once, and its active work is marked cancelled but keeps its lease
+// until Release, because a cancel request is not evidence that the backend
+// stopped using the resource. Capacity is therefore never over-admitted while
+// cancelled work is still running; the count and age of that pending cleanup
+// are reported in the Snapshot so that a stuck backend shows as reduced
+// capacity.
+//
+// # Concurrency
+//
+// A Controller is safe for concurrent use. Every operation runs under one
+// mutex and never waits inside it, so the check of every limit and the
+// reservation it permits are one atomic step: two goroutines can never both
+// see the last free slot or the last waiting position.
+//
+// The Controller never reads a clock or starts a timer: callers pass the time.
+// A Dispatcher owns time for a Controller: it takes work when a slot frees or
+// when the head of the queue reaches its deadline, so expiry is reported
+// promptly without polling.
+//
+// # Deadlines across stages
+//
+// Work that one stage hands to the next keeps the Born of the turn that
+// created it (see Handoff): the caller's wait is one budget, and a later stage
+// must never make old work look new.
+package stages
