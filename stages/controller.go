@@ -379,3 +379,45 @@ func (c *Controller) Generation(owner string) (uint64, bool) {
 	}
 	return 0, false
 }
+
+// Cancel withdraws one piece of work without advancing its owner's
+// generation: queued work leaves the queue (Cancelled); active work is marked
+// cancelled and keeps its lease until Release. It returns the work's state
+// afterwards; work already terminal is left as it is.
+func (c *Controller) Cancel(id string) (Disposition, error) {
+	return c.CancelAt(id, c.clock())
+}
+
+// CancelAt is Cancel with the time of the cancellation given.
+func (c *Controller) CancelAt(id string, now time.Time) (Disposition, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.live[id]
+	if !ok {
+		if d, ok := c.tombstones.Peek(id); ok {
+			return d, nil
+		}
+		return 0, fmt.Errorf("%w: unknown identity %q", ErrJob, id)
+	}
+	switch r.state {
+	case Queued:
+		c.finish(id, r.owner, Cancelled)
+		c.ledger.CancelledQueued++
+		c.queue.filter(func(v string) bool { return v != id })
+	case Active:
+		r.state, r.cancelled = Cancelled, now
+		c.live[id] = r
+		c.cleanup++
+		c.ledger.CancelledActive++
+	}
+	return Cancelled, nil
+}
+
+// head reports the Born of the work at the head of the queue.
+func (c *Controller) head() (time.Time, bool) {
+	id, ok := c.queue.peek()
+	if !ok {
+		return time.Time{}, false
+	}
+	return c.live[id].born, true
+}

@@ -127,8 +127,8 @@ func (c *Controller) SnapshotAt(now time.Time) Snapshot {
 	return s
 }
 
-// Ticket describes one piece of waiting work, for operators.
-type Ticket struct {
+// Waiter describes one piece of waiting work, for operators.
+type Waiter struct {
 	ID       string        `json:"id"`
 	Owner    string        `json:"owner"`
 	Position int           `json:"position"` // 1 is the head of the queue
@@ -136,14 +136,14 @@ type Ticket struct {
 }
 
 // Waiting lists the queue in order with each ticket's age at now.
-func (c *Controller) Waiting(now time.Time) []Ticket {
+func (c *Controller) Waiting(now time.Time) []Waiter {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]Ticket, 0, c.queue.len())
+	out := make([]Waiter, 0, c.queue.len())
 	for i := 0; i < c.queue.len(); i++ {
 		id := c.queue.at(i)
 		r := c.live[id]
-		out = append(out, Ticket{ID: id, Owner: r.owner, Position: i + 1, Age: now.Sub(r.born)})
+		out = append(out, Waiter{ID: id, Owner: r.owner, Position: i + 1, Age: now.Sub(r.born)})
 	}
 	return out
 }

@@ -1,0 +1,235 @@
+package stages
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// A Dispatcher owns time for a Controller. It takes waiting work whenever a
+// slot may have freed (after every Submit, Release, Rotate, Forget, Cancel
+// and Reopen) and when the head of the queue passes its deadline, so expiry
+// is reported as it happens, without polling, and a release wakes waiting
+// work at once. Every queued Submit gets a Ticket that resolves exactly once.
+//
+// A Dispatcher starts no goroutine of its own: its only timer is the head's
+// deadline, and Stop ends it.
+type Dispatcher struct {
+	c     *Controller
+	clock Clock
+
+	mu       sync.Mutex
+	waiting  map[string]*Ticket
+	timer    Timer
+	deadline time.Time // when timer fires; zero when none is set
+	armed    uint64    // counts arms, so that a superseded timer's call is ignored
+	stopped  bool
+}
+
+// NewDispatcher returns a Dispatcher for c. A nil clock is SystemClock.
+func NewDispatcher(c *Controller, clock Clock) *Dispatcher {
+	if clock == nil {
+		clock = SystemClock
+	}
+	return &Dispatcher{c: c, clock: clock, waiting: make(map[string]*Ticket)}
+}
+
+// Controller returns the controller d dispatches for.
+func (d *Dispatcher) Controller() *Controller { return d.c }
+
+// Clock returns d's clock.
+func (d *Dispatcher) Clock() Clock { return d.clock }
+
+// Ticket is queued work waiting for its outcome.
+type Ticket struct {
+	Job     Job
+	Offered time.Time // when the ticket was queued
+
+	done     chan struct{}
+	result   Disposition
+	resolved time.Time
+	d        *Dispatcher
+}
+
+// Done is closed once the ticket has its outcome.
+func (t *Ticket) Done() <-chan struct{} { return t.done }
+
+// Result reports the outcome: Admitted, Expired or Cancelled, and the time it
+// was decided. It is valid only after Done is closed.
+func (t *Ticket) Result() (Disposition, time.Time) { return t.result, t.resolved }
+
+// Wait blocks until the ticket has its outcome or ctx is done. Giving up on
+// waiting does not withdraw the work: call Dispatcher.Cancel for that.
+func (t *Ticket) Wait(ctx context.Context) (Disposition, error) {
+	select {
+	case <-t.done:
+		return t.result, nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// Position reports the ticket's place in the queue, 1 being the head, or
+// false once it has left the queue.
+func (t *Ticket) Position() (int, bool) { return t.d.c.Position(t.Job.ID) }
+
+// Submit offers job now. Refused work returns its disposition and no ticket;
+// queued work returns Queued and a ticket, which may already be resolved.
+func (d *Dispatcher) Submit(job Job) (*Ticket, Disposition, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.clock.Now()
+	disp, err := d.c.Offer(job, now)
+	if err != nil || disp != Queued {
+		return nil, disp, err
+	}
+	t := &Ticket{Job: job, Offered: now, done: make(chan struct{}), d: d}
+	d.waiting[job.ID] = t
+	d.pump(now)
+	return t, Queued, nil
+}
+
+// Release returns id's lease and admits waiting work into the freed slot.
+func (d *Dispatcher) Release(id string) (Disposition, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	disp, err := d.c.Release(id)
+	if err == nil {
+		d.pump(d.clock.Now())
+	}
+	return disp, err
+}
+
+// Rotate advances owner's generation (see Controller.Rotate). Tickets of its
+// queued work resolve as Cancelled before Rotate returns.
+func (d *Dispatcher) Rotate(owner string, generation uint64) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.clock.Now()
+	d.c.mu.Lock()
+	err := d.c.rotate(owner, generation, now, d.cancelled(now))
+	d.c.mu.Unlock()
+	if err == nil {
+		d.pump(now)
+	}
+	return err
+}
+
+// Forget ends owner's conversation (see Controller.Forget). Tickets of its
+// queued work resolve as Cancelled before Forget returns.
+func (d *Dispatcher) Forget(owner string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.clock.Now()
+	d.c.mu.Lock()
+	d.c.forget(owner, now, d.cancelled(now))
+	d.c.mu.Unlock()
+	d.pump(now)
+}
+
+// Cancel withdraws one piece of work (see Controller.Cancel); a waiting
+// ticket resolves as Cancelled.
+func (d *Dispatcher) Cancel(id string) (Disposition, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.clock.Now()
+	disp, err := d.c.CancelAt(id, now)
+	if err == nil {
+		if t := d.waiting[id]; t != nil {
+			d.resolve(t, Cancelled, now)
+		}
+		d.pump(now)
+	}
+	return disp, err
+}
+
+// Close closes admission (see Controller.Close). Queued work still runs.
+func (d *Dispatcher) Close() { d.c.Close() }
+
+// Reopen opens admission again.
+func (d *Dispatcher) Reopen() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.c.Reopen()
+	d.pump(d.clock.Now())
+}
+
+// Stop cancels the dispatcher's timer. Work still queued stays queued; Stop
+// is for shutdown, after which no expiry is reported.
+func (d *Dispatcher) Stop() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.stopped = true
+	if d.timer != nil {
+		d.timer.Stop()
+		d.timer, d.deadline = nil, time.Time{}
+	}
+}
+
+func (d *Dispatcher) cancelled(now time.Time) func(string, bool) {
+	return func(id string, queued bool) {
+		if t := d.waiting[id]; t != nil && queued {
+			d.resolve(t, Cancelled, now)
+		}
+	}
+}
+
+func (d *Dispatcher) resolve(t *Ticket, disp Disposition, now time.Time) {
+	delete(d.waiting, t.Job.ID)
+	t.result, t.resolved = disp, now
+	close(t.done)
+}
+
+// pump takes work until the controller is busy or empty, then arms the timer
+// for the head's deadline. It runs under d.mu.
+func (d *Dispatcher) pump(now time.Time) {
+	for {
+		disp, id, err := d.c.Take(now)
+		if err != nil || (disp != Admitted && disp != Expired) {
+			break
+		}
+		if t := d.waiting[id]; t != nil {
+			d.resolve(t, disp, now)
+		}
+	}
+	d.arm(now)
+}
+
+func (d *Dispatcher) arm(now time.Time) {
+	if d.stopped {
+		return
+	}
+	d.c.mu.Lock()
+	born, ok := d.c.head()
+	maxAge := d.c.limits.MaxAge
+	d.c.mu.Unlock()
+	if !ok {
+		if d.timer != nil {
+			d.timer.Stop()
+			d.timer, d.deadline = nil, time.Time{}
+		}
+		return
+	}
+	// Expiry is strictly after MaxAge, so wake just past the deadline.
+	deadline := born.Add(maxAge + time.Nanosecond)
+	if d.timer != nil && d.deadline.Equal(deadline) {
+		return
+	}
+	if d.timer != nil {
+		d.timer.Stop()
+	}
+	d.deadline = deadline
+	d.armed++
+	seq := d.armed
+	d.timer = d.clock.AfterFunc(deadline.Sub(now), func() { d.fire(seq) })
+}
+
+func (d *Dispatcher) fire(seq uint64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped || seq != d.armed {
+		return
+	}
+	d.timer, d.deadline = nil, time.Time{}
+	d.pump(d.clock.Now())
+}
