@@ -1,0 +1,78 @@
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// parseFlags parses args into fs, then fills every flag not given on the
+// command line from the environment (FRONTDOOR_<NAME>, dashes as
+// underscores) and then from the file named by the -config flag, if fs has
+// one. The command line wins over the environment, which wins over the file.
+//
+// The config file holds one "name = value" per line; blank lines and lines
+// starting with # are ignored. Names are flag names without the dash.
+func parseFlags(fs *flag.FlagSet, args []string, lookupEnv func(string) (string, bool)) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var fileErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] || fileErr != nil {
+			return
+		}
+		env := "FRONTDOOR_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := lookupEnv(env); ok {
+			if err := f.Value.Set(v); err != nil {
+				fileErr = fmt.Errorf("%s: %w", env, err)
+				return
+			}
+			set[f.Name] = true
+		}
+	})
+	if fileErr != nil {
+		return fileErr
+	}
+	cfg := fs.Lookup("config")
+	if cfg == nil || cfg.Value.String() == "" {
+		return nil
+	}
+	f, err := os.Open(cfg.Value.String())
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	return applyConfig(fs, f, set, cfg.Value.String())
+}
+
+func applyConfig(fs *flag.FlagSet, r io.Reader, set map[string]bool, name string) error {
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			return fmt.Errorf("%s:%d: want name = value", name, n)
+		}
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		f := fs.Lookup(strings.TrimPrefix(k, "-"))
+		if f == nil {
+			return fmt.Errorf("%s:%d: unknown setting %q", name, n, k)
+		}
+		if set[f.Name] {
+			continue
+		}
+		if err := f.Value.Set(v); err != nil {
+			return fmt.Errorf("%s:%d: %s: %w", name, n, k, err)
+		}
+	}
+	return sc.Err()
+}
