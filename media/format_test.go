@@ -7,10 +7,10 @@ import (
 
 func TestFormat(t *testing.T) {
 	tests := []struct {
-		f        Format
-		bytes20  int
-		dur160   time.Duration
-		valid    bool
+		f       Format
+		bytes20 int
+		dur160  time.Duration
+		valid   bool
 	}{
 		{Telephony, 160, 20 * time.Millisecond, true},
 		{Format{PCM16, 16000, 1}, 640, 5 * time.Millisecond, true},

@@ -22,7 +22,7 @@ func init() {
 		alawDecode[i] = alawExpand(byte(i))
 	}
 	for i := range 1 << 14 {
-		x := int16(i<<2) // covers every 14-bit pattern, sign included
+		x := int16(i << 2) // covers every 14-bit pattern, sign included
 		mulawEncode[uint16(x)>>2] = mulawCompress(x)
 	}
 	for i := range 1 << 13 {
