@@ -26,10 +26,10 @@ var (
 
 // Limits bound a stage.
 type Limits struct {
-	Slots      int           // work holding a lease at once; >= 1
-	Waiting    int           // work waiting for a lease; >= 1
-	MaxAge     time.Duration // oldest age still eligible (equal is eligible); >= 0
-	Tombstones int           // terminal records retained; 0 means DefaultTombstones
+	Slots      int           `json:"slots"`      // work holding a lease at once; >= 1
+	Waiting    int           `json:"waiting"`    // work waiting for a lease; >= 1
+	MaxAge     time.Duration `json:"max_age_ns"` // oldest age still eligible (equal is eligible); >= 0
+	Tombstones int           `json:"tombstones"` // terminal records retained; 0 means DefaultTombstones
 }
 
 func (l Limits) validate() error {
