@@ -1,0 +1,2 @@
+#!/bin/sh
+echo "this is not a wav file at all, no"
