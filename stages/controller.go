@@ -48,8 +48,13 @@ type Job struct {
 	Born       time.Time
 }
 
+// record is a queued or leased piece of work. Records live in a slab sized
+// Slots+Waiting, so queueing and admitting work costs no allocation and the
+// queue refers to records by index without hashing identities.
 type record struct {
+	id        string
 	owner     string
+	own       *owner
 	gen       uint64
 	born      time.Time
 	state     Disposition // Queued, Active or Cancelled (cancelled while active)
@@ -60,7 +65,7 @@ type owner struct {
 	gen      uint64
 	lastBorn time.Time
 	hasLast  bool
-	live     []string // queued and leased identities, usually one or two
+	live     []int32 // queued and leased records, usually one or two
 }
 
 // Controller is a bounded admission controller for one stage. The zero value
@@ -71,7 +76,9 @@ type Controller struct {
 	clock      func() time.Time
 	closed     bool
 	queue      ring
-	live       map[string]record
+	recs       []record
+	free       []int32
+	live       map[string]int32
 	owners     map[string]*owner
 	leased     int
 	cleanup    int
@@ -104,9 +111,14 @@ func New(l Limits, opts ...Option) (*Controller, error) {
 		limits:     l,
 		clock:      time.Now,
 		queue:      newRing(l.Waiting),
-		live:       make(map[string]record, l.Slots+l.Waiting),
+		recs:       make([]record, l.Slots+l.Waiting),
+		free:       make([]int32, 0, l.Slots+l.Waiting),
+		live:       make(map[string]int32, l.Slots+l.Waiting),
 		owners:     make(map[string]*owner),
 		tombstones: tomb,
+	}
+	for i := len(c.recs) - 1; i >= 0; i-- {
+		c.free = append(c.free, int32(i))
 	}
 	for _, o := range opts {
 		o(c)
@@ -156,13 +168,13 @@ func (c *Controller) rotate(id string, gen uint64, now time.Time, cancelled func
 
 func (c *Controller) cancelOwned(o *owner, now time.Time, cancelled func(string, bool)) {
 	removedQueued := false
-	keep := o.live[:0]
-	for _, id := range o.live {
-		r := c.live[id]
+	for i := 0; i < len(o.live); {
+		ref := o.live[i]
+		r := &c.recs[ref]
 		switch r.state {
 		case Queued:
-			delete(c.live, id)
-			c.tombstones.Add(id, Cancelled)
+			id := r.id
+			c.finish(ref, Cancelled) // removes ref from o.live
 			c.ledger.CancelledQueued++
 			removedQueued = true
 			if cancelled != nil {
@@ -171,19 +183,16 @@ func (c *Controller) cancelOwned(o *owner, now time.Time, cancelled func(string,
 			continue
 		case Active:
 			r.state, r.cancelled = Cancelled, now
-			c.live[id] = r
 			c.cleanup++
 			c.ledger.CancelledActive++
 			if cancelled != nil {
-				cancelled(id, false)
+				cancelled(r.id, false)
 			}
 		}
-		keep = append(keep, id)
+		i++
 	}
-	clear(o.live[len(keep):])
-	o.live = keep
 	if removedQueued {
-		c.queue.filter(func(id string) bool { _, ok := c.live[id]; return ok })
+		c.queue.filter(func(ref int32) bool { return c.recs[ref].state == Queued })
 	}
 }
 
@@ -231,22 +240,24 @@ func (c *Controller) Offer(job Job, now time.Time) (Disposition, error) {
 		return 0, fmt.Errorf("%w: %q", ErrDuplicate, job.ID)
 	}
 	c.ledger.Offered++
-	d := c.check(job, now)
+	o := c.owners[job.Owner]
+	d := c.check(o, job, now)
 	if d != Queued {
 		c.ledger.Refused.add(d)
 		return d, nil
 	}
-	o := c.owners[job.Owner]
 	o.lastBorn, o.hasLast = job.Born, true
-	o.live = append(o.live, job.ID)
-	c.live[job.ID] = record{owner: job.Owner, gen: job.Generation, born: job.Born, state: Queued}
-	c.queue.push(job.ID)
+	ref := c.free[len(c.free)-1]
+	c.free = c.free[:len(c.free)-1]
+	c.recs[ref] = record{id: job.ID, owner: job.Owner, own: o, gen: job.Generation, born: job.Born, state: Queued}
+	o.live = append(o.live, ref)
+	c.live[job.ID] = ref
+	c.queue.push(ref)
 	c.ledger.Queued++
 	return Queued, nil
 }
 
-func (c *Controller) check(job Job, now time.Time) Disposition {
-	o := c.owners[job.Owner]
+func (c *Controller) check(o *owner, job Job, now time.Time) Disposition {
 	switch {
 	case o == nil || o.gen != job.Generation:
 		return Stale
@@ -273,20 +284,21 @@ func (c *Controller) Take(now time.Time) (Disposition, string, error) {
 }
 
 func (c *Controller) take(now time.Time) (Disposition, string, error) {
-	id, ok := c.queue.peek()
+	ref, ok := c.queue.peek()
 	if !ok {
 		if c.closed {
 			return Closed, "", nil
 		}
 		return Empty, "", nil
 	}
-	r := c.live[id]
+	r := &c.recs[ref]
 	if now.Before(r.born) {
-		return 0, "", fmt.Errorf("%w: now %v, %q born %v", ErrClock, now, id, r.born)
+		return 0, "", fmt.Errorf("%w: now %v, %q born %v", ErrClock, now, r.id, r.born)
 	}
 	if now.Sub(r.born) > c.limits.MaxAge {
+		id := r.id
 		c.queue.pop()
-		c.finish(id, r.owner, Expired)
+		c.finish(ref, Expired)
 		c.ledger.Expired++
 		return Expired, id, nil
 	}
@@ -295,10 +307,9 @@ func (c *Controller) take(now time.Time) (Disposition, string, error) {
 	}
 	c.queue.pop()
 	r.state = Active
-	c.live[id] = r
 	c.leased++
 	c.ledger.Admitted++
-	return Admitted, id, nil
+	return Admitted, r.id, nil
 }
 
 // Release returns the lease held by id. It is the evidence that the work
@@ -308,10 +319,11 @@ func (c *Controller) take(now time.Time) (Disposition, string, error) {
 func (c *Controller) Release(id string) (Disposition, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	r, ok := c.live[id]
-	if !ok || r.state == Queued {
+	ref, ok := c.live[id]
+	if !ok || c.recs[ref].state == Queued {
 		return 0, fmt.Errorf("%w: %q", ErrNoLease, id)
 	}
+	r := &c.recs[ref]
 	c.leased--
 	d := Completed
 	if r.state == Cancelled {
@@ -321,25 +333,27 @@ func (c *Controller) Release(id string) (Disposition, error) {
 	} else {
 		c.ledger.Completed++
 	}
-	c.finish(id, r.owner, d)
+	c.finish(ref, d)
 	return d, nil
 }
 
-// finish moves id from the live records to the tombstones.
-func (c *Controller) finish(id, ownerID string, d Disposition) {
-	delete(c.live, id)
-	c.tombstones.Add(id, d)
-	if o := c.owners[ownerID]; o != nil {
-		for i, v := range o.live {
-			if v == id {
-				last := len(o.live) - 1
-				o.live[i] = o.live[last]
-				o.live[last] = ""
-				o.live = o.live[:last]
-				break
-			}
+// finish moves a record from the live set to the tombstones and frees its
+// slab entry.
+func (c *Controller) finish(ref int32, d Disposition) {
+	r := &c.recs[ref]
+	delete(c.live, r.id)
+	c.tombstones.Add(r.id, d)
+	o := r.own
+	for i, v := range o.live {
+		if v == ref {
+			last := len(o.live) - 1
+			copy(o.live[i:], o.live[i+1:]) // keep arrival order for cancellation callbacks
+			o.live = o.live[:last]
+			break
 		}
 	}
+	*r = record{}
+	c.free = append(c.free, ref)
 }
 
 // Close closes admission: offers are refused as Closed and Take reports
@@ -364,8 +378,8 @@ func (c *Controller) Reopen() {
 func (c *Controller) State(id string) (Disposition, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if r, ok := c.live[id]; ok {
-		return r.state, true
+	if ref, ok := c.live[id]; ok {
+		return c.recs[ref].state, true
 	}
 	return c.tombstones.Peek(id)
 }
@@ -392,21 +406,21 @@ func (c *Controller) Cancel(id string) (Disposition, error) {
 func (c *Controller) CancelAt(id string, now time.Time) (Disposition, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	r, ok := c.live[id]
+	ref, ok := c.live[id]
 	if !ok {
 		if d, ok := c.tombstones.Peek(id); ok {
 			return d, nil
 		}
 		return 0, fmt.Errorf("%w: unknown identity %q", ErrJob, id)
 	}
+	r := &c.recs[ref]
 	switch r.state {
 	case Queued:
-		c.finish(id, r.owner, Cancelled)
+		c.finish(ref, Cancelled)
 		c.ledger.CancelledQueued++
-		c.queue.filter(func(v string) bool { return v != id })
+		c.queue.filter(func(v int32) bool { return v != ref })
 	case Active:
 		r.state, r.cancelled = Cancelled, now
-		c.live[id] = r
 		c.cleanup++
 		c.ledger.CancelledActive++
 	}
@@ -415,9 +429,9 @@ func (c *Controller) CancelAt(id string, now time.Time) (Disposition, error) {
 
 // head reports the Born of the work at the head of the queue.
 func (c *Controller) head() (time.Time, bool) {
-	id, ok := c.queue.peek()
+	ref, ok := c.queue.peek()
 	if !ok {
 		return time.Time{}, false
 	}
-	return c.live[id].born, true
+	return c.recs[ref].born, true
 }

@@ -111,13 +111,13 @@ func (c *Controller) SnapshotAt(now time.Time) Snapshot {
 		At:             now,
 	}
 	for i := 0; i < c.queue.len(); i++ {
-		if age := now.Sub(c.live[c.queue.at(i)].born); age > s.OldestQueued {
+		if age := now.Sub(c.recs[c.queue.at(i)].born); age > s.OldestQueued {
 			s.OldestQueued = age
 		}
 	}
 	if c.cleanup > 0 {
-		for _, r := range c.live {
-			if r.state == Cancelled {
+		for _, ref := range c.live {
+			if r := c.recs[ref]; r.state == Cancelled {
 				if age := now.Sub(r.cancelled); age > s.OldestCleanup {
 					s.OldestCleanup = age
 				}
@@ -141,9 +141,8 @@ func (c *Controller) Waiting(now time.Time) []Waiter {
 	defer c.mu.Unlock()
 	out := make([]Waiter, 0, c.queue.len())
 	for i := 0; i < c.queue.len(); i++ {
-		id := c.queue.at(i)
-		r := c.live[id]
-		out = append(out, Waiter{ID: id, Owner: r.owner, Position: i + 1, Age: now.Sub(r.born)})
+		r := c.recs[c.queue.at(i)]
+		out = append(out, Waiter{ID: r.id, Owner: r.owner, Position: i + 1, Age: now.Sub(r.born)})
 	}
 	return out
 }
@@ -154,7 +153,7 @@ func (c *Controller) Position(id string) (int, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i := 0; i < c.queue.len(); i++ {
-		if c.queue.at(i) == id {
+		if c.recs[c.queue.at(i)].id == id {
 			return i + 1, true
 		}
 	}

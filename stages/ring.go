@@ -1,40 +1,39 @@
 package stages
 
-// ring is a fixed-capacity FIFO of identities. Its storage is allocated once,
+// ring is a fixed-capacity FIFO of record indices. Its storage is allocated once,
 // so queueing work costs no allocation.
 type ring struct {
-	buf   []string
+	buf   []int32
 	head  int
 	count int
 }
 
-func newRing(n int) ring { return ring{buf: make([]string, n)} }
+func newRing(n int) ring { return ring{buf: make([]int32, n)} }
 
 func (r *ring) len() int { return r.count }
 
-func (r *ring) push(id string) {
+func (r *ring) push(id int32) {
 	r.buf[(r.head+r.count)%len(r.buf)] = id
 	r.count++
 }
 
-func (r *ring) peek() (string, bool) {
+func (r *ring) peek() (int32, bool) {
 	if r.count == 0 {
-		return "", false
+		return 0, false
 	}
 	return r.buf[r.head], true
 }
 
 func (r *ring) pop() {
-	r.buf[r.head] = ""
 	r.head = (r.head + 1) % len(r.buf)
 	r.count--
 }
 
-// at returns the i-th waiting identity, 0 being the head.
-func (r *ring) at(i int) string { return r.buf[(r.head+i)%len(r.buf)] }
+// at returns the i-th waiting record, 0 being the head.
+func (r *ring) at(i int) int32 { return r.buf[(r.head+i)%len(r.buf)] }
 
-// filter keeps, in order, the identities for which keep reports true.
-func (r *ring) filter(keep func(string) bool) {
+// filter keeps, in order, the indices for which keep reports true.
+func (r *ring) filter(keep func(int32) bool) {
 	n := 0
 	for i := 0; i < r.count; i++ {
 		id := r.at(i)
@@ -42,9 +41,6 @@ func (r *ring) filter(keep func(string) bool) {
 			r.buf[(r.head+n)%len(r.buf)] = id
 			n++
 		}
-	}
-	for i := n; i < r.count; i++ {
-		r.buf[(r.head+i)%len(r.buf)] = ""
 	}
 	r.count = n
 }
