@@ -59,6 +59,7 @@ type record struct {
 	born      time.Time
 	state     Disposition // Queued, Active or Cancelled (cancelled while active)
 	cancelled time.Time   // when an active record was cancelled
+	returned  bool        // ReleaseOnCancel gave the lease back at cancel
 }
 
 type owner struct {
@@ -72,7 +73,9 @@ type owner struct {
 // is not usable; call New.
 type Controller struct {
 	mu         sync.Mutex
-	limits     Limits
+	limits     Limits // as configured
+	eff        Limits // as the policy enforces them
+	policy     Policy
 	clock      func() time.Time
 	closed     bool
 	queue      ring
@@ -123,6 +126,7 @@ func New(l Limits, opts ...Option) (*Controller, error) {
 	for _, o := range opts {
 		o(c)
 	}
+	c.eff = c.policy.effective(l)
 	return c, nil
 }
 
@@ -182,9 +186,7 @@ func (c *Controller) cancelOwned(o *owner, now time.Time, cancelled func(string,
 			}
 			continue
 		case Active:
-			r.state, r.cancelled = Cancelled, now
-			c.cleanup++
-			c.ledger.CancelledActive++
+			c.cancelActive(r, now)
 			if cancelled != nil {
 				cancelled(r.id, false)
 			}
@@ -247,6 +249,10 @@ func (c *Controller) Offer(job Job, now time.Time) (Disposition, error) {
 		return d, nil
 	}
 	o.lastBorn, o.hasLast = job.Born, true
+	if len(c.free) == 0 { // only the unbounded baselines outgrow the slab
+		c.recs = append(c.recs, record{})
+		c.free = append(c.free, int32(len(c.recs)-1))
+	}
 	ref := c.free[len(c.free)-1]
 	c.free = c.free[:len(c.free)-1]
 	c.recs[ref] = record{id: job.ID, owner: job.Owner, own: o, gen: job.Generation, born: job.Born, state: Queued}
@@ -263,11 +269,11 @@ func (c *Controller) check(o *owner, job Job, now time.Time) Disposition {
 		return Stale
 	case o.hasLast && job.Born.Before(o.lastBorn):
 		return OutOfOrder
-	case now.Sub(job.Born) > c.limits.MaxAge:
+	case now.Sub(job.Born) > c.eff.MaxAge:
 		return Expired
 	case c.closed:
 		return Closed
-	case c.queue.len() >= c.limits.Waiting:
+	case c.queue.len() >= c.eff.Waiting:
 		return Overloaded
 	}
 	return Queued
@@ -295,14 +301,14 @@ func (c *Controller) take(now time.Time) (Disposition, string, error) {
 	if now.Before(r.born) {
 		return 0, "", fmt.Errorf("%w: now %v, %q born %v", ErrClock, now, r.id, r.born)
 	}
-	if now.Sub(r.born) > c.limits.MaxAge {
+	if now.Sub(r.born) > c.eff.MaxAge {
 		id := r.id
 		c.queue.pop()
 		c.finish(ref, Expired)
 		c.ledger.Expired++
 		return Expired, id, nil
 	}
-	if c.leased >= c.limits.Slots {
+	if c.leased >= c.eff.Slots {
 		return Busy, "", nil
 	}
 	c.queue.pop()
@@ -324,6 +330,10 @@ func (c *Controller) Release(id string) (Disposition, error) {
 		return 0, fmt.Errorf("%w: %q", ErrNoLease, id)
 	}
 	r := &c.recs[ref]
+	if r.returned { // ReleaseOnCancel counted this release at the cancel
+		c.finish(ref, Cancelled)
+		return Cancelled, nil
+	}
 	c.leased--
 	d := Completed
 	if r.state == Cancelled {
@@ -420,11 +430,24 @@ func (c *Controller) CancelAt(id string, now time.Time) (Disposition, error) {
 		c.ledger.CancelledQueued++
 		c.queue.filter(func(v int32) bool { return v != ref })
 	case Active:
-		r.state, r.cancelled = Cancelled, now
-		c.cleanup++
-		c.ledger.CancelledActive++
+		c.cancelActive(r, now)
 	}
 	return Cancelled, nil
+}
+
+// cancelActive takes a leased record's right to speak. Its lease stays held,
+// as cleanup pending, until Release: the cancel request is not evidence that
+// the backend stopped. Only the ReleaseOnCancel baseline returns it now.
+func (c *Controller) cancelActive(r *record, now time.Time) {
+	r.state, r.cancelled = Cancelled, now
+	c.ledger.CancelledActive++
+	if c.policy == ReleaseOnCancel {
+		r.returned = true
+		c.leased--
+		c.ledger.ReleasedCancelled++
+		return
+	}
+	c.cleanup++
 }
 
 // head reports the Born of the work at the head of the queue.

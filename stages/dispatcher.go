@@ -2,6 +2,7 @@ package stages
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 )
@@ -201,9 +202,9 @@ func (d *Dispatcher) arm(now time.Time) {
 	}
 	d.c.mu.Lock()
 	born, ok := d.c.head()
-	maxAge := d.c.limits.MaxAge
+	maxAge := d.c.eff.MaxAge
 	d.c.mu.Unlock()
-	if !ok {
+	if !ok || maxAge == time.Duration(math.MaxInt64) {
 		if d.timer != nil {
 			d.timer.Stop()
 			d.timer, d.deadline = nil, time.Time{}

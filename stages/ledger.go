@@ -77,6 +77,7 @@ func (l Ledger) Check(queued, leased int) error {
 // Snapshot is a consistent view of a stage at one instant.
 type Snapshot struct {
 	Limits         Limits        `json:"limits"`
+	Policy         Policy        `json:"policy"`
 	Closed         bool          `json:"closed"`
 	Queued         int           `json:"queued"`
 	Leased         int           `json:"leased"`
@@ -101,6 +102,7 @@ func (c *Controller) SnapshotAt(now time.Time) Snapshot {
 	defer c.mu.Unlock()
 	s := Snapshot{
 		Limits:         c.limits,
+		Policy:         c.policy,
 		Closed:         c.closed,
 		Queued:         c.queue.len(),
 		Leased:         c.leased,
@@ -117,7 +119,7 @@ func (c *Controller) SnapshotAt(now time.Time) Snapshot {
 	}
 	if c.cleanup > 0 {
 		for _, ref := range c.live {
-			if r := c.recs[ref]; r.state == Cancelled {
+			if r := c.recs[ref]; r.state == Cancelled && !r.returned {
 				if age := now.Sub(r.cancelled); age > s.OldestCleanup {
 					s.OldestCleanup = age
 				}

@@ -13,6 +13,13 @@ func newRing(n int) ring { return ring{buf: make([]int32, n)} }
 func (r *ring) len() int { return r.count }
 
 func (r *ring) push(id int32) {
+	if r.count == len(r.buf) { // only the unbounded baselines outgrow the ring
+		grown := make([]int32, 2*len(r.buf))
+		for i := 0; i < r.count; i++ {
+			grown[i] = r.at(i)
+		}
+		r.buf, r.head = grown, 0
+	}
 	r.buf[(r.head+r.count)%len(r.buf)] = id
 	r.count++
 }
