@@ -1,0 +1,121 @@
+package fallback
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/frontdoorhq/frontdoor/stages/backend"
+)
+
+// ErrNoSynthesizer: the Service was built without a synthesizer.
+var ErrNoSynthesizer = errors.New("fallback: no synthesizer for prompt audio")
+
+// MaxPromptText bounds the text PromptAudio will render.
+const MaxPromptText = 1000
+
+// PromptAudio returns the speech for a prompt's text. Every fixed prompt
+// (AllPrompts) is rendered once in the background at start-up; any other
+// text is rendered on first use. Rendering calls the synthesizer directly,
+// outside the synthesis stage's controller, so a prompt is heard even
+// while synthesis is the overloaded stage; concurrent requests for one
+// text share one rendering. The cache keeps PromptCacheSize texts.
+func (s *Service) PromptAudio(ctx context.Context, text string) (backend.Audio, error) {
+	if a, ok := s.audio.Get(text); ok {
+		return a, nil
+	}
+	if s.synth == nil {
+		return backend.Audio{}, ErrNoSynthesizer
+	}
+	if len(text) > MaxPromptText {
+		return backend.Audio{}, fmt.Errorf("fallback: prompt text of %d bytes, at most %d", len(text), MaxPromptText)
+	}
+	f, err := s.flight(text)
+	if err != nil {
+		return backend.Audio{}, err
+	}
+	select {
+	case <-f.done:
+		return f.audio, f.err
+	case <-ctx.Done():
+		return backend.Audio{}, ctx.Err()
+	}
+}
+
+// renderFlight is one rendering that concurrent callers share.
+type renderFlight struct {
+	done  chan struct{}
+	audio backend.Audio
+	err   error
+}
+
+// flight joins the rendering of text, starting it if none runs. Rendering
+// belongs to the service, not to the first caller: a caller who hangs up
+// must not fail the others waiting. Close waits for it.
+func (s *Service) flight(text string) (*renderFlight, error) {
+	s.renderMu.Lock()
+	defer s.renderMu.Unlock()
+	if s.renderClosed {
+		return nil, ErrClosed
+	}
+	if f := s.rendering[text]; f != nil {
+		return f, nil
+	}
+	f := &renderFlight{done: make(chan struct{})}
+	s.rendering[text] = f
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f.audio, f.err = s.renderPrompt(s.ctx, text)
+		s.renderMu.Lock()
+		delete(s.rendering, text)
+		s.renderMu.Unlock()
+		close(f.done)
+	}()
+	return f, nil
+}
+
+func (s *Service) renderPrompt(ctx context.Context, text string) (backend.Audio, error) {
+	if a, ok := s.audio.Get(text); ok {
+		return a, nil
+	}
+	var out backend.Audio
+	err := s.synth.Synthesize(ctx, text, func(a backend.Audio) error {
+		if out.Rate == 0 {
+			out.Rate = a.Rate
+		}
+		if a.Rate != out.Rate {
+			return fmt.Errorf("fallback: prompt audio changed rate from %d to %d", out.Rate, a.Rate)
+		}
+		out.Samples = append(out.Samples, a.Samples...)
+		return nil
+	})
+	if err != nil {
+		return backend.Audio{}, fmt.Errorf("fallback: render prompt: %w", err)
+	}
+	s.audio.Add(text, out)
+	return out, nil
+}
+
+// warm renders every fixed prompt, one at a time so that start-up does not
+// compete with callers for the synthesizer.
+func (s *Service) warm(ctx context.Context) {
+	for _, p := range AllPrompts() {
+		if ctx.Err() != nil {
+			return
+		}
+		if _, err := s.PromptAudio(ctx, p.Text); err != nil && ctx.Err() == nil {
+			s.log.Warn("prompt audio not rendered ahead; will retry on first use", "stage", p.Stage, "reason", p.Reason, "err", err)
+		}
+	}
+}
+
+// PromptsReady reports whether every fixed prompt has been rendered.
+func (s *Service) PromptsReady() bool {
+	for _, p := range AllPrompts() {
+		if !s.audio.Contains(p.Text) {
+			return false
+		}
+	}
+	return true
+}

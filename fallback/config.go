@@ -1,0 +1,78 @@
+package fallback
+
+import (
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/frontdoorhq/frontdoor/stages"
+)
+
+// Config holds the fallback settings. The zero value is not useful: start
+// from DefaultConfig or register the flags with Flags.
+type Config struct {
+	CallbackSlots   int           // callbacks claimed by operators at once
+	CallbackQueue   int           // callbacks waiting to be claimed
+	CallbackMaxWait time.Duration // how long an accepted callback may wait for a claim
+	CallbackLease   time.Duration // how long a claim lasts before it returns to the queue
+	HandoffSlots    int           // transfers claimed by agents and not yet acknowledged
+	HandoffQueue    int           // handoffs waiting for an agent
+	HandoffMaxWait  time.Duration // how long a caller waits for an agent
+	DataDir         string        // where the callback database lives
+}
+
+// DefaultConfig returns settings that make a fresh server usable at once.
+func DefaultConfig() Config {
+	return Config{
+		CallbackSlots:   4,
+		CallbackQueue:   1000,
+		CallbackMaxWait: 24 * time.Hour,
+		CallbackLease:   15 * time.Minute,
+		HandoffSlots:    8,
+		HandoffQueue:    16,
+		HandoffMaxWait:  2 * time.Minute,
+		DataDir:         "data",
+	}
+}
+
+// Flags registers the fallback flags on fs; parsing fills c. The values in
+// c when Flags is called are the defaults:
+//
+//	cfg := fallback.DefaultConfig()
+//	cfg.Flags(fs)
+func (c *Config) Flags(fs *flag.FlagSet) {
+	p := c
+	fs.IntVar(&p.CallbackSlots, "callback-slots", c.CallbackSlots, "callbacks claimed by operators at once")
+	fs.IntVar(&p.CallbackQueue, "callback-queue", c.CallbackQueue, "accepted callbacks waiting to be claimed")
+	fs.DurationVar(&p.CallbackMaxWait, "callback-max-wait", c.CallbackMaxWait, "how long an accepted callback may wait before it expires")
+	fs.DurationVar(&p.CallbackLease, "callback-lease", c.CallbackLease, "how long an operator's claim lasts before the callback returns to the queue")
+	fs.IntVar(&p.HandoffSlots, "handoff-slots", c.HandoffSlots, "handoffs claimed by agents and not yet acknowledged")
+	fs.IntVar(&p.HandoffQueue, "handoff-queue", c.HandoffQueue, "callers waiting for a human agent")
+	fs.DurationVar(&p.HandoffMaxWait, "handoff-max-wait", c.HandoffMaxWait, "how long a caller waits for an agent before the handoff expires")
+	fs.StringVar(&p.DataDir, "data-dir", c.DataDir, "directory of the durable callback database")
+}
+
+// Validate reports settings that cannot work.
+func (c Config) Validate() error {
+	if _, err := stages.New(c.callbackLimits()); err != nil {
+		return fmt.Errorf("fallback: callback stage: %w", err)
+	}
+	if _, err := stages.New(c.handoffLimits()); err != nil {
+		return fmt.Errorf("fallback: handoff stage: %w", err)
+	}
+	if c.CallbackLease <= 0 {
+		return fmt.Errorf("fallback: -callback-lease must be positive, got %v", c.CallbackLease)
+	}
+	if c.DataDir == "" {
+		return fmt.Errorf("fallback: -data-dir is empty")
+	}
+	return nil
+}
+
+func (c Config) callbackLimits() stages.Limits {
+	return stages.Limits{Slots: c.CallbackSlots, Waiting: c.CallbackQueue, MaxAge: c.CallbackMaxWait}
+}
+
+func (c Config) handoffLimits() stages.Limits {
+	return stages.Limits{Slots: c.HandoffSlots, Waiting: c.HandoffQueue, MaxAge: c.HandoffMaxWait}
+}

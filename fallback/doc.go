@@ -1,0 +1,28 @@
+// Package fallback gives refused or expired voice work somewhere honest to
+// go: a consented, durable callback or a handoff to a human agent, and the
+// prompts that tell the caller only what the system knows.
+//
+// Each fallback is a bounded stage of its own, guarded by a
+// stages.Controller with its own slots, queue and maximum age, so that a
+// flood of refused callers cannot move the overload into an unlimited
+// callback list or agent queue. A full fallback is the disposition
+// Overloaded, never a silent drop, and its refusals are counted in the
+// controller's ledger like every other stage.
+//
+// Fallback work is admitted when a human claims it (an operator claiming a
+// callback, an agent claiming a handoff), not when a slot frees, so the
+// stages.Dispatcher, which admits whenever it can, does not fit. A small
+// claim queue over the same Controller takes work only on a claim and owns
+// one timer that expires the head of the queue at its deadline.
+//
+// Callbacks are written to a CallbackStore (SQLite under the data directory
+// by default) before the caller is told they are queued; the store is the
+// record and the controller is re-filled from it at start-up, so the
+// callback bound holds across restarts. Handoffs live only as long as the
+// caller stays on the line.
+//
+// PromptFor is the table of caller-facing sentences; docs/PROMPTS.md is
+// generated from it. PromptAudio renders those sentences once, outside the
+// synthesis stage, and serves them from a cache so that a prompt is heard
+// even while synthesis is the overloaded stage.
+package fallback

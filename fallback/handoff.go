@@ -1,0 +1,285 @@
+package fallback
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/frontdoorhq/frontdoor/stages"
+)
+
+// HandoffRequest asks for a human agent to take a call.
+type HandoffRequest struct {
+	Call    string
+	Turn    string // the turn whose refusal led here
+	Summary string // what the agent sees; at most MaxSummary bytes are kept
+}
+
+// MaxSummary bounds the summary an agent is shown.
+const MaxSummary = 2000
+
+// Handoff is a caller waiting for a human agent. It resolves exactly once:
+// Completed when an agent claimed and acknowledged it (Outcome.Agent says
+// who), Expired when no agent claimed it within -handoff-max-wait, Cancelled
+// when the caller hung up (Cancel), or Overloaded/Closed when an agent
+// abandoned it and it could not go back into the queue.
+type Handoff struct {
+	Ticket  string
+	Call    string
+	Turn    string
+	Summary string
+	Born    time.Time // when it was requested; its age counts from here
+
+	s       *Service
+	done    chan struct{}
+	outcome HandoffOutcome
+}
+
+// HandoffOutcome is how a Handoff resolved.
+type HandoffOutcome struct {
+	Disposition stages.Disposition `json:"disposition"`
+	Agent       string             `json:"agent,omitempty"`
+}
+
+// Done is closed once the handoff has resolved.
+func (h *Handoff) Done() <-chan struct{} { return h.done }
+
+// Outcome reports how the handoff resolved; valid once Done is closed.
+func (h *Handoff) Outcome() HandoffOutcome { return h.outcome }
+
+// Wait blocks until the handoff resolves or ctx ends. Giving up waiting
+// does not withdraw the handoff: call Cancel for that.
+func (h *Handoff) Wait(ctx context.Context) (HandoffOutcome, error) {
+	select {
+	case <-h.done:
+		return h.outcome, nil
+	case <-ctx.Done():
+		return HandoffOutcome{}, ctx.Err()
+	}
+}
+
+// Position reports the handoff's place among waiting handoffs, 1 first, or
+// false when it is not waiting (claimed or resolved).
+func (h *Handoff) Position() (int, bool) {
+	h.s.ho.mu.Lock()
+	st := h.s.ho.byTicket[h.Ticket]
+	h.s.ho.mu.Unlock()
+	if st == nil {
+		return 0, false
+	}
+	return h.s.hq.c.Position(st.job)
+}
+
+// Cancel withdraws the handoff because the caller left. It resolves as
+// Cancelled unless it already resolved; an agent holding it is told.
+func (h *Handoff) Cancel() {
+	s := h.s
+	s.ho.mu.Lock()
+	defer s.ho.mu.Unlock()
+	st := s.ho.byTicket[h.Ticket]
+	if st == nil {
+		return
+	}
+	s.hq.cancel(st.job, h.Ticket)
+	if st.agent != nil {
+		st.agent.send(agentMessage{Type: "resolved", Ticket: h.Ticket, Disposition: stages.Cancelled})
+	}
+	s.resolveLocked(st, HandoffOutcome{Disposition: stages.Cancelled})
+}
+
+type hstate struct {
+	h       *Handoff
+	job     string // current job id in the handoff stage
+	attempt int
+	agent   *agent // the agent holding the claim, nil while waiting
+}
+
+type handoffs struct {
+	mu       sync.Mutex
+	byTicket map[string]*hstate
+	byCall   map[string]*hstate
+	agents   map[*agent]struct{}
+	closing  bool
+
+	returned         atomic.Uint64
+	abandonedExpired atomic.Uint64
+}
+
+func (ho *handoffs) init() {
+	ho.byTicket = map[string]*hstate{}
+	ho.byCall = map[string]*hstate{}
+	ho.agents = map[*agent]struct{}{}
+}
+
+func (ho *handoffs) agentCount() int {
+	ho.mu.Lock()
+	defer ho.mu.Unlock()
+	return len(ho.agents)
+}
+
+// RequestHandoff puts the call in the handoff queue. It returns Queued and a
+// Handoff to wait on, or a refusal (Overloaded, Closed) and no Handoff. A
+// call that already has a live handoff gets that one back. Bad requests get
+// ErrRequest. The handoff's age counts from now: the caller accepted a new
+// offer, with its own budget of -handoff-max-wait.
+func (s *Service) RequestHandoff(ctx context.Context, req HandoffRequest) (*Handoff, stages.Disposition, error) {
+	if req.Call == "" || req.Turn == "" || len(req.Call) > 256 || len(req.Turn) > 256 {
+		return nil, 0, ErrRequest
+	}
+	if len(req.Summary) > MaxSummary {
+		req.Summary = strings.ToValidUTF8(req.Summary[:MaxSummary], "")
+	}
+	s.ho.mu.Lock()
+	defer s.ho.mu.Unlock()
+	if s.ho.closing {
+		return nil, stages.Closed, nil
+	}
+	if st := s.ho.byCall[req.Call]; st != nil {
+		return st.h, stages.Queued, nil
+	}
+	now := s.clock.Now()
+	h := &Handoff{Ticket: newTicket("ho_"), Call: req.Call, Turn: req.Turn, Summary: req.Summary, Born: now, s: s, done: make(chan struct{})}
+	st := &hstate{h: h, job: jobID(h.Ticket, 0)}
+	d, expired, err := s.hq.offer(stages.Job{ID: st.job, Owner: h.Ticket, Born: now})
+	s.handoffsExpiredLocked(expired)
+	if err != nil {
+		return nil, 0, err
+	}
+	if d != stages.Queued {
+		s.log.Info("handoff refused", "call", req.Call, "turn", req.Turn, "disposition", d)
+		return nil, d, nil
+	}
+	s.ho.byTicket[h.Ticket] = st
+	s.ho.byCall[h.Call] = st
+	s.log.Info("handoff queued", "call", req.Call, "turn", req.Turn, "ticket", h.Ticket)
+	s.broadcastLocked()
+	return h, stages.Queued, nil
+}
+
+// resolveLocked resolves st exactly once: it leaves the maps first, so no
+// second path can find it. Under ho.mu.
+func (s *Service) resolveLocked(st *hstate, out HandoffOutcome) {
+	if s.ho.byTicket[st.h.Ticket] != st {
+		return
+	}
+	delete(s.ho.byTicket, st.h.Ticket)
+	delete(s.ho.byCall, st.h.Call)
+	st.h.outcome = out
+	close(st.h.done)
+	s.log.Info("handoff resolved", "call", st.h.Call, "ticket", st.h.Ticket, "disposition", out.Disposition, "agent", out.Agent)
+	s.broadcastLocked()
+}
+
+func (s *Service) handoffsExpired(ids []string) {
+	s.ho.mu.Lock()
+	defer s.ho.mu.Unlock()
+	s.handoffsExpiredLocked(ids)
+}
+
+func (s *Service) handoffsExpiredLocked(ids []string) {
+	for _, id := range ids {
+		ticket, _, _ := strings.Cut(id, "/")
+		if st := s.ho.byTicket[ticket]; st != nil && st.job == id {
+			s.resolveLocked(st, HandoffOutcome{Disposition: stages.Expired})
+		}
+	}
+}
+
+// Errors an agent's claim can get.
+var (
+	errUnknownTicket = errors.New("no such waiting handoff")
+	errTaken         = errors.New("handoff already claimed")
+	errNotNext       = errors.New("an older handoff is waiting: claim the first in the list")
+	errNotYours      = errors.New("handoff not claimed by you")
+)
+
+// claimHandoff gives ticket (or the first waiting handoff when ticket is
+// empty) to a. Under ho.mu.
+func (s *Service) claimHandoffLocked(a *agent, ticket string) (*hstate, error) {
+	var want string
+	if ticket != "" {
+		st := s.ho.byTicket[ticket]
+		if st == nil {
+			return nil, errUnknownTicket
+		}
+		if st.agent != nil {
+			return nil, errTaken
+		}
+		want = st.job
+	}
+	d, id, expired, err := s.hq.claim(want)
+	s.handoffsExpiredLocked(expired)
+	if err != nil {
+		return nil, err
+	}
+	switch d {
+	case stages.Admitted:
+	case stages.Queued:
+		return nil, errNotNext
+	case stages.Busy:
+		return nil, ErrSlotsBusy
+	case stages.Expired:
+		return nil, errUnknownTicket // resolved above
+	default:
+		return nil, errUnknownTicket
+	}
+	t, _, _ := strings.Cut(id, "/")
+	st := s.ho.byTicket[t]
+	if st == nil || st.job != id { // cannot happen: every job has a state
+		s.hq.cancel(id, t)
+		return nil, errUnknownTicket
+	}
+	st.agent = a
+	s.log.Info("handoff claimed", "call", st.h.Call, "ticket", t, "agent", a.id)
+	s.broadcastLocked()
+	return st, nil
+}
+
+// ackHandoffLocked completes the transfer of a handoff a holds.
+func (s *Service) ackHandoffLocked(a *agent, ticket string) error {
+	st := s.ho.byTicket[ticket]
+	if st == nil {
+		return errUnknownTicket
+	}
+	if st.agent != a {
+		return errNotYours
+	}
+	if _, err := s.hq.release(st.job, ticket); err != nil {
+		return err
+	}
+	s.resolveLocked(st, HandoffOutcome{Disposition: stages.Completed, Agent: a.id})
+	return nil
+}
+
+// abandonLocked handles an agent letting go of a claimed handoff (release
+// or disconnect): the claim's lease is released as cancelled, and the
+// handoff is offered again with its original Born. The stage decides, in
+// that one offer, whether it goes back to the queue or resolves (Expired
+// when too old, Overloaded or Closed otherwise): never both.
+func (s *Service) abandonLocked(st *hstate) {
+	ticket := st.h.Ticket
+	s.hq.cancel(st.job, ticket)
+	st.agent = nil
+	st.attempt++
+	st.job = jobID(ticket, st.attempt)
+	d, expired, err := s.hq.offer(stages.Job{ID: st.job, Owner: ticket, Born: st.h.Born})
+	s.handoffsExpiredLocked(expired)
+	switch {
+	case err == nil && d == stages.Queued:
+		s.ho.returned.Add(1)
+		s.log.Warn("handoff abandoned by agent; back in the queue", "call", st.h.Call, "ticket", ticket)
+		s.broadcastLocked()
+	default:
+		if err != nil || d == 0 {
+			d = stages.Closed
+		}
+		if d == stages.Expired {
+			s.ho.abandonedExpired.Add(1)
+		}
+		s.log.Warn("handoff abandoned by agent; resolved", "call", st.h.Call, "ticket", ticket, "disposition", d, "err", err)
+		s.resolveLocked(st, HandoffOutcome{Disposition: d})
+	}
+}

@@ -1,0 +1,151 @@
+package fallback
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/frontdoorhq/frontdoor/stages"
+)
+
+// Operator errors.
+var (
+	// ErrNoneWaiting: no callback is waiting to be claimed.
+	ErrNoneWaiting = errors.New("fallback: no callback waiting")
+	// ErrSlotsBusy: every claim slot (-callback-slots) is held.
+	ErrSlotsBusy = errors.New("fallback: every claim slot is in use")
+)
+
+// ClaimCallback gives the oldest waiting callback to operator under a lease
+// of Config.CallbackLease. The returned Callback carries the full number
+// and the Attempt to pass to FinishCallback. A claim not finished before
+// its lease ends returns to the queue. It returns ErrNoneWaiting or
+// ErrSlotsBusy when there is nothing to claim.
+func (s *Service) ClaimCallback(ctx context.Context, operator string) (Callback, error) {
+	if s.closed.Load() {
+		return Callback{}, ErrClosed
+	}
+	s.cb.mu.Lock()
+	defer s.cb.mu.Unlock()
+	defer s.refillLocked(ctx)
+	for {
+		d, id, expired, err := s.cbq.claim("")
+		s.expireCallbacksLocked(expired)
+		if err != nil {
+			return Callback{}, err
+		}
+		switch d {
+		case stages.Admitted:
+		case stages.Busy:
+			return Callback{}, ErrSlotsBusy
+		default:
+			return Callback{}, ErrNoneWaiting
+		}
+		ticket, _, _ := strings.Cut(id, "/")
+		now := s.clock.Now()
+		c, err := s.store.Claim(ctx, ticket, operator, now, now.Add(s.cfg.CallbackLease))
+		if err != nil {
+			// Claimed or finished by another process on the same file,
+			// or the store failed: drop it from the stage; a pending row
+			// comes back by refill.
+			s.cbq.cancel(id, ticket)
+			delete(s.cb.jobs, ticket)
+			s.cb.backlog = true
+			if errors.Is(err, ErrNotLive) || errors.Is(err, ErrNotFound) {
+				continue
+			}
+			return Callback{}, err
+		}
+		s.armLeaseLocked(ticket, c.Attempt, s.cfg.CallbackLease)
+		s.log.Info("callback claimed", "ticket", ticket, "operator", operator, "attempt", c.Attempt, "number", Redact(c.Number))
+		return c, nil
+	}
+}
+
+// FinishCallback records the end of a claimed callback: to is
+// StatusCompleted or StatusFailed, note says what happened. attempt is the
+// Attempt the claim returned; a superseded claim gets ErrLeaseLost. An
+// attempt of 0 finishes whoever holds the claim (operator override).
+func (s *Service) FinishCallback(ctx context.Context, ticket string, attempt int, to Status, note string) (Callback, error) {
+	if len(note) > 1024 {
+		note = note[:1024]
+	}
+	s.cb.mu.Lock()
+	defer s.cb.mu.Unlock()
+	c, err := s.store.Finish(ctx, ticket, attempt, to, note, s.clock.Now())
+	if err != nil {
+		return Callback{}, err
+	}
+	if t := s.cb.leases[ticket]; t != nil {
+		t.Stop()
+		delete(s.cb.leases, ticket)
+	}
+	if id, ok := s.cb.jobs[ticket]; ok {
+		if st, _ := s.cbq.c.State(id); st == stages.Active {
+			s.cbq.release(id, ticket)
+		} else {
+			s.cbq.cancel(id, ticket)
+		}
+		delete(s.cb.jobs, ticket)
+	}
+	s.refillLocked(ctx)
+	s.log.Info("callback finished", "ticket", ticket, "status", c.Status, "attempt", c.Attempt)
+	return c, nil
+}
+
+// ListCallbacks lists stored callbacks with the given statuses (all when
+// none), oldest first, at most limit (all when <= 0).
+func (s *Service) ListCallbacks(ctx context.Context, limit int, statuses ...Status) ([]Callback, error) {
+	return s.store.List(ctx, limit, statuses...)
+}
+
+// armLeaseLocked starts the lease timer of a claim. Under cb.mu.
+func (s *Service) armLeaseLocked(ticket string, attempt int, after time.Duration) {
+	if t := s.cb.leases[ticket]; t != nil {
+		t.Stop()
+	}
+	s.cb.leases[ticket] = s.clock.AfterFunc(after, func() { s.leaseExpired(ticket, attempt) })
+}
+
+// leaseExpired returns a claim that ran out to the queue, keeping its
+// original acceptance time: if that is now too old, it expires instead.
+func (s *Service) leaseExpired(ticket string, attempt int) {
+	s.cb.mu.Lock()
+	defer s.cb.mu.Unlock()
+	if s.closed.Load() {
+		return
+	}
+	delete(s.cb.leases, ticket)
+	now := s.clock.Now()
+	if err := s.store.Return(s.ctx, ticket, attempt, now); err != nil {
+		if !errors.Is(err, ErrLeaseLost) {
+			s.log.Error("callback lease return", "ticket", ticket, "err", err)
+		}
+		return
+	}
+	s.cb.leasesReturned.Add(1)
+	if id, ok := s.cb.jobs[ticket]; ok {
+		s.cbq.cancel(id, ticket)
+		delete(s.cb.jobs, ticket)
+	}
+	c, err := s.store.Get(s.ctx, ticket)
+	if err != nil {
+		s.log.Error("callback lease return", "ticket", ticket, "err", err)
+		s.cb.backlog = true
+		return
+	}
+	id := jobID(ticket, c.Attempt)
+	d, expired, err := s.cbq.offer(stages.Job{ID: id, Owner: ticket, Born: c.Accepted})
+	s.expireCallbacksLocked(expired)
+	switch {
+	case err == nil && d == stages.Queued:
+		s.cb.jobs[ticket] = id
+		s.log.Warn("callback claim lease ran out; back in the queue", "ticket", ticket, "attempt", attempt)
+	case err == nil && d == stages.Expired:
+		s.expireCallbackLocked(ticket)
+	default:
+		s.cb.backlog = true
+		s.log.Warn("callback claim lease ran out; waiting for room in the queue", "ticket", ticket, "disposition", d, "err", err)
+	}
+}

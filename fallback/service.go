@@ -1,0 +1,214 @@
+package fallback
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/backend"
+)
+
+// Service owns the callback and handoff stages, the callback store, the
+// agents' connections and the prompt audio cache. It is safe for
+// concurrent use. Close it to stop its timers and goroutines.
+type Service struct {
+	cfg   Config
+	log   *slog.Logger
+	clock stages.Clock
+	store CallbackStore
+	own   bool // the store was opened by New and is closed by Close
+
+	cbq *claimQueue
+	cb  callbacks
+	hq  *claimQueue
+	ho  handoffs
+
+	synth  backend.Synthesizer
+	audio  *lru.Cache[string, backend.Audio]
+
+	renderMu     sync.Mutex
+	rendering    map[string]*renderFlight
+	renderClosed bool
+
+	ctx    context.Context // ends at Close; owns background work
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	closed atomic.Bool
+
+	failures atomic.Uint64 // fallbacks that failed after being attempted
+}
+
+// Option configures a Service.
+type Option func(*Service)
+
+// WithClock sets the clock of both fallback stages (tests use
+// stagestest.Clock). The default is stages.SystemClock.
+func WithClock(c stages.Clock) Option { return func(s *Service) { s.clock = c } }
+
+// WithStore replaces the SQLite callback store (Config.DataDir is then
+// unused). The Service does not close a store it was given.
+func WithStore(st CallbackStore) Option { return func(s *Service) { s.store = st } }
+
+// PromptCacheSize is the number of rendered prompts kept by PromptAudio.
+const PromptCacheSize = 512
+
+// New opens the callback store, re-fills the callback stage from it, and
+// starts rendering every fixed prompt in the background with synth (which
+// may be nil: PromptAudio then reports ErrNoSynthesizer). log may be nil.
+// ctx bounds the start-up work only.
+func New(ctx context.Context, cfg Config, synth backend.Synthesizer, log *slog.Logger, opts ...Option) (*Service, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Service{cfg: cfg, log: log.With("component", "fallback"), clock: stages.SystemClock, synth: synth, rendering: map[string]*renderFlight{}}
+	for _, o := range opts {
+		o(s)
+	}
+	var err error
+	if s.cbq, err = newClaimQueue(cfg.callbackLimits(), s.clock); err != nil {
+		return nil, err
+	}
+	if s.hq, err = newClaimQueue(cfg.handoffLimits(), s.clock); err != nil {
+		return nil, err
+	}
+	if s.audio, err = lru.New[string, backend.Audio](PromptCacheSize); err != nil {
+		return nil, err
+	}
+	if s.store == nil {
+		st, err := OpenSQLite(ctx, cfg.DataDir)
+		if err != nil {
+			return nil, err
+		}
+		s.store, s.own = st, true
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.cb.init()
+	s.ho.init()
+	s.cbq.onExpire = s.callbacksExpired
+	s.hq.onExpire = s.handoffsExpired
+	if err := s.restore(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if synth != nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.warm(s.ctx)
+		}()
+	}
+	return s, nil
+}
+
+// Close stops the stages' timers, closes agents' connections, waits for
+// background work and closes the store New opened. Live handoffs resolve
+// as Closed. Accepted callbacks stay in the store for the next start.
+func (s *Service) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.cbq.c.Close()
+	s.hq.c.Close()
+	s.cancel()
+	s.renderMu.Lock()
+	s.renderClosed = true
+	s.renderMu.Unlock()
+	s.cbq.stop()
+	s.hq.stop()
+	s.cb.stopTimers()
+	s.ho.closeAgents()
+	s.ho.mu.Lock()
+	for _, st := range s.ho.byTicket {
+		if st.agent != nil {
+			st.agent.send(agentMessage{Type: "resolved", Ticket: st.h.Ticket, Disposition: stages.Closed})
+		}
+		s.hq.cancel(st.job, st.h.Ticket)
+		s.resolveLocked(st, HandoffOutcome{Disposition: stages.Closed})
+	}
+	s.ho.mu.Unlock()
+	s.wg.Wait()
+	if s.own {
+		return s.store.Close()
+	}
+	return nil
+}
+
+// CallbackStage returns the callback stage's controller, for /v1/stages
+// and metrics. Use it only to observe (Snapshot, Waiting) and to Close or
+// Reopen admission when draining.
+func (s *Service) CallbackStage() *stages.Controller { return s.cbq.c }
+
+// HandoffStage returns the handoff stage's controller, as CallbackStage.
+func (s *Service) HandoffStage() *stages.Controller { return s.hq.c }
+
+// Store returns the callback store.
+func (s *Service) Store() CallbackStore { return s.store }
+
+// Available lists the fallbacks that have room right now, in offer order.
+// Acceptance checks again: room now is not a reservation.
+func (s *Service) Available() []Kind {
+	var out []Kind
+	if s.cbq.room() && !s.cb.hasBacklog() {
+		out = append(out, KindCallback)
+	}
+	if s.hq.room() {
+		out = append(out, KindHandoff)
+	}
+	return out
+}
+
+// Stats are the fallback's own counters, beyond the stages' ledgers.
+type Stats struct {
+	// NotEstablished counts fallbacks that were attempted and failed
+	// (a store write that failed), so the caller was told so.
+	NotEstablished uint64 `json:"not_established"`
+	// AgentsConnected is the number of agents on /v1/agents now.
+	AgentsConnected int `json:"agents_connected"`
+	// HandoffsReturned counts claimed handoffs an agent abandoned that went
+	// back to the queue; HandoffsAbandonedExpired those that expired then.
+	HandoffsReturned         uint64 `json:"handoffs_returned"`
+	HandoffsAbandonedExpired uint64 `json:"handoffs_abandoned_expired"`
+	// LeasesReturned counts callback claims whose lease ran out.
+	LeasesReturned uint64 `json:"leases_returned"`
+}
+
+// Stats reports the counters.
+func (s *Service) Stats() Stats {
+	return Stats{
+		NotEstablished:           s.failures.Load(),
+		AgentsConnected:          s.ho.agentCount(),
+		HandoffsReturned:         s.ho.returned.Load(),
+		HandoffsAbandonedExpired: s.ho.abandonedExpired.Load(),
+		LeasesReturned:           s.cb.leasesReturned.Load(),
+	}
+}
+
+// Errors for bad requests. The session server answers them with `error`.
+var (
+	ErrConsent = errors.New("fallback: callback needs consent: true")
+	ErrNumber  = errors.New("fallback: callback needs an E.164 number such as +15550123")
+	ErrRequest = errors.New("fallback: request needs call and turn")
+	// ErrNotEstablished wraps a failure of the fallback itself (the store
+	// could not record the callback): the caller must hear PromptFailed.
+	ErrNotEstablished = errors.New("fallback: not established")
+	ErrClosed         = errors.New("fallback: service closed")
+)
+
+func newTicket(prefix string) string {
+	var b [10]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("crypto/rand: %v", err)) // never fails on supported platforms
+	}
+	return prefix + hex.EncodeToString(b[:])
+}
