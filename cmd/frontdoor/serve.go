@@ -3,10 +3,145 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/lmittmann/tint"
+
+	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
 )
 
-// runServe is filled in by its own issue.
+// serveSettings are the flags of frontdoor serve.
+type serveSettings struct {
+	listen                       string
+	session, model, synth        stages.Limits
+	cleanupTimeout, drainTimeout time.Duration
+	backend                      string
+	stub                         stub.Settings
+	logFormat, config            string
+}
+
+func serveFlags(fs *flag.FlagSet) *serveSettings {
+	s := &serveSettings{}
+	fs.StringVar(&s.listen, "listen", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks a free one)")
+	stageFlags(fs, "session", &s.session, session.DefaultSessionLimits)
+	stageFlags(fs, "model", &s.model, session.DefaultModelLimits)
+	stageFlags(fs, "synth", &s.synth, session.DefaultSynthesisLimits)
+	fs.DurationVar(&s.cleanupTimeout, "cleanup-timeout", 2*time.Second, "after cancel, how long a backend may take to confirm it stopped before its lease is reported overdue (it stays held)")
+	fs.DurationVar(&s.drainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, how long calls in progress may go on before they are ended")
+	fs.StringVar(&s.backend, "backend", "stub", "backends for the model and synthesizer: stub")
+	fs.DurationVar(&s.stub.ModelDelay, "stub-model-delay", 150*time.Millisecond, "stub model: time to the first token")
+	fs.DurationVar(&s.stub.TokenDelay, "stub-token-delay", 30*time.Millisecond, "stub model: time between tokens")
+	fs.IntVar(&s.stub.Tokens, "stub-tokens", 12, "stub model: text deltas per reply")
+	fs.DurationVar(&s.stub.SynthDelay, "stub-synth-delay", 100*time.Millisecond, "stub synthesizer: time to the first audio frame")
+	fs.IntVar(&s.stub.FrameCount, "stub-frame-count", 50, "stub synthesizer: 20 ms frames per reply")
+	fs.DurationVar(&s.stub.FrameDelay, "stub-frame-delay", 20*time.Millisecond, "stub synthesizer: time between frames")
+	fs.DurationVar(&s.stub.CleanupDelay, "stub-cleanup-delay", 50*time.Millisecond, "stub backends: time from cancel to confirmed stop")
+	fs.Float64Var(&s.stub.FailRate, "stub-fail-rate", 0, "stub backends: probability in [0,1] that a call fails")
+	fs.BoolVar(&s.stub.Hang, "stub-hang", false, "stub backends: never confirm cleanup after cancel (leases stay held, reported overdue)")
+	fs.StringVar(&s.logFormat, "log-format", "auto", "log format: auto (text with colour on a terminal, JSON otherwise), text or json")
+	fs.StringVar(&s.config, "config", "", "optional config file of name = value lines")
+	return s
+}
+
+func stageFlags(fs *flag.FlagSet, name string, l *stages.Limits, def stages.Limits) {
+	long := map[string]string{"session": "sessions (calls)", "model": "model requests", "synth": "synthesis jobs"}[name]
+	fs.IntVar(&l.Slots, name+"-slots", def.Slots, long+" holding a lease at once")
+	fs.IntVar(&l.Waiting, name+"-queue", def.Waiting, long+" waiting for a lease")
+	fs.DurationVar(&l.MaxAge, name+"-max-wait", def.MaxAge, "oldest age of waiting "+long+" still eligible (measured from the turn's Born)")
+}
+
+func newLogger(format string, w io.Writer) (*slog.Logger, error) {
+	switch format {
+	case "auto":
+		if f, ok := w.(*os.File); ok {
+			if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+				return slog.New(tint.NewHandler(w, &tint.Options{TimeFormat: time.TimeOnly})), nil
+			}
+		}
+		return slog.New(slog.NewJSONHandler(w, nil)), nil
+	case "text":
+		return slog.New(tint.NewHandler(w, &tint.Options{TimeFormat: time.TimeOnly, NoColor: true})), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, nil)), nil
+	}
+	return nil, fmt.Errorf("-log-format %q: want auto, text or json", format)
+}
+
+// runServe runs the session server until ctx ends (SIGTERM or interrupt),
+// then drains: admission closes, /readyz turns 503, calls in progress go on
+// until they end or -drain-timeout passes, and it returns nil.
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("not built yet")
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	set := serveFlags(fs)
+	if err := parseFlags(fs, args, os.LookupEnv); err != nil {
+		return err
+	}
+	log, err := newLogger(set.logFormat, stderr)
+	if err != nil {
+		return err
+	}
+	if set.backend != "stub" {
+		return fmt.Errorf("-backend %q: only stub is available in this build", set.backend)
+	}
+	model, synth := stub.NewModel(set.stub), stub.NewSynthesizer(set.stub)
+	defer model.Close()
+	defer synth.Close()
+	srv, err := session.New(session.Config{
+		Session: set.session, Model: set.model, Synthesis: set.synth,
+		CleanupTimeout: set.cleanupTimeout,
+		ModelBackend:   model, Synthesizer: synth,
+		Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", set.listen)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	log.Info("listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/",
+		"session", "ws://"+ln.Addr().String()+"/v1/session")
+
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("draining", "drain_timeout", set.drainTimeout, "calls", srv.Calls())
+	dctx, cancel := context.WithTimeout(context.Background(), set.drainTimeout)
+	derr := srv.Drain(dctx)
+	cancel()
+	if errors.Is(derr, session.ErrDrainTimeout) {
+		log.Warn("drain timeout: remaining calls told to go away", "calls", srv.Calls())
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(sctx)
+	// Backends are closed before the server waits for its calls, so that a
+	// backend that never confirms cleanup (-stub-hang) cannot hold the exit.
+	model.Close()
+	synth.Close()
+	closed := make(chan struct{})
+	go func() { srv.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-sctx.Done():
+		log.Warn("calls still cleaning up at exit")
+	}
+	log.Info("stopped")
+	return nil
 }

@@ -1,0 +1,407 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/frontdoorhq/frontdoor/media"
+	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/backend"
+)
+
+// Why a call ended.
+var (
+	errHangup    = errors.New("session: caller hung up")
+	errGone      = errors.New("session: caller disconnected")
+	errGoingAway = errors.New("session: server shutting down")
+	errRefused   = errors.New("session: refused by the session stage")
+)
+
+// Call is one caller's conversation: its session lease, its generation, its
+// turns and its single writer.
+type Call struct {
+	s   *Server
+	id  string
+	t   Transport
+	log *slog.Logger
+	out *outbound
+
+	gen     atomic.Uint64 // current generation; the writer reads it before every write
+	ctx     context.Context
+	stopper context.CancelCauseFunc
+	history *backend.History
+
+	mu        sync.Mutex
+	genCtx    context.Context // cancelled when the generation rotates
+	genCancel context.CancelFunc
+	admitted  bool
+	ended     bool
+	greeted   bool         // some message was received (hello must be first)
+	format    media.Format // reply audio; SampleRate 0: the synthesizer's
+	pending   []*turn
+	speaking  *turn
+	inflight  map[string]bool
+	seq       uint64
+	wake      chan struct{}
+
+	jobs sync.WaitGroup // turn goroutines, until their backends returned
+}
+
+func newCall(s *Server, id string, t Transport) *Call {
+	c := &Call{s: s, id: id, t: t, log: s.log.With("call", id),
+		history:  backend.NewHistory(0, 0),
+		format:   media.Format{Encoding: media.PCM16, Channels: 1},
+		inflight: map[string]bool{}, wake: make(chan struct{}, 1)}
+	c.out = newOutbound(s.cfg.Outbound, &c.gen)
+	return c
+}
+
+// ID returns the call's identity (the owner in every stage).
+func (c *Call) ID() string { return c.id }
+
+// Send queues msg for the caller, in order with everything else the call
+// sends (Sender).
+func (c *Call) Send(ctx context.Context, msg any) error {
+	return c.push(ctx, frame{msg: msg})
+}
+
+func (c *Call) push(ctx context.Context, f frame) error {
+	err := c.out.push(ctx, f)
+	if errors.Is(err, ErrSlowReader) {
+		c.stop(ErrSlowReader)
+	}
+	return err
+}
+
+func (c *Call) stop(cause error) {
+	if c.stopper != nil {
+		c.stopper(cause)
+	}
+}
+
+func (c *Call) run(parent context.Context) {
+	ctx, stop := context.WithCancelCause(parent)
+	defer stop(nil)
+	c.mu.Lock()
+	c.ctx, c.stopper = ctx, stop
+	c.genCtx, c.genCancel = context.WithCancel(ctx)
+	c.mu.Unlock()
+	c.gen.Store(1)
+
+	// The reader and writer use contexts of their own: a coder/websocket
+	// Read or Write whose context ends drops the connection, and the call
+	// must first close it with the right status.
+	ioCtx, ioCancel := context.WithCancel(parent)
+	defer ioCancel()
+	var io sync.WaitGroup
+	writerDone := make(chan struct{})
+	io.Go(func() {
+		defer close(writerDone)
+		if err := c.writeLoop(ioCtx); err != nil {
+			c.stop(err)
+		}
+	})
+	io.Go(func() { c.readLoop(ioCtx) })
+
+	admitted := c.admitSession(ctx)
+	if admitted {
+		c.log.Info("call admitted")
+		for _, st := range []*stage{c.s.model, c.s.synth} {
+			_ = st.adm.Rotate(c.id, 1) // the call becomes an owner at generation 1
+		}
+		c.converse(ctx)
+	} else {
+		c.stop(errRefused)
+	}
+	cause := context.Cause(ctx)
+
+	// Forget the call in every turn stage: queued work is cancelled, active
+	// work loses its right to speak and keeps its lease until its backend
+	// returns.
+	c.mu.Lock()
+	c.ended = true
+	c.genCancel()
+	c.mu.Unlock()
+	c.s.model.adm.Forget(c.id)
+	c.s.synth.adm.Forget(c.id)
+
+	status, reason := closeStatus(cause)
+	if errors.Is(cause, errRefused) {
+		c.out.close() // let the prompt out first
+	} else {
+		c.out.discard()
+	}
+	<-writerDone
+	c.t.Close(status, reason)
+	ioCancel()
+	io.Wait()
+
+	c.jobs.Wait()
+	if admitted {
+		if _, err := c.s.session.adm.Release(c.id); err != nil {
+			c.log.Error("release session", "err", err)
+		}
+	}
+	c.s.session.adm.Forget(c.id)
+	end := endName(cause)
+	c.s.m.calls.WithLabelValues(end).Inc()
+	if errors.Is(cause, ErrSlowReader) {
+		c.s.m.slowReaders.Inc()
+	}
+	c.log.Info("call ended", "end", end, "stale_suppressed", c.out.stale.Load())
+}
+
+func closeStatus(cause error) (CloseStatus, string) {
+	switch {
+	case errors.Is(cause, errRefused):
+		return CloseTryLater, "try again later"
+	case errors.Is(cause, ErrSlowReader):
+		return ClosePolicy, "slow reader"
+	case errors.Is(cause, errGoingAway):
+		return CloseGoingAway, "server shutting down"
+	}
+	return CloseNormal, ""
+}
+
+func endName(cause error) string {
+	switch {
+	case errors.Is(cause, errRefused):
+		return "refused"
+	case errors.Is(cause, ErrSlowReader):
+		return "slow_reader"
+	case errors.Is(cause, errGoingAway):
+		return "going_away"
+	case errors.Is(cause, errHangup):
+		return "hangup"
+	}
+	return "disconnected"
+}
+
+// admitSession offers the call to the session stage and waits while it is
+// queued. It reports whether the call was admitted.
+func (c *Call) admitSession(ctx context.Context) bool {
+	st := c.s.session
+	_ = st.adm.Rotate(c.id, 1)
+	job := stages.Job{ID: c.id, Owner: c.id, Generation: 1, Born: c.s.cfg.Clock.Now()}
+	tk, d, err := st.adm.Submit(job)
+	if err != nil {
+		c.log.Error("session submit", "err", err)
+		d = stages.Closed
+	}
+	if d != stages.Queued {
+		c.refuseSession(ctx, d)
+		return false
+	}
+	pos, _ := tk.Position()
+	if pos > 0 {
+		_ = c.Send(ctx, &SessionMsg{Type: "session", Disposition: stages.Queued, Session: c.id, Position: pos})
+		c.s.cfg.Fallback.Refused(ctx, Refusal{Call: c.id, Stage: StageSession, Disposition: stages.Queued, Position: pos}, c)
+	}
+	tick := time.NewTicker(c.s.cfg.QueueUpdate)
+	defer tick.Stop()
+	for waiting := true; waiting; {
+		select {
+		case <-tk.Done():
+			waiting = false
+		case <-tick.C:
+			if p, ok := tk.Position(); ok && p != pos {
+				pos = p
+				_ = c.Send(ctx, &SessionMsg{Type: "session", Disposition: stages.Queued, Session: c.id, Position: pos})
+			}
+		case <-ctx.Done():
+			_, _ = st.adm.Cancel(c.id)
+			<-tk.Done()
+			if d, _ := tk.Result(); d == stages.Admitted {
+				return true // admitted as the caller left: run releases it
+			}
+			return false
+		}
+	}
+	switch d, _ := tk.Result(); d {
+	case stages.Admitted:
+		c.mu.Lock()
+		c.admitted = true
+		c.mu.Unlock()
+		_ = c.Send(ctx, &SessionMsg{Type: "session", Disposition: stages.Admitted, Session: c.id})
+		return true
+	default:
+		c.refuseSession(ctx, d)
+		return false
+	}
+}
+
+func (c *Call) refuseSession(ctx context.Context, d stages.Disposition) {
+	c.log.Info("session refused", "disposition", d)
+	_ = c.Send(ctx, &SessionMsg{Type: "session", Disposition: d, Session: c.id})
+	c.s.cfg.Fallback.Refused(ctx, Refusal{Call: c.id, Stage: StageSession, Disposition: d}, c)
+}
+
+// readLoop decodes client events until the caller is gone.
+func (c *Call) readLoop(ctx context.Context) {
+	for {
+		ev, err := c.t.Recv(ctx)
+		if err != nil {
+			var pe *ProtocolError
+			if errors.As(err, &pe) {
+				c.badInput(pe)
+				continue
+			}
+			c.stop(errGone)
+			return
+		}
+		c.handle(ev)
+	}
+}
+
+func (c *Call) badInput(pe *ProtocolError) {
+	c.s.m.protocolErrs.WithLabelValues(pe.Code).Inc()
+	_ = c.Send(c.ctx, &ErrorMsg{Type: "error", Code: pe.Code, Message: pe.Message})
+}
+
+func (c *Call) handle(ev ClientEvent) {
+	c.mu.Lock()
+	first := !c.greeted
+	c.greeted = true
+	admitted := c.admitted
+	c.mu.Unlock()
+	switch ev.Kind {
+	case EventHello:
+		if !first {
+			c.badInput(protoErr(CodeOutOfOrder, "hello must be the first message"))
+			return
+		}
+		c.mu.Lock()
+		c.format = ev.Audio
+		c.mu.Unlock()
+	case EventTurn:
+		if !admitted {
+			c.badInput(protoErr(CodeNotAdmitted, "the session is not admitted yet"))
+			return
+		}
+		if pe := c.enqueue(ev.Turn); pe != nil {
+			c.badInput(pe)
+		}
+	case EventBargeIn:
+		if admitted {
+			c.bargeIn()
+		}
+	case EventHangup:
+		c.stop(errHangup)
+	case EventAudio:
+		// Caller audio is accepted within the read limit; voice activity
+		// and recognition come with the media transports.
+	case EventOther:
+		if !c.s.cfg.Fallback.Message(c.ctx, c.id, ev, c) {
+			c.badInput(protoErr(CodeUnknownType, "unknown message type %q", ev.Type))
+		}
+	}
+}
+
+// enqueue adds a turn behind the call's running and waiting turns.
+func (c *Call) enqueue(r TurnRequest) *ProtocolError {
+	now := c.s.cfg.Clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended {
+		return nil
+	}
+	if c.inflight[r.ID] {
+		return protoErr(CodeDuplicate, "turn %q is still in progress", r.ID)
+	}
+	if len(c.inflight) >= c.s.cfg.MaxTurnsInFlight {
+		return protoErr(CodeTooManyTurns, "at most %d turns in flight per call", c.s.cfg.MaxTurnsInFlight)
+	}
+	c.seq++
+	t := &turn{id: r.ID, seq: c.seq, gen: c.gen.Load(), ctx: c.genCtx, born: now.Add(-r.Age()),
+		text: r.Text, format: c.format, done: make(chan struct{})}
+	c.inflight[r.ID] = true
+	c.pending = append(c.pending, t)
+	signal(c.wake)
+	return nil
+}
+
+// bargeIn rotates the call's generation in every stage and tells the caller.
+func (c *Call) bargeIn() {
+	at := time.Now()
+	c.mu.Lock()
+	if c.ended {
+		c.mu.Unlock()
+		return
+	}
+	gen := c.gen.Add(1) // from here on, older frames are dropped
+	c.genCancel()
+	c.genCtx, c.genCancel = context.WithCancel(c.ctx)
+	cancelled := []string{}
+	speaking := c.speaking
+	if speaking != nil && !speaking.ended.Load() {
+		cancelled = append(cancelled, speaking.id)
+	} else {
+		speaking = nil
+	}
+	for _, t := range c.pending {
+		cancelled = append(cancelled, t.id)
+	}
+	for _, st := range []*stage{c.s.model, c.s.synth} {
+		if err := st.adm.Rotate(c.id, gen); err != nil {
+			c.log.Error("rotate", "stage", st.name, "err", err)
+		}
+	}
+	c.mu.Unlock()
+	signal(c.wake)
+	c.s.m.bargeIns.Inc()
+	msg := &InterruptedMsg{Type: "interrupted", Generation: gen, Cancelled: cancelled}
+	_ = c.push(c.ctx, frame{msg: msg, interrupted: msg, speaking: speaking, bargeAt: at})
+}
+
+// converse runs the call's turns in order until the call ends. A turn that
+// arrives while one runs waits behind it; a barge-in cancels both, and the
+// next turn starts without waiting for the cancelled one's cleanup (whose
+// leases stay held until its backends return).
+func (c *Call) converse(ctx context.Context) {
+	for {
+		t := c.next(ctx)
+		if t == nil {
+			return
+		}
+		if t.gen != c.gen.Load() {
+			c.endTurn(t, stages.Cancelled.String(), "", "")
+			continue
+		}
+		c.mu.Lock()
+		c.speaking = t
+		c.mu.Unlock()
+		c.jobs.Go(func() { c.runTurn(t) })
+		select {
+		case <-t.done:
+		case <-t.ctx.Done():
+		}
+		c.mu.Lock()
+		if c.speaking == t {
+			c.speaking = nil
+		}
+		c.mu.Unlock()
+	}
+}
+
+func (c *Call) next(ctx context.Context) *turn {
+	for {
+		c.mu.Lock()
+		if len(c.pending) > 0 {
+			t := c.pending[0]
+			c.pending[0] = nil
+			c.pending = c.pending[1:]
+			c.mu.Unlock()
+			return t
+		}
+		c.mu.Unlock()
+		select {
+		case <-c.wake:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}

@@ -1,0 +1,29 @@
+// Package session runs voice calls: the WebSocket protocol, the call and its
+// turns, generations and barge-in, and the HTTP server of frontdoor serve.
+//
+// A Server admits each call through the session stage, then each turn's
+// model request and synthesis job through their own stages (package stages).
+// A call's generation advances when the caller barges in: queued work of the
+// old generation is cancelled at once and active work loses its right to
+// speak at once, but every lease is held until its backend returns, which is
+// the evidence that it stopped using its resource.
+//
+// # Writing is single and generation-checked
+//
+// Everything a call sends goes through one bounded outbound queue drained by
+// one writer goroutine. Frames that speak for a generation (text,
+// audio_start, audio, audio_end) carry it, and the writer drops any frame
+// whose generation is no longer current at the moment it dequeues it, which
+// is the last step before the write. Because `interrupted` is queued only
+// after the generation has advanced, no frame of an older generation can
+// follow it on the wire. Dropped frames are counted as stale chunks.
+//
+// # Seams
+//
+// A Transport carries typed client events in and server events and audio out,
+// so other wire protocols (Twilio Media Streams, WebRTC data channels) drive
+// the same Call. Stage admission goes through the Admitter interface so that
+// other admission policies can be measured against it. What a refused caller
+// hears comes from a Fallback. Server.Config takes extra HTTP handlers to
+// mount beside /v1/session.
+package session

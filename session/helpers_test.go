@@ -1,0 +1,204 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
+)
+
+// rig is a server on an httptest listener with stub backends.
+type rig struct {
+	t     *testing.T
+	srv   *Server
+	http  *httptest.Server
+	model *stub.Model
+	synth *stub.Synthesizer
+}
+
+type rigOpt func(*Config, *stub.Settings)
+
+func newRig(t *testing.T, opts ...rigOpt) *rig {
+	t.Helper()
+	cfg := Config{
+		Session:        stages.Limits{Slots: 4, Waiting: 4, MaxAge: 5 * time.Second},
+		Model:          stages.Limits{Slots: 2, Waiting: 4, MaxAge: 2 * time.Second},
+		Synthesis:      stages.Limits{Slots: 2, Waiting: 4, MaxAge: 2 * time.Second},
+		CleanupTimeout: time.Second,
+		QueueUpdate:    20 * time.Millisecond,
+	}
+	st := stub.Settings{Tokens: 4, FrameCount: 5, Rate: 16000}
+	for _, o := range opts {
+		o(&cfg, &st)
+	}
+	r := &rig{t: t, model: stub.NewModel(st), synth: stub.NewSynthesizer(st)}
+	cfg.ModelBackend, cfg.Synthesizer = r.model, r.synth
+	srv, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.srv = srv
+	r.http = httptest.NewServer(srv.Handler())
+	t.Cleanup(r.close)
+	return r
+}
+
+func (r *rig) close() {
+	r.model.Close()
+	r.synth.Close()
+	r.srv.Close()
+	r.http.CloseClientConnections()
+	r.http.Close()
+}
+
+// client is a test caller.
+type client struct {
+	t    *testing.T
+	conn *websocket.Conn
+	ctx  context.Context
+}
+
+func (r *rig) dial() *client {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	r.t.Cleanup(cancel)
+	url := "ws" + strings.TrimPrefix(r.http.URL, "http") + "/v1/session"
+	c, _, err := websocket.Dial(ctx, url, nil)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	c.SetReadLimit(1 << 20)
+	r.t.Cleanup(func() { c.CloseNow() })
+	return &client{t: r.t, conn: c, ctx: ctx}
+}
+
+// msg is a decoded server message; binary frames have Type "binary".
+type msg struct {
+	Type        string   `json:"type"`
+	Disposition string   `json:"disposition"`
+	Session     string   `json:"session"`
+	Position    int      `json:"position"`
+	Stage       string   `json:"stage"`
+	Turn        string   `json:"turn"`
+	Generation  uint64   `json:"generation"`
+	Delta       string   `json:"delta"`
+	Encoding    string   `json:"encoding"`
+	Rate        int      `json:"rate"`
+	Cancelled   []string `json:"cancelled"`
+	Heard       *Heard   `json:"heard"`
+	Reason      string   `json:"reason"`
+	Text        string   `json:"text"`
+	Code        string   `json:"code"`
+	Error       string   `json:"error"`
+	Bytes       int      `json:"-"`
+	At          time.Time
+}
+
+func (c *client) send(v any) {
+	c.t.Helper()
+	b, _ := json.Marshal(v)
+	if err := c.conn.Write(c.ctx, websocket.MessageText, b); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *client) sendRaw(s string) {
+	c.t.Helper()
+	if err := c.conn.Write(c.ctx, websocket.MessageText, []byte(s)); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *client) read() (msg, error) {
+	typ, b, err := c.conn.Read(c.ctx)
+	if err != nil {
+		return msg{}, err
+	}
+	if typ == websocket.MessageBinary {
+		return msg{Type: "binary", Bytes: len(b), At: time.Now()}, nil
+	}
+	var m msg
+	if err := json.Unmarshal(b, &m); err != nil {
+		c.t.Fatalf("bad server JSON %s: %v", b, err)
+	}
+	m.At = time.Now()
+	return m, nil
+}
+
+// until reads messages until one satisfies ok, returning all read.
+func (c *client) until(ok func(msg) bool) []msg {
+	c.t.Helper()
+	var all []msg
+	for {
+		m, err := c.read()
+		if err != nil {
+			c.t.Fatalf("read: %v (after %v)", err, types(all))
+		}
+		all = append(all, m)
+		if ok(m) {
+			return all
+		}
+	}
+}
+
+func (c *client) expect(typ string) msg {
+	c.t.Helper()
+	all := c.until(func(m msg) bool { return m.Type == typ })
+	return all[len(all)-1]
+}
+
+func isType(typ string) func(msg) bool { return func(m msg) bool { return m.Type == typ } }
+
+// admitted dials and waits for `session` admitted.
+func (r *rig) admitted() *client {
+	c := r.dial()
+	m := c.expect("session")
+	if m.Disposition != "admitted" {
+		r.t.Fatalf("session %+v", m)
+	}
+	return c
+}
+
+func types(ms []msg) []string {
+	var out []string
+	for _, m := range ms {
+		s := m.Type
+		if m.Stage != "" && m.Type == "disposition" {
+			s += ":" + m.Stage
+		}
+		if m.Disposition != "" {
+			s += ":" + m.Disposition
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func (r *rig) stage(name string) StageView {
+	v, ok := r.srv.Stages().Stage(name)
+	if !ok {
+		r.t.Fatalf("no stage %s", name)
+	}
+	return v
+}
+
+var _ sync.Mutex

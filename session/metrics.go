@@ -1,0 +1,124 @@
+package session
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+// metrics are the server's own instruments. Stage figures are not counted
+// here: stageCollector reads them from each stage's Snapshot at scrape time,
+// so the ledger is the one source of truth.
+type metrics struct {
+	sessions      prometheus.Gauge
+	calls         *prometheus.CounterVec
+	bargeIns      prometheus.Counter
+	stale         prometheus.Counter
+	bargeToLast   prometheus.Histogram
+	slowReaders   prometheus.Counter
+	protocolErrs  *prometheus.CounterVec
+	overdueTotal  *prometheus.CounterVec
+	turns         *prometheus.CounterVec
+	backendErrors *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	f := promauto.With(reg)
+	return &metrics{
+		sessions: f.NewGauge(prometheus.GaugeOpts{Name: "frontdoor_sessions",
+			Help: "Connected calls, from upgrade until their backend work stopped."}),
+		calls: f.NewCounterVec(prometheus.CounterOpts{Name: "frontdoor_calls_total",
+			Help: "Calls ended, by how they ended."}, []string{"end"}),
+		bargeIns: f.NewCounter(prometheus.CounterOpts{Name: "frontdoor_barge_ins_total",
+			Help: "Barge-ins: generation rotations in every stage."}),
+		stale: f.NewCounter(prometheus.CounterOpts{Name: "frontdoor_stale_chunks_suppressed_total",
+			Help: "Outbound text and audio frames of an old generation dropped before writing."}),
+		bargeToLast: f.NewHistogram(prometheus.HistogramOpts{Name: "frontdoor_barge_in_last_old_write_seconds",
+			Help:    "Time from a barge-in received to the last write of an older generation (0 when none followed).",
+			Buckets: []float64{0, 1e-5, 1e-4, 5e-4, 1e-3, 5e-3, 0.01, 0.05, 0.1, 0.5, 1}}),
+		slowReaders: f.NewCounter(prometheus.CounterOpts{Name: "frontdoor_slow_readers_closed_total",
+			Help: "Calls closed (1008) because the caller stopped reading."}),
+		protocolErrs: f.NewCounterVec(prometheus.CounterOpts{Name: "frontdoor_protocol_errors_total",
+			Help: "Bad client input answered with an error message, by code."}, []string{"code"}),
+		overdueTotal: f.NewCounterVec(prometheus.CounterOpts{Name: "frontdoor_stage_cleanup_overdue_total",
+			Help: "Cancelled leases whose cleanup exceeded the cleanup timeout (still held until the backend returned)."}, []string{"stage"}),
+		turns: f.NewCounterVec(prometheus.CounterOpts{Name: "frontdoor_turns_total",
+			Help: "Turns ended, by outcome (turn_end disposition)."}, []string{"disposition"}),
+		backendErrors: f.NewCounterVec(prometheus.CounterOpts{Name: "frontdoor_turn_backend_failures_total",
+			Help: "Backend failures that ended a turn, by stage and kind."}, []string{"stage", "kind"}),
+	}
+}
+
+// stageCollector exports every stage's Snapshot at scrape time.
+type stageCollector struct {
+	s *Server
+
+	dispositions, offered, depth, oldest, leases, slots, waitingCap, maxAge,
+	cleanup, oldestCleanup, overdue, closed *prometheus.Desc
+}
+
+func newStageCollector(s *Server) *stageCollector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, append([]string{"stage"}, labels...), nil)
+	}
+	return &stageCollector{
+		s:             s,
+		dispositions:  d("frontdoor_stage_dispositions_total", "Transitions counted once per identity, by stage and disposition (from the stage ledger).", "disposition"),
+		offered:       d("frontdoor_stage_offered_total", "Work offered to the stage."),
+		depth:         d("frontdoor_stage_queue_depth", "Work waiting for a lease."),
+		oldest:        d("frontdoor_stage_oldest_queued_seconds", "Age of the oldest waiting work (since its Born)."),
+		leases:        d("frontdoor_stage_leases", "Leases held, including those awaiting cleanup."),
+		slots:         d("frontdoor_stage_slots", "Configured slots."),
+		waitingCap:    d("frontdoor_stage_queue_limit", "Configured waiting positions."),
+		maxAge:        d("frontdoor_stage_max_wait_seconds", "Configured maximum age of waiting work."),
+		cleanup:       d("frontdoor_stage_cleanup_pending", "Cancelled leases whose backend has not yet returned."),
+		oldestCleanup: d("frontdoor_stage_oldest_cleanup_seconds", "Age of the oldest pending cleanup."),
+		overdue:       d("frontdoor_stage_cleanup_overdue", "Pending cleanups older than the cleanup timeout: capacity visibly reduced."),
+		closed:        d("frontdoor_stage_closed", "1 while admission is closed (draining)."),
+	}
+}
+
+func (c *stageCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.dispositions, c.offered, c.depth, c.oldest, c.leases, c.slots,
+		c.waitingCap, c.maxAge, c.cleanup, c.oldestCleanup, c.overdue, c.closed} {
+		ch <- d
+	}
+}
+
+func (c *stageCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, st := range c.s.stageList() {
+		sn := st.adm.Snapshot()
+		l := sn.Ledger
+		for name, v := range map[string]uint64{
+			"queued":       l.Queued,
+			"admitted":     l.Admitted,
+			"overloaded":   l.Refused.Overloaded,
+			"expired":      l.Refused.Expired + l.Expired,
+			"stale":        l.Refused.Stale,
+			"out-of-order": l.Refused.OutOfOrder,
+			"closed":       l.Refused.Closed,
+			"cancelled":    l.CancelledQueued + l.CancelledActive,
+			"completed":    l.Completed,
+			"released":     l.Completed + l.ReleasedCancelled,
+		} {
+			ch <- prometheus.MustNewConstMetric(c.dispositions, prometheus.CounterValue, float64(v), st.name, name)
+		}
+		g := func(d *prometheus.Desc, v float64) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, st.name)
+		}
+		ch <- prometheus.MustNewConstMetric(c.offered, prometheus.CounterValue, float64(l.Offered), st.name)
+		g(c.depth, float64(sn.Queued))
+		g(c.oldest, sn.OldestQueued.Seconds())
+		g(c.leases, float64(sn.Leased))
+		g(c.slots, float64(sn.Limits.Slots))
+		g(c.waitingCap, float64(sn.Limits.Waiting))
+		g(c.maxAge, sn.Limits.MaxAge.Seconds())
+		g(c.cleanup, float64(sn.CleanupPending))
+		g(c.oldestCleanup, sn.OldestCleanup.Seconds())
+		g(c.overdue, float64(st.overdue.Load()))
+		closed := 0.0
+		if sn.Closed {
+			closed = 1
+		}
+		g(c.closed, closed)
+	}
+}

@@ -1,0 +1,182 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Errors of the outbound queue.
+var (
+	// ErrSlowReader: the caller stopped reading; the call is closed (1008).
+	ErrSlowReader = errors.New("session: caller is not reading (outbound queue full)")
+	errOutClosed  = errors.New("session: outbound queue closed")
+)
+
+// OutboundLimits bound what a call may have queued for the caller.
+type OutboundLimits struct {
+	Frames int // queued frames (0: 512)
+	Bytes  int // queued payload bytes (0: 1 MiB)
+	// Timeout is how long a producer may wait for room, and one write may
+	// take, before the caller counts as not reading (0: 5s).
+	Timeout time.Duration
+}
+
+func (l OutboundLimits) withDefaults() OutboundLimits {
+	if l.Frames <= 0 {
+		l.Frames = 512
+	}
+	if l.Bytes <= 0 {
+		l.Bytes = 1 << 20
+	}
+	if l.Timeout <= 0 {
+		l.Timeout = 5 * time.Second
+	}
+	return l
+}
+
+// frame is one queued write. gen 0 frames (session, disposition, turn_end,
+// interrupted, prompt, error) are always written; others only while gen is
+// the call's current generation.
+type frame struct {
+	gen   uint64
+	msg   any    // a *Msg value; nil for audio
+	audio []byte // binary audio
+	turn  *turn  // the turn an audio frame belongs to
+	ms    int64  // audio duration in microseconds
+	size  int
+
+	interrupted *InterruptedMsg // set for an interrupted frame
+	speaking    *turn           // the turn speaking when the barge-in came
+	bargeAt     time.Time
+}
+
+// outbound is a call's bounded queue and its single writer.
+type outbound struct {
+	lim OutboundLimits
+	gen *atomic.Uint64 // the call's current generation
+
+	mu     sync.Mutex
+	q      []frame
+	head   int
+	n      int
+	bytes  int
+	closed bool
+	ready  chan struct{} // cap 1: frames were added
+	space  chan struct{} // cap 1: frames were removed
+	done   chan struct{} // closed by close
+
+	maxBytes atomic.Int64 // high-water mark, for tests and metrics
+	stale    atomic.Int64 // frames dropped as stale
+}
+
+func newOutbound(lim OutboundLimits, gen *atomic.Uint64) *outbound {
+	lim = lim.withDefaults()
+	return &outbound{lim: lim, gen: gen, q: make([]frame, lim.Frames),
+		ready: make(chan struct{}, 1), space: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// push queues f, waiting for room until ctx ends or the timeout passes
+// (ErrSlowReader). A frame of a generation already gone is dropped at once.
+func (o *outbound) push(ctx context.Context, f frame) error {
+	if f.size == 0 {
+		f.size = len(f.audio) + 64
+	}
+	var timer *time.Timer
+	for {
+		if f.gen != 0 && f.gen != o.gen.Load() {
+			o.stale.Add(1)
+			return nil
+		}
+		o.mu.Lock()
+		if o.closed {
+			o.mu.Unlock()
+			return errOutClosed
+		}
+		if o.n < len(o.q) && (o.bytes+f.size <= o.lim.Bytes || o.n == 0) {
+			o.q[(o.head+o.n)%len(o.q)] = f
+			o.n++
+			o.bytes += f.size
+			if b := int64(o.bytes); b > o.maxBytes.Load() {
+				o.maxBytes.Store(b)
+			}
+			o.mu.Unlock()
+			signal(o.ready)
+			return nil
+		}
+		o.mu.Unlock()
+		if timer == nil {
+			timer = time.NewTimer(o.lim.Timeout)
+			defer timer.Stop()
+		}
+		select {
+		case <-o.space:
+		case <-o.done:
+		case <-timer.C:
+			return ErrSlowReader
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// pop removes the next frame, waiting until one is queued or ctx ends.
+func (o *outbound) pop(ctx context.Context) (frame, bool) {
+	for {
+		o.mu.Lock()
+		if o.n > 0 {
+			f := o.q[o.head]
+			o.q[o.head] = frame{}
+			o.head = (o.head + 1) % len(o.q)
+			o.n--
+			o.bytes -= f.size
+			o.mu.Unlock()
+			signal(o.space)
+			return f, true
+		}
+		closed := o.closed
+		o.mu.Unlock()
+		if closed {
+			return frame{}, false
+		}
+		select {
+		case <-o.ready:
+		case <-ctx.Done():
+			return frame{}, false
+		}
+	}
+}
+
+// close refuses further frames; the writer drains what is queued.
+func (o *outbound) close() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.closed {
+		o.closed = true
+		close(o.done)
+	}
+	signal(o.ready)
+}
+
+// discard drops what is queued and refuses further frames: the call ended
+// and nobody is listening for the rest.
+func (o *outbound) discard() {
+	o.mu.Lock()
+	for o.n > 0 {
+		o.q[o.head] = frame{}
+		o.head = (o.head + 1) % len(o.q)
+		o.n--
+	}
+	o.bytes = 0
+	o.mu.Unlock()
+	o.close()
+}

@@ -1,0 +1,271 @@
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/frontdoorhq/frontdoor/media"
+	"github.com/frontdoorhq/frontdoor/stages"
+)
+
+// Stage names as they appear in the protocol, metrics and /v1/stages.
+const (
+	StageSession   = "session"
+	StageModel     = "model"
+	StageSynthesis = "synthesis"
+)
+
+// Protocol bounds on client input.
+const (
+	MaxMessageBytes = 64 << 10         // read limit of one WebSocket message
+	MaxTurnText     = 4096             // bytes of text in one turn
+	MaxTurnID       = 128              // bytes of a turn id
+	MaxAge          = 10 * time.Minute // largest age_ms accepted
+)
+
+// Server -> client messages. Each is JSON with a "type".
+
+// SessionMsg reports the session stage's disposition for the call.
+type SessionMsg struct {
+	Type        string             `json:"type"` // "session"
+	Disposition stages.Disposition `json:"disposition"`
+	Session     string             `json:"session"`
+	Position    int                `json:"position,omitempty"` // 1 is next; only while queued
+}
+
+// DispositionMsg reports one stage outcome of one turn.
+type DispositionMsg struct {
+	Type        string             `json:"type"` // "disposition"
+	Stage       string             `json:"stage"`
+	Turn        string             `json:"turn"`
+	Generation  uint64             `json:"generation"`
+	Disposition stages.Disposition `json:"disposition"`
+	Position    int                `json:"position,omitempty"` // while queued
+	Error       string             `json:"error,omitempty"`    // backend failure kind after completion
+}
+
+// TextMsg carries model output as it streams.
+type TextMsg struct {
+	Type       string `json:"type"` // "text"
+	Turn       string `json:"turn"`
+	Generation uint64 `json:"generation"`
+	Delta      string `json:"delta"`
+}
+
+// AudioStartMsg announces the binary audio frames that follow.
+type AudioStartMsg struct {
+	Type       string `json:"type"` // "audio_start"
+	Turn       string `json:"turn"`
+	Generation uint64 `json:"generation"`
+	Encoding   string `json:"encoding"` // pcm16 (little-endian), mulaw or alaw
+	Rate       int    `json:"rate"`
+}
+
+// AudioEndMsg ends a turn's audio.
+type AudioEndMsg struct {
+	Type       string `json:"type"` // "audio_end"
+	Turn       string `json:"turn"`
+	Generation uint64 `json:"generation"`
+	AudioMS    int64  `json:"audio_ms"`
+}
+
+// Turn outcomes beyond the stage dispositions.
+const (
+	// TurnFailed: a backend failed (see TurnEndMsg.Error for its kind).
+	TurnFailed = "failed"
+)
+
+// TurnEndMsg is a turn's final outcome: "completed", "cancelled", a refusal
+// disposition of the stage named in Stage, or "failed".
+type TurnEndMsg struct {
+	Type        string `json:"type"` // "turn_end"
+	Turn        string `json:"turn"`
+	Generation  uint64 `json:"generation"`
+	Disposition string `json:"disposition"`
+	Stage       string `json:"stage,omitempty"`
+	Error       string `json:"error,omitempty"`
+}
+
+// Heard is how much of an interrupted reply had been sent for playing.
+type Heard struct {
+	Turn    string `json:"turn"`
+	AudioMS int64  `json:"audio_ms"`
+	Text    string `json:"text"`
+}
+
+// InterruptedMsg follows a barge-in: the new generation, the turns it
+// cancelled, and what of the interrupted reply was sent.
+type InterruptedMsg struct {
+	Type       string   `json:"type"` // "interrupted"
+	Generation uint64   `json:"generation"`
+	Cancelled  []string `json:"cancelled"`
+	Heard      *Heard   `json:"heard,omitempty"`
+}
+
+// PromptMsg is a truthful sentence for the caller about a refusal or expiry.
+type PromptMsg struct {
+	Type   string `json:"type"` // "prompt"
+	Reason string `json:"reason"`
+	Stage  string `json:"stage"`
+	Text   string `json:"text"`
+}
+
+// ErrorMsg answers bad input.
+type ErrorMsg struct {
+	Type    string `json:"type"` // "error"
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Client -> server.
+
+// EventKind names a client event.
+type EventKind string
+
+// Client event kinds. EventAudio is a binary frame; EventOther is a JSON
+// message of a type the session does not handle itself (offered to the
+// Fallback, which may know it).
+const (
+	EventHello   EventKind = "hello"
+	EventTurn    EventKind = "turn"
+	EventBargeIn EventKind = "barge_in"
+	EventHangup  EventKind = "hangup"
+	EventAudio   EventKind = "audio"
+	EventOther   EventKind = "other"
+)
+
+// ClientEvent is one decoded message from the caller.
+type ClientEvent struct {
+	Kind  EventKind
+	Type  string       // the JSON "type" (EventOther: the unknown type)
+	Audio media.Format // EventHello: the caller's declared audio format
+	Turn  TurnRequest  // EventTurn
+	Data  []byte       // EventAudio: caller audio; EventOther: the raw JSON
+}
+
+// TurnRequest is one utterance.
+type TurnRequest struct {
+	ID    string `json:"id"`
+	Text  string `json:"text"`
+	AgeMS *int64 `json:"age_ms,omitempty"`
+}
+
+// Age is the time already spent upstream.
+func (t TurnRequest) Age() time.Duration {
+	if t.AgeMS == nil {
+		return 0
+	}
+	return time.Duration(*t.AgeMS) * time.Millisecond
+}
+
+// Error codes sent in ErrorMsg.
+const (
+	CodeBadJSON      = "bad_json"
+	CodeUnknownType  = "unknown_type"
+	CodeBadField     = "bad_field"
+	CodeOutOfOrder   = "out_of_order"   // e.g. hello after the first message
+	CodeNotAdmitted  = "not_admitted"   // a turn before the session was admitted
+	CodeTooManyTurns = "too_many_turns" // turns in flight over the per-call cap
+	CodeDuplicate    = "duplicate_turn" // a turn id already used in this call
+	CodeTooLarge     = "too_large"
+	CodeSlowReader   = "slow_reader"
+)
+
+// ProtocolError is bad input from the caller. The call answers it with an
+// ErrorMsg and goes on.
+type ProtocolError struct {
+	Code    string
+	Message string
+}
+
+func (e *ProtocolError) Error() string { return "session: " + e.Code + ": " + e.Message }
+
+func protoErr(code, format string, args ...any) *ProtocolError {
+	return &ProtocolError{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// DecodeText decodes one JSON text message from the caller. Bad input
+// returns a *ProtocolError.
+func DecodeText(data []byte) (ClientEvent, error) {
+	var head struct {
+		Type *string `json:"type"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return ClientEvent{}, protoErr(CodeBadJSON, "message is not a JSON object: %v", err)
+	}
+	if head.Type == nil {
+		return ClientEvent{}, protoErr(CodeBadField, `message has no "type"`)
+	}
+	switch t := *head.Type; t {
+	case "hello":
+		return decodeHello(data)
+	case "turn":
+		return decodeTurn(data)
+	case "barge_in":
+		return ClientEvent{Kind: EventBargeIn, Type: t}, nil
+	case "hangup":
+		return ClientEvent{Kind: EventHangup, Type: t}, nil
+	default:
+		if t == "" || len(t) > 64 {
+			return ClientEvent{}, protoErr(CodeUnknownType, "unknown message type")
+		}
+		return ClientEvent{Kind: EventOther, Type: t, Data: data}, nil
+	}
+}
+
+func strict(data []byte, v any) error {
+	d := json.NewDecoder(bytes.NewReader(data))
+	if err := d.Decode(v); err != nil {
+		return protoErr(CodeBadField, "%v", err)
+	}
+	return nil
+}
+
+func decodeHello(data []byte) (ClientEvent, error) {
+	var m struct {
+		Audio *struct {
+			Encoding string `json:"encoding"`
+			Rate     int    `json:"rate"`
+		} `json:"audio"`
+	}
+	if err := strict(data, &m); err != nil {
+		return ClientEvent{}, err
+	}
+	f := media.Format{Encoding: media.PCM16, SampleRate: 0, Channels: 1}
+	if m.Audio != nil {
+		if m.Audio.Encoding != "" {
+			f.Encoding = media.Encoding(m.Audio.Encoding)
+		}
+		f.SampleRate = m.Audio.Rate
+		check := f
+		if check.SampleRate == 0 {
+			check.SampleRate = 16000
+		}
+		if err := check.Validate(); err != nil {
+			return ClientEvent{}, protoErr(CodeBadField, "hello.audio: %v", err)
+		}
+		if f.SampleRate != 0 && (f.SampleRate < 8000 || f.SampleRate > 48000) {
+			return ClientEvent{}, protoErr(CodeBadField, "hello.audio.rate %d not in [8000, 48000]", f.SampleRate)
+		}
+	}
+	return ClientEvent{Kind: EventHello, Type: "hello", Audio: f}, nil
+}
+
+func decodeTurn(data []byte) (ClientEvent, error) {
+	var t TurnRequest
+	if err := strict(data, &t); err != nil {
+		return ClientEvent{}, err
+	}
+	switch {
+	case t.ID == "" || len(t.ID) > MaxTurnID || !utf8.ValidString(t.ID):
+		return ClientEvent{}, protoErr(CodeBadField, "turn.id must be 1 to %d bytes of UTF-8", MaxTurnID)
+	case len(t.Text) > MaxTurnText:
+		return ClientEvent{}, protoErr(CodeTooLarge, "turn.text over %d bytes", MaxTurnText)
+	case t.AgeMS != nil && (*t.AgeMS < 0 || time.Duration(*t.AgeMS)*time.Millisecond > MaxAge):
+		return ClientEvent{}, protoErr(CodeBadField, "turn.age_ms must be in [0, %d]", MaxAge.Milliseconds())
+	}
+	return ClientEvent{Kind: EventTurn, Type: "turn", Turn: t}, nil
+}

@@ -1,0 +1,341 @@
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/backend"
+)
+
+// Config configures a Server. Zero values take the defaults noted.
+type Config struct {
+	// Limits of the three stages. A zero Limits takes DefaultSessionLimits,
+	// DefaultModelLimits or DefaultSynthesisLimits.
+	Session, Model, Synthesis stages.Limits
+	// CleanupTimeout is how long a cancelled lease may wait for its
+	// backend before it is reported overdue (it stays held). 0: 2s.
+	CleanupTimeout time.Duration
+
+	// Backends. Both are required.
+	ModelBackend backend.Model
+	Synthesizer  backend.Synthesizer
+
+	// Logger (nil: discard). Registry (nil: a new one) receives the
+	// server's metrics and is served on /metrics.
+	Logger   *slog.Logger
+	Registry *prometheus.Registry
+	// Clock drives the stages' expiry (nil: the system clock).
+	Clock stages.Clock
+	// NewAdmitter builds each stage's admission policy (nil: NewAdmitter,
+	// the frontdoor policy). stage is "session", "model" or "synthesis".
+	NewAdmitter func(stage string, l stages.Limits, clock stages.Clock) (Admitter, error)
+	// Fallback decides what refused callers hear (nil: Prompts).
+	Fallback Fallback
+
+	// Root serves GET / (nil: a placeholder page). Handlers are mounted on
+	// the server's mux by pattern (e.g. "GET /v1/agents").
+	Root     http.Handler
+	Handlers map[string]http.Handler
+	// OriginPatterns are the cross-origin hosts allowed to open a
+	// WebSocket (coder/websocket AcceptOptions); same-origin always is.
+	OriginPatterns []string
+
+	// Outbound bounds each call's queue to the caller.
+	Outbound OutboundLimits
+	// MaxTurnsInFlight caps a call's running and waiting turns (0: 8).
+	MaxTurnsInFlight int
+	// QueueUpdate is how often a queued caller hears its new position
+	// (0: 1s).
+	QueueUpdate time.Duration
+}
+
+// Default stage limits: a fresh server takes a handful of calls at once and
+// keeps turns within a conversational waiting budget.
+var (
+	DefaultSessionLimits   = stages.Limits{Slots: 100, Waiting: 50, MaxAge: 30 * time.Second}
+	DefaultModelLimits     = stages.Limits{Slots: 8, Waiting: 16, MaxAge: 2 * time.Second}
+	DefaultSynthesisLimits = stages.Limits{Slots: 8, Waiting: 16, MaxAge: 2 * time.Second}
+)
+
+// Server is frontdoor's session server.
+type Server struct {
+	cfg Config
+	log *slog.Logger
+	reg *prometheus.Registry
+	m   *metrics
+	mux *http.ServeMux
+
+	session, model, synth *stage
+
+	mu       sync.Mutex
+	extra    []*stage
+	calls    map[*Call]struct{}
+	callsWG  sync.WaitGroup
+	draining atomic.Bool
+	closed   bool
+}
+
+// New returns a Server. It starts no goroutine: calls run inside the HTTP
+// handlers (or Run) that serve them.
+func New(cfg Config) (*Server, error) {
+	if cfg.ModelBackend == nil || cfg.Synthesizer == nil {
+		return nil, errors.New("session: Config needs ModelBackend and Synthesizer")
+	}
+	if cfg.Session == (stages.Limits{}) {
+		cfg.Session = DefaultSessionLimits
+	}
+	if cfg.Model == (stages.Limits{}) {
+		cfg.Model = DefaultModelLimits
+	}
+	if cfg.Synthesis == (stages.Limits{}) {
+		cfg.Synthesis = DefaultSynthesisLimits
+	}
+	if cfg.CleanupTimeout <= 0 {
+		cfg.CleanupTimeout = 2 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = stages.SystemClock
+	}
+	if cfg.NewAdmitter == nil {
+		cfg.NewAdmitter = func(_ string, l stages.Limits, c stages.Clock) (Admitter, error) { return NewAdmitter(l, c) }
+	}
+	if cfg.Fallback == nil {
+		cfg.Fallback = Prompts{}
+	}
+	if cfg.MaxTurnsInFlight <= 0 {
+		cfg.MaxTurnsInFlight = 8
+	}
+	if cfg.QueueUpdate <= 0 {
+		cfg.QueueUpdate = time.Second
+	}
+	cfg.Outbound = cfg.Outbound.withDefaults()
+	s := &Server{cfg: cfg, log: cfg.Logger, reg: cfg.Registry, calls: map[*Call]struct{}{}}
+	s.m = newMetrics(s.reg)
+	var err error
+	mk := func(name string, l stages.Limits) *stage {
+		if err != nil {
+			return nil
+		}
+		var a Admitter
+		if a, err = cfg.NewAdmitter(name, l, cfg.Clock); err != nil {
+			err = fmt.Errorf("session: %s stage: %w", name, err)
+			return nil
+		}
+		return &stage{name: name, adm: a, timeout: cfg.CleanupTimeout, log: s.log, m: s.m}
+	}
+	s.session = mk(StageSession, cfg.Session)
+	s.model = mk(StageModel, cfg.Model)
+	s.synth = mk(StageSynthesis, cfg.Synthesis)
+	if err != nil {
+		return nil, err
+	}
+	s.reg.MustRegister(newStageCollector(s))
+	s.routes()
+	return s, nil
+}
+
+// AddStage adds another stage (such as a fallback queue) to /v1/stages,
+// /metrics and drain. It returns the stage's lease holder: Hold runs work
+// under a lease and reports overdue cleanup like the built-in stages.
+func (s *Server) AddStage(name string, a Admitter) *StageHandle {
+	st := &stage{name: name, adm: a, timeout: s.cfg.CleanupTimeout, log: s.log, m: s.m}
+	s.mu.Lock()
+	s.extra = append(s.extra, st)
+	s.mu.Unlock()
+	if s.draining.Load() {
+		a.Close()
+	}
+	return &StageHandle{st}
+}
+
+// StageHandle is an added stage.
+type StageHandle struct{ st *stage }
+
+// Admitter returns the stage's admission policy.
+func (h *StageHandle) Admitter() Admitter { return h.st.adm }
+
+// Hold runs work under the lease of id (already admitted) and releases it
+// once work has returned, reporting an overdue cleanup after ctx ends.
+func (h *StageHandle) Hold(ctx context.Context, id string, work func(context.Context) error) (stages.Disposition, error) {
+	return h.st.hold(ctx, id, work)
+}
+
+func (s *Server) stageList() []*stage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*stage{s.session, s.model, s.synth}, s.extra...)
+}
+
+// Registry returns the server's metrics registry.
+func (s *Server) Registry() *prometheus.Registry { return s.reg }
+
+// Handler returns the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Handle mounts h on the server's mux (a net/http ServeMux pattern).
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+// Ready reports whether the server admits new calls.
+func (s *Server) Ready() bool { return !s.draining.Load() }
+
+func (s *Server) routes() {
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("GET /v1/session", s.serveSession)
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	s.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !s.Ready() {
+			http.Error(w, "draining", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "ready\n")
+	})
+	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
+	s.mux.HandleFunc("GET /v1/stages", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(s.Stages())
+	})
+	root := s.cfg.Root
+	if root == nil {
+		root = http.HandlerFunc(placeholder)
+	}
+	s.mux.Handle("GET /{$}", root)
+	for p, h := range s.cfg.Handlers {
+		s.mux.Handle(p, h)
+	}
+}
+
+func placeholder(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = io.WriteString(w, `<!doctype html><title>frontdoor</title><h1>frontdoor</h1>
+<p>The voice session server is running. Calls connect on <code>/v1/session</code> (WebSocket).
+See <a href="/v1/stages">/v1/stages</a>, <a href="/metrics">/metrics</a>, <a href="/readyz">/readyz</a>.</p>`)
+}
+
+func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.cfg.OriginPatterns})
+	if err != nil {
+		s.log.Debug("websocket accept", "err", err)
+		return
+	}
+	c.SetReadLimit(MaxMessageBytes)
+	s.Run(r.Context(), &WebSocket{Conn: c})
+}
+
+// Run serves one call on t until it ends and every piece of its backend
+// work has stopped. Other transports (Twilio, WebRTC) call it from their
+// own handlers. It closes t.
+func (s *Server) Run(ctx context.Context, t Transport) {
+	c := s.newCall(t)
+	if c == nil {
+		t.Close(CloseTryLater, "server closed")
+		return
+	}
+	defer s.endCall(c)
+	c.run(ctx)
+}
+
+func (s *Server) newCall(t Transport) *Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	c := newCall(s, newID(), t)
+	s.calls[c] = struct{}{}
+	s.callsWG.Add(1)
+	s.m.sessions.Inc()
+	return c
+}
+
+func (s *Server) endCall(c *Call) {
+	s.mu.Lock()
+	delete(s.calls, c)
+	s.mu.Unlock()
+	s.m.sessions.Dec()
+	s.callsWG.Done()
+}
+
+// Calls returns the number of calls in progress.
+func (s *Server) Calls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.calls)
+}
+
+// ErrDrainTimeout reports calls still running when the drain deadline came;
+// they were told to go away (1001).
+var ErrDrainTimeout = errors.New("session: drain timeout: calls ended with 1001")
+
+// Drain closes admission in every stage (new callers get `session` closed
+// and /readyz turns 503) and waits for the calls in progress to end. When
+// ctx ends first, the remaining calls are told to end (1001) and Drain
+// returns ErrDrainTimeout; Close waits for their backend work to stop.
+func (s *Server) Drain(ctx context.Context) error {
+	s.draining.Store(true)
+	for _, st := range s.stageList() {
+		st.adm.Close()
+	}
+	done := make(chan struct{})
+	go func() { s.callsWG.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	for c := range s.calls {
+		c.stop(errGoingAway)
+	}
+	s.mu.Unlock()
+	return ErrDrainTimeout
+}
+
+// Close refuses new calls, ends the ones in progress (1001), waits for them,
+// and stops the stages' timers. Backends are the caller's to close; a
+// backend that never confirms its cleanup keeps Close waiting until it is
+// closed.
+func (s *Server) Close() {
+	s.draining.Store(true)
+	s.mu.Lock()
+	s.closed = true
+	for c := range s.calls {
+		c.stop(errGoingAway)
+	}
+	s.mu.Unlock()
+	s.callsWG.Wait()
+	for _, st := range s.stageList() {
+		st.adm.Close()
+		st.adm.Stop()
+	}
+}
+
+func newID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

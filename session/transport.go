@@ -1,0 +1,86 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/coder/websocket"
+)
+
+// CloseStatus is the reason a call's connection ends, in WebSocket terms;
+// transports without close codes map it to their own ending.
+type CloseStatus int
+
+// Close statuses a call ends with.
+const (
+	CloseNormal    CloseStatus = 1000 // hangup
+	CloseGoingAway CloseStatus = 1001 // server shutdown after the drain timeout
+	ClosePolicy    CloseStatus = 1008 // the caller stopped reading
+	CloseTooBig    CloseStatus = 1009 // a message over the read limit
+	CloseTryLater  CloseStatus = 1013 // refused or expired by the session stage
+	CloseInternal  CloseStatus = 1011
+)
+
+// Transport carries one call: typed client events in, server messages and
+// audio out. The native WebSocket protocol is one Transport; Twilio Media
+// Streams and WebRTC data channels can be others, driving the same Call
+// through Server.Run.
+type Transport interface {
+	// Recv blocks for the next client event. A *ProtocolError is bad input:
+	// the call answers it with an `error` message and calls Recv again. Any
+	// other error means the caller is gone. Only the call's reader calls it.
+	Recv(ctx context.Context) (ClientEvent, error)
+	// Send writes one server message (a *SessionMsg, *TextMsg, ...). Only
+	// the call's single writer calls Send and SendAudio.
+	Send(ctx context.Context, msg any) error
+	// SendAudio writes one frame of reply audio in the format announced by
+	// the preceding AudioStartMsg.
+	SendAudio(ctx context.Context, audio []byte) error
+	// Close ends the connection. It may be called more than once.
+	Close(status CloseStatus, reason string)
+}
+
+// WebSocket is the Transport of GET /v1/session: JSON text messages and
+// binary audio frames on a coder/websocket connection.
+type WebSocket struct {
+	Conn *websocket.Conn
+}
+
+// Recv implements Transport.
+func (w *WebSocket) Recv(ctx context.Context) (ClientEvent, error) {
+	typ, data, err := w.Conn.Read(ctx)
+	if err != nil {
+		return ClientEvent{}, err
+	}
+	if typ == websocket.MessageBinary {
+		return ClientEvent{Kind: EventAudio, Data: data}, nil
+	}
+	return DecodeText(data)
+}
+
+// Send implements Transport.
+func (w *WebSocket) Send(ctx context.Context, msg any) error {
+	b, err := json.Marshal(msg)
+	if err != nil {
+		return fmt.Errorf("session: encode %T: %w", msg, err)
+	}
+	return w.Conn.Write(ctx, websocket.MessageText, b)
+}
+
+// SendAudio implements Transport.
+func (w *WebSocket) SendAudio(ctx context.Context, audio []byte) error {
+	return w.Conn.Write(ctx, websocket.MessageBinary, audio)
+}
+
+// Close implements Transport.
+func (w *WebSocket) Close(status CloseStatus, reason string) {
+	_ = w.Conn.Close(websocket.StatusCode(status), reason)
+}
+
+// isGone reports whether err from Recv means the connection ended.
+func isGone(err error) bool {
+	var pe *ProtocolError
+	return !errors.As(err, &pe)
+}

@@ -1,0 +1,325 @@
+package session
+
+import (
+	"context"
+
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/frontdoorhq/frontdoor/media"
+	"github.com/frontdoorhq/frontdoor/media/g711"
+	"github.com/frontdoorhq/frontdoor/media/pcm"
+	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/backend"
+)
+
+// maxReply bounds the reply text a turn keeps (for history and heard).
+const maxReply = 16 << 10
+
+// turn is one utterance on its way through the model and synthesis stages.
+type turn struct {
+	id     string
+	seq    uint64
+	gen    uint64
+	ctx    context.Context // the generation's: cancelled by a barge-in
+	born   time.Time
+	text   string
+	format media.Format
+	done   chan struct{}
+	ended  atomic.Bool
+
+	mu      sync.Mutex
+	reply   strings.Builder
+	synthUS atomic.Int64 // audio produced by the synthesizer
+	sentUS  atomic.Int64 // audio written to the caller
+}
+
+func (t *turn) appendReply(s string) {
+	t.mu.Lock()
+	if t.reply.Len()+len(s) <= maxReply {
+		t.reply.WriteString(s)
+	}
+	t.mu.Unlock()
+}
+
+func (t *turn) replyText() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.reply.String()
+}
+
+// heard estimates what of t's reply was sent for playing: the audio written
+// and the same share of the reply's words (exact once synthesis finished;
+// transports that report playback can do better).
+func (t *turn) heard() *Heard {
+	sent, made := t.sentUS.Load(), t.synthUS.Load()
+	h := &Heard{Turn: t.id, AudioMS: sent / 1000}
+	if sent <= 0 || made <= 0 {
+		return h
+	}
+	words := strings.Fields(t.replyText())
+	n := int((int64(len(words))*sent + made - 1) / made)
+	h.Text = strings.Join(words[:min(n, len(words))], " ")
+	return h
+}
+
+func (c *Call) jobID(t *turn, stage string) string {
+	return fmt.Sprintf("%s/%d/%s", c.id, t.seq, stage)
+}
+
+// runTurn takes t through the model and synthesis stages, sending every
+// disposition, and ends it with turn_end. It returns once every backend it
+// started has returned and every lease it took is released.
+func (c *Call) runTurn(t *turn) {
+	defer close(t.done)
+	mjob := stages.Job{ID: c.jobID(t, StageModel), Owner: c.id, Generation: t.gen, Born: t.born}
+	if d := c.admit(t, c.s.model, mjob); d != stages.Admitted {
+		c.endTurn(t, d.String(), StageModel, "")
+		return
+	}
+	hist := c.history.Messages()
+	c.history.Add(backend.Message{Role: backend.RoleUser, Content: t.text})
+	disp, err := c.s.model.hold(t.ctx, mjob.ID, func(ctx context.Context) error {
+		return c.s.cfg.ModelBackend.Reply(ctx, backend.Turn{Call: c.id, ID: t.id, Text: t.text, History: hist},
+			func(delta string) error {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				t.appendReply(delta)
+				return c.push(ctx, frame{gen: t.gen, msg: &TextMsg{Type: "text", Turn: t.id, Generation: t.gen, Delta: delta}})
+			})
+	})
+	if !c.finished(t, StageModel, disp, err) {
+		return
+	}
+	reply := t.replyText()
+	if strings.TrimSpace(reply) == "" {
+		c.endTurn(t, stages.Completed.String(), "", "")
+		return
+	}
+
+	sjob := stages.Handoff(mjob, c.jobID(t, StageSynthesis)) // keeps Born
+	if d := c.admit(t, c.s.synth, sjob); d != stages.Admitted {
+		c.endTurn(t, d.String(), StageSynthesis, "")
+		return
+	}
+	a := &audioOut{c: c, t: t}
+	disp, err = c.s.synth.hold(t.ctx, sjob.ID, func(ctx context.Context) error {
+		if err := c.s.cfg.Synthesizer.Synthesize(ctx, reply, func(au backend.Audio) error { return a.emit(ctx, au) }); err != nil {
+			return err
+		}
+		return a.finish(ctx)
+	})
+	if !c.finished(t, StageSynthesis, disp, err) {
+		return
+	}
+	c.history.Add(backend.Message{Role: backend.RoleAssistant, Content: reply})
+	c.endTurn(t, stages.Completed.String(), "", "")
+}
+
+// finished reports a stage's outcome after its lease was released, and
+// whether the turn goes on.
+func (c *Call) finished(t *turn, st string, disp stages.Disposition, err error) bool {
+	kind := ""
+	cancelled := disp == stages.Cancelled || t.ctx.Err() != nil
+	if err != nil && !cancelled {
+		kind = string(backend.KindOf(err))
+	}
+	c.sendDisposition(t, st, disp, 0, kind)
+	switch {
+	case cancelled:
+		c.endTurn(t, stages.Cancelled.String(), st, "")
+		return false
+	case err != nil:
+		c.s.m.backendErrors.WithLabelValues(st, kind).Inc()
+		c.log.Warn("backend failed", "stage", st, "turn", t.id, "err", err)
+		c.s.cfg.Fallback.Refused(c.ctx, Refusal{Call: c.id, Turn: t.id, Stage: st, Reason: kind}, c)
+		c.endTurn(t, TurnFailed, st, kind)
+		return false
+	}
+	return true
+}
+
+// admit offers job to st and waits while it is queued. Every disposition
+// reaches the caller; refusals and expiry also get the fallback's prompt.
+func (c *Call) admit(t *turn, st *stage, job stages.Job) stages.Disposition {
+	tk, d, err := st.adm.Submit(job)
+	if err != nil {
+		c.log.Error("submit", "stage", st.name, "job", job.ID, "err", err)
+		d = stages.Stale
+	}
+	if d == stages.Queued {
+		pos, _ := tk.Position()
+		c.sendDisposition(t, st.name, stages.Queued, pos, "")
+		<-tk.Done() // Rotate and Forget resolve it as cancelled
+		d, _ = tk.Result()
+	}
+	c.sendDisposition(t, st.name, d, 0, "")
+	if d.Refusal() {
+		c.s.cfg.Fallback.Refused(c.ctx, Refusal{Call: c.id, Turn: t.id, Stage: st.name, Disposition: d}, c)
+	}
+	if d == stages.Admitted && t.ctx.Err() != nil {
+		// Rotated between admission and now: nothing was started, so the
+		// lease is released at once.
+		rd, _ := st.adm.Release(job.ID)
+		c.sendDisposition(t, st.name, rd, 0, "")
+		return stages.Cancelled
+	}
+	return d
+}
+
+func (c *Call) sendDisposition(t *turn, st string, d stages.Disposition, pos int, kind string) {
+	_ = c.Send(c.ctx, &DispositionMsg{Type: "disposition", Stage: st, Turn: t.id, Generation: t.gen,
+		Disposition: d, Position: pos, Error: kind})
+}
+
+func (c *Call) endTurn(t *turn, disposition, st, kind string) {
+	t.ended.Store(true)
+	c.mu.Lock()
+	delete(c.inflight, t.id)
+	c.mu.Unlock()
+	c.s.m.turns.WithLabelValues(disposition).Inc()
+	_ = c.Send(c.ctx, &TurnEndMsg{Type: "turn_end", Turn: t.id, Generation: t.gen, Disposition: disposition, Stage: st, Error: kind})
+}
+
+// audioOut converts one turn's synthesized audio to the call's format and
+// queues it in 20 ms frames, after audio_start.
+type audioOut struct {
+	c       *Call
+	t       *turn
+	started bool
+	enc     media.Encoding
+	rate    int
+	rs      *pcm.Resampler
+	buf     []int16
+}
+
+func (a *audioOut) emit(ctx context.Context, au backend.Audio) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if au.Rate <= 0 {
+		return fmt.Errorf("session: synthesizer audio without a rate: %w", backend.ErrMalformed)
+	}
+	if !a.started {
+		a.started = true
+		a.enc, a.rate = a.t.format.Encoding, a.t.format.SampleRate
+		if a.enc == "" {
+			a.enc = media.PCM16
+		}
+		if a.rate == 0 {
+			a.rate = au.Rate
+		}
+		if a.rate != au.Rate {
+			rs, err := pcm.NewResampler(au.Rate, a.rate)
+			if err != nil {
+				return err
+			}
+			a.rs = rs
+		}
+		msg := &AudioStartMsg{Type: "audio_start", Turn: a.t.id, Generation: a.t.gen, Encoding: string(a.enc), Rate: a.rate}
+		if err := a.c.push(ctx, frame{gen: a.t.gen, msg: msg}); err != nil {
+			return err
+		}
+	}
+	a.t.synthUS.Add(int64(len(au.Samples)) * 1e6 / int64(au.Rate))
+	samples := au.Samples
+	if a.rs != nil {
+		samples = a.rs.Resample(nil, samples)
+	}
+	a.buf = append(a.buf, samples...)
+	return a.flush(ctx, false)
+}
+
+// flush queues whole frames, and with all, the remainder.
+func (a *audioOut) flush(ctx context.Context, all bool) error {
+	n := a.rate * int(media.FrameDuration/time.Millisecond) / 1000
+	i := 0
+	for ; len(a.buf)-i >= n || (all && i < len(a.buf)); i += n {
+		s := a.buf[i:min(i+n, len(a.buf))]
+		var b []byte
+		switch a.enc {
+		case media.Mulaw:
+			b = g711.EncodeMulaw(nil, s)
+		case media.Alaw:
+			b = g711.EncodeAlaw(nil, s)
+		default:
+			b = pcm.Encode(nil, s)
+		}
+		f := frame{gen: a.t.gen, audio: b, turn: a.t, ms: int64(len(s)) * 1e6 / int64(a.rate)}
+		if err := a.c.push(ctx, f); err != nil {
+			return err
+		}
+	}
+	a.buf = append(a.buf[:0], a.buf[min(i, len(a.buf)):]...)
+	return nil
+}
+
+func (a *audioOut) finish(ctx context.Context) error {
+	if !a.started {
+		return nil
+	}
+	if a.rs != nil {
+		a.buf = a.rs.Flush(a.buf)
+	}
+	if err := a.flush(ctx, true); err != nil {
+		return err
+	}
+	return a.c.push(ctx, frame{gen: a.t.gen, msg: &AudioEndMsg{Type: "audio_end", Turn: a.t.id, Generation: a.t.gen,
+		AudioMS: a.t.synthUS.Load() / 1000}})
+}
+
+// writeLoop is the call's single writer. The generation check right before
+// each write is what keeps an older generation off the wire once
+// `interrupted` has been queued.
+func (c *Call) writeLoop(ctx context.Context) error {
+	var lastGen uint64
+	var lastAt time.Time
+	for {
+		f, ok := c.out.pop(ctx)
+		if !ok {
+			return nil
+		}
+		if f.gen != 0 && f.gen != c.gen.Load() {
+			c.out.stale.Add(1)
+			c.s.m.stale.Inc()
+			continue
+		}
+		if im := f.interrupted; im != nil {
+			if f.speaking != nil {
+				im.Heard = f.speaking.heard()
+				c.history.Add(backend.Message{Role: backend.RoleAssistant, Content: im.Heard.Text})
+			}
+			var d time.Duration
+			if lastGen != 0 && lastGen < im.Generation && lastAt.After(f.bargeAt) {
+				d = lastAt.Sub(f.bargeAt)
+			}
+			c.s.m.bargeToLast.Observe(d.Seconds())
+		}
+		wctx, cancel := context.WithTimeout(ctx, 2*c.s.cfg.Outbound.Timeout)
+		var err error
+		if f.msg != nil {
+			err = c.t.Send(wctx, f.msg)
+		} else {
+			err = c.t.SendAudio(wctx, f.audio)
+		}
+		timedOut := wctx.Err() != nil && ctx.Err() == nil
+		cancel()
+		if err != nil {
+			c.out.discard()
+			if timedOut {
+				return ErrSlowReader
+			}
+			return errGone
+		}
+		if f.gen != 0 {
+			lastGen, lastAt = f.gen, time.Now()
+		}
+		if f.turn != nil {
+			f.turn.sentUS.Add(f.ms)
+		}
+	}
+}

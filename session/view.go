@@ -1,0 +1,85 @@
+package session
+
+import (
+	"time"
+
+	"github.com/frontdoorhq/frontdoor/stages"
+)
+
+// StageView is one stage as /v1/stages reports it.
+type StageView struct {
+	Name             string          `json:"name"`
+	Slots            int             `json:"slots"`
+	QueueLimit       int             `json:"queue_limit"`
+	MaxWaitMS        int64           `json:"max_wait_ms"`
+	CleanupTimeoutMS int64           `json:"cleanup_timeout_ms"`
+	Closed           bool            `json:"closed"`
+	Queued           int             `json:"queued"`
+	Leased           int             `json:"leased"`
+	CleanupPending   int             `json:"cleanup_pending"`
+	OldestCleanupMS  int64           `json:"oldest_cleanup_ms"`
+	CleanupOverdue   int64           `json:"cleanup_overdue"`
+	OldestQueuedMS   int64           `json:"oldest_queued_ms"`
+	Owners           int             `json:"owners"`
+	Ledger           stages.Ledger   `json:"ledger"`
+	Waiting          []WaiterView    `json:"waiting"`
+	Snapshot         stages.Snapshot `json:"snapshot"`
+}
+
+// WaiterView is one waiting ticket.
+type WaiterView struct {
+	ID       string `json:"id"`
+	Owner    string `json:"owner"`
+	Position int    `json:"position"`
+	AgeMS    int64  `json:"age_ms"`
+}
+
+// StagesView is the body of GET /v1/stages.
+type StagesView struct {
+	Draining bool        `json:"draining"`
+	Calls    int         `json:"calls"`
+	Stages   []StageView `json:"stages"`
+	At       time.Time   `json:"at"`
+}
+
+// Stages reports every stage: limits, inventory, pending and overdue
+// cleanup, the ledger and the waiting list.
+func (s *Server) Stages() StagesView {
+	v := StagesView{Draining: s.draining.Load(), Calls: s.Calls(), At: time.Now()}
+	for _, st := range s.stageList() {
+		sn := st.adm.Snapshot()
+		sv := StageView{
+			Name:             st.name,
+			Slots:            sn.Limits.Slots,
+			QueueLimit:       sn.Limits.Waiting,
+			MaxWaitMS:        sn.Limits.MaxAge.Milliseconds(),
+			CleanupTimeoutMS: st.timeout.Milliseconds(),
+			Closed:           sn.Closed,
+			Queued:           sn.Queued,
+			Leased:           sn.Leased,
+			CleanupPending:   sn.CleanupPending,
+			OldestCleanupMS:  sn.OldestCleanup.Milliseconds(),
+			CleanupOverdue:   st.overdue.Load(),
+			OldestQueuedMS:   sn.OldestQueued.Milliseconds(),
+			Owners:           sn.Owners,
+			Ledger:           sn.Ledger,
+			Waiting:          []WaiterView{},
+			Snapshot:         sn,
+		}
+		for _, w := range st.adm.Waiting() {
+			sv.Waiting = append(sv.Waiting, WaiterView{ID: w.ID, Owner: w.Owner, Position: w.Position, AgeMS: w.Age.Milliseconds()})
+		}
+		v.Stages = append(v.Stages, sv)
+	}
+	return v
+}
+
+// Stage returns the named stage's view, or false.
+func (v StagesView) Stage(name string) (StageView, bool) {
+	for _, s := range v.Stages {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return StageView{}, false
+}
