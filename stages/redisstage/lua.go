@@ -1,0 +1,327 @@
+package redisstage
+
+import "github.com/redis/go-redis/v9"
+
+// Every script starts with this prelude. Times of work (Born, deadlines, now,
+// cancellation) travel as 20-digit zero-padded nanosecond strings, because
+// Lua numbers are doubles and lose nanoseconds; fixed-width digit strings
+// compare correctly as strings. Lease expiry uses the Redis server's own
+// clock (TIME) in milliseconds, so replica clocks never decide a lease.
+//
+// ARGV[1] key prefix, [2] lease TTL ms, [3] tombstone bound, [4] warm-up ms,
+// [5] slots, [6] waiting, [7] owner idle ms, [8] pump bound (0: no pump),
+// [9] now (20 digits); operation arguments follow from ARGV[10].
+const prelude = `
+local P = ARGV[1]
+local LEASE = tonumber(ARGV[2])
+local TOMB = tonumber(ARGV[3])
+local WARM = tonumber(ARGV[4])
+local SLOTS = tonumber(ARGV[5])
+local WAITING = tonumber(ARGV[6])
+local IDLE = tonumber(ARGV[7])
+local PUMP = tonumber(ARGV[8])
+local NOW = ARGV[9]
+local QUEUED, ADMITTED, OVERLOADED, EXPIRED, STALE, OOO, CLOSED, BUSY, EMPTY, ACTIVE, CANCELLED, COMPLETED = 1,2,3,4,5,6,7,8,9,10,11,12
+local t = redis.call('TIME')
+local MS = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+-- After the dataset is lost (Redis restarted without persistence), leases
+-- held before are unknown: stay closed for a warm-up so they run out, and
+-- restart the fencing counter above every token issued before.
+local function warm()
+  local e = redis.call('GET', P .. 'epoch')
+  if not e then
+    redis.call('SET', P .. 'epoch', MS)
+    local f = tonumber(redis.call('GET', P .. 'fence') or '0')
+    if f < MS * 1000 then redis.call('SET', P .. 'fence', MS * 1000) end
+    return WARM <= 0
+  end
+  return MS >= tonumber(e) + WARM
+end
+local WARMED = warm()
+
+local function closed()
+  return redis.call('EXISTS', P .. 'closed') == 1 or not WARMED
+end
+
+local function touch(owner)
+  if IDLE > 0 then
+    redis.call('PEXPIRE', P .. 'own:' .. owner, IDLE)
+    redis.call('PEXPIRE', P .. 'ol:' .. owner, IDLE)
+  end
+  redis.call('ZADD', P .. 'owners', MS, owner)
+end
+
+local function terminal(id, owner, d)
+  redis.call('DEL', P .. 'r:' .. id)
+  if owner then redis.call('SREM', P .. 'ol:' .. owner, id) end
+  local seq = redis.call('INCR', P .. 'tseq')
+  redis.call('ZADD', P .. 'tomb', seq, id)
+  redis.call('HSET', P .. 'tombd', id, d)
+  local n = redis.call('ZCARD', P .. 'tomb')
+  if n > TOMB then
+    local old = redis.call('ZPOPMIN', P .. 'tomb', n - TOMB)
+    for i = 1, #old, 2 do redis.call('HDEL', P .. 'tombd', old[i]) end
+  end
+end
+
+-- Leases whose TTL ran out by the server's clock: the holder died or lost
+-- contact. Only now does their capacity return.
+local function purge()
+  local gone = redis.call('ZRANGEBYSCORE', P .. 'lease', '-inf', MS, 'LIMIT', 0, 256)
+  for _, id in ipairs(gone) do
+    redis.call('ZREM', P .. 'lease', id)
+    redis.call('SREM', P .. 'cln', id)
+    local owner = redis.call('HGET', P .. 'r:' .. id, 'o')
+    terminal(id, owner, EXPIRED)
+    redis.call('HINCRBY', P .. 'ledger', 'lost', 1)
+    redis.call('PUBLISH', P .. 'ev', 'l|' .. id)
+  end
+end
+purge()
+
+-- take admits or expires the head once: returns disposition, id, token.
+local function take(now)
+  local id = redis.call('LINDEX', P .. 'q', 0)
+  if not id then
+    if closed() then return CLOSED end
+    return EMPTY
+  end
+  local r = P .. 'r:' .. id
+  local born, dl, owner = unpack(redis.call('HMGET', r, 'b', 'dl', 'o'))
+  if now < born then return -3, id end
+  if now > dl then
+    redis.call('LPOP', P .. 'q')
+    terminal(id, owner, EXPIRED)
+    redis.call('HINCRBY', P .. 'ledger', 'expired', 1)
+    redis.call('PUBLISH', P .. 'ev', 'x|' .. id)
+    return EXPIRED, id
+  end
+  if not WARMED or redis.call('ZCARD', P .. 'lease') >= SLOTS then return BUSY end
+  redis.call('LPOP', P .. 'q')
+  local tok = redis.call('INCR', P .. 'fence')
+  redis.call('ZADD', P .. 'lease', MS + LEASE, id)
+  redis.call('HSET', r, 's', ACTIVE, 't', tok)
+  redis.call('HINCRBY', P .. 'ledger', 'admitted', 1)
+  redis.call('PUBLISH', P .. 'ev', 'a|' .. id .. '|' .. tok)
+  return ADMITTED, id, tok
+end
+
+-- pump takes until busy, empty or PUMP steps, and reports the head's
+-- deadline so that replicas can arm a timer for it.
+local function pump()
+  local out = {0}
+  if PUMP <= 0 then out[2] = ''; return out end
+  local last
+  for i = 1, PUMP do
+    local d, id, tok = take(NOW)
+    if d ~= ADMITTED and d ~= EXPIRED then last = d; break end
+    out[1] = out[1] + 1
+    table.insert(out, d); table.insert(out, id); table.insert(out, tok or 0)
+  end
+  local head = redis.call('LINDEX', P .. 'q', 0)
+  local dl = ''
+  if head then dl = redis.call('HGET', P .. 'r:' .. head, 'dl') or '' end
+  table.insert(out, dl)
+  return out
+end
+
+local function cancelActive(id, now)
+  redis.call('HSET', P .. 'r:' .. id, 's', CANCELLED, 'c', now)
+  redis.call('SADD', P .. 'cln', id)
+  redis.call('HINCRBY', P .. 'ledger', 'ca', 1)
+  redis.call('PUBLISH', P .. 'ev', 'k|' .. id)
+end
+
+local function cancelQueued(id, owner)
+  terminal(id, owner, CANCELLED)
+  redis.call('LREM', P .. 'q', 0, id)
+  redis.call('HINCRBY', P .. 'ledger', 'cq', 1)
+  redis.call('PUBLISH', P .. 'ev', 'c|' .. id)
+end
+
+-- cancelOwned cancels every live job of owner; returns the queued ones.
+local function cancelOwned(owner, now)
+  local gone = {}
+  for _, id in ipairs(redis.call('SMEMBERS', P .. 'ol:' .. owner)) do
+    local s = tonumber(redis.call('HGET', P .. 'r:' .. id, 's') or '0')
+    if s == QUEUED then
+      cancelQueued(id, owner)
+      table.insert(gone, id)
+    elseif s == ACTIVE then
+      cancelActive(id, now)
+    elseif s == 0 then
+      redis.call('SREM', P .. 'ol:' .. owner, id)
+    end
+  end
+  return gone
+end
+`
+
+// Each script returns {code, extra, pump}; negative codes are errors:
+// -1 duplicate identity, -2 unknown identity, -3 clock before head's Born,
+// -4 fenced, -5 no lease, -6 generation must advance.
+var (
+	offerScript = redis.NewScript(prelude + `
+local id, owner, gen, born, dl = ARGV[10], ARGV[11], ARGV[12], ARGV[13], ARGV[14]
+if redis.call('EXISTS', P .. 'r:' .. id) == 1 or redis.call('HEXISTS', P .. 'tombd', id) == 1 then
+  return {-1, '', pump()}
+end
+redis.call('HINCRBY', P .. 'ledger', 'offered', 1)
+local o = P .. 'own:' .. owner
+local og, lb = unpack(redis.call('HMGET', o, 'g', 'lb'))
+local d
+if not og or og ~= gen then d = STALE
+elseif lb and lb ~= '' and born < lb then d = OOO
+elseif NOW > dl then d = EXPIRED
+elseif closed() then d = CLOSED
+elseif redis.call('LLEN', P .. 'q') >= WAITING then d = OVERLOADED
+else d = QUEUED end
+if d ~= QUEUED then
+  redis.call('HINCRBY', P .. 'ledger', 'r' .. d, 1)
+  return {d, '', pump()}
+end
+redis.call('HSET', o, 'lb', born)
+redis.call('SADD', P .. 'ol:' .. owner, id)
+touch(owner)
+redis.call('HSET', P .. 'r:' .. id, 'o', owner, 'g', gen, 'b', born, 'dl', dl, 's', QUEUED)
+redis.call('RPUSH', P .. 'q', id)
+redis.call('HINCRBY', P .. 'ledger', 'queued', 1)
+return {QUEUED, '', pump()}
+`)
+
+	takeScript = redis.NewScript(prelude + `
+local d, id, tok = take(NOW)
+if d == -3 then return {-3, id, {0, ''}} end
+local p = pump()
+return {d, {id or '', tok or 0}, p}
+`)
+
+	pumpScript = redis.NewScript(prelude + `return {0, '', pump()}`)
+
+	releaseScript = redis.NewScript(prelude + `
+local id, tok = ARGV[10], ARGV[11]
+local r = P .. 'r:' .. id
+local s, owner, have = unpack(redis.call('HMGET', r, 's', 'o', 't'))
+s = tonumber(s or '0')
+if s ~= ACTIVE and s ~= CANCELLED then
+  if s == 0 and tok ~= '0' and redis.call('HGET', P .. 'tombd', id) == tostring(EXPIRED) then
+    return {-4, '', pump()}
+  end
+  return {-5, '', pump()}
+end
+if tok ~= '0' and tok ~= have then return {-4, '', pump()} end
+redis.call('ZREM', P .. 'lease', id)
+redis.call('SREM', P .. 'cln', id)
+local d = COMPLETED
+if s == CANCELLED then
+  d = CANCELLED
+  redis.call('HINCRBY', P .. 'ledger', 'rc', 1)
+else
+  redis.call('HINCRBY', P .. 'ledger', 'completed', 1)
+end
+terminal(id, owner, d)
+return {d, '', pump()}
+`)
+
+	renewScript = redis.NewScript(prelude + `
+local id, tok = ARGV[10], ARGV[11]
+local r = P .. 'r:' .. id
+local s, have = unpack(redis.call('HMGET', r, 's', 't'))
+s = tonumber(s or '0')
+if (s ~= ACTIVE and s ~= CANCELLED) or have ~= tok then return {-4, '', {0, ''}} end
+redis.call('ZADD', P .. 'lease', 'XX', MS + LEASE, id)
+return {s, '', {0, ''}}
+`)
+
+	rotateScript = redis.NewScript(prelude + `
+local owner, gen = ARGV[10], ARGV[11]
+local o = P .. 'own:' .. owner
+local og = redis.call('HGET', o, 'g')
+if not og then
+  redis.call('HSET', o, 'g', gen, 'lb', '')
+  touch(owner)
+  return {0, {}, pump()}
+end
+if gen <= og then return {-6, og, pump()} end
+redis.call('HSET', o, 'g', gen, 'lb', '')
+touch(owner)
+local gone = cancelOwned(owner, NOW)
+return {0, gone, pump()}
+`)
+
+	forgetScript = redis.NewScript(prelude + `
+local owner = ARGV[10]
+local o = P .. 'own:' .. owner
+if redis.call('EXISTS', o) == 0 then return {0, {}, pump()} end
+local gone = cancelOwned(owner, NOW)
+redis.call('DEL', o, P .. 'ol:' .. owner)
+redis.call('ZREM', P .. 'owners', owner)
+return {0, gone, pump()}
+`)
+
+	cancelScript = redis.NewScript(prelude + `
+local id = ARGV[10]
+local r = P .. 'r:' .. id
+local s, owner = unpack(redis.call('HMGET', r, 's', 'o'))
+s = tonumber(s or '0')
+if s == 0 then
+  local d = redis.call('HGET', P .. 'tombd', id)
+  if not d then return {-2, '', pump()} end
+  return {tonumber(d), '', pump()}
+end
+if s == QUEUED then
+  cancelQueued(id, owner)
+elseif s == ACTIVE then
+  cancelActive(id, NOW)
+end
+return {CANCELLED, '', pump()}
+`)
+
+	closeScript = redis.NewScript(prelude + `
+if ARGV[10] == '1' then redis.call('SET', P .. 'closed', '1') else redis.call('DEL', P .. 'closed') end
+return {0, '', pump()}
+`)
+
+	// stateScript reports, for each identity, its state and lease token.
+	stateScript = redis.NewScript(prelude + `
+local out = {}
+for i = 10, #ARGV do
+  local id = ARGV[i]
+  local s, tok = unpack(redis.call('HMGET', P .. 'r:' .. id, 's', 't'))
+  if not s then s = redis.call('HGET', P .. 'tombd', id) or '0' end
+  table.insert(out, tonumber(s)); table.insert(out, tok or '0')
+end
+return {0, out, {0, ''}}
+`)
+
+	snapshotScript = redis.NewScript(prelude + `
+local out = {}
+out[1] = closed() and 1 or 0
+out[2] = WARMED and 1 or 0
+out[3] = redis.call('ZCARD', P .. 'lease')
+if IDLE > 0 then redis.call('ZREMRANGEBYSCORE', P .. 'owners', '-inf', MS - IDLE) end
+out[4] = redis.call('ZCARD', P .. 'owners')
+out[5] = redis.call('ZCARD', P .. 'tomb')
+out[6] = redis.call('HGETALL', P .. 'ledger')
+local borns = {}
+for _, id in ipairs(redis.call('LRANGE', P .. 'q', 0, -1)) do
+  table.insert(borns, redis.call('HGET', P .. 'r:' .. id, 'b') or '')
+end
+out[7] = borns
+local cl = {}
+for _, id in ipairs(redis.call('SMEMBERS', P .. 'cln')) do
+  table.insert(cl, redis.call('HGET', P .. 'r:' .. id, 'c') or '')
+end
+out[8] = cl
+return {0, out, {0, ''}}
+`)
+
+	positionScript = redis.NewScript(prelude + `
+local p = redis.call('LPOS', P .. 'q', ARGV[10])
+if not p then return {0, '', {0, ''}} end
+return {p + 1, '', {0, ''}}
+`)
+)
+
+var readyScript = redis.NewScript(prelude + `return {WARMED and 1 or 0, '', {0, ''}}`)
