@@ -1,0 +1,69 @@
+package stub
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/frontdoorhq/frontdoor/stages/backend"
+)
+
+// Over capacity every job is stretched by running/N; within it, none is.
+// Only lower bounds are checked: a loaded machine can only make it slower.
+func TestCapacityStretchesOverAdmittedJobs(t *testing.T) {
+	for _, tc := range []struct {
+		jobs int
+		min  time.Duration
+	}{
+		{jobs: 2, min: 40 * time.Millisecond},
+		{jobs: 6, min: 3 * 40 * time.Millisecond * 9 / 10},
+	} {
+		c := NewCapacity(2)
+		m := NewCappedModel(Settings{ModelDelay: 40 * time.Millisecond, Tokens: 1}, c)
+		var wg sync.WaitGroup
+		took := make([]time.Duration, tc.jobs)
+		for i := range tc.jobs {
+			wg.Go(func() {
+				start := time.Now()
+				if err := m.Reply(context.Background(), backend.Turn{Text: "hi"}, func(string) error { return nil }); err != nil {
+					t.Error(err)
+				}
+				took[i] = time.Since(start)
+			})
+		}
+		wg.Wait()
+		for i, d := range took {
+			if d < tc.min {
+				t.Errorf("%d jobs on 2: job %d took %v, want at least %v", tc.jobs, i, d, tc.min)
+			}
+		}
+		if got := c.MaxRunning(); got != tc.jobs {
+			t.Errorf("MaxRunning = %d, want %d", got, tc.jobs)
+		}
+		if c.Running() != 0 {
+			t.Errorf("Running = %d after all returned", c.Running())
+		}
+	}
+}
+
+// Cleanup after cancel is work on the capacity too, and Close cuts it short.
+func TestCappedSynthesizerCleanup(t *testing.T) {
+	c := NewCapacity(1)
+	s := NewCappedSynthesizer(Settings{SynthDelay: time.Second, CleanupDelay: 30 * time.Millisecond}, c)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan time.Time)
+	go func() {
+		_ = s.Synthesize(ctx, "x", func(backend.Audio) error { return nil })
+		done <- time.Now()
+	}()
+	time.Sleep(10 * time.Millisecond)
+	at := time.Now()
+	cancel()
+	if d := (<-done).Sub(at); d < 25*time.Millisecond {
+		t.Errorf("returned %v after cancel, want the cleanup delay", d)
+	}
+	if s.Running() != 0 || c.Running() != 0 {
+		t.Errorf("still running after return")
+	}
+}
