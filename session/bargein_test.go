@@ -1,0 +1,147 @@
+package session
+
+import (
+	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
+	"testing"
+	"time"
+
+	"github.com/frontdoorhq/frontdoor/stages"
+)
+
+// TestBargeInDuringSynthesis: after `interrupted`, not one text,
+// audio_start or binary frame of the old generation; the cancelled
+// synthesis keeps its lease until the stub's cleanup delay has passed, and
+// only then is the next waiting turn (another call's) admitted.
+func TestBargeInDuringSynthesis(t *testing.T) {
+	const cleanup = 150 * time.Millisecond
+	r := newRig(t, func(c *Config, s *stub.Settings) {
+		c.Synthesis = stages.Limits{Slots: 1, Waiting: 4, MaxAge: 5 * time.Second}
+		s.FrameCount, s.FrameDelay, s.CleanupDelay = 200, 5*time.Millisecond, cleanup
+	})
+	a, b := r.admitted(), r.admitted()
+	a.send(map[string]any{"type": "turn", "id": "a1", "text": "tell me a long story"})
+	a.until(isType("binary"))
+	a.until(isType("binary"))
+
+	b.send(map[string]any{"type": "turn", "id": "b1", "text": "hello"})
+	b.until(func(m msg) bool {
+		return m.Type == "disposition" && m.Stage == StageSynthesis && m.Disposition == "queued"
+	})
+
+	a.send(map[string]any{"type": "barge_in"})
+	before := a.until(isType("interrupted"))
+	in := before[len(before)-1]
+	if in.Generation != 2 || len(in.Cancelled) != 1 || in.Cancelled[0] != "a1" {
+		t.Fatalf("interrupted %+v", in)
+	}
+	if in.Heard == nil || in.Heard.Turn != "a1" || in.Heard.AudioMS <= 0 {
+		t.Fatalf("heard %+v", in.Heard)
+	}
+	// The lease is still held, for cleanup; b still waits.
+	s := r.stage(StageSynthesis)
+	if s.Leased != 1 || s.CleanupPending != 1 || s.Queued != 1 {
+		t.Fatalf("synthesis right after interrupted: leased %d cleanup %d queued %d", s.Leased, s.CleanupPending, s.Queued)
+	}
+	// b is admitted only after a's synthesis returned.
+	b.until(func(m msg) bool {
+		return m.Type == "disposition" && m.Stage == StageSynthesis && m.Disposition == "admitted"
+	})
+	if n := r.synth.MaxRunning(); n != 1 {
+		t.Fatalf("synthesizer ran %d jobs at once with 1 slot", n)
+	}
+	if got := time.Since(in.At); got < cleanup/2 {
+		t.Fatalf("b admitted %v after the barge-in, before the cleanup delay %v", got, cleanup)
+	}
+
+	// Then a speaks again at generation 2; nothing of generation 1 reaches it.
+	a.send(map[string]any{"type": "turn", "id": "a2", "text": "short one"})
+	after := a.until(func(m msg) bool { return m.Type == "turn_end" && m.Turn == "a2" })
+	sawStart := false
+	for _, m := range after {
+		switch m.Type {
+		case "text", "audio_start":
+			if m.Generation != 2 || m.Turn != "a2" {
+				t.Fatalf("old generation after interrupted: %+v", m)
+			}
+			sawStart = sawStart || m.Type == "audio_start"
+		case "binary":
+			if !sawStart {
+				t.Fatalf("binary audio after interrupted before a2's audio_start: %v", types(after))
+			}
+		case "turn_end":
+			if m.Turn == "a1" && m.Disposition != "cancelled" {
+				t.Fatalf("a1 ended %+v", m)
+			}
+		}
+	}
+	if got := after[len(after)-1]; got.Disposition != "completed" {
+		t.Fatalf("a2 %+v", got)
+	}
+	var a1End bool
+	for _, m := range after {
+		a1End = a1End || (m.Type == "turn_end" && m.Turn == "a1")
+	}
+	if !a1End {
+		t.Fatalf("no turn_end for a1: %v", types(after))
+	}
+	if r.srv.m == nil || counter(t, r, "frontdoor_barge_ins_total") != 1 {
+		t.Fatal("barge-in not counted")
+	}
+}
+
+// TestBargeInQueuedAndPending: a barge-in cancels a turn queued in the
+// model stage and one waiting behind it in the call, at once.
+func TestBargeInQueuedAndPending(t *testing.T) {
+	r := newRig(t, func(c *Config, s *stub.Settings) {
+		c.Model = stages.Limits{Slots: 1, Waiting: 4, MaxAge: 5 * time.Second}
+		s.ModelDelay = time.Second
+	})
+	a, b := r.admitted(), r.admitted()
+	a.send(map[string]any{"type": "turn", "id": "a1", "text": "x"})
+	a.until(func(m msg) bool { return m.Type == "disposition" && m.Disposition == "admitted" })
+	b.send(map[string]any{"type": "turn", "id": "b1", "text": "x"})
+	b.send(map[string]any{"type": "turn", "id": "b2", "text": "y"})
+	b.until(func(m msg) bool { return m.Type == "disposition" && m.Disposition == "queued" })
+	b.send(map[string]any{"type": "barge_in"})
+	all := b.until(func(m msg) bool { return m.Type == "turn_end" && m.Turn == "b2" })
+	var in msg
+	for _, m := range all {
+		if m.Type == "interrupted" {
+			in = m
+		}
+	}
+	if len(in.Cancelled) != 2 {
+		t.Fatalf("interrupted %+v in %v", in, types(all))
+	}
+	if s := r.stage(StageModel); s.Queued != 0 || s.Ledger.CancelledQueued != 1 {
+		t.Fatalf("model stage %+v", s)
+	}
+}
+
+// TestOverdueCleanup: a backend that never confirms its stop keeps its
+// lease, reported overdue, until it finally returns.
+func TestOverdueCleanup(t *testing.T) {
+	r := newRig(t, func(c *Config, s *stub.Settings) {
+		c.CleanupTimeout = 30 * time.Millisecond
+		s.ModelDelay, s.Hang = time.Hour, true
+	})
+	a := r.admitted()
+	a.send(map[string]any{"type": "turn", "id": "a1", "text": "x"})
+	a.until(func(m msg) bool { return m.Type == "disposition" && m.Disposition == "admitted" })
+	a.send(map[string]any{"type": "barge_in"})
+	a.expect("interrupted")
+	waitFor(t, "overdue", func() bool { return r.stage(StageModel).CleanupOverdue == 1 })
+	s := r.stage(StageModel)
+	if s.Leased != 1 || s.CleanupPending != 1 || s.OldestCleanupMS < 30 {
+		t.Fatalf("overdue lease not held: %+v", s)
+	}
+	if counter(t, r, "frontdoor_stage_cleanup_overdue_total") != 1 {
+		t.Fatal("overdue not counted")
+	}
+	r.model.Close() // the backend finally returns
+	waitFor(t, "release", func() bool { s := r.stage(StageModel); return s.Leased == 0 && s.CleanupOverdue == 0 })
+	m := a.until(func(m msg) bool { return m.Type == "turn_end" })
+	if end := m[len(m)-1]; end.Disposition != "cancelled" {
+		t.Fatalf("turn_end %+v", end)
+	}
+}
