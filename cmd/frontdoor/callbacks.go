@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -247,6 +247,6 @@ func (h *httpOps) finish(ctx context.Context, ticket string, attempt int, to fal
 		verb, key = "fail", "reason"
 	}
 	var out struct{ Callback fallback.Callback }
-	_, err := h.do(ctx, http.MethodPost, "/v1/callbacks/"+strconv.Quote(ticket)[1:len(ticket)+1]+"/"+verb, map[string]any{"attempt": attempt, key: note}, &out)
+	_, err := h.do(ctx, http.MethodPost, "/v1/callbacks/"+url.PathEscape(ticket)+"/"+verb, map[string]any{"attempt": attempt, key: note}, &out)
 	return out.Callback, err
 }

@@ -1,0 +1,164 @@
+package fallback_test
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/stages"
+)
+
+var update = flag.Bool("update", false, "rewrite docs/PROMPTS.md from the prompt table")
+
+var (
+	none     = []fallback.Kind(nil)
+	both     = []fallback.Kind{fallback.KindCallback, fallback.KindHandoff}
+	callback = []fallback.Kind{fallback.KindCallback}
+	handoff  = []fallback.Kind{fallback.KindHandoff}
+)
+
+func TestPromptPaths(t *testing.T) {
+	tests := []struct {
+		name      string
+		stage     string
+		d         stages.Disposition
+		available []fallback.Kind
+		offer     []fallback.Kind
+		contains  []string
+	}{
+		{"session overloaded, both free", fallback.StageSession, stages.Overloaded, both, both, []string{"cannot take your call", "call you back, or put you through"}},
+		{"session expired, nothing free", fallback.StageSession, stages.Expired, none, nil, []string{"no line came free", "try again"}},
+		{"session closed", fallback.StageSession, stages.Closed, both, callback, []string{"temporarily unavailable", "call you back"}},
+		{"model overloaded", fallback.StageModel, stages.Overloaded, handoff, handoff, []string{"not started", "put you through to a person"}},
+		{"model expired asks to continue", fallback.StageModel, stages.Expired, none, nil, []string{"stopped working on it", "Would you like to carry on?"}},
+		{"synthesis overloaded", fallback.StageSynthesis, stages.Overloaded, callback, callback, []string{"cannot speak it", "call you back"}},
+		{"synthesis expired asks to continue", fallback.StageSynthesis, stages.Expired, none, nil, []string{"carry on"}},
+		{"recognize expired asks to continue", fallback.StageRecognize, stages.Expired, none, nil, []string{"carry on"}},
+		{"callback full offers handoff only", fallback.StageCallback, stages.Overloaded, both, handoff, []string{"list is full", "Nothing has been scheduled"}},
+		{"callback full, nothing else", fallback.StageCallback, stages.Overloaded, none, nil, []string{"Nothing has been scheduled", "try again"}},
+		{"handoff full offers callback only", fallback.StageHandoff, stages.Overloaded, both, callback, []string{"waiting line is full", "call you back"}},
+		{"handoff expired", fallback.StageHandoff, stages.Expired, none, nil, []string{"stopped looking"}},
+		{"callback booked", fallback.StageCallback, stages.Queued, both, nil, []string{"booked"}},
+		{"outside the table", fallback.StageModel, stages.Stale, both, nil, []string{"cannot do that right now"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := fallback.PromptFor(tt.stage, tt.d, tt.available)
+			if p.Stage != tt.stage || p.Reason != tt.d.String() {
+				t.Errorf("stage/reason = %q/%q", p.Stage, p.Reason)
+			}
+			if !slices.Equal(p.Offer, tt.offer) {
+				t.Errorf("offer = %v, want %v", p.Offer, tt.offer)
+			}
+			for _, s := range tt.contains {
+				if !strings.Contains(p.Text, s) {
+					t.Errorf("text %q lacks %q", p.Text, s)
+				}
+			}
+		})
+	}
+}
+
+func TestPromptFailedSaysSo(t *testing.T) {
+	for _, stage := range []string{fallback.StageCallback, fallback.StageHandoff} {
+		p := fallback.PromptFailed(stage, both)
+		if p.Reason != fallback.ReasonFailed || !strings.Contains(p.Text, "went wrong") {
+			t.Errorf("%s: %+v", stage, p)
+		}
+		if slices.Contains(p.Offer, fallback.Kind(stage)) {
+			t.Errorf("%s: failed fallback offers itself again: %v", stage, p.Offer)
+		}
+	}
+}
+
+// TestPromptRules checks the table's truthfulness rules over every prompt.
+func TestPromptRules(t *testing.T) {
+	progress := []string{"working on it now", "processing", "in progress", "is being", "will be with you shortly"}
+	for _, p := range fallback.AllPrompts() {
+		refused := p.Reason == "overloaded" || p.Reason == "expired" || p.Reason == "closed" || p.Reason == fallback.ReasonFailed
+		if refused {
+			for _, s := range progress {
+				if strings.Contains(strings.ToLower(p.Text), s) {
+					t.Errorf("%s/%s claims progress (%q): %q", p.Stage, p.Reason, s, p.Text)
+				}
+			}
+		}
+		if strings.Contains(p.Text, "booked.") && !(p.Stage == fallback.StageCallback && p.Reason == "queued") {
+			t.Errorf("%s/%s says a callback is booked: %q", p.Stage, p.Reason, p.Text)
+		}
+		if p.Reason == "expired" && p.Stage != fallback.StageSession && p.Stage != fallback.StageHandoff && len(p.Offer) == 0 && !strings.Contains(p.Text, "?") {
+			t.Errorf("%s/%s: an expired turn must ask whether to continue: %q", p.Stage, p.Reason, p.Text)
+		}
+		if p.Reason == "closed" && !strings.Contains(p.Text, "temporarily unavailable") {
+			t.Errorf("%s/closed must say temporarily unavailable: %q", p.Stage, p.Text)
+		}
+		if len(p.Offer) > 0 && !strings.Contains(p.Text, "?") {
+			t.Errorf("%s/%s offers %v without asking: %q", p.Stage, p.Reason, p.Offer, p.Text)
+		}
+	}
+}
+
+// promptsDoc renders docs/PROMPTS.md from the table.
+func promptsDoc() string {
+	var b strings.Builder
+	b.WriteString("# Prompts\n\n")
+	b.WriteString("<!-- Generated from fallback.AllPrompts by `go test ./fallback -run TestPromptsDoc -update`. Do not edit by hand. -->\n\n")
+	b.WriteString("Every sentence frontdoor says to a caller about a refusal, an expiry or a fallback, from the table in\n")
+	b.WriteString("`fallback/prompt.go` (`fallback.PromptFor(stage, disposition, available)` and `fallback.PromptFailed`).\n")
+	b.WriteString("*Offered* lists the fallbacks offered when exactly those had room (`Service.Available`); the server sends\n")
+	b.WriteString("`prompt` with the text, then `offer` with these kinds when there are any.\n\n")
+	b.WriteString("Rules the table keeps (checked by `TestPromptRules`):\n\n")
+	b.WriteString("- Refused or expired work is never described as in progress.\n")
+	b.WriteString("- \"Your callback is booked\" is said only after the store durably accepted it (`RequestCallback` returned Queued).\n")
+	b.WriteString("- A fallback is offered only while its queue has room, and acceptance checks again.\n")
+	b.WriteString("- When a fallback itself fails, the caller hears that nothing was established (reason `failed`).\n")
+	b.WriteString("- An expired turn asks whether the caller wants to carry on; closed intake says the service is temporarily unavailable.\n\n")
+	stage := ""
+	for _, p := range fallback.AllPrompts() {
+		if p.Stage != stage {
+			stage = p.Stage
+			fmt.Fprintf(&b, "## %s\n\n| Reason | Offered | Text |\n|---|---|---|\n", stage)
+		}
+		offered := "—"
+		if len(p.Offer) > 0 {
+			s := make([]string, len(p.Offer))
+			for i, k := range p.Offer {
+				s[i] = string(k)
+			}
+			offered = strings.Join(s, ", ")
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", p.Reason, offered, p.Text)
+		_ = stage
+	}
+	return strings.ReplaceAll(b.String(), "|\n## ", "|\n\n## ") + "\n"
+}
+
+func TestPromptsDoc(t *testing.T) {
+	const path = "../docs/PROMPTS.md"
+	want := promptsDoc()
+	if *update {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != want {
+		t.Errorf("%s is out of date with the prompt table: run go test ./fallback -run TestPromptsDoc -update", path)
+	}
+}
+
+func ExamplePromptFor() {
+	p := fallback.PromptFor(fallback.StageModel, stages.Overloaded, []fallback.Kind{fallback.KindCallback})
+	fmt.Println(p.Text)
+	fmt.Println(p.Offer)
+	// Output:
+	// I cannot answer that right now, because the system is busy. I have not started working on it. I can arrange for us to call you back. Would you like that?
+	// [callback]
+}
