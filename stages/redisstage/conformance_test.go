@@ -32,3 +32,10 @@ func TestRedisConformance(t *testing.T) {
 		return newStage(t, srv, l, redisstage.Options{})
 	})
 }
+
+func TestRedisGateConformance(t *testing.T) {
+	srv := redistest.Start(t)
+	stagestest.RunGate(t, func(t *testing.T, l stages.Limits, clock *stagestest.Clock) stages.Gate {
+		return redisstage.NewDispatcher(newStage(t, srv, l, redisstage.Options{}), redisstage.DispatcherOptions{Clock: clock})
+	})
+}

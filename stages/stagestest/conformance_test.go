@@ -16,3 +16,13 @@ func TestLocalConformance(t *testing.T) {
 		return stages.Local(c)
 	})
 }
+
+func TestLocalGateConformance(t *testing.T) {
+	stagestest.RunGate(t, func(t *testing.T, l stages.Limits, clock *stagestest.Clock) stages.Gate {
+		c, err := stages.New(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return stages.LocalGate(stages.NewDispatcher(c, clock))
+	})
+}

@@ -1,0 +1,334 @@
+package redisstage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/frontdoorhq/frontdoor/stages"
+)
+
+// DispatcherOptions tune a Dispatcher. Zero values take the defaults.
+type DispatcherOptions struct {
+	// Clock stamps offers and arms the head's deadline; SystemClock when nil.
+	Clock stages.Clock
+	// Poll is the backstop interval at which a replica with waiting work
+	// pumps the queue and reconciles its tickets, covering a missed
+	// pub/sub message or capacity that came back when a dead replica's
+	// lease ran out. Default 100ms.
+	Poll time.Duration
+	// Renew is how often a held lease is renewed. Default LeaseTTL/3.
+	Renew time.Duration
+}
+
+// A Dispatcher owns time for a Store on one replica, as stages.Dispatcher does
+// for a Controller: every operation also pumps the fleet-wide queue in the same
+// script (so a release on any replica admits the head at once, wherever it
+// was submitted), and replicas learn the outcome of their own tickets from a
+// Redis pub/sub channel the scripts publish to. It satisfies stages.Gate.
+type Dispatcher struct {
+	s     *Store
+	clock stages.Clock
+	poll  time.Duration
+	renew time.Duration
+	pump  int
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	stopped  bool
+	waiting  map[string]*Ticket
+	held     map[string]*Ticket
+	timer    stages.Timer
+	deadline time.Time
+	armed    uint64
+}
+
+var _ stages.Gate = (*Dispatcher)(nil)
+
+// NewDispatcher starts a Dispatcher for s: a goroutine reading the stage's
+// event channel and one polling as a backstop, both ended by Stop.
+func NewDispatcher(s *Store, opt DispatcherOptions) *Dispatcher {
+	if opt.Clock == nil {
+		opt.Clock = stages.SystemClock
+	}
+	if opt.Poll <= 0 {
+		opt.Poll = 100 * time.Millisecond
+	}
+	if opt.Renew <= 0 {
+		opt.Renew = s.opt.LeaseTTL / 3
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &Dispatcher{
+		s: s, clock: opt.Clock, poll: opt.Poll, renew: opt.Renew,
+		pump: s.limits.Slots + s.limits.Waiting,
+		ctx:  ctx, cancel: cancel,
+		waiting: make(map[string]*Ticket), held: make(map[string]*Ticket),
+	}
+	ps := s.rdb.Subscribe(ctx, s.prefix+"ev")
+	d.wg.Add(2)
+	go d.listen(ps)
+	go d.backstop()
+	return d
+}
+
+// Store returns the dispatcher's store.
+func (d *Dispatcher) Store() *Store { return d.s }
+
+// Submit offers job now. Refused work returns its disposition and a nil
+// Pending; queued work returns Queued and a *Ticket. When Redis cannot be
+// reached it returns Closed and an error wrapping stages.ErrUnavailable.
+func (d *Dispatcher) Submit(ctx context.Context, job stages.Job) (stages.Pending, stages.Disposition, error) {
+	t, disp, err := d.SubmitTicket(ctx, job)
+	if t == nil {
+		return nil, disp, err
+	}
+	return t, disp, err
+}
+
+// SubmitTicket is Submit returning the concrete *Ticket.
+func (d *Dispatcher) SubmitTicket(ctx context.Context, job stages.Job) (*Ticket, stages.Disposition, error) {
+	now := d.clock.Now()
+	t := newTicket(d, job, now)
+	d.mu.Lock()
+	if d.stopped {
+		d.mu.Unlock()
+		return nil, stages.Closed, fmt.Errorf("%w: dispatcher stopped", stages.ErrUnavailable)
+	}
+	if _, dup := d.waiting[job.ID]; dup {
+		d.mu.Unlock()
+		return nil, 0, fmt.Errorf("%w: %q", stages.ErrDuplicate, job.ID)
+	}
+	// Registered before the script runs, so that an admission published
+	// by another replica's pump finds the ticket.
+	d.waiting[job.ID] = t
+	d.mu.Unlock()
+	disp, r, err := d.s.offer(ctx, job, now, d.pump)
+	if err != nil || disp != stages.Queued {
+		d.mu.Lock()
+		if d.waiting[job.ID] == t {
+			delete(d.waiting, job.ID)
+		}
+		d.mu.Unlock()
+		return nil, disp, err
+	}
+	d.apply(r, now)
+	return t, stages.Queued, nil
+}
+
+// Release returns the lease of id, admitted through this Dispatcher,
+// presenting its fencing token, and admits waiting work into the slot. It
+// returns stages.ErrFenced when the lease was lost, stages.ErrNoLease when
+// this replica holds no lease for id. When Redis is unreachable the lease is
+// no longer renewed and returns to the fleet when its TTL runs out.
+func (d *Dispatcher) Release(ctx context.Context, id string) (stages.Disposition, error) {
+	d.mu.Lock()
+	t := d.held[id]
+	delete(d.held, id)
+	d.mu.Unlock()
+	if t == nil {
+		return 0, fmt.Errorf("%w: %q not held by this replica", stages.ErrNoLease, id)
+	}
+	t.stopRenew()
+	now := d.clock.Now()
+	disp, r, err := d.s.release(ctx, t.lease, d.pump, now)
+	if err != nil {
+		return disp, err
+	}
+	d.apply(r, now)
+	return disp, nil
+}
+
+// Rotate advances owner's generation fleet-wide. Its queued tickets on this
+// replica resolve as Cancelled before Rotate returns; those on other replicas
+// as soon as their replica hears of it.
+func (d *Dispatcher) Rotate(ctx context.Context, owner string, generation uint64) error {
+	now := d.clock.Now()
+	r, err := d.s.rotate(ctx, owner, generation, now, d.pump)
+	if err != nil {
+		return err
+	}
+	d.cancelled(r.extra, now)
+	d.apply(r, now)
+	return nil
+}
+
+// Forget ends owner's conversation fleet-wide.
+func (d *Dispatcher) Forget(ctx context.Context, owner string) error {
+	now := d.clock.Now()
+	r, err := d.s.run(ctx, forgetScript, d.pump, now, owner)
+	if err != nil {
+		return err
+	}
+	d.cancelled(r.extra, now)
+	d.apply(r, now)
+	return nil
+}
+
+// Cancel withdraws one piece of work wherever it was submitted.
+func (d *Dispatcher) Cancel(ctx context.Context, id string) (stages.Disposition, error) {
+	now := d.clock.Now()
+	disp, r, err := d.s.cancel(ctx, id, now, d.pump)
+	if err != nil {
+		return disp, err
+	}
+	d.mu.Lock()
+	if t := d.waiting[id]; t != nil && disp == stages.Cancelled {
+		d.resolve(t, stages.Cancelled, now, 0)
+	}
+	d.mu.Unlock()
+	d.apply(r, now)
+	return disp, nil
+}
+
+// Snapshot reports the fleet-wide inventory and ledger now.
+func (d *Dispatcher) Snapshot(ctx context.Context) (stages.Snapshot, error) {
+	return d.s.Snapshot(ctx, d.clock.Now())
+}
+
+// Ready reports nil when Redis answers and admission can be decided.
+func (d *Dispatcher) Ready(ctx context.Context) error { return d.s.Ready(ctx) }
+
+// Stop ends the dispatcher's goroutines, timer and lease renewals, and waits
+// for them. Leases still held run out after their TTL; tickets still waiting
+// stay unresolved.
+func (d *Dispatcher) Stop() {
+	d.mu.Lock()
+	d.stopped = true
+	if d.timer != nil {
+		d.timer.Stop()
+		d.timer = nil
+	}
+	d.mu.Unlock()
+	d.cancel()
+	d.wg.Wait()
+}
+
+// cancelled resolves the local tickets among the queued identities a
+// script cancelled.
+func (d *Dispatcher) cancelled(extra any, now time.Time) {
+	ids, _ := extra.([]any)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, v := range ids {
+		id, _ := v.(string)
+		if t := d.waiting[id]; t != nil {
+			d.resolve(t, stages.Cancelled, now, 0)
+		}
+	}
+}
+
+// apply resolves local tickets among a pump's steps and arms the timer for
+// the head's deadline.
+func (d *Dispatcher) apply(r reply, now time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, st := range r.steps {
+		if t := d.waiting[st.id]; t != nil {
+			d.resolve(t, st.disp, now, st.token)
+		}
+	}
+	d.arm(r.deadline, now)
+}
+
+// resolve runs under d.mu.
+func (d *Dispatcher) resolve(t *Ticket, disp stages.Disposition, now time.Time, token uint64) {
+	delete(d.waiting, t.Job.ID)
+	t.result, t.resolved = disp, now
+	if disp == stages.Admitted {
+		t.lease = Lease{ID: t.Job.ID, Token: token}
+		ctx, cancel := context.WithCancel(d.ctx)
+		t.stopRenew = cancel
+		d.held[t.Job.ID] = t
+		if !d.stopped {
+			d.wg.Add(1)
+			go d.renewLoop(ctx, t)
+		}
+	}
+	close(t.done)
+}
+
+func (d *Dispatcher) arm(deadline, now time.Time) {
+	if d.stopped {
+		return
+	}
+	if deadline.IsZero() {
+		if d.timer != nil {
+			d.timer.Stop()
+			d.timer, d.deadline = nil, time.Time{}
+		}
+		return
+	}
+	deadline = deadline.Add(time.Nanosecond) // expiry is strictly after MaxAge
+	if d.timer != nil && d.deadline.Equal(deadline) {
+		return
+	}
+	if d.timer != nil {
+		d.timer.Stop()
+	}
+	d.deadline = deadline
+	d.armed++
+	seq := d.armed
+	d.timer = d.clock.AfterFunc(deadline.Sub(now), func() { d.fire(seq) })
+}
+
+func (d *Dispatcher) fire(seq uint64) {
+	d.mu.Lock()
+	if d.stopped || seq != d.armed {
+		d.mu.Unlock()
+		return
+	}
+	d.timer, d.deadline = nil, time.Time{}
+	d.wg.Add(1)
+	d.mu.Unlock()
+	defer d.wg.Done()
+	d.pumpNow()
+}
+
+func (d *Dispatcher) pumpNow() {
+	ctx, cancel := context.WithTimeout(d.ctx, d.poll*5)
+	defer cancel()
+	now := d.clock.Now()
+	if r, err := d.s.run(ctx, pumpScript, d.pump, now); err == nil {
+		d.apply(r, now)
+	}
+}
+
+// renewLoop keeps t's lease alive until ctx ends (Release or Stop). A lease
+// is given up as lost when renewal is fenced, or when no renewal has
+// succeeded for a whole TTL measured from before it was sent: by then the
+// server may have expired it.
+func (d *Dispatcher) renewLoop(ctx context.Context, t *Ticket) {
+	defer d.wg.Done()
+	tick := time.NewTicker(d.renew)
+	defer tick.Stop()
+	lastOK := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		sent := time.Now()
+		rctx, cancel := context.WithTimeout(ctx, d.renew)
+		cancelled, err := d.s.Renew(rctx, t.lease)
+		cancel()
+		switch {
+		case err == nil:
+			lastOK = sent
+			if cancelled {
+				t.markCancelled()
+			}
+		case errors.Is(err, stages.ErrFenced):
+			t.markLost()
+			return
+		case time.Since(lastOK) >= d.s.opt.LeaseTTL:
+			t.markLost()
+			return
+		}
+	}
+}

@@ -1,0 +1,126 @@
+package redisstage
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/redis/go-redis/v9"
+)
+
+// listen applies the events the stage's scripts publish: a|id|token
+// admitted, x|id expired, c|id cancelled while queued, k|id cancelled while
+// active, l|id lease lost. Pub/sub delivers at most once; backstop covers
+// what it drops.
+func (d *Dispatcher) listen(ps *redis.PubSub) {
+	defer d.wg.Done()
+	defer ps.Close()
+	ch := ps.Channel()
+	for {
+		select {
+		case <-d.ctx.Done():
+			return
+		case m, ok := <-ch:
+			if !ok {
+				return
+			}
+			d.event(m.Payload)
+		}
+	}
+}
+
+func (d *Dispatcher) event(p string) {
+	kind, rest, _ := strings.Cut(p, "|")
+	id, tok, _ := strings.Cut(rest, "|")
+	now := d.clock.Now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch kind {
+	case "a":
+		if t := d.waiting[id]; t != nil {
+			n, _ := strconv.ParseUint(tok, 10, 64)
+			d.resolve(t, stages.Admitted, now, n)
+		}
+	case "x":
+		if t := d.waiting[id]; t != nil {
+			d.resolve(t, stages.Expired, now, 0)
+		}
+	case "c":
+		if t := d.waiting[id]; t != nil {
+			d.resolve(t, stages.Cancelled, now, 0)
+		}
+	case "k":
+		if t := d.held[id]; t != nil {
+			t.markCancelled()
+		}
+	case "l":
+		if t := d.held[id]; t != nil {
+			t.markLost()
+		}
+	}
+}
+
+// backstop pumps and reconciles while this replica has waiting tickets.
+func (d *Dispatcher) backstop() {
+	defer d.wg.Done()
+	// The poll runs on real time, not d.clock: it covers lost messages.
+	tick := time.NewTicker(d.poll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-d.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		d.mu.Lock()
+		ids := make([]string, 0, len(d.waiting))
+		for id := range d.waiting {
+			ids = append(ids, id)
+		}
+		d.mu.Unlock()
+		if len(ids) == 0 {
+			continue
+		}
+		d.pumpNow()
+		d.reconcile(ids)
+	}
+}
+
+// reconcile resolves waiting tickets whose outcome this replica missed.
+func (d *Dispatcher) reconcile(ids []string) {
+	ctx, cancel := context.WithTimeout(d.ctx, d.poll*5)
+	defer cancel()
+	ds, toks, err := d.s.states(ctx, ids...)
+	if err != nil {
+		return
+	}
+	now := d.clock.Now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i, id := range ids {
+		t := d.waiting[id]
+		if t == nil {
+			continue
+		}
+		switch ds[i] {
+		case stages.Queued:
+		case stages.Active:
+			d.resolve(t, stages.Admitted, now, toks[i])
+		case stages.Cancelled:
+			if toks[i] > 0 { // admitted, then cancelled while active
+				d.resolve(t, stages.Admitted, now, toks[i])
+				t.markCancelled()
+			} else {
+				d.resolve(t, stages.Cancelled, now, 0)
+			}
+		case stages.Expired:
+			d.resolve(t, stages.Expired, now, 0)
+		default:
+			// Unknown: the record is gone (its tombstone evicted, or Redis
+			// lost its data). The work will never be admitted.
+			d.resolve(t, stages.Cancelled, now, 0)
+		}
+	}
+}
