@@ -16,7 +16,7 @@ func TestBargeInDuringSynthesis(t *testing.T) {
 	const cleanup = 150 * time.Millisecond
 	r := newRig(t, func(c *Config, s *stub.Settings) {
 		c.Synthesis = stages.Limits{Slots: 1, Waiting: 4, MaxAge: 5 * time.Second}
-		s.FrameCount, s.FrameDelay, s.CleanupDelay = 200, 5*time.Millisecond, cleanup
+		s.FrameCount, s.FrameDelay, s.CleanupDelay = 60, 5*time.Millisecond, cleanup
 	})
 	a, b := r.admitted(), r.admitted()
 	a.send(map[string]any{"type": "turn", "id": "a1", "text": "tell me a long story"})

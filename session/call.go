@@ -136,9 +136,9 @@ func (c *Call) run(parent context.Context) {
 		c.out.discard()
 	}
 	<-writerDone
-	c.t.Close(status, reason)
-	ioCancel()
-	io.Wait()
+	// The close handshake may wait for a caller who does not answer; the
+	// session lease waits only for the call's backend work.
+	io.Go(func() { c.t.Close(status, reason) })
 
 	c.jobs.Wait()
 	if admitted {
@@ -147,6 +147,8 @@ func (c *Call) run(parent context.Context) {
 		}
 	}
 	c.s.session.adm.Forget(c.id)
+	io.Wait()
+	ioCancel()
 	end := endName(cause)
 	c.s.m.calls.WithLabelValues(end).Inc()
 	if errors.Is(cause, ErrSlowReader) {

@@ -295,18 +295,40 @@ var ErrDrainTimeout = errors.New("session: drain timeout: calls ended with 1001"
 // and /readyz turns 503) and waits for the calls in progress to end. When
 // ctx ends first, the remaining calls are told to end (1001) and Drain
 // returns ErrDrainTimeout; Close waits for their backend work to stop.
+//
+// The synthesis stage closes last, once the model stage holds and queues
+// nothing: only work the model stage admitted before the drain can reach
+// it, so turns already running finish with their audio.
 func (s *Server) Drain(ctx context.Context) error {
 	s.draining.Store(true)
 	for _, st := range s.stageList() {
-		st.adm.Close()
+		if st != s.synth {
+			st.adm.Close()
+		}
 	}
 	done := make(chan struct{})
 	go func() { s.callsWG.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	synthOpen := true
+	for {
+		if synthOpen {
+			if sn := s.model.adm.Snapshot(); sn.Leased == 0 && sn.Queued == 0 {
+				s.synth.adm.Close()
+				synthOpen = false
+			}
+		}
+		select {
+		case <-done:
+			s.synth.adm.Close()
+			return nil
+		case <-tick.C:
+			continue
+		case <-ctx.Done():
+		}
+		break
 	}
+	s.synth.adm.Close()
 	s.mu.Lock()
 	for c := range s.calls {
 		c.stop(errGoingAway)

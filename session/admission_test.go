@@ -1,0 +1,218 @@
+package session
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
+)
+
+func lastOf(ms []msg, typ string) msg {
+	for i := len(ms) - 1; i >= 0; i-- {
+		if ms[i].Type == typ {
+			return ms[i]
+		}
+	}
+	return msg{}
+}
+
+func TestModelOverload(t *testing.T) {
+	r := newRig(t, func(c *Config, s *stub.Settings) {
+		c.Model = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 5 * time.Second}
+		s.ModelDelay = 300 * time.Millisecond
+	})
+	a, b, c := r.admitted(), r.admitted(), r.admitted()
+	a.send(map[string]any{"type": "turn", "id": "a1", "text": "x"})
+	a.until(func(m msg) bool { return m.Type == "disposition" && m.Disposition == "admitted" })
+	b.send(map[string]any{"type": "turn", "id": "b1", "text": "x"})
+	q := b.until(func(m msg) bool { return m.Type == "disposition" && m.Disposition == "queued" })
+	if got := lastOf(q, "disposition"); got.Position != 1 || got.Stage != StageModel {
+		t.Fatalf("queued %+v", got)
+	}
+	c.send(map[string]any{"type": "turn", "id": "c1", "text": "x"})
+	all := c.until(isType("turn_end"))
+	d, p, end := lastOf(all, "disposition"), lastOf(all, "prompt"), lastOf(all, "turn_end")
+	if d.Disposition != "overloaded" || d.Stage != StageModel || p.Reason != "overloaded" || p.Stage != StageModel || p.Text == "" ||
+		end.Disposition != "overloaded" || end.Stage != StageModel {
+		t.Fatalf("overload: %v %+v %+v %+v", types(all), d, p, end)
+	}
+	for _, cl := range []*client{a, b} {
+		if end := lastOf(cl.until(isType("turn_end")), "turn_end"); end.Disposition != "completed" {
+			t.Fatalf("turn_end %+v", end)
+		}
+	}
+	if s := r.stage(StageModel); s.Ledger.Refused.Overloaded != 1 {
+		t.Fatalf("ledger %+v", s.Ledger)
+	}
+}
+
+func TestModelQueueExpiry(t *testing.T) {
+	r := newRig(t, func(c *Config, s *stub.Settings) {
+		c.Model = stages.Limits{Slots: 1, Waiting: 4, MaxAge: 100 * time.Millisecond}
+		s.ModelDelay = 500 * time.Millisecond
+	})
+	a, b := r.admitted(), r.admitted()
+	a.send(map[string]any{"type": "turn", "id": "a1", "text": "x"})
+	a.until(func(m msg) bool { return m.Type == "disposition" && m.Disposition == "admitted" })
+	b.send(map[string]any{"type": "turn", "id": "b1", "text": "x"})
+	all := b.until(isType("turn_end"))
+	want := []string{"disposition:model:queued", "disposition:model:expired", "prompt:", "turn_end:expired"}
+	got := types(all)
+	if len(got) != 4 || got[0] != want[0] || got[1] != want[1] || got[3] != want[3] || lastOf(all, "prompt").Reason != "expired" {
+		t.Fatalf("expiry sequence %v", got)
+	}
+	// Born includes age_ms: a turn already too old expires at the offer.
+	c := r.admitted()
+	c.send(map[string]any{"type": "turn", "id": "c1", "text": "x", "age_ms": 150})
+	all = c.until(isType("turn_end"))
+	if end := lastOf(all, "turn_end"); end.Disposition != "expired" || end.Stage != StageModel {
+		t.Fatalf("aged turn %v", types(all))
+	}
+	if s := r.stage(StageModel); s.Ledger.Expired != 1 || s.Ledger.Refused.Expired != 1 {
+		t.Fatalf("ledger %+v", s.Ledger)
+	}
+}
+
+func TestSessionQueue(t *testing.T) {
+	r := newRig(t, func(c *Config, s *stub.Settings) {
+		c.Session = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 5 * time.Second}
+	})
+	a := r.admitted()
+	b := r.dial()
+	q := b.until(isType("prompt"))
+	if s := lastOf(q, "session"); s.Disposition != "queued" || s.Position != 1 {
+		t.Fatalf("queued %v %+v", types(q), s)
+	}
+	c := r.dial()
+	all := c.until(isType("prompt"))
+	if s := lastOf(all, "session"); s.Disposition != "overloaded" || lastOf(all, "prompt").Reason != "overloaded" {
+		t.Fatalf("overloaded %v", types(all))
+	}
+	if _, err := c.read(); websocket.CloseStatus(err) != websocket.StatusTryAgainLater {
+		t.Fatalf("close %v, want 1013", err)
+	}
+	if v := r.stage(StageSession); len(v.Waiting) != 1 || v.Waiting[0].Position != 1 {
+		t.Fatalf("waiting %+v", v.Waiting)
+	}
+	a.send(map[string]any{"type": "hangup"})
+	if s := b.expect("session"); s.Disposition != "admitted" {
+		t.Fatalf("b %+v", s)
+	}
+	b.send(map[string]any{"type": "turn", "id": "b1", "text": "x"})
+	if end := b.expect("turn_end"); end.Disposition != "completed" {
+		t.Fatalf("b turn %+v", end)
+	}
+}
+
+func TestSessionExpiry(t *testing.T) {
+	r := newRig(t, func(c *Config, s *stub.Settings) {
+		c.Session = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 60 * time.Millisecond}
+	})
+	r.admitted()
+	b := r.dial()
+	all := b.until(func(m msg) bool { return m.Type == "session" && m.Disposition != "queued" })
+	if s := lastOf(all, "session"); s.Disposition != "expired" {
+		t.Fatalf("%v", types(all))
+	}
+	if p := b.expect("prompt"); p.Reason != "expired" || p.Stage != StageSession {
+		t.Fatalf("prompt %+v", p)
+	}
+	if _, err := b.read(); websocket.CloseStatus(err) != websocket.StatusTryAgainLater {
+		t.Fatalf("close %v, want 1013", err)
+	}
+}
+
+func TestDrain(t *testing.T) {
+	r := newRig(t, func(c *Config, s *stub.Settings) {
+		s.ModelDelay = 100 * time.Millisecond
+	})
+	a := r.admitted()
+	a.send(map[string]any{"type": "turn", "id": "a1", "text": "x"})
+	a.until(func(m msg) bool { return m.Type == "disposition" && m.Disposition == "admitted" })
+	drained := make(chan error, 1)
+	go func() { drained <- r.srv.Drain(context.Background()) }()
+	waitFor(t, "draining", func() bool { return !r.srv.Ready() })
+	resp, err := http.Get(r.http.URL + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("readyz %d while draining", resp.StatusCode)
+	}
+	n := r.dial()
+	all := n.until(isType("prompt"))
+	if s := lastOf(all, "session"); s.Disposition != "closed" {
+		t.Fatalf("new caller while draining: %v", types(all))
+	}
+	if _, err := n.read(); websocket.CloseStatus(err) != websocket.StatusTryAgainLater {
+		t.Fatalf("close %v", err)
+	}
+	// The call in progress goes on: its running turn completes...
+	if end := a.expect("turn_end"); end.Disposition != "completed" {
+		t.Fatalf("running turn %+v", end)
+	}
+	// ...new work is refused as closed...
+	a.send(map[string]any{"type": "turn", "id": "a2", "text": "x"})
+	if end := a.expect("turn_end"); end.Disposition != "closed" {
+		t.Fatalf("turn while draining %+v", end)
+	}
+	select {
+	case err := <-drained:
+		t.Fatalf("drain ended with a call in progress: %v", err)
+	default:
+	}
+	// ...and the drain ends when the call does.
+	a.send(map[string]any{"type": "hangup"})
+	if _, err := a.read(); websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+		t.Fatalf("hangup close %v", err)
+	}
+	if err := <-drained; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDrainTimeout(t *testing.T) {
+	r := newRig(t)
+	a := r.admitted()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := r.srv.Drain(ctx); err != ErrDrainTimeout {
+		t.Fatalf("drain %v", err)
+	}
+	if _, err := a.read(); websocket.CloseStatus(err) != websocket.StatusGoingAway {
+		t.Fatalf("close %v, want 1001", err)
+	}
+}
+
+// TestDisconnectMidTurn: a caller that vanishes mid-turn releases every
+// lease, each only after its backend returned, and leaves no goroutine
+// (goleak in TestMain).
+func TestDisconnectMidTurn(t *testing.T) {
+	r := newRig(t, func(c *Config, s *stub.Settings) {
+		s.ModelDelay, s.CleanupDelay = time.Hour, 100*time.Millisecond
+	})
+	a := r.admitted()
+	a.send(map[string]any{"type": "turn", "id": "a1", "text": "x"})
+	a.until(func(m msg) bool { return m.Type == "disposition" && m.Disposition == "admitted" })
+	a.conn.CloseNow()
+	waitFor(t, "cancel", func() bool { return r.stage(StageModel).CleanupPending == 1 })
+	if s := r.stage(StageSession); s.Leased != 1 {
+		t.Fatalf("session lease released before the model's cleanup: %+v", s)
+	}
+	waitFor(t, "call end", func() bool { return r.srv.Calls() == 0 })
+	if r.model.Running() != 0 {
+		t.Fatal("call ended with its backend still running")
+	}
+	for _, name := range []string{StageSession, StageModel, StageSynthesis} {
+		s := r.stage(name)
+		if s.Leased != 0 || s.Queued != 0 || s.Owners != 0 || s.CleanupPending != 0 {
+			t.Fatalf("%s: %+v", name, s)
+		}
+	}
+}

@@ -1,0 +1,506 @@
+package load
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// Caller end states. Each caller ends in exactly one.
+const (
+	EndRefused   = "refused"   // the session stage refused it before retention
+	EndQueued    = "queued"    // still waiting for its session when the run ended
+	EndActive    = "active"    // on the line when the run ended
+	EndServed    = "served"    // spoke its turns and hung up
+	EndExpired   = "expired"   // left the session queue too old (or refused after queueing)
+	EndAbandoned = "abandoned" // hung up out of patience
+	EndDropped   = "dropped"   // the server ended the call
+	EndError     = "error"     // could not connect, or bad protocol
+)
+
+// callerRec is what one caller saw.
+type callerRec struct {
+	id        int
+	scheduled time.Time
+	started   time.Time // dial began: the actual arrival
+	connected time.Time
+	session   string
+	queued    bool
+	sessDisp  string // the session stage's last word
+	admitted  time.Time
+	end       string
+	err       string
+	closeCode int
+
+	turns   []*turnRec
+	prompts []string // reasons
+
+	callbackOffered  bool
+	callbackAccepted bool
+	callbackReply    string
+}
+
+// stageRec is one turn in one stage, as the caller saw it.
+type stageRec struct {
+	first    string    // first disposition
+	last     string    // last disposition
+	queuedAt time.Time // first seen queued (or offered)
+	admitted time.Time
+	done     time.Time // lease released (completed or cancelled)
+}
+
+// turnRec is one turn.
+type turnRec struct {
+	id         string
+	sent       time.Time
+	stages     map[string]*stageRec
+	order      []string // stages in the order seen
+	firstText  time.Time
+	firstAudio time.Time
+	lastAudio  time.Time
+	frames     int
+	gaps       []time.Duration // between consecutive audio frames
+	bargeAt    time.Time
+	interrupt  time.Time
+	staleAfter int // frames or messages of an older generation after `interrupted`
+	end        string
+	endStage   string
+	endAt      time.Time
+}
+
+func (t *turnRec) stage(name string) *stageRec {
+	s := t.stages[name]
+	if s == nil {
+		s = &stageRec{}
+		t.stages[name] = s
+		t.order = append(t.order, name)
+	}
+	return s
+}
+
+// event is one thing read from the connection.
+type event struct {
+	at     time.Time
+	msg    *serverMsg
+	binary int // bytes of a binary frame
+	err    error
+}
+
+// caller is one synthetic caller's run.
+type caller struct {
+	cfg   *Config
+	ws    string
+	hc    *http.Client
+	rec   *callerRec
+	rnd   *rand.Rand
+	stats *liveStats
+
+	conn   *websocket.Conn
+	events chan event
+	gen    uint64 // current generation per `interrupted`
+	audGen uint64 // generation of the audio in progress (audio_start)
+}
+
+var errEnded = errors.New("load: call ended")
+
+// run dials, waits for the session, speaks the turns and hangs up. Every
+// goroutine it starts ends before it returns.
+func (c *caller) run(ctx context.Context) {
+	c.rec.started = time.Now()
+	c.stats.offered.Add(1)
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	conn, _, err := websocket.Dial(dctx, c.ws, &websocket.DialOptions{HTTPClient: c.hc})
+	cancel()
+	if err != nil {
+		c.finish(EndError, fmt.Sprintf("dial: %v", err))
+		if ctx.Err() != nil {
+			c.rec.end = EndQueued // the run ended before the caller got through
+		}
+		return
+	}
+	c.rec.connected = time.Now()
+	conn.SetReadLimit(1 << 20)
+	c.conn = conn
+	c.stats.active.Add(1)
+	defer c.stats.active.Add(-1)
+
+	// One reader for the life of the connection; its context is not the
+	// run's, because an expiring Read context drops the connection
+	// (library-pitfalls.md): the caller closes it instead.
+	c.events = make(chan event, 64)
+	rctx, stopRead := context.WithCancel(context.Background())
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		c.read(rctx)
+	}()
+	defer func() {
+		_ = conn.CloseNow()
+		stopRead()
+		<-readDone
+	}()
+	var stream func()
+	if c.cfg.StreamAudio {
+		sctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		stream = func() { stop(); <-done }
+		go func() { defer close(done); c.streamAudio(sctx) }()
+	}
+	c.converse(ctx)
+	if stream != nil {
+		stream()
+	}
+}
+
+func (c *caller) finish(end, msg string) {
+	if c.rec.end == "" {
+		c.rec.end, c.rec.err = end, msg
+	}
+}
+
+// read forwards what the server sends until the connection ends.
+func (c *caller) read(ctx context.Context) {
+	defer close(c.events)
+	for {
+		typ, data, err := c.conn.Read(ctx)
+		ev := event{at: time.Now(), err: err}
+		if err == nil {
+			if typ == websocket.MessageBinary {
+				ev.binary = len(data)
+			} else {
+				var m serverMsg
+				if jerr := json.Unmarshal(data, &m); jerr != nil {
+					ev.err = fmt.Errorf("load: bad JSON from server: %w", jerr)
+				} else {
+					ev.msg = &m
+				}
+			}
+		}
+		select {
+		case c.events <- ev:
+		case <-ctx.Done():
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (c *caller) send(ctx context.Context, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return c.conn.Write(wctx, websocket.MessageText, b)
+}
+
+// streamAudio sends 20 ms frames of quiet PCM16 at 16 kHz until ctx ends.
+func (c *caller) streamAudio(ctx context.Context) {
+	frame := make([]byte, 640)
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			wctx, cancel := context.WithTimeout(ctx, time.Second)
+			err := c.conn.Write(wctx, websocket.MessageBinary, frame)
+			cancel()
+			if err != nil {
+				return
+			}
+		}
+	}
+}
+
+// next waits for the next event, or the deadline (a zero deadline waits
+// for the run to end). ok is false when the wait ended without an event.
+func (c *caller) next(ctx context.Context, deadline time.Time) (event, bool) {
+	var timeout <-chan time.Time
+	if !deadline.IsZero() {
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case ev, ok := <-c.events:
+		if !ok {
+			return event{err: errEnded}, true
+		}
+		return ev, true
+	case <-timeout:
+		return event{}, false
+	case <-ctx.Done():
+		return event{}, false
+	}
+}
+
+func (c *caller) converse(ctx context.Context) {
+	if !c.waitSession(ctx) {
+		return
+	}
+	for i := range c.cfg.Turns {
+		if !c.turn(ctx, i) {
+			return
+		}
+		if i < c.cfg.Turns-1 && c.cfg.Think > 0 {
+			d := time.Duration(c.rnd.ExpFloat64() * float64(c.cfg.Think))
+			if !c.idle(ctx, time.Now().Add(d)) {
+				return
+			}
+		}
+	}
+	if c.cfg.Hold > 0 && !c.idle(ctx, time.Now().Add(c.cfg.Hold)) {
+		return
+	}
+	c.hangup(ctx, EndServed)
+}
+
+// hangup says goodbye and waits briefly for the server to close.
+func (c *caller) hangup(ctx context.Context, end string) {
+	c.finish(end, "")
+	if err := c.send(ctx, simpleMsg{Type: "hangup"}); err != nil {
+		return
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		ev, ok := c.next(ctx, deadline)
+		if !ok || ev.err != nil {
+			return
+		}
+		c.observe(ev, nil)
+	}
+}
+
+// waitSession reads until the session is admitted or refused.
+func (c *caller) waitSession(ctx context.Context) bool {
+	for {
+		ev, ok := c.next(ctx, time.Time{})
+		if !ok {
+			if c.rec.queued {
+				c.finish(EndQueued, "")
+			} else {
+				c.finish(EndQueued, "no session answer before the run ended")
+			}
+			return false
+		}
+		if ev.err != nil {
+			c.closed(ev.err)
+			if c.rec.queued && refusal(c.rec.sessDisp) {
+				c.finish(EndExpired, "")
+			} else if refusal(c.rec.sessDisp) {
+				c.finish(EndRefused, "")
+			}
+			c.finish(EndDropped, ev.err.Error())
+			return false
+		}
+		c.observe(ev, nil)
+		if ev.msg != nil && ev.msg.Type == "session" {
+			switch d := ev.msg.Disposition; {
+			case d == dAdmitted:
+				c.rec.admitted = ev.at
+				return true
+			case d == dQueued:
+				c.rec.queued = true
+			}
+		}
+	}
+}
+
+func (c *caller) closed(err error) {
+	if code := websocket.CloseStatus(err); code != -1 {
+		c.rec.closeCode = int(code)
+	}
+}
+
+// idle waits until t, answering what comes in.
+func (c *caller) idle(ctx context.Context, t time.Time) bool {
+	for {
+		ev, ok := c.next(ctx, t)
+		if !ok {
+			if ctx.Err() != nil {
+				c.finish(EndActive, "")
+				return false
+			}
+			return true
+		}
+		if ev.err != nil {
+			c.closed(ev.err)
+			c.finish(EndDropped, ev.err.Error())
+			return false
+		}
+		c.observe(ev, nil)
+	}
+}
+
+// turn speaks turn i and waits for its end.
+func (c *caller) turn(ctx context.Context, i int) bool {
+	t := &turnRec{id: fmt.Sprintf("c%d-t%d", c.rec.id, i+1), stages: map[string]*stageRec{}}
+	c.rec.turns = append(c.rec.turns, t)
+	t.sent = time.Now()
+	if err := c.send(ctx, turnMsg{Type: "turn", ID: t.id, Text: c.cfg.Text}); err != nil {
+		c.finish(EndDropped, err.Error())
+		return false
+	}
+	c.stats.turns.Add(1)
+	var bargeAt time.Time
+	barge := c.rnd.Float64() < c.cfg.BargeIn
+	var patience time.Time
+	if c.cfg.Patience > 0 {
+		patience = t.sent.Add(c.cfg.Patience)
+	}
+	for t.end == "" || (!t.bargeAt.IsZero() && t.interrupt.IsZero()) {
+		wake := patience
+		if barge && !bargeAt.IsZero() && t.bargeAt.IsZero() && (wake.IsZero() || bargeAt.Before(wake)) {
+			wake = bargeAt
+		}
+		ev, ok := c.next(ctx, wake)
+		if !ok {
+			now := time.Now()
+			switch {
+			case ctx.Err() != nil:
+				c.finish(EndActive, "")
+				return false
+			case barge && !bargeAt.IsZero() && t.bargeAt.IsZero() && !now.Before(bargeAt):
+				t.bargeAt = now
+				if err := c.send(ctx, simpleMsg{Type: "barge_in"}); err != nil {
+					c.finish(EndDropped, err.Error())
+					return false
+				}
+			case !patience.IsZero() && !now.Before(patience):
+				c.hangup(ctx, EndAbandoned)
+				return false
+			}
+			continue
+		}
+		if ev.err != nil {
+			c.closed(ev.err)
+			c.finish(EndDropped, ev.err.Error())
+			return false
+		}
+		c.observe(ev, t)
+		if barge && bargeAt.IsZero() && !t.firstAudio.IsZero() && t.end == "" {
+			bargeAt = t.firstAudio.Add(time.Duration(c.rnd.Float64() * float64(c.cfg.BargeAfter)))
+		}
+	}
+	return true
+}
+
+// observe records one event; cur is the turn in progress, if any.
+func (c *caller) observe(ev event, cur *turnRec) {
+	if ev.binary > 0 {
+		if cur == nil {
+			return
+		}
+		if c.audGen < c.gen {
+			cur.staleAfter++ // audio of a generation older than `interrupted`
+			c.stats.stale.Add(1)
+		}
+		if cur.firstAudio.IsZero() {
+			cur.firstAudio = ev.at
+			if ev.at.Sub(cur.sent) <= c.cfg.Deadline {
+				c.stats.good.Add(1)
+			}
+		} else {
+			cur.gaps = append(cur.gaps, ev.at.Sub(cur.lastAudio))
+		}
+		cur.lastAudio = ev.at
+		cur.frames++
+		return
+	}
+	m := ev.msg
+	if m == nil {
+		return
+	}
+	if cur != nil && m.Turn != "" && m.Turn != cur.id {
+		cur = c.find(m.Turn)
+	}
+	switch m.Type {
+	case "session":
+		c.rec.session, c.rec.sessDisp = m.Session, m.Disposition
+		if m.Disposition == dQueued {
+			c.rec.queued = true
+		}
+	case "disposition":
+		if cur == nil {
+			return
+		}
+		s := cur.stage(m.Stage)
+		if s.first == "" {
+			s.first, s.queuedAt = m.Disposition, ev.at
+		}
+		s.last = m.Disposition
+		switch m.Disposition {
+		case dAdmitted:
+			s.admitted = ev.at
+		case dCompleted, dCancelled:
+			if !s.admitted.IsZero() {
+				s.done = ev.at
+			}
+		}
+	case "text":
+		if cur != nil && cur.firstText.IsZero() {
+			cur.firstText = ev.at
+		}
+		if m.Generation < c.gen && cur != nil {
+			cur.staleAfter++
+			c.stats.stale.Add(1)
+		}
+	case "audio_start":
+		c.audGen = m.Generation
+		if m.Generation < c.gen && cur != nil {
+			cur.staleAfter++
+			c.stats.stale.Add(1)
+		}
+	case "interrupted":
+		c.gen = m.Generation
+		if cur != nil && cur.interrupt.IsZero() {
+			cur.interrupt = ev.at
+		}
+	case "turn_end":
+		if cur != nil && cur.end == "" {
+			cur.end, cur.endStage, cur.endAt = m.Disposition, m.Stage, ev.at
+		}
+	case "prompt":
+		c.rec.prompts = append(c.rec.prompts, m.Reason)
+		c.offered(m)
+	case "callback":
+		c.rec.callbackReply = m.Disposition
+		if c.rec.callbackReply == "" {
+			c.rec.callbackReply = m.Reason
+		}
+	}
+}
+
+func (c *caller) find(id string) *turnRec {
+	for _, t := range c.rec.turns {
+		if t.id == id {
+			return t
+		}
+	}
+	return nil
+}
+
+// offered accepts a callback offer with the configured probability.
+func (c *caller) offered(m *serverMsg) {
+	for _, o := range m.Options {
+		if o != "callback" || c.rec.callbackOffered {
+			continue
+		}
+		c.rec.callbackOffered = true
+		if c.rnd.Float64() < c.cfg.Callback {
+			c.rec.callbackAccepted = true
+			_ = c.send(context.Background(), callbackMsg{Type: "callback", Number: callbackNumber})
+		}
+	}
+}

@@ -1,0 +1,222 @@
+package load
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Arrival is how callers arrive.
+type Arrival string
+
+// Arrival processes.
+const (
+	// Poisson: independent arrivals at Rate per second on average.
+	Poisson Arrival = "poisson"
+	// Burst: BurstSize callers at once, bursts spaced to average Rate.
+	Burst Arrival = "burst"
+	// Steady: evenly spaced arrivals at exactly Rate per second.
+	Steady Arrival = "steady"
+)
+
+// Dialect is the wire protocol the callers speak.
+type Dialect string
+
+// Dialects. Only the native protocol is spoken so far: the server has no
+// Twilio endpoint yet, and Twilio callers speak audio, not turn text.
+const (
+	Native Dialect = "native"
+)
+
+// Limits of one run: a run is bounded in count and time.
+const (
+	MaxCallers  = 100000
+	MaxDuration = time.Hour
+)
+
+// Errors of Config validation.
+var (
+	ErrRemoteTarget = errors.New("load: target is not a loopback address (set AllowRemote to load another host)")
+	ErrBadConfig    = errors.New("load: bad config")
+)
+
+// Config describes one run. Zero values take the defaults noted.
+type Config struct {
+	// Target is the server's base URL (http://127.0.0.1:8080 or ws://...).
+	Target string
+	// AllowRemote permits a target that is not a loopback address.
+	AllowRemote bool
+	// Dialect of the callers (zero: Native).
+	Dialect Dialect
+
+	// Callers is the number of callers offered (1..MaxCallers).
+	Callers int
+	// Rate is the arrival rate in callers per second (> 0).
+	Rate float64
+	// Arrival is the arrival process (zero: Poisson).
+	Arrival Arrival
+	// BurstSize is the callers per burst (Burst only; 0: 10).
+	BurstSize int
+	// MaxActive bounds the callers connected at once (0: Callers). When it
+	// is reached, arrivals wait, and the wait shows as generator lag.
+	MaxActive int
+
+	// Turns is the number of turns each admitted caller speaks (0: none,
+	// the caller holds the line for Hold and hangs up).
+	Turns int
+	// Think is the mean think time between turns (exponential).
+	Think time.Duration
+	// Hold is how long a caller stays on the line after its last turn.
+	Hold time.Duration
+	// Patience is how long a caller waits for a turn's end before it hangs
+	// up (0: until the run ends).
+	Patience time.Duration
+	// BargeIn is the probability in [0,1] that a caller barges in during a
+	// reply, BargeAfter (uniformly 0..BargeAfter) after its first audio.
+	BargeIn    float64
+	BargeAfter time.Duration
+	// Callback is the probability in [0,1] that a caller accepts a
+	// callback when the server offers one.
+	Callback float64
+	// StreamAudio makes admitted callers send 20 ms PCM16 frames of caller
+	// audio while on the line (both directions streaming).
+	StreamAudio bool
+	// Text is what each turn says (zero: a short question).
+	Text string
+
+	// Deadline is the useful deadline: a turn is goodput when its first
+	// audio reaches the caller within Deadline of sending it (0: 2s).
+	Deadline time.Duration
+	// Duration bounds the run: at Duration every caller still on the line
+	// hangs up and the run ends (0: 1 minute; at most MaxDuration).
+	Duration time.Duration
+	// Seed makes arrivals and caller choices reproducible (0: 1).
+	Seed uint64
+	// LagTolerance is the arrival lag above which the generator reports
+	// that it fell behind (0: 20ms).
+	LagTolerance time.Duration
+
+	// Progress, if set, is called about five times a second while the run
+	// goes on, and once at its end.
+	Progress func(Progress)
+	// HTTPClient dials the WebSockets and reads /v1/stages (nil: a client
+	// of its own).
+	HTTPClient *http.Client
+}
+
+// Progress is the state of a run in progress.
+type Progress struct {
+	Elapsed   time.Duration `json:"elapsed_ns"`
+	Duration  time.Duration `json:"duration_ns"`
+	Scheduled int           `json:"scheduled"` // callers whose arrival time has come
+	Offered   int           `json:"offered"`   // callers that started dialing
+	Callers   int           `json:"callers"`   // of the run
+	Active    int           `json:"active"`    // on the line now
+	Done      int           `json:"done"`
+	Good      int           `json:"good"` // turns with first audio within the deadline
+	Turns     int           `json:"turns"`
+	Lag       time.Duration `json:"lag_ns"` // the latest arrival's lag
+	Final     bool          `json:"final"`
+}
+
+func (c Config) withDefaults() Config {
+	if c.Dialect == "" {
+		c.Dialect = Native
+	}
+	if c.Arrival == "" {
+		c.Arrival = Poisson
+	}
+	if c.BurstSize <= 0 {
+		c.BurstSize = 10
+	}
+	if c.MaxActive <= 0 {
+		c.MaxActive = c.Callers
+	}
+	if c.Text == "" {
+		c.Text = "what time does the pharmacy open tomorrow"
+	}
+	if c.Deadline <= 0 {
+		c.Deadline = 2 * time.Second
+	}
+	if c.Duration <= 0 {
+		c.Duration = time.Minute
+	}
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	if c.LagTolerance <= 0 {
+		c.LagTolerance = 20 * time.Millisecond
+	}
+	if c.BargeAfter <= 0 {
+		c.BargeAfter = 200 * time.Millisecond
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrBadConfig}, args...)...)
+	}
+	switch {
+	case c.Callers < 1 || c.Callers > MaxCallers:
+		return bad("callers %d not in [1, %d]", c.Callers, MaxCallers)
+	case !(c.Rate > 0) || c.Rate > 1e6:
+		return bad("rate %v not in (0, 1e6]", c.Rate)
+	case c.Duration > MaxDuration:
+		return bad("duration %v over %v", c.Duration, MaxDuration)
+	case c.Turns < 0 || c.Turns > 1000:
+		return bad("turns %d not in [0, 1000]", c.Turns)
+	case c.BargeIn < 0 || c.BargeIn > 1 || c.Callback < 0 || c.Callback > 1:
+		return bad("probabilities must be in [0, 1]")
+	case c.Think < 0 || c.Hold < 0 || c.Patience < 0:
+		return bad("negative duration")
+	case c.Dialect != Native:
+		return bad("dialect %q: only %q is spoken (the server has no Twilio endpoint yet)", c.Dialect, Native)
+	case c.Arrival != Poisson && c.Arrival != Burst && c.Arrival != Steady:
+		return bad("arrival %q: want poisson, burst or steady", c.Arrival)
+	}
+	return nil
+}
+
+// endpoints returns the HTTP base URL and the session WebSocket URL of
+// target, refusing a non-loopback host unless allowRemote.
+func endpoints(target string, allowRemote bool) (base, ws string, err error) {
+	if !strings.Contains(target, "://") {
+		target = "http://" + target
+	}
+	u, err := url.Parse(target)
+	if err != nil {
+		return "", "", fmt.Errorf("%w: target: %v", ErrBadConfig, err)
+	}
+	switch u.Scheme {
+	case "http", "ws":
+		u.Scheme = "http"
+	case "https", "wss":
+		u.Scheme = "https"
+	default:
+		return "", "", fmt.Errorf("%w: target scheme %q", ErrBadConfig, u.Scheme)
+	}
+	if !allowRemote && !isLoopback(u.Hostname()) {
+		return "", "", fmt.Errorf("%w: %q", ErrRemoteTarget, u.Host)
+	}
+	u.Path, u.RawQuery, u.Fragment = "", "", ""
+	base = u.String()
+	w := *u
+	w.Scheme = map[string]string{"http": "ws", "https": "wss"}[u.Scheme]
+	w.Path = "/v1/session"
+	return base, w.String(), nil
+}
+
+// isLoopback reports whether host names this machine's loopback without a
+// resolver: localhost or a loopback IP literal.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

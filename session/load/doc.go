@@ -1,0 +1,27 @@
+// Package load runs synthetic callers against a frontdoor server and reports
+// what they got.
+//
+// It is a black-box client: it speaks the wire protocol of GET /v1/session
+// (docs/PROTOCOL.md) over real WebSockets and reads GET /v1/stages and
+// GET /metrics, and it imports nothing from package session. Callers arrive
+// in bursts or as a steady Poisson stream at a target rate; each waits for
+// its session, speaks its turns with think times between them, barges in
+// with a given probability, accepts a callback when one is offered with a
+// given probability, and hangs up.
+//
+// The Report starts from the offered population. Every caller and every
+// turn ends in exactly one place of a conservation ledger (refused before
+// retention, still queued, still active, or terminal), and the server's own
+// stage ledgers, read before and after the run, are checked against what
+// the callers saw. Goodput counts only turns whose first audio reached the
+// caller within the useful deadline; audio that came later is reported as
+// late: work done after it had lost its value.
+//
+// The generator records every caller's scheduled and actual arrival. When
+// it cannot keep up with the schedule (bounded concurrency, a slow dial, a
+// busy machine) the report says so, with the lag, instead of silently
+// offering less load than asked for.
+//
+// Runs are bounded: a count of callers, a duration after which every caller
+// hangs up, and loopback targets only unless Config.AllowRemote is set.
+package load

@@ -1,0 +1,68 @@
+package load
+
+// The wire protocol of GET /v1/session as a caller sees it
+// (docs/PROTOCOL.md). The package defines its own structs so that it tests
+// the protocol, not the server's types.
+
+// serverMsg is the union of the server's JSON messages; Type says which
+// fields are meaningful.
+type serverMsg struct {
+	Type        string   `json:"type"`
+	Disposition string   `json:"disposition"` // session, disposition, turn_end
+	Session     string   `json:"session"`
+	Position    int      `json:"position"`
+	Stage       string   `json:"stage"`
+	Turn        string   `json:"turn"`
+	Generation  uint64   `json:"generation"`
+	Delta       string   `json:"delta"`
+	Encoding    string   `json:"encoding"`
+	Rate        int      `json:"rate"`
+	Cancelled   []string `json:"cancelled"`
+	Reason      string   `json:"reason"`
+	Text        string   `json:"text"`
+	Code        string   `json:"code"`
+	Message     string   `json:"message"`
+	Error       string   `json:"error"`
+	// Options lists the alternatives a fallback prompt offers (such as
+	// "callback" or "handoff").
+	Options []string `json:"options"`
+}
+
+// Client messages.
+type (
+	turnMsg struct {
+		Type string `json:"type"` // "turn"
+		ID   string `json:"id"`
+		Text string `json:"text"`
+	}
+	simpleMsg struct {
+		Type string `json:"type"` // "barge_in", "hangup"
+	}
+	callbackMsg struct {
+		Type   string `json:"type"` // "callback"
+		Number string `json:"number"`
+	}
+)
+
+// Dispositions as the protocol spells them.
+const (
+	dQueued     = "queued"
+	dAdmitted   = "admitted"
+	dCompleted  = "completed"
+	dCancelled  = "cancelled"
+	dExpired    = "expired"
+	dOverloaded = "overloaded"
+	dClosed     = "closed"
+)
+
+// refusal reports whether d turns work away (the typed refusals).
+func refusal(d string) bool {
+	switch d {
+	case dOverloaded, dExpired, dClosed, "stale", "out-of-order":
+		return true
+	}
+	return false
+}
+
+// callbackNumber is the fictional number a synthetic caller leaves.
+const callbackNumber = "+15550100"
