@@ -118,6 +118,10 @@ func (c *Call) run(parent context.Context) {
 		c.stop(errRefused)
 	}
 	cause := context.Cause(ctx)
+	if errors.Is(cause, ErrSlowReader) {
+		c.s.m.slowReaders.Inc()
+		c.log.Warn("caller not reading: closing (1008)", "queued_bytes_max", c.out.maxBytes.Load())
+	}
 
 	// Forget the call in every turn stage: queued work is cancelled, active
 	// work loses its right to speak and keeps its lease until its backend
@@ -151,9 +155,7 @@ func (c *Call) run(parent context.Context) {
 	ioCancel()
 	end := endName(cause)
 	c.s.m.calls.WithLabelValues(end).Inc()
-	if errors.Is(cause, ErrSlowReader) {
-		c.s.m.slowReaders.Inc()
-	}
+	c.s.m.noteOutbound(c.out.maxBytes.Load())
 	c.log.Info("call ended", "end", end, "stale_suppressed", c.out.stale.Load())
 }
 

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -27,7 +28,10 @@ type rig struct {
 
 type rigOpt func(*Config, *stub.Settings)
 
-func newRig(t *testing.T, opts ...rigOpt) *rig {
+// rigListener wraps the test server's listener.
+type rigListener func(net.Listener) net.Listener
+
+func newRig(t *testing.T, opts ...any) *rig {
 	t.Helper()
 	cfg := Config{
 		Session:        stages.Limits{Slots: 4, Waiting: 4, MaxAge: 5 * time.Second},
@@ -37,8 +41,16 @@ func newRig(t *testing.T, opts ...rigOpt) *rig {
 		QueueUpdate:    20 * time.Millisecond,
 	}
 	st := stub.Settings{Tokens: 4, FrameCount: 5, Rate: 16000}
+	var wrap rigListener
 	for _, o := range opts {
-		o(&cfg, &st)
+		switch o := o.(type) {
+		case func(*Config, *stub.Settings):
+			o(&cfg, &st)
+		case rigListener:
+			wrap = o
+		default:
+			t.Fatalf("rig option %T", o)
+		}
 	}
 	r := &rig{t: t, model: stub.NewModel(st), synth: stub.NewSynthesizer(st)}
 	cfg.ModelBackend, cfg.Synthesizer = r.model, r.synth
@@ -47,7 +59,11 @@ func newRig(t *testing.T, opts ...rigOpt) *rig {
 		t.Fatal(err)
 	}
 	r.srv = srv
-	r.http = httptest.NewServer(srv.Handler())
+	r.http = httptest.NewUnstartedServer(srv.Handler())
+	if wrap != nil {
+		r.http.Listener = wrap(r.http.Listener)
+	}
+	r.http.Start()
 	t.Cleanup(r.close)
 	return r
 }

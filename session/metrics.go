@@ -1,6 +1,8 @@
 package session
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 )
@@ -19,6 +21,20 @@ type metrics struct {
 	overdueTotal  *prometheus.CounterVec
 	turns         *prometheus.CounterVec
 	backendErrors *prometheus.CounterVec
+	outboundHigh  prometheus.Gauge
+
+	highMu sync.Mutex
+	high   float64
+}
+
+// noteOutbound records an ended call's largest outbound queue.
+func (m *metrics) noteOutbound(b int64) {
+	m.highMu.Lock()
+	defer m.highMu.Unlock()
+	if v := float64(b); v > m.high {
+		m.high = v
+		m.outboundHigh.Set(v)
+	}
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -43,6 +59,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Cancelled leases whose cleanup exceeded the cleanup timeout (still held until the backend returned)."}, []string{"stage"}),
 		turns: f.NewCounterVec(prometheus.CounterOpts{Name: "frontdoor_turns_total",
 			Help: "Turns ended, by outcome (turn_end disposition)."}, []string{"disposition"}),
+		outboundHigh: f.NewGauge(prometheus.GaugeOpts{Name: "frontdoor_outbound_queue_high_water_bytes",
+			Help: "Largest outbound queue of any ended call, in bytes (bounded by the outbound limit)."}),
 		backendErrors: f.NewCounterVec(prometheus.CounterOpts{Name: "frontdoor_turn_backend_failures_total",
 			Help: "Backend failures that ended a turn, by stage and kind."}, []string{"stage", "kind"}),
 	}

@@ -194,10 +194,13 @@ func bargeMetric(before, after map[float64]float64) BargeInMetric {
 	q := func(p float64) float64 {
 		for _, le := range les {
 			if after[le]-before[le] >= p*total {
+				if math.IsInf(le, 1) {
+					return -1 // above every bucket
+				}
 				return le * 1000
 			}
 		}
-		return math.Inf(1)
+		return -1
 	}
 	if total > 0 {
 		m.P50Max, m.P99Max = q(0.5), q(0.99)
