@@ -1,0 +1,193 @@
+package openai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+
+	"github.com/frontdoorhq/frontdoor/stages/backend"
+)
+
+// DefaultStallTimeout is how long a call may go without progress.
+const DefaultStallTimeout = 10 * time.Second
+
+// Name is the backend name in errors.
+const Name = "openai"
+
+// maxErrorBody bounds how much of an error response is read.
+const maxErrorBody = 4 << 10
+
+// errStalled is the cause set on a request's context by the stall watchdog.
+var errStalled = errors.New("stalled")
+
+// Endpoint says where a server is and how to reach it.
+type Endpoint struct {
+	// BaseURL is the API root, such as "http://127.0.0.1:11434/v1".
+	BaseURL string
+	// APIKeyEnv names the environment variable holding the API key; empty
+	// for servers that need none. The key itself is never logged.
+	APIKeyEnv string
+	// StallTimeout bounds the wait for response headers and between
+	// chunks (0: DefaultStallTimeout).
+	StallTimeout time.Duration
+	// HTTPClient, if set, is used instead of a client of the adapter's own.
+	HTTPClient *http.Client
+}
+
+// conn is an openai-go client configured for one Endpoint.
+type conn struct {
+	client oai.Client
+	http   *http.Client
+	key    string
+	stall  time.Duration
+}
+
+func newConn(e Endpoint, maxBody int64) (*conn, error) {
+	if e.BaseURL == "" {
+		return nil, errors.New("openai: base URL required")
+	}
+	if !strings.HasPrefix(e.BaseURL, "http://") && !strings.HasPrefix(e.BaseURL, "https://") {
+		return nil, fmt.Errorf("openai: base URL %q is not http(s)", e.BaseURL)
+	}
+	c := &conn{http: e.HTTPClient, stall: e.StallTimeout}
+	if c.stall <= 0 {
+		c.stall = DefaultStallTimeout
+	}
+	if e.APIKeyEnv != "" {
+		c.key = os.Getenv(e.APIKeyEnv)
+		if c.key == "" {
+			return nil, fmt.Errorf("openai: environment variable %s (the API key) is empty", e.APIKeyEnv)
+		}
+	}
+	if c.http == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		c.http = &http.Client{Transport: t}
+	}
+	c.client = oai.NewClient(
+		option.WithBaseURL(e.BaseURL),
+		// Always set the key, even empty, so OPENAI_API_KEY from the
+		// environment is never sent to a server it was not meant for.
+		option.WithAPIKey(c.key),
+		option.WithHeaderDel("OpenAI-Organization"),
+		option.WithHeaderDel("OpenAI-Project"),
+		option.WithHTTPClient(c.http),
+		// No retry loops: the stage owns the turn's deadline.
+		option.WithMaxRetries(0),
+		option.WithMiddleware(c.limitResponses(maxBody)),
+	)
+	return c, nil
+}
+
+// Close drops idle connections.
+func (c *conn) Close() error {
+	c.http.CloseIdleConnections()
+	return nil
+}
+
+// limitResponses turns error statuses into typed errors here, reading at
+// most maxErrorBody of the body (openai-go would read all of it, and drops
+// the status when the body is not its JSON error shape, as with Ollama's
+// {"error":"..."}), and caps successful bodies at maxBody (0: no cap).
+func (c *conn) limitResponses(maxBody int64) option.Middleware {
+	return func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		resp, err := next(req)
+		if err != nil {
+			return resp, err
+		}
+		if resp.StatusCode >= 400 {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+			resp.Body.Close()
+			return nil, backend.StatusError(Name, "", resp.StatusCode, resp.Header, c.detail(body))
+		}
+		if maxBody > 0 {
+			resp.Body = limitedBody{io.LimitReader(resp.Body, maxBody), resp.Body}
+		}
+		return resp, nil
+	}
+}
+
+type limitedBody struct {
+	io.Reader
+	io.Closer
+}
+
+// detail is a short, key-free description of an error body.
+func (c *conn) detail(body []byte) error {
+	s := strings.TrimSpace(strings.ToValidUTF8(string(body), "?"))
+	if c.key != "" {
+		s = strings.ReplaceAll(s, c.key, "[redacted]")
+	}
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	if s == "" {
+		return nil
+	}
+	return errors.New(s)
+}
+
+// watchdog cancels a request that makes no progress within the stall
+// timeout. Pause it while waiting on the caller (emit), so a slow caller is
+// not taken for a stalled backend.
+type watchdog struct {
+	t *time.Timer
+	d time.Duration
+}
+
+func (c *conn) watch(ctx context.Context) (context.Context, *watchdog, context.CancelCauseFunc) {
+	rctx, cancel := context.WithCancelCause(ctx)
+	w := &watchdog{d: c.stall}
+	w.t = time.AfterFunc(c.stall, func() { cancel(errStalled) })
+	return rctx, w, cancel
+}
+
+func (w *watchdog) pause()  { w.t.Stop() }
+func (w *watchdog) resume() { w.t.Reset(w.d) }
+func (w *watchdog) stop()   { w.t.Stop() }
+
+// classify maps a failure of a call made with rctx (derived from ctx) to a
+// typed error. Cancellation of ctx passes through as ctx.Err().
+func (c *conn) classify(ctx, rctx context.Context, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if errors.Is(context.Cause(rctx), errStalled) {
+		return &backend.Error{Kind: backend.KindStalled, Backend: Name, Op: op,
+			Err: fmt.Errorf("no progress within %s", c.stall)}
+	}
+	var be *backend.Error
+	if errors.As(err, &be) {
+		if be.Op == "" {
+			be.Op = op
+		}
+		return be
+	}
+	var se *ssestream.StreamError
+	switch {
+	case errors.As(err, &se):
+		return &backend.Error{Kind: backend.KindUnavailable, Backend: Name, Op: op, Err: c.detail([]byte(se.Message))}
+	case backend.IsUnreachable(err), errors.Is(err, io.ErrUnexpectedEOF):
+		return &backend.Error{Kind: backend.KindUnavailable, Backend: Name, Op: op, Err: c.scrub(err)}
+	}
+	return &backend.Error{Kind: backend.KindMalformed, Backend: Name, Op: op, Err: c.scrub(err)}
+}
+
+// scrub removes the key from an error's text, in case a library quoted it.
+func (c *conn) scrub(err error) error {
+	if c.key == "" || !strings.Contains(err.Error(), c.key) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), c.key, "[redacted]"))
+}
