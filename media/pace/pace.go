@@ -30,6 +30,11 @@ type Event struct {
 	Frame []byte    // exactly FrameBytes, nil for a mark
 	Mark  string    // the mark's name when Frame is nil
 	Due   time.Time // when the frame was scheduled to leave
+	// Gen is the pacer's generation when the event was taken off the queue.
+	// Clear starts a new generation: a sender that serializes its writes
+	// with Clear drops events whose Gen is no longer Generation(), so nothing
+	// taken before a clear can reach the wire after it.
+	Gen uint64
 }
 
 type item struct {
@@ -47,6 +52,7 @@ type Pacer struct {
 	mu       sync.Mutex
 	items    []item
 	buffered int
+	gen      uint64
 	stats    recorder
 }
 
@@ -119,7 +125,15 @@ func (p *Pacer) Clear() (droppedBytes int, droppedMarks []string) {
 	}
 	droppedBytes = p.buffered
 	p.items, p.buffered = nil, 0
+	p.gen++
 	return droppedBytes, droppedMarks
+}
+
+// Generation counts the Clear calls so far; see Event.Gen.
+func (p *Pacer) Generation() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.gen
 }
 
 // Buffered returns the number of audio bytes waiting to be released.
@@ -172,24 +186,26 @@ func (p *Pacer) ready() (mark string, isMark, frame bool) {
 	}
 }
 
-// pop removes the head mark, or copies the head frame into buf. ok is false
-// when a Clear emptied the queue in the meantime.
-func (p *Pacer) pop(buf []byte, wantMark bool) (mark string, ok bool) {
+// pop removes the head mark, or copies the head frame into buf, and returns
+// the generation it was taken in. ok is false when a Clear emptied the queue
+// in the meantime.
+func (p *Pacer) pop(buf []byte, wantMark bool) (gen uint64, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	gen = p.gen
 	if len(p.items) == 0 {
-		return "", false
+		return gen, false
 	}
 	it := &p.items[0]
 	if wantMark != it.isMark {
-		return "", false
+		return gen, false
 	}
 	if it.isMark {
 		p.items = p.items[1:]
-		return it.mark, true
+		return gen, true
 	}
 	if len(it.data) < p.cfg.FrameBytes {
-		return "", false
+		return gen, false
 	}
 	copy(buf, it.data)
 	it.data = it.data[p.cfg.FrameBytes:]
@@ -197,7 +213,7 @@ func (p *Pacer) pop(buf []byte, wantMark bool) (mark string, ok bool) {
 	if len(it.data) == 0 {
 		p.items = p.items[1:]
 	}
-	return "", true
+	return gen, true
 }
 
 // Run releases frames and marks to emit until ctx ends or emit fails. Frames
@@ -216,8 +232,8 @@ func (p *Pacer) Run(ctx context.Context, emit func(Event) error) error {
 		mark, isMark, frame := p.ready()
 		switch {
 		case isMark:
-			if _, ok := p.pop(nil, true); ok {
-				if err := emit(Event{Mark: mark, Due: time.Now()}); err != nil {
+			if gen, ok := p.pop(nil, true); ok {
+				if err := emit(Event{Mark: mark, Due: time.Now(), Gen: gen}); err != nil {
 					return err
 				}
 			}
@@ -244,14 +260,15 @@ func (p *Pacer) Run(ctx context.Context, emit func(Event) error) error {
 			case <-timer.C:
 			}
 		}
-		if _, ok := p.pop(buf, false); !ok {
+		gen, ok := p.pop(buf, false)
+		if !ok {
 			continue // cleared while waiting
 		}
 		late := time.Since(next)
 		p.mu.Lock()
 		p.stats.add(late)
 		p.mu.Unlock()
-		if err := emit(Event{Frame: buf, Due: next}); err != nil {
+		if err := emit(Event{Frame: buf, Due: next, Gen: gen}); err != nil {
 			return err
 		}
 		next = next.Add(p.cfg.Period)

@@ -1,0 +1,236 @@
+package twiliotest
+
+import (
+	"context"
+	"errors"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/frontdoorhq/frontdoor/media/g711"
+	"github.com/frontdoorhq/frontdoor/media/twilio"
+	"github.com/frontdoorhq/frontdoor/media/vad"
+	"github.com/frontdoorhq/frontdoor/media/wav"
+)
+
+func tone(d time.Duration) []int16 {
+	n := int(d.Seconds() * 8000)
+	s := make([]int16, n)
+	for i := range s {
+		s[i] = int16(6000 * math.Sin(2*math.Pi*440*float64(i)/8000))
+	}
+	return s
+}
+
+func speech(t *testing.T, name string) []int16 {
+	t.Helper()
+	a, err := wav.ReadFile("../../testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a.Samples
+}
+
+// agent is a minimal frontdoor-like endpoint built only from package twilio
+// and vad: it answers the caller's first utterance with reply1, follows with
+// reply2 once reply1's mark returns, and clears on speech during reply2.
+type agent struct {
+	t        *testing.T
+	started  chan *twilio.Start
+	progress chan twilio.Progress // mark echoes and clears, in order
+}
+
+func (a *agent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c, err := twilio.Accept(w, r, nil, twilio.ConnOptions{})
+	if err != nil {
+		a.t.Error(err)
+		return
+	}
+	defer c.Close(websocket.StatusNormalClosure, "")
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	runDone := make(chan error, 1)
+	go func() { runDone <- c.Run(ctx) }()
+	defer func() { cancel(); <-runDone }()
+
+	det, _ := vad.New(vad.Config{SampleRate: 8000, Hangover: 300 * time.Millisecond})
+	var pcm []int16
+	var evs []vad.Event
+	speaking := "" // utterance being sent
+	replied := false
+	for {
+		m, err := c.Read(ctx)
+		var de *twilio.DecodeError
+		if errors.As(err, &de) {
+			a.t.Errorf("decode: %v", err)
+			continue
+		}
+		if err != nil {
+			return
+		}
+		switch {
+		case m.Start != nil:
+			a.started <- m.Start
+		case m.Media != nil:
+			pcm = g711.DecodeMulaw(pcm[:0], m.Media.Payload)
+			evs = det.Process(evs[:0], pcm)
+			for _, e := range evs {
+				switch {
+				case e.Kind == vad.SpeechEnd && !replied:
+					replied = true
+					speaking = "reply1"
+					_ = c.SendPCM("reply1", tone(600*time.Millisecond))
+					c.EndUtterance("reply1")
+				case e.Kind == vad.SpeechStart && speaking == "reply2":
+					ps, err := c.Clear(ctx)
+					if err != nil {
+						return
+					}
+					for _, p := range ps {
+						a.progress <- p
+					}
+					speaking = ""
+				}
+			}
+		case m.Progress != nil:
+			a.progress <- *m.Progress
+			if m.Progress.Utterance == "reply1" && m.Progress.Done {
+				speaking = "reply2"
+				_ = c.SendPCM("reply2", tone(3*time.Second))
+				c.EndUtterance("reply2")
+			}
+		case m.Stop != nil:
+			return
+		}
+	}
+}
+
+func TestCallWithBargeIn(t *testing.T) {
+	a := &agent{t: t, started: make(chan *twilio.Start, 1), progress: make(chan twilio.Progress, 8)}
+	srv := httptest.NewServer(a)
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	g, err := Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), Options{
+		CustomParameters: map[string]string{"tenant": "acme", "caller": "+15550100"}, Speed: 4,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if st := <-a.started; st.CustomParameters["tenant"] != "acme" || !st.MediaFormat.IsMulaw8k() {
+		t.Fatalf("start = %+v", st)
+	}
+
+	// The caller speaks; the agent replies with 600 ms, whose mark comes back once played.
+	if err := g.SendPCM(ctx, speech(t, "hello-8k.wav")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Wait(ctx, func(s Snapshot) bool { return len(s.Echoed) == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	if p := <-a.progress; p.Utterance != "reply1" || !p.Done || p.Cleared || p.Played != 600*time.Millisecond {
+		t.Fatalf("reply1 progress = %+v", p)
+	}
+
+	// reply2 (3 s) starts; after 400 ms of it the caller talks over it.
+	if _, err := g.Wait(ctx, func(s Snapshot) bool { return s.Received >= time.Second }); err != nil {
+		t.Fatal(err)
+	}
+	talkCtx, stopTalking := context.WithCancel(ctx)
+	defer stopTalking()
+	g.opts.Speed = 1
+	talkDone := make(chan error, 1)
+	go func() { talkDone <- g.SendPCM(talkCtx, speech(t, "stop-8k.wav")) }()
+	snap, err := g.Wait(ctx, func(s Snapshot) bool { return hasEvent(s.Log, twilio.EventClear) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopTalking()
+	<-talkDone
+	p := <-a.progress
+	if p.Utterance != "reply2" || !p.Cleared || p.Played <= 0 || p.Played >= 3*time.Second {
+		t.Fatalf("reply2 progress at clear = %+v", p)
+	}
+	// What frontdoor reports as heard matches what the gateway played, give or take a frame or two.
+	heard := snap.Heard - 600*time.Millisecond
+	if d := heard - p.Played; d < -100*time.Millisecond || d > 100*time.Millisecond {
+		t.Errorf("frontdoor says %v of reply2 was heard, the gateway played %v", p.Played, heard)
+	}
+
+	// Nothing of the old generation arrives after the clear.
+	time.Sleep(200 * time.Millisecond)
+	after := g.Snapshot().Log[indexOf(snap.Log, twilio.EventClear)+1:]
+	for _, o := range after {
+		if o.Event == twilio.EventMedia {
+			t.Fatalf("media after clear: %d messages follow it", len(after))
+		}
+	}
+	if err := g.SendStop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Wait(ctx, func(s Snapshot) bool { return false }); err == nil || ctx.Err() != nil {
+		t.Fatalf("connection did not end after stop: %v", err)
+	}
+}
+
+func hasEvent(log []twilio.Outbound, ev string) bool { return indexOf(log, ev) >= 0 }
+
+func indexOf(log []twilio.Outbound, ev string) int {
+	for i, o := range log {
+		if o.Event == ev {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestPromptThenClose is the refused-call pattern: play a prompt, wait for
+// its mark to confirm playback, then close the socket.
+func TestPromptThenClose(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := twilio.Accept(w, r, nil, twilio.ConnOptions{Dialect: twilio.Telnyx})
+		if err != nil {
+			return
+		}
+		ctx, cancel := context.WithCancel(r.Context())
+		runDone := make(chan error, 1)
+		go func() { runDone <- c.Run(ctx) }()
+		defer func() { cancel(); <-runDone }()
+		for {
+			m, err := c.Read(ctx)
+			if err != nil {
+				return
+			}
+			if m.Start != nil {
+				_ = c.SendPCM("prompt", tone(300*time.Millisecond))
+				c.EndUtterance("prompt")
+			}
+			if m.Progress != nil && m.Progress.Done {
+				c.Close(websocket.StatusTryAgainLater, "busy")
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	g, err := Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), Options{Dialect: twilio.Telnyx})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	s, err := g.Wait(ctx, func(Snapshot) bool { return false })
+	if websocket.CloseStatus(err) != websocket.StatusTryAgainLater {
+		t.Fatalf("ended with %v, want close 1013", err)
+	}
+	if s.Received != 300*time.Millisecond || len(s.Echoed) != 1 {
+		t.Fatalf("heard %v and echoed %v before the close", s.Received, s.Echoed)
+	}
+}
