@@ -1,0 +1,128 @@
+package load_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/frontdoorhq/frontdoor/session/load"
+	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
+)
+
+var fast = stub.Settings{ModelDelay: 20 * time.Millisecond, TokenDelay: 2 * time.Millisecond, Tokens: 4,
+	SynthDelay: 10 * time.Millisecond, FrameCount: 5, FrameDelay: 5 * time.Millisecond, CleanupDelay: 10 * time.Millisecond}
+
+// A short overloaded run against the real server: every caller and turn is
+// accounted for once, the callers' view matches the server's ledgers, and
+// the reports are produced.
+func TestSmokeRunBalances(t *testing.T) {
+	ts := startServer(t, serverOpts{
+		session: stages.Limits{Slots: 20, Waiting: 5, MaxAge: time.Second},
+		model:   stages.Limits{Slots: 2, Waiting: 2, MaxAge: 150 * time.Millisecond},
+		synt:    stages.Limits{Slots: 2, Waiting: 2, MaxAge: 150 * time.Millisecond},
+		stub:    fast,
+	})
+	var progress []load.Progress
+	r, err := load.Run(context.Background(), load.Config{
+		Target: ts.URL, Callers: 30, Rate: 200, Arrival: load.Burst, BurstSize: 10,
+		Turns: 2, Think: 10 * time.Millisecond, BargeIn: 0.3, BargeAfter: 10 * time.Millisecond,
+		Deadline: 500 * time.Millisecond, Duration: 10 * time.Second,
+		Progress: func(p load.Progress) { progress = append(progress, p) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + r.Summary())
+	if !r.Callers.Balanced || !r.Turns.Balanced {
+		t.Errorf("ledger does not balance: %+v %+v", r.Callers, r.Turns)
+	}
+	if r.Callers.Offered != 30 || r.Callers.Active != 0 || r.Callers.Queued != 0 {
+		t.Errorf("callers: %+v, want 30 offered, none left on the line", r.Callers)
+	}
+	if r.Callers.RefusedBeforeRetention == 0 || r.Goodput.Good == 0 {
+		t.Errorf("want some refused and some good at this overload: %s", r.Summary())
+	}
+	if !r.Server.Matches {
+		t.Errorf("server ledgers differ from the callers' view: %+v", r.Server)
+	}
+	if r.BargeIn.StaleAfter != 0 || r.Goodput.Untyped != 0 {
+		t.Errorf("stale after interrupted %d, untyped %d", r.BargeIn.StaleAfter, r.Goodput.Untyped)
+	}
+	if len(progress) == 0 || !progress[len(progress)-1].Final {
+		t.Errorf("no final progress report")
+	}
+
+	var js bytes.Buffer
+	if err := r.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var back load.Report
+	if err := json.Unmarshal(js.Bytes(), &map[string]any{}); err != nil {
+		t.Fatalf("JSON report does not parse: %v", err)
+	}
+	_ = back
+	var h bytes.Buffer
+	if err := r.WriteHTML(&h); err != nil {
+		t.Fatal(err)
+	}
+	html := h.String()
+	if strings.Count(html, "<svg") < 3 || !strings.Contains(html, "<polyline") {
+		t.Errorf("HTML report lacks its SVG charts")
+	}
+	for _, ref := range []string{`src="http`, `href="http`, `url(http`, "@import", "<script", "<link"} {
+		if strings.Contains(html, ref) {
+			t.Errorf("HTML report has an external reference %q", ref)
+		}
+	}
+}
+
+// A rate the generator cannot meet is reported as lag, not hidden.
+func TestGeneratorReportsLag(t *testing.T) {
+	ts := startServer(t, serverOpts{
+		session: stages.Limits{Slots: 10, Waiting: 10, MaxAge: time.Second},
+		model:   stages.Limits{Slots: 4, Waiting: 4, MaxAge: time.Second},
+		synt:    stages.Limits{Slots: 4, Waiting: 4, MaxAge: time.Second},
+		stub:    fast,
+	})
+	// One line at a time and callers that hold it for 50ms: 1000/s is out
+	// of reach.
+	r, err := load.Run(context.Background(), load.Config{
+		Target: ts.URL, Callers: 10, Rate: 1000, Arrival: load.Steady, MaxActive: 1,
+		Hold: 50 * time.Millisecond, Duration: 10 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Generator.Behind || time.Duration(r.Generator.Lag.Max) < 100*time.Millisecond {
+		t.Errorf("generator lag not reported: %+v", r.Generator)
+	}
+	if len(r.Warnings) == 0 || !strings.Contains(r.Warnings[0], "fell behind") {
+		t.Errorf("no warning: %v", r.Warnings)
+	}
+}
+
+func TestConfigRefusesRemoteAndUnbounded(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  load.Config
+		want error
+	}{
+		{"remote", load.Config{Target: "http://192.0.2.1:8080", Callers: 1, Rate: 1}, load.ErrRemoteTarget},
+		{"remote name", load.Config{Target: "example.com:80", Callers: 1, Rate: 1}, load.ErrRemoteTarget},
+		{"too many", load.Config{Target: "127.0.0.1:1", Callers: load.MaxCallers + 1, Rate: 1}, load.ErrBadConfig},
+		{"too long", load.Config{Target: "127.0.0.1:1", Callers: 1, Rate: 1, Duration: 2 * load.MaxDuration}, load.ErrBadConfig},
+		{"no rate", load.Config{Target: "127.0.0.1:1", Callers: 1}, load.ErrBadConfig},
+		{"twilio", load.Config{Target: "127.0.0.1:1", Callers: 1, Rate: 1, Dialect: "twilio"}, load.ErrBadConfig},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := load.Run(context.Background(), tc.cfg); !errors.Is(err, tc.want) {
+				t.Errorf("err = %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
