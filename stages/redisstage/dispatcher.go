@@ -299,17 +299,24 @@ func (d *Dispatcher) pumpNow() {
 }
 
 // renewLoop keeps t's lease alive until ctx ends (Release or Stop). A lease
-// is given up as lost when renewal is fenced, or when no renewal has
-// succeeded for a whole TTL measured from before it was sent: by then the
-// server may have expired it.
+// is given up as lost when renewal is fenced, or once a whole TTL has passed
+// since the last successful renewal was sent: by then the server may have
+// expired it, and no earlier than the server can have.
 func (d *Dispatcher) renewLoop(ctx context.Context, t *Ticket) {
 	defer d.wg.Done()
 	tick := time.NewTicker(d.renew)
 	defer tick.Stop()
-	lastOK := time.Now()
+	// The lease was granted before this replica learnt of it, so the
+	// server's expiry is later than now + TTL: giving up at that local
+	// time is on the safe side.
+	expiry := time.NewTimer(d.s.opt.LeaseTTL)
+	defer expiry.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			return
+		case <-expiry.C:
+			t.markLost()
 			return
 		case <-tick.C:
 		}
@@ -319,14 +326,11 @@ func (d *Dispatcher) renewLoop(ctx context.Context, t *Ticket) {
 		cancel()
 		switch {
 		case err == nil:
-			lastOK = sent
+			expiry.Reset(d.s.opt.LeaseTTL - time.Since(sent))
 			if cancelled {
 				t.markCancelled()
 			}
 		case errors.Is(err, stages.ErrFenced):
-			t.markLost()
-			return
-		case time.Since(lastOK) >= d.s.opt.LeaseTTL:
 			t.markLost()
 			return
 		}

@@ -205,8 +205,11 @@ local r = P .. 'r:' .. id
 local s, owner, have = unpack(redis.call('HMGET', r, 's', 'o', 't'))
 s = tonumber(s or '0')
 if s ~= ACTIVE and s ~= CANCELLED then
-  if s == 0 and tok ~= '0' and redis.call('HGET', P .. 'tombd', id) == tostring(EXPIRED) then
-    return {-4, '', pump()}
+  if s == 0 and tok ~= '0' then
+    -- A token for a record that is gone or ended by its TTL: the lease
+    -- was lost (or Redis lost its data), so this holder is fenced.
+    local td = redis.call('HGET', P .. 'tombd', id)
+    if not td or td == tostring(EXPIRED) then return {-4, '', pump()} end
   end
   return {-5, '', pump()}
 end
