@@ -63,9 +63,6 @@ func (c Config) Validate() error {
 	if c.CallbackLease <= 0 {
 		return fmt.Errorf("fallback: -callback-lease must be positive, got %v", c.CallbackLease)
 	}
-	if c.DataDir == "" {
-		return fmt.Errorf("fallback: -data-dir is empty")
-	}
 	return nil
 }
 

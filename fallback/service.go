@@ -86,6 +86,9 @@ func New(ctx context.Context, cfg Config, synth backend.Synthesizer, log *slog.L
 		return nil, err
 	}
 	if s.store == nil {
+		if cfg.DataDir == "" {
+			return nil, fmt.Errorf("fallback: -data-dir is empty")
+		}
 		st, err := OpenSQLite(ctx, cfg.DataDir)
 		if err != nil {
 			return nil, err

@@ -151,7 +151,7 @@ func (s *SQLiteStore) List(ctx context.Context, limit int, statuses ...Status) (
 			args = append(args, string(st))
 		}
 	}
-	q += ` ORDER BY accepted, ticket`
+	q += ` ORDER BY accepted, rowid`
 	if limit > 0 {
 		q += ` LIMIT ?`
 		args = append(args, limit)
