@@ -2,11 +2,148 @@ package main
 
 import (
 	"context"
-	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/frontdoorhq/frontdoor/session/load"
 )
 
-// runLoad is filled in by its own issue.
+// loadSettings are the flags of frontdoor load.
+type loadSettings struct {
+	cfg        load.Config
+	arrival    string
+	jsonOut    string
+	htmlOut    string
+	label      string
+	quiet      bool
+	config     string
+}
+
+func loadFlags(fs *flag.FlagSet) *loadSettings {
+	s := &loadSettings{}
+	c := &s.cfg
+	fs.StringVar(&c.Target, "target", "http://127.0.0.1:8080", "server base URL (loopback only unless -allow-remote)")
+	fs.BoolVar(&c.AllowRemote, "allow-remote", false, "allow a target that is not a loopback address")
+	fs.IntVar(&c.Callers, "callers", 100, fmt.Sprintf("callers to offer (at most %d)", load.MaxCallers))
+	fs.Float64Var(&c.Rate, "rate", 10, "arrival rate, callers per second")
+	fs.StringVar(&s.arrival, "arrival", "poisson", "arrival process: poisson, burst or steady")
+	fs.IntVar(&c.BurstSize, "burst", 10, "callers per burst (-arrival burst)")
+	fs.IntVar(&c.MaxActive, "max-active", 0, "most callers on the line at once (0: -callers); arrivals beyond it wait and show as lag")
+	fs.IntVar(&c.Turns, "turns", 3, "turns each admitted caller speaks")
+	fs.DurationVar(&c.Think, "think", 500*time.Millisecond, "mean think time between turns (exponential)")
+	fs.DurationVar(&c.Hold, "hold", 0, "time a caller stays on the line after its last turn")
+	fs.DurationVar(&c.Patience, "patience", 0, "a caller hangs up when a turn has not ended after this long (0: wait)")
+	fs.Float64Var(&c.BargeIn, "barge-in", 0.1, "probability that a caller barges in during a reply")
+	fs.DurationVar(&c.BargeAfter, "barge-after", 200*time.Millisecond, "a barge-in comes up to this long after the reply's first audio")
+	fs.Float64Var(&c.Callback, "callback", 0.5, "probability that a caller accepts an offered callback")
+	fs.BoolVar(&c.StreamAudio, "stream-audio", false, "callers send 20 ms frames of audio while on the line")
+	fs.StringVar(&c.Text, "text", "", "what each turn says")
+	fs.DurationVar(&c.Deadline, "deadline", 2*time.Second, "useful deadline: a turn is goodput if its first audio arrives within it")
+	fs.DurationVar(&c.Duration, "duration", time.Minute, fmt.Sprintf("the run ends by itself after this long (at most %v)", load.MaxDuration))
+	fs.Uint64Var(&c.Seed, "seed", 1, "seed of arrivals and caller choices")
+	fs.DurationVar(&c.LagTolerance, "lag-tolerance", 20*time.Millisecond, "arrival lag above which the generator reports it fell behind")
+	fs.StringVar(&s.jsonOut, "json", "", "write the JSON report to this file")
+	fs.StringVar(&s.htmlOut, "html", "", "write the self-contained HTML report to this file")
+	fs.StringVar(&s.label, "label", "", "a label for the report (e.g. the server's policy)")
+	fs.BoolVar(&s.quiet, "quiet", false, "no progress bar")
+	fs.StringVar(&s.config, "config", "", "optional config file of name = value lines")
+	return s
+}
+
+// runLoad offers synthetic callers to a frontdoor server and reports what
+// they got: a summary on stdout, JSON and HTML reports on request, and a
+// progress bar on stderr when it is a terminal.
 func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("not built yet")
+	fs := flag.NewFlagSet("load", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	s := loadFlags(fs)
+	if err := parseFlags(fs, args, os.LookupEnv); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	s.cfg.Arrival = load.Arrival(s.arrival)
+	var bar *progressBar
+	if !s.quiet && isTerminal(stderr) {
+		bar = &progressBar{w: stderr}
+		s.cfg.Progress = bar.update
+	}
+	r, err := load.Run(ctx, s.cfg)
+	if err != nil {
+		return err
+	}
+	r.Config.Label = s.label
+	if bar != nil {
+		bar.done()
+	}
+	if _, err := io.WriteString(stdout, r.Summary()); err != nil {
+		return err
+	}
+	if s.jsonOut != "" {
+		if err := writeReport(s.jsonOut, r.WriteJSON); err != nil {
+			return err
+		}
+	}
+	if s.htmlOut != "" {
+		if err := writeReport(s.htmlOut, r.WriteHTML); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeReport(name string, write func(io.Writer) error) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return f.Close()
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// progressBar draws one line, redrawn in place.
+type progressBar struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (b *progressBar) update(p load.Progress) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	const width = 30
+	frac := 0.0
+	if p.Callers > 0 {
+		frac = float64(p.Done) / float64(p.Callers)
+	}
+	if t := float64(p.Elapsed) / float64(p.Duration); t > frac && p.Duration > 0 {
+		frac = min(t, 1)
+	}
+	n := int(frac * width)
+	fmt.Fprintf(b.w, "\r[%s%s] %3.0f%% %5.1fs offered %d/%d on line %d done %d turns %d good %d lag %v   ",
+		strings.Repeat("#", n), strings.Repeat(".", width-n), frac*100, p.Elapsed.Seconds(),
+		p.Offered, p.Callers, p.Active, p.Done, p.Turns, p.Good, p.Lag.Round(time.Millisecond))
+}
+
+func (b *progressBar) done() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	fmt.Fprintln(b.w)
 }

@@ -239,7 +239,7 @@ func (t *turnRec) stagesLast() string {
 
 func (r *Report) timeline(cfg Config, recs []*callerRec, start, ended time.Time) {
 	total := ended.Sub(start)
-	bin := max(100*time.Millisecond, (total/60).Round(100*time.Millisecond))
+	bin := max(100*time.Millisecond, (total / 60).Round(100*time.Millisecond))
 	n := int(total/bin) + 1
 	bins := make([]Bin, n)
 	for i := range bins {

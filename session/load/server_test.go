@@ -82,6 +82,8 @@ func (a *policyAdmitter) Submit(job stages.Job) (session.Ticket, stages.Disposit
 	return t, d, err
 }
 
-func (a *policyAdmitter) Snapshot() stages.Snapshot { return a.Controller().SnapshotAt(a.Clock().Now()) }
+func (a *policyAdmitter) Snapshot() stages.Snapshot {
+	return a.Controller().SnapshotAt(a.Clock().Now())
+}
 
 func (a *policyAdmitter) Waiting() []stages.Waiter { return a.Controller().Waiting(a.Clock().Now()) }

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
+)
+
+// TestLoadSmoke runs `frontdoor load` against an in-process server: the
+// ledger balances and both report files are written and parse.
+func TestLoadSmoke(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	st := stub.Settings{ModelDelay: 20 * time.Millisecond, Tokens: 3, SynthDelay: 10 * time.Millisecond,
+		FrameCount: 3, FrameDelay: 5 * time.Millisecond, CleanupDelay: 10 * time.Millisecond}
+	model, synth := stub.NewModel(st), stub.NewSynthesizer(st)
+	srv, err := session.New(session.Config{ModelBackend: model, Synthesizer: synth,
+		Model:     stages.Limits{Slots: 2, Waiting: 2, MaxAge: 200 * time.Millisecond},
+		Synthesis: stages.Limits{Slots: 2, Waiting: 2, MaxAge: 200 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	defer func() {
+		hs.CloseClientConnections()
+		srv.Close()
+		hs.Close()
+		model.Close()
+		synth.Close()
+	}()
+
+	dir := t.TempDir()
+	jsonOut, htmlOut := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.html")
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"load", "-target", hs.URL, "-callers", "20", "-rate", "100",
+		"-turns", "2", "-think", "10ms", "-barge-in", "0.2", "-deadline", "500ms", "-duration", "10s",
+		"-json", jsonOut, "-html", htmlOut, "-label", "frontdoor"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "goodput:") {
+		t.Errorf("no summary: %q", stdout.String())
+	}
+	b, err := os.ReadFile(jsonOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Callers struct {
+			Offered  int  `json:"offered"`
+			Balanced bool `json:"balanced"`
+		} `json:"callers"`
+		Turns struct {
+			Balanced bool `json:"balanced"`
+		} `json:"turns"`
+		Server struct {
+			Matches bool `json:"matches"`
+		} `json:"server"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("JSON report: %v", err)
+	}
+	if r.Callers.Offered != 20 || !r.Callers.Balanced || !r.Turns.Balanced || !r.Server.Matches {
+		t.Errorf("report: %+v\n%s", r, stdout.String())
+	}
+	h, err := os.ReadFile(htmlOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(h, []byte("<svg")) {
+		t.Errorf("HTML report without SVG")
+	}
+}
+
+func TestLoadRefusesRemoteTarget(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"load", "-target", "http://192.0.2.7:8080"}, &stdout, &stderr); code == 0 ||
+		!strings.Contains(stderr.String(), "loopback") {
+		t.Errorf("exit %d, stderr %q", code, stderr.String())
+	}
+}
