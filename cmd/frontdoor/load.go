@@ -15,13 +15,13 @@ import (
 
 // loadSettings are the flags of frontdoor load.
 type loadSettings struct {
-	cfg        load.Config
-	arrival    string
-	jsonOut    string
-	htmlOut    string
-	label      string
-	quiet      bool
-	config     string
+	cfg     load.Config
+	arrival string
+	jsonOut string
+	htmlOut string
+	label   string
+	quiet   bool
+	config  string
 }
 
 func loadFlags(fs *flag.FlagSet) *loadSettings {

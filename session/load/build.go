@@ -21,7 +21,7 @@ func buildReport(cfg Config, recs []*callerRec, start, ended time.Time) *Report 
 	r.turns(cfg, recs)
 	r.timeline(cfg, recs, start, ended)
 	if r.Generator.Behind {
-		r.warn("generator fell behind: arrival lag p99 %v, max %v (tolerance %v), achieved %.1f of %.1f callers/s, %d not offered: the server saw less load than asked for",
+		r.warn("generator fell behind: arrival lag p99 %v, max %v (tolerance %v), achieved %.1f of %.1f callers/s, %d not offered: arrivals came later than scheduled, read the figures with that in mind",
 			time.Duration(r.Generator.Lag.P99), time.Duration(r.Generator.Lag.Max), cfg.LagTolerance,
 			r.Generator.AchievedRate, r.Generator.TargetRate, r.Generator.NotOffered)
 	}
