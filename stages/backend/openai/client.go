@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -108,17 +109,35 @@ func (c *conn) limitResponses(maxBody int64) option.Middleware {
 			resp.Body.Close()
 			return nil, backend.StatusError(Name, "", resp.StatusCode, resp.Header, c.detail(body))
 		}
+		var r io.Reader = resp.Body
 		if maxBody > 0 {
-			resp.Body = limitedBody{io.LimitReader(resp.Body, maxBody), resp.Body}
+			r = io.LimitReader(r, maxBody)
 		}
+		resp.Body = markedBody{r, resp.Body}
 		return resp, nil
 	}
 }
 
-type limitedBody struct {
-	io.Reader
+// markedBody marks read errors as transport errors, so that a connection
+// cut in the middle of a body is told apart from a body that does not
+// parse (both can surface as io.ErrUnexpectedEOF).
+type markedBody struct {
+	r io.Reader
 	io.Closer
 }
+
+func (b markedBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = &transportError{err}
+	}
+	return n, err
+}
+
+type transportError struct{ err error }
+
+func (e *transportError) Error() string { return e.err.Error() }
+func (e *transportError) Unwrap() error { return e.err }
 
 // detail is a short, key-free description of an error body.
 func (c *conn) detail(body []byte) error {
@@ -175,10 +194,14 @@ func (c *conn) classify(ctx, rctx context.Context, op string, err error) error {
 		return be
 	}
 	var se *ssestream.StreamError
+	var te *transportError
+	var ue *url.Error
 	switch {
 	case errors.As(err, &se):
 		return &backend.Error{Kind: backend.KindUnavailable, Backend: Name, Op: op, Err: c.detail([]byte(se.Message))}
-	case backend.IsUnreachable(err), errors.Is(err, io.ErrUnexpectedEOF):
+	case errors.As(err, &te), errors.As(err, &ue), backend.IsUnreachable(err):
+		// A failed request (url.Error: refused, reset, EOF before the
+		// status line) or a body cut off in transit.
 		return &backend.Error{Kind: backend.KindUnavailable, Backend: Name, Op: op, Err: c.scrub(err)}
 	}
 	return &backend.Error{Kind: backend.KindMalformed, Backend: Name, Op: op, Err: c.scrub(err)}

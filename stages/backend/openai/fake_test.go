@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -24,12 +25,20 @@ type fake struct {
 	bodies  [][]byte
 	headers []http.Header
 	gone    chan time.Time // one value per request whose client disconnected
+	arrived atomic.Int32
 }
 
 func newFake(t *testing.T, h http.HandlerFunc) *fake {
 	f := &fake{t: t, handler: h, done: make(chan struct{}), gone: make(chan time.Time, 16)}
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
+		f.arrived.Add(1)
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			// The client hung up while sending: net/http starts watching
+			// for a disconnect only after the body was read to its end.
+			f.gone <- time.Now()
+			return
+		}
 		f.mu.Lock()
 		f.bodies = append(f.bodies, body)
 		f.headers = append(f.headers, r.Header.Clone())
@@ -63,11 +72,8 @@ func (f *fake) lastBody() map[string]any {
 	return m
 }
 
-func (f *fake) requests() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.bodies)
-}
+// requests returns the number of requests that reached the server.
+func (f *fake) requests() int { return int(f.arrived.Load()) }
 
 func (f *fake) lastHeader() http.Header {
 	f.mu.Lock()
@@ -148,3 +154,5 @@ func newClient(t *testing.T) (*http.Client, *tracker) {
 	t.Cleanup(func() { tr.rt.(*http.Transport).CloseIdleConnections() })
 	return c, tr
 }
+
+func quietLog() *log.Logger { return log.New(io.Discard, "", 0) }
