@@ -14,14 +14,14 @@ import (
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
-func buildBinary(t *testing.T, dir, pkg string) string {
+// buildBinaries builds the packages into dir in one go command, so that
+// they compile and link in parallel.
+func buildBinaries(t *testing.T, dir string, pkgs ...string) {
 	t.Helper()
-	out := filepath.Join(dir, filepath.Base(pkg))
-	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd := exec.Command("go", append([]string{"build", "-o", dir + string(filepath.Separator)}, pkgs...)...)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+		t.Fatalf("go build %v: %v\n%s", pkgs, err, b)
 	}
-	return out
 }
 
 // TestCallbacksSurviveKill9: a process that answered Queued is killed with
@@ -30,8 +30,8 @@ func buildBinary(t *testing.T, dir, pkg string) string {
 func TestCallbacksSurviveKill9(t *testing.T) {
 	bin := t.TempDir()
 	data := t.TempDir()
-	acceptor := buildBinary(t, bin, "github.com/frontdoorhq/frontdoor/fallback/internal/acceptor")
-	frontdoor := buildBinary(t, bin, "github.com/frontdoorhq/frontdoor/cmd/frontdoor")
+	buildBinaries(t, bin, "github.com/frontdoorhq/frontdoor/fallback/internal/acceptor", "github.com/frontdoorhq/frontdoor/cmd/frontdoor")
+	acceptor, frontdoor := filepath.Join(bin, "acceptor"), filepath.Join(bin, "frontdoor")
 
 	cmd := exec.Command(acceptor, "-data-dir", data)
 	stdout, err := cmd.StdoutPipe()

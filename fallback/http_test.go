@@ -1,0 +1,86 @@
+package fallback_test
+
+import (
+	"encoding/json"
+	"flag"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/stages/stagestest"
+)
+
+func TestConfigFlags(t *testing.T) {
+	cfg := fallback.DefaultConfig()
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfg.Flags(fs)
+	for _, name := range []string{"callback-slots", "callback-queue", "callback-max-wait", "callback-lease", "handoff-slots", "handoff-queue", "handoff-max-wait", "data-dir"} {
+		if fs.Lookup(name) == nil {
+			t.Errorf("flag -%s not registered", name)
+		}
+	}
+	if err := fs.Parse([]string{"-callback-queue", "7", "-handoff-max-wait", "90s"}); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.CallbackQueue != 7 || cfg.HandoffMaxWait != 90*time.Second || cfg.CallbackMaxWait < time.Hour {
+		t.Fatalf("%+v", cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCallbackHTTP(t *testing.T) {
+	s := newService(t, testConfig(t.TempDir()), stagestest.NewClock(epoch))
+	srv := httptest.NewServer(s.CallbackHandler())
+	defer srv.Close()
+	defer srv.Client().CloseIdleConnections()
+	post := func(path, body string) *http.Response {
+		resp, err := srv.Client().Post(srv.URL+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	if resp := post("/v1/callbacks/claim", `{"operator":"op1"}`); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("empty claim: %s", resp.Status)
+	}
+	a, _ := s.RequestCallback(t.Context(), request("c1", "t1", "+15550123"))
+
+	resp, err := srv.Client().Get(srv.URL + "/v1/callbacks?status=pending")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct{ Callbacks []fallback.Callback }
+	json.NewDecoder(resp.Body).Decode(&list)
+	resp.Body.Close()
+	if len(list.Callbacks) != 1 || list.Callbacks[0].Number != "+155****23" {
+		t.Fatalf("list %+v", list)
+	}
+
+	resp = post("/v1/callbacks/claim", `{"operator":"op1"}`)
+	var claim struct{ Callback fallback.Callback }
+	json.NewDecoder(resp.Body).Decode(&claim)
+	if resp.StatusCode != http.StatusOK || claim.Callback.Ticket != a.Ticket || claim.Callback.Number != "+15550123" {
+		t.Fatalf("claim %s %+v", resp.Status, claim)
+	}
+	if resp := post("/v1/callbacks/"+a.Ticket+"/complete", `{"attempt":2}`); resp.StatusCode != http.StatusConflict {
+		t.Fatalf("wrong attempt: %s", resp.Status)
+	}
+	if resp := post("/v1/callbacks/nope/fail", `{"attempt":1}`); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("unknown ticket: %s", resp.Status)
+	}
+	if resp := post("/v1/callbacks/"+a.Ticket+"/fail", `{"attempt":1,"reason":"no answer"}`); resp.StatusCode != http.StatusOK {
+		t.Fatalf("fail: %s", resp.Status)
+	}
+	if c, _ := s.Store().Get(t.Context(), a.Ticket); c.Status != fallback.StatusFailed || c.Note != "no answer" {
+		t.Fatalf("stored %+v", c)
+	}
+	if resp := post("/v1/callbacks/claim", `not json`); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("bad json: %s", resp.Status)
+	}
+}
