@@ -32,7 +32,7 @@ type CallbackResult struct {
 // callbacks is the in-memory side of the callback stage: which job id is
 // current for each live ticket, and the lease timers of claims.
 type callbacks struct {
-	mu      sync.Mutex // serializes stage+store changes, so they agree
+	mu      sync.Mutex        // serializes stage+store changes, so they agree
 	jobs    map[string]string // ticket -> current job id in the controller
 	leases  map[string]stages.Timer
 	backlog bool // pending rows in the store that the queue had no room for

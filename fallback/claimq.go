@@ -120,13 +120,6 @@ func (q *claimQueue) cancel(id, owner string) stages.Disposition {
 	return d
 }
 
-// forget drops owner once its work is terminal.
-func (q *claimQueue) forget(owner string) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.c.Forget(owner)
-}
-
 // expire removes heads older than MaxAge, under mu, without admitting.
 func (q *claimQueue) expire(now time.Time) []string {
 	var out []string

@@ -31,8 +31,8 @@ type Service struct {
 	hq  *claimQueue
 	ho  handoffs
 
-	synth  backend.Synthesizer
-	audio  *lru.Cache[string, backend.Audio]
+	synth backend.Synthesizer
+	audio *lru.Cache[string, backend.Audio]
 
 	renderMu     sync.Mutex
 	rendering    map[string]*renderFlight
