@@ -116,6 +116,9 @@ func (d *Dispatcher) SubmitTicket(ctx context.Context, job stages.Job) (*Ticket,
 		d.mu.Unlock()
 		return nil, disp, err
 	}
+	d.mu.Lock()
+	t.offered = true
+	d.mu.Unlock()
 	d.apply(r, now)
 	return t, stages.Queued, nil
 }

@@ -76,8 +76,12 @@ func (d *Dispatcher) backstop() {
 		}
 		d.mu.Lock()
 		ids := make([]string, 0, len(d.waiting))
-		for id := range d.waiting {
-			ids = append(ids, id)
+		for id, t := range d.waiting {
+			// A ticket whose offer is still in flight has no record yet:
+			// reconciling it would find nothing and cancel it.
+			if t.offered {
+				ids = append(ids, id)
+			}
 		}
 		d.mu.Unlock()
 		if len(ids) == 0 {

@@ -20,6 +20,7 @@ type Ticket struct {
 	result   stages.Disposition
 	resolved time.Time
 	lease    Lease
+	offered  bool // the offer script has returned Queued; under d.mu
 
 	lost, cancelled         chan struct{}
 	lostOnce, cancelledOnce sync.Once
