@@ -1,0 +1,152 @@
+package web_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/frontdoorhq/frontdoor/stages"
+)
+
+// TestBrowser drives the page in one headless Chromium (a tab per case)
+// against the real session server with stub backends.
+func TestBrowser(t *testing.T) {
+	bctx := browser(t)
+
+	t.Run("PageLoads", func(t *testing.T) {
+		r := newRig(t)
+		tb := newTab(t, bctx, 20*time.Second)
+		tb.do(chromedp.Navigate(r.http.URL + "/"))
+		tb.waitJS("every stage on the dashboard",
+			`['session','model','synthesis'].every(n => document.querySelector('[data-stage="'+n+'"] [data-count=offered]'))`, 5*time.Second)
+		tb.waitJS("server ready", `document.getElementById('server').dataset.state === 'ready'`, 5*time.Second)
+		tb.waitJS("burst control enabled", `document.getElementById('burst-status').dataset.state === 'idle'`, 5*time.Second)
+		foreign := eval[[]string](tb, `performance.getEntriesByType('resource').map(e => e.name).filter(u => new URL(u).origin !== location.origin)`)
+		if len(foreign) > 0 {
+			t.Errorf("page fetched from other hosts: %v", foreign)
+		}
+		tb.screenshot("page-loaded")
+		tb.noErrors()
+	})
+
+	t.Run("SyntheticCall", func(t *testing.T) {
+		r := newRig(t)
+		tb := newTab(t, bctx, 20*time.Second)
+		tb.do(chromedp.Navigate(r.http.URL + "/"))
+		tb.click("#call-connect")
+		tb.waitJS("session admitted", `document.getElementById('call-session').dataset.disposition === 'admitted'`, 5*time.Second)
+		tb.do(chromedp.SetValue(chromedp.CSS("#call-text"), "What are your opening hours?"), chromedp.Click(chromedp.CSS("#call-send")))
+		tb.waitJS("the reply completed", `(() => {
+			const li = document.querySelector('#call-log .reply[data-turn=t1]');
+			return li && li.dataset.state === 'done' && li.querySelector('.text').textContent.length > 0;
+		})()`, 10*time.Second)
+		audio := eval[string](tb, `document.getElementById('call-audio-ms').textContent`)
+		if audio == "0 ms" {
+			t.Errorf("no reply audio counted")
+		}
+		tb.screenshot("synthetic-call")
+		tb.click("#call-hangup")
+		tb.waitJS("call ended", `document.getElementById('call-connect').disabled === false`, 5*time.Second)
+		tb.noErrors()
+	})
+
+	t.Run("BargeIn", func(t *testing.T) {
+		r := newRig(t, func(c *rigConfig) {
+			c.stub.Tokens, c.stub.TokenDelay = 60, 50*time.Millisecond // a 3 s reply
+			c.stub.FrameCount = 150
+		})
+		tb := newTab(t, bctx, 20*time.Second)
+		tb.do(chromedp.Navigate(r.http.URL + "/"))
+		tb.click("#call-connect")
+		tb.waitJS("session admitted", `document.getElementById('call-session').dataset.disposition === 'admitted'`, 5*time.Second)
+		tb.click("#call-send")
+		tb.waitJS("the reply streaming", `(() => {
+			const li = document.querySelector('#call-log .reply[data-turn=t1]');
+			return li && li.dataset.state === 'streaming' && li.querySelector('.text').textContent.length > 8;
+		})()`, 5*time.Second)
+		tb.click("#call-barge")
+		tb.waitJS("interrupted", `document.querySelector('#call-log .reply[data-turn=t1]').dataset.state === 'interrupted'
+			&& document.getElementById('call-gen').textContent === '2'`, 5*time.Second)
+		const replyText = `document.querySelector('#call-log .reply[data-turn=t1] .text').textContent`
+		before := eval[string](tb, replyText)
+		tb.do(chromedp.Sleep(600 * time.Millisecond)) // the stub would have sent ~12 more deltas
+		after := eval[string](tb, replyText)
+		if after != before {
+			t.Errorf("reply text changed after interrupted:\nbefore %q\nafter  %q", before, after)
+		}
+		playing := eval[string](tb, `document.getElementById('call-audio').dataset.playing`)
+		if playing != "false" {
+			t.Errorf("audio indicator = %s after barge-in, want false", playing)
+		}
+		tb.screenshot("barge-in")
+		if got := r.stage("model").Ledger.CancelledActive + r.stage("synthesis").Ledger.CancelledActive +
+			r.stage("model").Ledger.CancelledQueued + r.stage("synthesis").Ledger.CancelledQueued; got == 0 {
+			t.Errorf("server ledger shows no cancelled work after barge-in")
+		}
+		tb.noErrors()
+	})
+
+	t.Run("Burst", func(t *testing.T) {
+		r := newRig(t, func(c *rigConfig) {
+			c.cfg.Session = stages.Limits{Slots: 4, Waiting: 2, MaxAge: time.Second}
+			c.cfg.Model = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 300 * time.Millisecond}
+			c.stub.ModelDelay, c.stub.Tokens = 100*time.Millisecond, 5
+		})
+		tb := newTab(t, bctx, 30*time.Second)
+		tb.do(chromedp.Navigate(r.http.URL + "/"))
+		tb.waitJS("burst control enabled", `document.getElementById('burst-status').dataset.state === 'idle'`, 5*time.Second)
+		tb.do(
+			chromedp.SetValue(chromedp.CSS("#burst-callers"), "40"),
+			chromedp.SetValue(chromedp.CSS("#burst-rate"), "200"),
+			chromedp.SetValue(chromedp.CSS("#burst-turns"), "2"),
+			chromedp.Click(chromedp.CSS("#burst-start")),
+		)
+		count := func(stage, name string) string {
+			return `+(document.querySelector('[data-stage=` + stage + `] [data-count=` + name + `]') || {dataset: {}}).dataset.n > 0`
+		}
+		tb.waitJS("overloaded sessions and model turns on the dashboard", count("session", "overloaded")+" && "+count("model", "overloaded"), 10*time.Second)
+		tb.waitJS("the chart's overloaded series", `+(document.querySelector('#chart-svg polyline[data-series=overloaded]') || {dataset: {}}).dataset.max > 0`, 5*time.Second)
+		tb.screenshot("burst-running")
+		tb.waitJS("the burst ended with a report", `document.getElementById('burst-status').dataset.state === 'ended'
+			&& !document.getElementById('burst-report').hidden`, 20*time.Second)
+		tb.screenshot("burst-ended")
+		tb.noErrors()
+	})
+
+	t.Run("Microphone", func(t *testing.T) {
+		// The server's /v1/webrtc is not wired into session yet; rtcPeer
+		// stands in for it (see rtcpeer_test.go).
+		peer := &rtcPeer{}
+		r := newRig(t, func(c *rigConfig) {
+			c.handlers = map[string]http.Handler{"GET /v1/webrtc": peer}
+		})
+		tb := newTab(t, bctx, 30*time.Second)
+		tb.do(chromedp.Navigate(r.http.URL + "/"))
+		tb.click("#rtc-start")
+		tb.waitJS("connected", `document.getElementById('rtc-state').dataset.state === 'connected'`, 10*time.Second)
+		tb.waitJS("the reply's text", `[...document.querySelectorAll('#rtc-log .reply')].some(li => li.textContent.includes('I heard you'))`, 15*time.Second)
+		tb.waitJS("the reply's audio", `+document.getElementById('rtc-recv').dataset.packets > 25`, 5*time.Second)
+		if peer.voiced.Load() == 0 {
+			t.Errorf("the server heard no speech in %d packets of microphone audio", peer.packets.Load())
+		}
+		tb.screenshot("microphone-call")
+		tb.click("#rtc-stop")
+		tb.waitJS("ended", `document.getElementById('rtc-state').dataset.state === 'ended'`, 5*time.Second)
+		tb.noErrors()
+	})
+
+	t.Run("Phone", func(t *testing.T) {
+		r := newRig(t)
+		tb := newTab(t, bctx, 20*time.Second)
+		tb.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile), chromedp.Navigate(r.http.URL+"/"))
+		tb.waitJS("stages rendered", `document.querySelectorAll('.stage').length >= 3`, 5*time.Second)
+		overflow := eval[bool](tb, `document.documentElement.scrollWidth > window.innerWidth + 1`)
+		if overflow {
+			t.Errorf("page scrolls sideways on a 390 px screen")
+		}
+		tb.screenshot("phone")
+		tb.noErrors()
+	})
+}
