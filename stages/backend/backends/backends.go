@@ -1,0 +1,273 @@
+package backends
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/frontdoorhq/frontdoor/stages/backend"
+	"github.com/frontdoorhq/frontdoor/stages/backend/espeak"
+	"github.com/frontdoorhq/frontdoor/stages/backend/openai"
+	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
+)
+
+// Backend names.
+const (
+	Stub   = "stub"
+	OpenAI = "openai"
+	Espeak = "espeak"
+	Auto   = "auto" // synthesizer: espeak when installed, else stub
+)
+
+// Config selects and configures the backends. Its fields mirror the flags
+// that Flags registers.
+type Config struct {
+	Model     string // -model: stub or openai
+	Synth     string // -synth: auto, stub, espeak or openai
+	Recognize string // -recognize: stub or openai
+
+	ModelURL       string // -model-url, e.g. http://127.0.0.1:11434/v1
+	ModelName      string // -model-name
+	ModelAPIKeyEnv string // -model-api-key-env: the variable's name, not the key
+	SystemPrompt   string // -system-prompt
+
+	SynthURL       string // -synth-url
+	SynthModel     string // -synth-model
+	SynthVoice     string // -synth-voice (espeak-ng or OpenAI voice)
+	SynthAPIKeyEnv string // -synth-api-key-env
+
+	RecognizeURL       string // -recognize-url
+	RecognizeModel     string // -recognize-model
+	RecognizeAPIKeyEnv string // -recognize-api-key-env
+
+	// StallTimeout bounds an HTTP backend's silence (-backend-stall-timeout).
+	StallTimeout time.Duration
+
+	// Stub sets the stubs' timing (-stub-*).
+	Stub stub.Settings
+}
+
+// DefaultConfig returns the settings of a fresh frontdoor serve: stub model
+// and recognizer with a quick, natural pace, and the auto synthesizer.
+func DefaultConfig() Config {
+	return Config{
+		Model:          Stub,
+		Synth:          Auto,
+		Recognize:      Stub,
+		ModelURL:       "http://127.0.0.1:11434/v1",
+		ModelName:      "llama3.2",
+		SystemPrompt:   "You are a friendly phone assistant. Answer in one or two short spoken sentences.",
+		SynthModel:     "tts-1",
+		RecognizeModel: "whisper-1",
+		StallTimeout:   openai.DefaultStallTimeout,
+		Stub: stub.Settings{
+			ModelDelay:   300 * time.Millisecond,
+			TokenDelay:   40 * time.Millisecond,
+			Tokens:       12,
+			SynthDelay:   100 * time.Millisecond,
+			FrameCount:   50,
+			CleanupDelay: 50 * time.Millisecond,
+		},
+	}
+}
+
+// Flags registers the backend flags on fs, with c's values as defaults (all
+// of DefaultConfig's if c is the zero Config), writing parsed values into c.
+func (c *Config) Flags(fs *flag.FlagSet) {
+	if *c == (Config{}) {
+		*c = DefaultConfig()
+	}
+	fs.StringVar(&c.Model, "model", c.Model, "model backend: stub or openai")
+	fs.StringVar(&c.Synth, "synth", c.Synth, "synthesizer: auto (espeak when espeak-ng is installed, else stub), stub, espeak or openai")
+	fs.StringVar(&c.Recognize, "recognize", c.Recognize, "recognizer: stub or openai")
+	fs.StringVar(&c.ModelURL, "model-url", c.ModelURL, "OpenAI-compatible API root for -model=openai (Ollama, vLLM, llama.cpp, OpenAI)")
+	fs.StringVar(&c.ModelName, "model-name", c.ModelName, "model name for -model=openai")
+	fs.StringVar(&c.ModelAPIKeyEnv, "model-api-key-env", c.ModelAPIKeyEnv, "name of the environment variable holding the model server's API key (empty: none)")
+	fs.StringVar(&c.SystemPrompt, "system-prompt", c.SystemPrompt, "system prompt for -model=openai")
+	fs.StringVar(&c.SynthURL, "synth-url", c.SynthURL, "OpenAI-compatible API root for -synth=openai (/audio/speech)")
+	fs.StringVar(&c.SynthModel, "synth-model", c.SynthModel, "speech model for -synth=openai")
+	fs.StringVar(&c.SynthVoice, "synth-voice", c.SynthVoice, "voice: an espeak-ng voice such as en-us, or an OpenAI voice such as alloy")
+	fs.StringVar(&c.SynthAPIKeyEnv, "synth-api-key-env", c.SynthAPIKeyEnv, "name of the environment variable holding the speech server's API key (empty: none)")
+	fs.StringVar(&c.RecognizeURL, "recognize-url", c.RecognizeURL, "OpenAI-compatible API root for -recognize=openai (/audio/transcriptions)")
+	fs.StringVar(&c.RecognizeModel, "recognize-model", c.RecognizeModel, "transcription model for -recognize=openai")
+	fs.StringVar(&c.RecognizeAPIKeyEnv, "recognize-api-key-env", c.RecognizeAPIKeyEnv, "name of the environment variable holding the transcription server's API key (empty: none)")
+	fs.DurationVar(&c.StallTimeout, "backend-stall-timeout", c.StallTimeout, "an HTTP backend silent this long fails the turn as stalled")
+	fs.DurationVar(&c.Stub.ModelDelay, "stub-model-delay", c.Stub.ModelDelay, "stub model: time to the first token")
+	fs.DurationVar(&c.Stub.TokenDelay, "stub-token-delay", c.Stub.TokenDelay, "stub model: time between tokens")
+	fs.IntVar(&c.Stub.Tokens, "stub-tokens", c.Stub.Tokens, "stub model: tokens per reply")
+	fs.DurationVar(&c.Stub.SynthDelay, "stub-synth-delay", c.Stub.SynthDelay, "stub synthesizer and recognizer: time to the first frame or the transcript")
+	fs.IntVar(&c.Stub.FrameCount, "stub-frame-count", c.Stub.FrameCount, "stub synthesizer: 20 ms frames per reply")
+	fs.DurationVar(&c.Stub.CleanupDelay, "stub-cleanup-delay", c.Stub.CleanupDelay, "stubs: time from cancel to confirmed stop")
+	fs.Float64Var(&c.Stub.FailRate, "stub-fail-rate", c.Stub.FailRate, "stubs: fraction of calls that fail as unavailable (0 to 1)")
+	fs.BoolVar(&c.Stub.Hang, "stub-hang", c.Stub.Hang, "stubs: never confirm cleanup after cancel (a wedged backend)")
+}
+
+// fill sets DefaultConfig's choices where c leaves them empty. URLs, names
+// and the prompt are left as given: empty is a choice there, or an error
+// that New reports.
+func (c *Config) fill() {
+	d := DefaultConfig()
+	set := func(p *string, v string) {
+		if *p == "" {
+			*p = v
+		}
+	}
+	set(&c.Model, d.Model)
+	set(&c.Synth, d.Synth)
+	set(&c.Recognize, d.Recognize)
+	set(&c.SynthModel, d.SynthModel)
+	set(&c.RecognizeModel, d.RecognizeModel)
+	if c.StallTimeout <= 0 {
+		c.StallTimeout = d.StallTimeout
+	}
+}
+
+// Set is the backends New built, each wrapped to count its calls.
+type Set struct {
+	Model       backend.Model
+	Synthesizer backend.Synthesizer
+	Recognizer  backend.Recognizer
+	// Names of the chosen backends, with auto resolved: "stub", "openai",
+	// "espeak".
+	ModelName, SynthName, RecognizeName string
+	// The stubs, when chosen (nil otherwise), for their counters.
+	StubModel       *stub.Model
+	StubSynthesizer *stub.Synthesizer
+	StubRecognizer  *stub.Recognizer
+	// Metrics counts calls and failures per backend ("model/openai" ...).
+	Metrics *backend.Metrics
+	// Notes are sentences for the startup log, such as why the stub
+	// synthesizer was chosen.
+	Notes []string
+
+	closers []func() error
+}
+
+// Close releases the backends: idle HTTP connections, and stub calls hung
+// by -stub-hang. Call it after the calls using them have returned, or to
+// end hung stub calls at shutdown.
+func (s *Set) Close() error {
+	var errs []error
+	for _, c := range s.closers {
+		errs = append(errs, c())
+	}
+	return errors.Join(errs...)
+}
+
+// New builds the backends c selects, counting their calls on reg (which may
+// be nil). It contacts no server.
+func New(c Config, reg prometheus.Registerer) (*Set, error) {
+	c.fill()
+	s := &Set{Metrics: backend.NewMetrics(reg)}
+	if err := s.model(c); err != nil {
+		return nil, err
+	}
+	if err := s.synth(c); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.recognizer(c); err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.Model = s.Metrics.Model("model/"+s.ModelName, s.Model)
+	s.Synthesizer = s.Metrics.Synthesizer("synth/"+s.SynthName, s.Synthesizer)
+	s.Recognizer = s.Metrics.Recognizer("recognize/"+s.RecognizeName, s.Recognizer)
+	return s, nil
+}
+
+func (s *Set) model(c Config) error {
+	switch c.Model {
+	case Stub:
+		m := stub.NewModel(c.Stub)
+		s.Model, s.StubModel = m, m
+		s.closers = append(s.closers, m.Close)
+	case OpenAI:
+		m, err := openai.NewModel(openai.ModelConfig{
+			Endpoint:     openai.Endpoint{BaseURL: c.ModelURL, APIKeyEnv: c.ModelAPIKeyEnv, StallTimeout: c.StallTimeout},
+			Model:        c.ModelName,
+			SystemPrompt: c.SystemPrompt,
+		})
+		if err != nil {
+			return fmt.Errorf("-model=openai: %w", err)
+		}
+		s.Model = m
+		s.closers = append(s.closers, m.Close)
+	default:
+		return fmt.Errorf("-model=%q: want stub or openai", c.Model)
+	}
+	s.ModelName = c.Model
+	return nil
+}
+
+func (s *Set) synth(c Config) error {
+	name := c.Synth
+	if name == Auto {
+		name = Stub
+		if espeak.Available() {
+			name = Espeak
+		} else {
+			s.Notes = append(s.Notes, "espeak-ng is not installed: using the stub synthesizer (a tone); install espeak-ng for a real voice")
+		}
+	}
+	switch name {
+	case Stub:
+		sy := stub.NewSynthesizer(c.Stub)
+		s.Synthesizer, s.StubSynthesizer = sy, sy
+		s.closers = append(s.closers, sy.Close)
+	case Espeak:
+		if !espeak.Available() {
+			return errors.New("-synth=espeak: espeak-ng is not installed (apt-get install espeak-ng)")
+		}
+		sy, err := espeak.New(espeak.Options{Voice: c.SynthVoice})
+		if err != nil {
+			return fmt.Errorf("-synth=espeak: %w", err)
+		}
+		s.Synthesizer = sy
+	case OpenAI:
+		voice := c.SynthVoice
+		if voice == "" {
+			voice = "alloy"
+		}
+		sy, err := openai.NewSynthesizer(openai.SpeechConfig{
+			Endpoint: openai.Endpoint{BaseURL: c.SynthURL, APIKeyEnv: c.SynthAPIKeyEnv, StallTimeout: c.StallTimeout},
+			Model:    c.SynthModel,
+			Voice:    voice,
+		})
+		if err != nil {
+			return fmt.Errorf("-synth=openai: %w", err)
+		}
+		s.Synthesizer = sy
+		s.closers = append(s.closers, sy.Close)
+	default:
+		return fmt.Errorf("-synth=%q: want auto, stub, espeak or openai", c.Synth)
+	}
+	s.SynthName = name
+	return nil
+}
+
+func (s *Set) recognizer(c Config) error {
+	switch c.Recognize {
+	case Stub:
+		r := stub.NewRecognizer(c.Stub)
+		s.Recognizer, s.StubRecognizer = r, r
+		s.closers = append(s.closers, r.Close)
+	case OpenAI:
+		r, err := openai.NewRecognizer(openai.TranscribeConfig{
+			Endpoint: openai.Endpoint{BaseURL: c.RecognizeURL, APIKeyEnv: c.RecognizeAPIKeyEnv, StallTimeout: c.StallTimeout},
+			Model:    c.RecognizeModel,
+		})
+		if err != nil {
+			return fmt.Errorf("-recognize=openai: %w", err)
+		}
+		s.Recognizer = r
+		s.closers = append(s.closers, r.Close)
+	default:
+		return fmt.Errorf("-recognize=%q: want stub or openai", c.Recognize)
+	}
+	s.RecognizeName = c.Recognize
+	return nil
+}
