@@ -59,10 +59,7 @@ type Page struct {
 func Handler(opts Options) *Page {
 	opts = opts.withDefaults()
 	p := &Page{opts: opts, mux: http.NewServeMux(), burst: newBursts(opts)}
-	assets, err := fs.Sub(static, "static")
-	if err != nil {
-		panic(err) // the embedded tree is fixed at build time
-	}
+	assets := Assets()
 	files := http.FileServerFS(assets)
 	p.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		secure(w)
@@ -110,4 +107,14 @@ func secure(w http.ResponseWriter) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-cache")
+}
+
+// Assets returns the page's embedded files (index.html, style.css and the
+// JavaScript modules), as served under /assets/.
+func Assets() fs.FS {
+	sub, err := fs.Sub(static, "static")
+	if err != nil {
+		panic(err) // the embedded tree is fixed at build time
+	}
+	return sub
 }

@@ -36,6 +36,7 @@ export function initStages() {
   const select = $('chart-stage');
   const svg = $('chart-svg');
   const legend = $('chart-legend');
+  const maxLabel = $('chart-max');
   const cards = new Map(); // stage name -> elements
   const history = []; // {t, ledgers: {name: ledger}}
 
@@ -148,10 +149,7 @@ export function initStages() {
       g.setAttribute('y1', y(max * f)); g.setAttribute('y2', y(max * f));
       nodes.push(g);
     }
-    const label = document.createElementNS(ns, 'text');
-    label.setAttribute('x', 4); label.setAttribute('y', 11);
-    label.textContent = `${max.toFixed(max < 10 ? 1 : 0)}/s`;
-    nodes.push(label);
+    maxLabel.textContent = `top ${max.toFixed(max < 10 ? 1 : 0)}/s`;
     SERIES.forEach(([name, colour], k) => {
       if (rates[k].length < 2) return;
       const p = document.createElementNS(ns, 'polyline');
