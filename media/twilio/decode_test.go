@@ -2,6 +2,7 @@ package twilio
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -142,4 +143,20 @@ func TestOutbound(t *testing.T) {
 	if _, err := DecodeOutbound(Twilio, []byte(`{"event":"media","media":{"payload":""}}`)); !errors.Is(err, ErrMalformed) {
 		t.Errorf("media without streamSid: %v", err)
 	}
+}
+
+func ExampleDecode() {
+	m, err := Decode(Twilio, []byte(`{"event":"media","sequenceNumber":"3","streamSid":"MZ1",`+
+		`"media":{"track":"inbound","chunk":"1","timestamp":"20","payload":"/38A"}}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(m.Event, m.SequenceNumber, m.Media.Chunk, m.Media.Timestamp, m.Media.Payload)
+
+	_, err = Decode(Twilio, []byte(`{"event":"media","sequenceNumber":3,"media":{"payload":""}}`))
+	fmt.Println(errors.Is(err, ErrMalformed), err)
+	// Output:
+	// media 3 1 20ms [255 127 0]
+	// true twilio: media: sequenceNumber: malformed message: number where string belongs
 }
