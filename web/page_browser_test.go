@@ -137,6 +137,45 @@ func TestBrowser(t *testing.T) {
 		tb.noErrors()
 	})
 
+	t.Run("OfferAndAgent", func(t *testing.T) {
+		r := newRig(t, func(c *rigConfig) {
+			c.fallback = true
+			c.cfg.Model = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 10 * time.Second}
+			c.stub.ModelDelay = 20 * time.Second // the holding callers' turns never finish
+		})
+		tb := newTab(t, bctx, 30*time.Second)
+		r.holdModel(tb.ctx) // the slot
+		r.holdModel(tb.ctx) // the waiting place
+		tb.do(chromedp.Navigate(r.http.URL + "/"))
+		tb.click("#agent-connect")
+		tb.waitJS("agent connected", `document.getElementById('agent-state').dataset.state === 'connected'`, 5*time.Second)
+		tb.click("#call-connect")
+		tb.waitJS("session admitted", `document.getElementById('call-session').dataset.disposition === 'admitted'`, 5*time.Second)
+
+		// A refused turn: a prompt, then the offer; accept a callback.
+		tb.click("#call-send")
+		tb.waitJS("the offer", `!document.getElementById('call-offer').hidden
+			&& document.querySelector('#call-log .reply[data-turn=t1]').dataset.state === 'refused'
+			&& document.querySelector('#call-log .prompt')`, 5*time.Second)
+		tb.click("#call-callback")
+		tb.waitJS("callback queued with a ticket", `[...document.querySelectorAll('#call-log .prompt')].some(li => /^callback: queued, ticket \S+/.test(li.textContent))`, 5*time.Second)
+
+		// Refused again: ask for a person, and take the call in the console.
+		tb.click("#call-send")
+		tb.waitJS("the second offer", `!document.getElementById('call-offer').hidden`, 5*time.Second)
+		tb.click("#call-handoff")
+		tb.waitJS("handoff queued", `[...document.querySelectorAll('#call-log .prompt')].some(li => li.textContent.startsWith('handoff: queued'))`, 5*time.Second)
+		tb.waitJS("the handoff in the agent console", `document.querySelector('#agent-list li[data-ticket][data-mine=false] button')`, 5*time.Second)
+		tb.click("#agent-list li[data-ticket][data-mine=false] button")
+		tb.waitJS("claimed", `document.querySelector('#agent-list li[data-mine=true] button')`, 5*time.Second)
+		tb.screenshot("handoff-claimed")
+		tb.click("#agent-list li[data-mine=true] button")
+		tb.waitJS("the caller told the handoff completed", `[...document.querySelectorAll('#call-log .prompt')].some(li => li.textContent.startsWith('handoff: completed'))`, 5*time.Second)
+		tb.waitJS("the fallback stages on the dashboard", `document.querySelector('[data-stage=callback]') && document.querySelector('[data-stage=handoff] [data-count=completed]').dataset.n > 0`, 5*time.Second)
+		tb.screenshot("offer-and-agent")
+		tb.noErrors()
+	})
+
 	t.Run("Phone", func(t *testing.T) {
 		r := newRig(t)
 		tb := newTab(t, bctx, 20*time.Second)

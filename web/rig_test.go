@@ -13,6 +13,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
@@ -28,13 +29,14 @@ type rig struct {
 	http  *httptest.Server
 	model *stub.Model
 	synth *stub.Synthesizer
+	fb    *offerFallback
 }
 
 type rigConfig struct {
 	cfg      session.Config
 	stub     stub.Settings
 	handlers map[string]http.Handler // extra routes (a test double of /v1/webrtc)
-	fallback session.Fallback
+	fallback bool                    // package fallback's queues, offers and /v1/agents
 }
 
 func newRig(t *testing.T, opts ...func(*rigConfig)) *rig {
@@ -59,15 +61,29 @@ func newRig(t *testing.T, opts ...func(*rigConfig)) *rig {
 	r.page = web.Handler(web.Options{Burster: burster})
 	cfg := rc.cfg
 	cfg.ModelBackend, cfg.Synthesizer = r.model, r.synth
-	cfg.Fallback = rc.fallback
 	cfg.Root = r.page
 	cfg.Handlers = r.page.Routes()
 	maps.Copy(cfg.Handlers, rc.handlers)
+	if rc.fallback {
+		fc := fallback.DefaultConfig()
+		fc.DataDir = t.TempDir()
+		svc, err := fallback.New(context.Background(), fc, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.fb = newOfferFallback(svc)
+		cfg.Fallback = r.fb
+		cfg.Handlers["GET /v1/agents"] = svc.AgentHandler(nil)
+	}
 	srv, err := session.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.srv = srv
+	if r.fb != nil {
+		srv.AddController("callback", r.fb.svc.CallbackStage())
+		srv.AddController("handoff", r.fb.svc.HandoffStage())
+	}
 	r.http = httptest.NewServer(srv.Handler())
 	burster.url = "ws" + strings.TrimPrefix(r.http.URL, "http") + "/v1/session"
 	t.Cleanup(r.close)
@@ -79,6 +95,10 @@ func (r *rig) close() {
 	r.model.Close()
 	r.synth.Close()
 	r.srv.Close()
+	if r.fb != nil {
+		_ = r.fb.svc.Close() // closes agents; live handoffs resolve
+		r.fb.wait()
+	}
 	r.http.CloseClientConnections()
 	r.http.Close()
 }
@@ -177,6 +197,40 @@ func (d *dialBurster) caller(ctx context.Context, turns int) map[string]int {
 			case <-time.After(thinkTime):
 			}
 			say()
+		}
+	}
+}
+
+// holdModel has a caller say a turn and returns once the model stage has
+// answered it (queued or admitted): with a slow stub model, its turn keeps
+// a model slot or waiting place for the rest of the test.
+func (r *rig) holdModel(ctx context.Context) {
+	r.t.Helper()
+	url := "ws" + strings.TrimPrefix(r.http.URL, "http") + "/v1/session"
+	c, _, err := websocket.Dial(ctx, url, nil)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(func() { c.CloseNow() })
+	for {
+		_, b, err := c.Read(ctx)
+		if err != nil {
+			r.t.Fatalf("holding caller: %v", err)
+		}
+		var m struct{ Type, Disposition, Stage string }
+		_ = json.Unmarshal(b, &m)
+		switch {
+		case m.Type == "session" && m.Disposition == "admitted":
+			_ = c.Write(ctx, websocket.MessageText, []byte(`{"type":"turn","id":"hold","text":"hold the model"}`))
+		case m.Type == "disposition" && m.Stage == "model" && (m.Disposition == "queued" || m.Disposition == "admitted"):
+			go func() { // keep reading so the server's writer is never stuck
+				for {
+					if _, _, err := c.Read(context.Background()); err != nil {
+						return
+					}
+				}
+			}()
+			return
 		}
 	}
 }

@@ -118,6 +118,8 @@ export function initCall() {
       const li = reply(m.turn);
       li.dataset.end = m.disposition + (m.stage ? ` at ${m.stage}` : '') + (m.error ? ` (${m.error})` : '');
       if (li.dataset.state !== 'interrupted') li.dataset.state = m.disposition === 'completed' ? 'done' : 'refused';
+      const text = li.querySelector('.text');
+      if (!text.textContent) text.textContent = m.disposition === 'completed' ? '(empty reply)' : `(no reply: ${li.dataset.end})`;
       renderMeta(li);
       break;
     }

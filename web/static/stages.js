@@ -78,7 +78,7 @@ export function initStages() {
     c.root.dataset.closed = s.closed ? 'true' : 'false';
     c.root.dataset.leased = s.leased;
     c.root.dataset.queued = s.queued;
-    c.title.textContent = `${s.slots} slots · queue ${s.queue_limit} · max wait ${ms(s.max_wait_ms)}${s.closed ? ' · closed' : ''}`;
+    c.title.textContent = `${s.slots} slot${s.slots === 1 ? '' : 's'} · queue ${s.queue_limit} · max wait ${ms(s.max_wait_ms)}${s.closed ? ' · closed' : ''}`;
 
     // Slots: leased work, of which the last ones are cancelled and waiting
     // for their backend to confirm it stopped (overdue ones in red).
