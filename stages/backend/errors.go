@@ -209,8 +209,5 @@ func IsUnreachable(err error) bool {
 		return true
 	}
 	var op *net.OpError
-	if errors.As(err, &op) {
-		return true
-	}
-	return false
+	return errors.As(err, &op)
 }
