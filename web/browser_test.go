@@ -133,11 +133,6 @@ func (tb *tab) do(steps ...chromedp.Action[chromedp.Void]) {
 
 func (tb *tab) click(sel string) { tb.t.Helper(); tb.do(chromedp.Click(chromedp.CSS(sel))) }
 
-func (tb *tab) setValue(sel, v string) {
-	tb.t.Helper()
-	tb.do(chromedp.SetValue(chromedp.CSS(sel), v))
-}
-
 // waitJS polls a JavaScript condition until it is true.
 func (tb *tab) waitJS(what, expr string, timeout time.Duration) {
 	tb.t.Helper()

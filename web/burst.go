@@ -19,19 +19,22 @@ type Burst struct {
 	Turns   int     `json:"turns"`
 }
 
-// Burster starts synthetic callers against the server's own address (the
-// server's load generator, package session/load). Burst runs the callers and
-// returns once all of them have ended or ctx has; its report (anything that
-// encodes as JSON) is shown on the page.
+// Burster starts synthetic callers against the server's own address
+// (LoadBurster: the server's load generator, package session/load). Burst
+// runs the callers and returns once all of them have ended or ctx has. It
+// may call progress as it goes; the latest progress and the final report
+// (anything that encodes as JSON) are shown on the page.
 type Burster interface {
-	Burst(ctx context.Context, b Burst) (report any, err error)
+	Burst(ctx context.Context, b Burst, progress func(any)) (report any, err error)
 }
 
 // BurstFunc adapts a function to Burster.
-type BurstFunc func(ctx context.Context, b Burst) (any, error)
+type BurstFunc func(ctx context.Context, b Burst, progress func(any)) (any, error)
 
 // Burst implements Burster.
-func (f BurstFunc) Burst(ctx context.Context, b Burst) (any, error) { return f(ctx, b) }
+func (f BurstFunc) Burst(ctx context.Context, b Burst, progress func(any)) (any, error) {
+	return f(ctx, b, progress)
+}
 
 // BurstStatus is the body of GET /v1/burst and of a started POST.
 type BurstStatus struct {
@@ -40,6 +43,7 @@ type BurstStatus struct {
 	Burst    Burst      `json:"burst"`
 	Started  time.Time  `json:"started,omitzero"`
 	Ended    *time.Time `json:"ended,omitempty"`
+	Progress any        `json:"progress,omitempty"` // the Burster's latest
 	Report   any        `json:"report,omitempty"`
 	Error    string     `json:"error,omitempty"`
 	Stopped  bool       `json:"stopped,omitempty"` // ended by DELETE or Close
@@ -136,7 +140,14 @@ func (b *bursts) post(w http.ResponseWriter, r *http.Request) {
 func (b *bursts) run(ctx context.Context, cancel context.CancelFunc, id int, req Burst) {
 	defer b.wg.Done()
 	defer cancel()
-	report, err := b.opts.Burster.Burst(ctx, req)
+	progress := func(p any) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.st.ID == id {
+			b.st.Progress = p
+		}
+	}
+	report, err := b.opts.Burster.Burst(ctx, req, progress)
 	now := time.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()

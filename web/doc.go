@@ -9,8 +9,9 @@
 //	                   from any other host, and the Content-Security-Policy
 //	                   says so to the browser)
 //	POST   /v1/burst   {"callers": N, "rate": R, "turns": T} starts N
-//	                   synthetic callers through a Burster (202, or 409 while
-//	                   one runs, 501 when none is configured)
+//	                   synthetic callers through a Burster, normally
+//	                   LoadBurster (202, or 409 while one runs, 501 when
+//	                   none is configured)
 //	GET    /v1/burst   the running or last burst
 //	DELETE /v1/burst   stops the running burst
 //
@@ -37,8 +38,9 @@
 // {"type":"offer","sdp":"..."} and trickles {"type":"candidate",
 // "candidate":{candidate, sdpMid, sdpMLineIndex}}; the server answers
 // {"type":"answer","sdp":"..."} and trickles candidates the same way
-// (a null candidate ends them). The page creates a data channel labelled
+// (the end of gathering is not signalled). The page creates a data channel labelled
 // "events" before its offer; the session protocol's JSON messages travel
 // on it both ways. The microphone track is sent and the reply received on
-// one audio transceiver (PCMU is negotiated by the server).
+// one audio transceiver (PCMU is negotiated by the server). This is the
+// signalling of package media/webrtc (Signal).
 package web

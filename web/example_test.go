@@ -12,7 +12,7 @@ import (
 // a Burster connects the burst control to a load generator.
 func ExampleHandler() {
 	page := web.Handler(web.Options{
-		Burster: web.BurstFunc(func(ctx context.Context, b web.Burst) (any, error) {
+		Burster: web.BurstFunc(func(ctx context.Context, b web.Burst, progress func(any)) (any, error) {
 			// Start b.Callers synthetic callers at b.Rate per second, each
 			// saying b.Turns turns, against this server's /v1/session.
 			return map[string]int{"callers": b.Callers}, nil

@@ -86,7 +86,8 @@ func TestAssetsNameNoOtherHost(t *testing.T) {
 // blockingBurster runs until its context ends.
 type blockingBurster struct{ started chan web.Burst }
 
-func (b *blockingBurster) Burst(ctx context.Context, req web.Burst) (any, error) {
+func (b *blockingBurster) Burst(ctx context.Context, req web.Burst, progress func(any)) (any, error) {
+	progress(map[string]int{"offered": 1})
 	b.started <- req
 	<-ctx.Done()
 	return map[string]int{"session admitted": 1}, ctx.Err()
@@ -154,8 +155,8 @@ func TestBurstAPI(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if st.Ended == nil || st.Report == nil || st.Error == "" {
-		t.Errorf("ended burst: %s; want end time, report and the context error", body)
+	if st.Ended == nil || st.Report == nil || st.Error == "" || st.Progress == nil {
+		t.Errorf("ended burst: %s; want end time, progress, report and the context error", body)
 	}
 }
 

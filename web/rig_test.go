@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -57,8 +56,11 @@ func newRig(t *testing.T, opts ...func(*rigConfig)) *rig {
 		o(&rc)
 	}
 	r := &rig{t: t, model: stub.NewModel(rc.stub), synth: stub.NewSynthesizer(rc.stub)}
-	burster := &dialBurster{}
-	r.page = web.Handler(web.Options{Burster: burster})
+	// The page's bursts run the real load generator against this server,
+	// whose address is known once it listens.
+	r.page = web.Handler(web.Options{Burster: web.BurstFunc(func(ctx context.Context, b web.Burst, progress func(any)) (any, error) {
+		return web.LoadBurster(r.http.Listener.Addr().String()).Burst(ctx, b, progress)
+	})})
 	cfg := rc.cfg
 	cfg.ModelBackend, cfg.Synthesizer = r.model, r.synth
 	cfg.Root = r.page
@@ -85,7 +87,6 @@ func newRig(t *testing.T, opts ...func(*rigConfig)) *rig {
 		srv.AddController("handoff", r.fb.svc.HandoffStage())
 	}
 	r.http = httptest.NewServer(srv.Handler())
-	burster.url = "ws" + strings.TrimPrefix(r.http.URL, "http") + "/v1/session"
 	t.Cleanup(r.close)
 	return r
 }
@@ -106,99 +107,6 @@ func (r *rig) close() {
 func (r *rig) stage(name string) session.StageView {
 	v, _ := r.srv.Stages().Stage(name)
 	return v
-}
-
-// thinkTime is the synthetic callers' pause between turns.
-const thinkTime = 300 * time.Millisecond
-
-// dialBurster stands in for the load generator (session/load) until cmd
-// wires it: each synthetic caller dials /v1/session, says its turns one
-// after another, and hangs up. Its report counts the outcomes.
-type dialBurster struct{ url string }
-
-func (d *dialBurster) Burst(ctx context.Context, b web.Burst) (any, error) {
-	var (
-		mu     sync.Mutex
-		counts = map[string]int{}
-		wg     sync.WaitGroup
-	)
-	every := time.Duration(float64(time.Second) / b.Rate)
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-loop:
-	for i := range b.Callers {
-		if i > 0 {
-			select {
-			case <-ctx.Done():
-				break loop
-			case <-tick.C:
-			}
-		}
-		wg.Go(func() {
-			got := d.caller(ctx, b.Turns)
-			mu.Lock()
-			for k, v := range got {
-				counts[k] += v
-			}
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	return counts, ctx.Err()
-}
-
-func (d *dialBurster) caller(ctx context.Context, turns int) map[string]int {
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	out := map[string]int{}
-	c, _, err := websocket.Dial(ctx, d.url, nil)
-	if err != nil {
-		out["dial_error"]++
-		return out
-	}
-	defer c.CloseNow()
-	c.SetReadLimit(1 << 20)
-	said, ended := 0, 0
-	say := func() {
-		said++
-		b, _ := json.Marshal(map[string]any{"type": "turn", "id": "b" + string(rune('0'+said)), "text": "burst caller"})
-		_ = c.Write(ctx, websocket.MessageText, b)
-	}
-	for {
-		typ, b, err := c.Read(ctx)
-		if err != nil {
-			return out
-		}
-		if typ != websocket.MessageText {
-			continue
-		}
-		var m struct{ Type, Disposition string }
-		if json.Unmarshal(b, &m) != nil {
-			continue
-		}
-		switch m.Type {
-		case "session":
-			if m.Disposition != "queued" {
-				out["session "+m.Disposition]++
-			}
-			if m.Disposition == "admitted" {
-				say()
-			}
-		case "turn_end":
-			out["turn "+m.Disposition]++
-			if ended++; ended == turns {
-				_ = c.Write(ctx, websocket.MessageText, []byte(`{"type":"hangup"}`))
-				c.Close(websocket.StatusNormalClosure, "")
-				return out
-			}
-			select { // a caller pauses between turns, holding its session
-			case <-ctx.Done():
-				return out
-			case <-time.After(thinkTime):
-			}
-			say()
-		}
-	}
 }
 
 // holdModel has a caller say a turn and returns once the model stage has

@@ -21,7 +21,10 @@ export function initBurst() {
     } else {
       const b = s.burst;
       const what = `burst ${s.id}: ${b.callers} callers at ${b.rate}/s, ${b.turns} turn${b.turns === 1 ? '' : 's'} each`;
-      ui.status.textContent = s.running ? `${what} — running` : `${what} — ${s.stopped ? 'stopped' : 'ended'}${s.error ? ': ' + s.error : ''}`;
+      const p = s.progress;
+      const live = p && typeof p === 'object' && 'offered' in p
+        ? ` · offered ${p.offered}/${p.callers}, on the line ${p.active || 0}, done ${p.done}, turns ${p.turns} (good ${p.good})` : '';
+      ui.status.textContent = (s.running ? `${what} — running` : `${what} — ${s.stopped ? 'stopped' : 'ended'}${s.error ? ': ' + s.error : ''}`) + live;
     }
     if (s.report !== undefined && s.report !== null) {
       ui.report.hidden = false;
@@ -33,7 +36,7 @@ export function initBurst() {
       ui.turns.max = s.limits.turns;
     }
     clearTimeout(timer);
-    if (s.running) timer = setTimeout(refresh, 1000);
+    if (s.running) timer = setTimeout(refresh, 500);
   }
 
   async function call(method, body) {

@@ -69,7 +69,9 @@ export function initRTC() {
         ui.audio.play().catch(() => {});
       });
       pc.addEventListener('icecandidate', (ev) => {
-        this.signal({type: 'candidate', candidate: ev.candidate ? ev.candidate.toJSON() : null});
+        // The end of gathering (a null candidate) is not signalled: the
+        // server's signalling accepts only real candidates.
+        if (ev.candidate && ev.candidate.candidate) this.signal({type: 'candidate', candidate: ev.candidate.toJSON()});
       });
       pc.addEventListener('connectionstatechange', () => {
         setState(pc.connectionState);
