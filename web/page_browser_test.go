@@ -138,6 +138,34 @@ func TestBrowser(t *testing.T) {
 		tb.noErrors()
 	})
 
+	t.Run("MicrophoneServerEndpoint", func(t *testing.T) {
+		// The same call against the session server's own /v1/webrtc: speech
+		// through VAD, recognition, model and synthesis, and the reply back
+		// as PCMU. It runs as soon as session serves /v1/webrtc.
+		r := newRig(t)
+		resp, err := r.http.Client().Get(r.http.URL + "/v1/webrtc")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusNotFound {
+			t.Skip("WAITING ON session: /v1/webrtc is not served yet (media/webrtc is not wired into session); " +
+				"the page's side is tested against rtcPeer in Microphone")
+		}
+		tb := newTab(t, bctx, 30*time.Second)
+		tb.do(chromedp.Navigate(r.http.URL + "/"))
+		tb.click("#rtc-start")
+		tb.waitJS("connected", `document.getElementById('rtc-state').dataset.state === 'connected'`, 10*time.Second)
+		tb.waitJS("the reply's text", `[...document.querySelectorAll('#rtc-log .reply .text')].some(t => t.textContent.length > 0)`, 15*time.Second)
+		tb.waitJS("the reply's audio", `+document.getElementById('rtc-recv').dataset.packets > 25 && +document.getElementById('rtc-recv').dataset.energy > 0`, 10*time.Second)
+		if got := r.stage("model").Ledger.Offered; got == 0 {
+			t.Errorf("the model stage saw no turn from the microphone call")
+		}
+		tb.screenshot("microphone-call-server")
+		tb.click("#rtc-stop")
+		tb.noErrors()
+	})
+
 	t.Run("OfferAndAgent", func(t *testing.T) {
 		r := newRig(t, func(c *rigConfig) {
 			c.fallback = true
