@@ -64,11 +64,12 @@ func DefaultConfig() Config {
 		RecognizeModel: "whisper-1",
 		StallTimeout:   openai.DefaultStallTimeout,
 		Stub: stub.Settings{
-			ModelDelay:   300 * time.Millisecond,
-			TokenDelay:   40 * time.Millisecond,
+			ModelDelay:   150 * time.Millisecond,
+			TokenDelay:   30 * time.Millisecond,
 			Tokens:       12,
 			SynthDelay:   100 * time.Millisecond,
 			FrameCount:   50,
+			FrameDelay:   20 * time.Millisecond, // real time, like a streaming engine
 			CleanupDelay: 50 * time.Millisecond,
 		},
 	}
@@ -100,6 +101,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Stub.Tokens, "stub-tokens", c.Stub.Tokens, "stub model: tokens per reply")
 	fs.DurationVar(&c.Stub.SynthDelay, "stub-synth-delay", c.Stub.SynthDelay, "stub synthesizer and recognizer: time to the first frame or the transcript")
 	fs.IntVar(&c.Stub.FrameCount, "stub-frame-count", c.Stub.FrameCount, "stub synthesizer: 20 ms frames per reply")
+	fs.DurationVar(&c.Stub.FrameDelay, "stub-frame-delay", c.Stub.FrameDelay, "stub synthesizer: time between frames")
 	fs.DurationVar(&c.Stub.CleanupDelay, "stub-cleanup-delay", c.Stub.CleanupDelay, "stubs: time from cancel to confirmed stop")
 	fs.Float64Var(&c.Stub.FailRate, "stub-fail-rate", c.Stub.FailRate, "stubs: fraction of calls that fail as unavailable (0 to 1)")
 	fs.BoolVar(&c.Stub.Hang, "stub-hang", c.Stub.Hang, "stubs: never confirm cleanup after cancel (a wedged backend)")

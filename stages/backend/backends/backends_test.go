@@ -24,7 +24,7 @@ func TestFlags(t *testing.T) {
 	c.Flags(fs)
 	for _, name := range []string{"model", "synth", "recognize", "model-url", "model-name", "model-api-key-env",
 		"system-prompt", "synth-url", "synth-voice", "recognize-url", "stub-model-delay", "stub-token-delay",
-		"stub-tokens", "stub-synth-delay", "stub-frame-count", "stub-cleanup-delay", "stub-fail-rate", "stub-hang"} {
+		"stub-tokens", "stub-synth-delay", "stub-frame-count", "stub-frame-delay", "stub-cleanup-delay", "stub-fail-rate", "stub-hang"} {
 		if fs.Lookup(name) == nil {
 			t.Errorf("flag -%s not registered", name)
 		}
