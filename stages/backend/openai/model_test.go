@@ -272,3 +272,26 @@ func TestNewModelConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestNoAmbientCredentials: with no -model-api-key-env, OPENAI_* variables
+// meant for another server are not sent along.
+func TestNoAmbientCredentials(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-ambient")
+	t.Setenv("OPENAI_ORG_ID", "org-ambient")
+	t.Setenv("OPENAI_PROJECT_ID", "proj-ambient")
+	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+		sseStart(w)
+		sseData(w, chunk("ok", "stop"))
+	})
+	m, _ := newModel(t, f.URL, nil)
+	if err := m.Reply(context.Background(), backend.Turn{Text: "hi"}, collect(new([]string))); err != nil {
+		t.Fatal(err)
+	}
+	h := f.lastHeader()
+	for _, k := range []string{"Authorization", "OpenAI-Organization", "OpenAI-Project"} {
+		if v := h.Get(k); v != "" {
+			t.Errorf("%s: %q sent", k, v)
+		}
+	}
+}
