@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -56,11 +57,13 @@ func newRig(t *testing.T, opts ...func(*rigConfig)) *rig {
 		o(&rc)
 	}
 	r := &rig{t: t, model: stub.NewModel(rc.stub), synth: stub.NewSynthesizer(rc.stub)}
-	// The page's bursts run the real load generator against this server,
-	// whose address is known once it listens.
-	r.page = web.Handler(web.Options{Burster: web.BurstFunc(func(ctx context.Context, b web.Burst, progress func(any)) (any, error) {
-		return web.LoadBurster(r.http.Listener.Addr().String()).Burst(ctx, b, progress)
-	})})
+	// Listen first, as frontdoor serve does: the page's bursts run the real
+	// load generator against this address.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.page = web.Handler(web.Options{Burster: web.LoadBurster(ln.Addr().String())})
 	cfg := rc.cfg
 	cfg.ModelBackend, cfg.Synthesizer = r.model, r.synth
 	cfg.Root = r.page
@@ -86,7 +89,10 @@ func newRig(t *testing.T, opts ...func(*rigConfig)) *rig {
 		srv.AddController("callback", r.fb.svc.CallbackStage())
 		srv.AddController("handoff", r.fb.svc.HandoffStage())
 	}
-	r.http = httptest.NewServer(srv.Handler())
+	r.http = httptest.NewUnstartedServer(srv.Handler())
+	r.http.Listener.Close()
+	r.http.Listener = ln
+	r.http.Start()
 	t.Cleanup(r.close)
 	return r
 }
