@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -110,7 +111,7 @@ func (c *Call) run(parent context.Context) {
 	admitted := c.admitSession(ctx)
 	if admitted {
 		c.log.Info("call admitted")
-		for _, st := range []*stage{c.s.model, c.s.synth} {
+		for _, st := range c.turnStages() {
 			_ = st.adm.Rotate(c.id, 1) // the call becomes an owner at generation 1
 		}
 		c.converse(ctx)
@@ -130,8 +131,9 @@ func (c *Call) run(parent context.Context) {
 	c.ended = true
 	c.genCancel()
 	c.mu.Unlock()
-	c.s.model.adm.Forget(c.id)
-	c.s.synth.adm.Forget(c.id)
+	for _, st := range c.turnStages() {
+		st.adm.Forget(c.id)
+	}
 
 	status, reason := closeStatus(cause)
 	if errors.Is(cause, errRefused) {
@@ -142,7 +144,8 @@ func (c *Call) run(parent context.Context) {
 	<-writerDone
 	// The close handshake may wait for a caller who does not answer; the
 	// session lease waits only for the call's backend work.
-	io.Go(func() { c.t.Close(status, reason) })
+	closed := make(chan struct{})
+	io.Go(func() { c.t.Close(status, reason); close(closed) })
 
 	c.jobs.Wait()
 	if admitted {
@@ -151,8 +154,9 @@ func (c *Call) run(parent context.Context) {
 		}
 	}
 	c.s.session.adm.Forget(c.id)
+	<-closed
+	ioCancel() // in case the transport's Close did not end its Recv
 	io.Wait()
-	ioCancel()
 	end := endName(cause)
 	c.s.m.calls.WithLabelValues(end).Inc()
 	c.s.m.noteOutbound(c.out.maxBytes.Load())
@@ -286,8 +290,20 @@ func (c *Call) handle(ev ClientEvent) {
 			c.badInput(protoErr(CodeNotAdmitted, "the session is not admitted yet"))
 			return
 		}
-		if pe := c.enqueue(ev.Turn); pe != nil {
+		if pe := c.enqueue(ev.Turn, nil, time.Time{}); pe != nil {
 			c.badInput(pe)
+		}
+	case EventSpeech:
+		switch {
+		case !admitted:
+			c.badInput(protoErr(CodeNotAdmitted, "the session is not admitted yet"))
+		case c.s.cfg.Recognizer == nil:
+			c.badInput(protoErr(CodeUnsupported, "no recognizer: send turns as text"))
+		default:
+			sp := ev.Speech
+			if pe := c.enqueue(ev.Turn, &sp, ev.SpeechEnd); pe != nil {
+				c.badInput(pe)
+			}
 		}
 	case EventBargeIn:
 		if admitted {
@@ -305,9 +321,14 @@ func (c *Call) handle(ev ClientEvent) {
 	}
 }
 
-// enqueue adds a turn behind the call's running and waiting turns.
-func (c *Call) enqueue(r TurnRequest) *ProtocolError {
+// enqueue adds a turn behind the call's running and waiting turns. A
+// speech turn is born when the caller stopped speaking.
+func (c *Call) enqueue(r TurnRequest, speech *backend.Audio, spoke time.Time) *ProtocolError {
 	now := c.s.cfg.Clock.Now()
+	born := now.Add(-r.Age())
+	if speech != nil && !spoke.IsZero() && !spoke.After(now) {
+		born = spoke
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ended {
@@ -320,8 +341,11 @@ func (c *Call) enqueue(r TurnRequest) *ProtocolError {
 		return protoErr(CodeTooManyTurns, "at most %d turns in flight per call", c.s.cfg.MaxTurnsInFlight)
 	}
 	c.seq++
-	t := &turn{id: r.ID, seq: c.seq, gen: c.gen.Load(), ctx: c.genCtx, born: now.Add(-r.Age()),
-		text: r.Text, format: c.format, done: make(chan struct{})}
+	if r.ID == "" {
+		r.ID = fmt.Sprintf("speech-%d", c.seq)
+	}
+	t := &turn{id: r.ID, seq: c.seq, gen: c.gen.Load(), ctx: c.genCtx, born: born,
+		text: r.Text, speech: speech, format: c.format, done: make(chan struct{})}
 	c.inflight[r.ID] = true
 	c.pending = append(c.pending, t)
 	signal(c.wake)
@@ -349,7 +373,7 @@ func (c *Call) bargeIn() {
 	for _, t := range c.pending {
 		cancelled = append(cancelled, t.id)
 	}
-	for _, st := range []*stage{c.s.model, c.s.synth} {
+	for _, st := range c.turnStages() {
 		if err := st.adm.Rotate(c.id, gen); err != nil {
 			c.log.Error("rotate", "stage", st.name, "err", err)
 		}
@@ -408,4 +432,9 @@ func (c *Call) next(ctx context.Context) *turn {
 			return nil
 		}
 	}
+}
+
+// turnStages are the stages a turn passes, in order.
+func (c *Call) turnStages() []*stage {
+	return []*stage{c.s.recognize, c.s.model, c.s.synth}
 }

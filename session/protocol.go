@@ -9,11 +9,13 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/backend"
 )
 
 // Stage names as they appear in the protocol, metrics and /v1/stages.
 const (
 	StageSession   = "session"
+	StageRecognize = "recognize"
 	StageModel     = "model"
 	StageSynthesis = "synthesis"
 )
@@ -78,6 +80,14 @@ const (
 	TurnFailed = "failed"
 )
 
+// TranscriptMsg is what the recognition stage heard in a speech turn.
+type TranscriptMsg struct {
+	Type       string `json:"type"` // "transcript"
+	Turn       string `json:"turn"`
+	Generation uint64 `json:"generation"`
+	Text       string `json:"text"`
+}
+
 // TurnEndMsg is a turn's final outcome: "completed", "cancelled", a refusal
 // disposition of the stage named in Stage, or "failed".
 type TurnEndMsg struct {
@@ -134,7 +144,11 @@ const (
 	EventBargeIn EventKind = "barge_in"
 	EventHangup  EventKind = "hangup"
 	EventAudio   EventKind = "audio"
-	EventOther   EventKind = "other"
+	// EventSpeech is a finished utterance of caller audio, produced by a
+	// transport's voice activity detection; it becomes a turn whose text
+	// comes from the recognition stage.
+	EventSpeech EventKind = "speech"
+	EventOther  EventKind = "other"
 )
 
 // ClientEvent is one decoded message from the caller.
@@ -144,6 +158,10 @@ type ClientEvent struct {
 	Audio media.Format // EventHello: the caller's declared audio format
 	Turn  TurnRequest  // EventTurn
 	Data  []byte       // EventAudio: caller audio; EventOther: the raw JSON
+	// EventSpeech: the utterance and when the caller stopped speaking
+	// (the turn's Born); Turn.ID may be empty (the call numbers it).
+	Speech    backend.Audio
+	SpeechEnd time.Time
 }
 
 // TurnRequest is one utterance.
@@ -172,6 +190,7 @@ const (
 	CodeDuplicate    = "duplicate_turn" // a turn id already used in this call
 	CodeTooLarge     = "too_large"
 	CodeSlowReader   = "slow_reader"
+	CodeUnsupported  = "unsupported"
 )
 
 // ProtocolError is bad input from the caller. The call answers it with an

@@ -27,6 +27,9 @@ type Config struct {
 	// Limits of the three stages. A zero Limits takes DefaultSessionLimits,
 	// DefaultModelLimits or DefaultSynthesisLimits.
 	Session, Model, Synthesis stages.Limits
+	// Recognize limits the recognition stage that speech turns pass
+	// before the model stage (zero: DefaultRecognizeLimits).
+	Recognize stages.Limits
 	// CleanupTimeout is how long a cancelled lease may wait for its
 	// backend before it is reported overdue (it stays held). 0: 2s.
 	CleanupTimeout time.Duration
@@ -34,6 +37,9 @@ type Config struct {
 	// Backends. Both are required.
 	ModelBackend backend.Model
 	Synthesizer  backend.Synthesizer
+	// Recognizer turns speech turns into text (nil: speech turns are
+	// refused with an error message).
+	Recognizer backend.Recognizer
 
 	// Logger (nil: discard). Registry (nil: a new one) receives the
 	// server's metrics and is served on /metrics.
@@ -42,7 +48,8 @@ type Config struct {
 	// Clock drives the stages' expiry (nil: the system clock).
 	Clock stages.Clock
 	// NewAdmitter builds each stage's admission policy (nil: NewAdmitter,
-	// the frontdoor policy). stage is "session", "model" or "synthesis".
+	// the frontdoor policy). stage is "session", "recognize", "model" or
+	// "synthesis".
 	NewAdmitter func(stage string, l stages.Limits, clock stages.Clock) (Admitter, error)
 	// Fallback decides what refused callers hear (nil: Prompts).
 	Fallback Fallback
@@ -70,6 +77,7 @@ var (
 	DefaultSessionLimits   = stages.Limits{Slots: 100, Waiting: 50, MaxAge: 30 * time.Second}
 	DefaultModelLimits     = stages.Limits{Slots: 8, Waiting: 16, MaxAge: 2 * time.Second}
 	DefaultSynthesisLimits = stages.Limits{Slots: 8, Waiting: 16, MaxAge: 2 * time.Second}
+	DefaultRecognizeLimits = stages.Limits{Slots: 8, Waiting: 16, MaxAge: 2 * time.Second}
 )
 
 // Server is frontdoor's session server.
@@ -80,13 +88,14 @@ type Server struct {
 	m   *metrics
 	mux *http.ServeMux
 
-	session, model, synth *stage
+	session, recognize, model, synth *stage
 
 	mu       sync.Mutex
 	extra    []*stage
 	calls    map[*Call]struct{}
 	callsWG  sync.WaitGroup
 	draining atomic.Bool
+	handoffs atomic.Int64 // turns past model admission not yet offered to synthesis
 	closed   bool
 }
 
@@ -104,6 +113,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Synthesis == (stages.Limits{}) {
 		cfg.Synthesis = DefaultSynthesisLimits
+	}
+	if cfg.Recognize == (stages.Limits{}) {
+		cfg.Recognize = DefaultRecognizeLimits
 	}
 	if cfg.CleanupTimeout <= 0 {
 		cfg.CleanupTimeout = 2 * time.Second
@@ -145,6 +157,7 @@ func New(cfg Config) (*Server, error) {
 		return &stage{name: name, adm: a, timeout: cfg.CleanupTimeout, log: s.log, m: s.m}
 	}
 	s.session = mk(StageSession, cfg.Session)
+	s.recognize = mk(StageRecognize, cfg.Recognize)
 	s.model = mk(StageModel, cfg.Model)
 	s.synth = mk(StageSynthesis, cfg.Synthesis)
 	if err != nil {
@@ -184,7 +197,7 @@ func (h *StageHandle) Hold(ctx context.Context, id string, work func(context.Con
 func (s *Server) stageList() []*stage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]*stage{s.session, s.model, s.synth}, s.extra...)
+	return append([]*stage{s.session, s.recognize, s.model, s.synth}, s.extra...)
 }
 
 // Registry returns the server's metrics registry.
@@ -296,9 +309,9 @@ var ErrDrainTimeout = errors.New("session: drain timeout: calls ended with 1001"
 // ctx ends first, the remaining calls are told to end (1001) and Drain
 // returns ErrDrainTimeout; Close waits for their backend work to stop.
 //
-// The synthesis stage closes last, once the model stage holds and queues
-// nothing: only work the model stage admitted before the drain can reach
-// it, so turns already running finish with their audio.
+// The synthesis stage closes last, once no turn admitted by the model stage
+// is still on its way to it, so turns already running finish with their
+// audio. (A speech turn still in recognition meets the closed model stage.)
 func (s *Server) Drain(ctx context.Context) error {
 	s.draining.Store(true)
 	for _, st := range s.stageList() {
@@ -313,7 +326,7 @@ func (s *Server) Drain(ctx context.Context) error {
 	synthOpen := true
 	for {
 		if synthOpen {
-			if sn := s.model.adm.Snapshot(); sn.Leased == 0 && sn.Queued == 0 {
+			if s.handoffs.Load() == 0 {
 				s.synth.adm.Close()
 				synthOpen = false
 			}

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -152,4 +153,32 @@ func (w *watch) returned() {
 		w.s.log.Warn("overdue cleanup confirmed: lease released", "stage", w.s.name, "job", w.id,
 			"cleanup", time.Since(w.at).Round(time.Millisecond))
 	}
+}
+
+// controllerAdmitter shows a stage whose work is admitted elsewhere (such as
+// a fallback queue that admits on a human's claim) in /v1/stages, /metrics
+// and drain. Its owner offers and releases work on the Controller directly.
+type controllerAdmitter struct {
+	c     *stages.Controller
+	clock stages.Clock
+}
+
+var errNotDispatched = errors.New("session: this stage admits through its own owner")
+
+func (a controllerAdmitter) Submit(stages.Job) (Ticket, stages.Disposition, error) {
+	return nil, 0, errNotDispatched
+}
+func (a controllerAdmitter) Release(id string) (stages.Disposition, error) { return a.c.Release(id) }
+func (a controllerAdmitter) Rotate(owner string, gen uint64) error         { return a.c.Rotate(owner, gen) }
+func (a controllerAdmitter) Forget(owner string)                           { a.c.Forget(owner) }
+func (a controllerAdmitter) Cancel(id string) (stages.Disposition, error)  { return a.c.Cancel(id) }
+func (a controllerAdmitter) Close()                                        { a.c.Close() }
+func (a controllerAdmitter) Snapshot() stages.Snapshot                     { return a.c.SnapshotAt(a.clock.Now()) }
+func (a controllerAdmitter) Waiting() []stages.Waiter                      { return a.c.Waiting(a.clock.Now()) }
+func (a controllerAdmitter) Stop()                                         {}
+
+// AddController adds a stage owned elsewhere (for example the fallback
+// callback and handoff queues) to /v1/stages, /metrics and drain.
+func (s *Server) AddController(name string, c *stages.Controller) {
+	s.AddStage(name, controllerAdmitter{c: c, clock: s.cfg.Clock})
 }

@@ -38,7 +38,8 @@ type Transport interface {
 	// SendAudio writes one frame of reply audio in the format announced by
 	// the preceding AudioStartMsg.
 	SendAudio(ctx context.Context, audio []byte) error
-	// Close ends the connection. It may be called more than once.
+	// Close ends the connection and makes a blocked Recv return. It may
+	// be called more than once.
 	Close(status CloseStatus, reason string)
 }
 

@@ -27,6 +27,7 @@ type turn struct {
 	ctx    context.Context // the generation's: cancelled by a barge-in
 	born   time.Time
 	text   string
+	speech *backend.Audio // a speech turn, before recognition
 	format media.Format
 	done   chan struct{}
 	ended  atomic.Bool
@@ -75,8 +76,21 @@ func (c *Call) jobID(t *turn, stage string) string {
 // started has returned and every lease it took is released.
 func (c *Call) runTurn(t *turn) {
 	defer close(t.done)
-	mjob := stages.Job{ID: c.jobID(t, StageModel), Owner: c.id, Generation: t.gen, Born: t.born}
-	if d := c.admit(t, c.s.model, mjob); d != stages.Admitted {
+	first := stages.Job{ID: c.jobID(t, StageModel), Owner: c.id, Generation: t.gen, Born: t.born}
+	if t.speech != nil {
+		first.ID = c.jobID(t, StageRecognize)
+		if !c.recognize(t, first) {
+			return
+		}
+	}
+	mjob := stages.Handoff(first, c.jobID(t, StageModel)) // keeps Born
+	// Until its synthesis job is offered, this turn keeps a drain from
+	// closing the synthesis stage under it.
+	c.s.handoffs.Add(1)
+	var once sync.Once
+	handedOff := func() { once.Do(func() { c.s.handoffs.Add(-1) }) }
+	defer handedOff()
+	if d := c.admit(t, c.s.model, mjob, nil); d != stages.Admitted {
 		c.endTurn(t, d.String(), StageModel, "")
 		return
 	}
@@ -102,7 +116,7 @@ func (c *Call) runTurn(t *turn) {
 	}
 
 	sjob := stages.Handoff(mjob, c.jobID(t, StageSynthesis)) // keeps Born
-	if d := c.admit(t, c.s.synth, sjob); d != stages.Admitted {
+	if d := c.admit(t, c.s.synth, sjob, handedOff); d != stages.Admitted {
 		c.endTurn(t, d.String(), StageSynthesis, "")
 		return
 	}
@@ -145,8 +159,11 @@ func (c *Call) finished(t *turn, st string, disp stages.Disposition, err error) 
 
 // admit offers job to st and waits while it is queued. Every disposition
 // reaches the caller; refusals and expiry also get the fallback's prompt.
-func (c *Call) admit(t *turn, st *stage, job stages.Job) stages.Disposition {
+func (c *Call) admit(t *turn, st *stage, job stages.Job, submitted func()) stages.Disposition {
 	tk, d, err := st.adm.Submit(job)
+	if submitted != nil {
+		submitted()
+	}
 	if err != nil {
 		c.log.Error("submit", "stage", st.name, "job", job.ID, "err", err)
 		d = stages.Stale
@@ -322,4 +339,26 @@ func (c *Call) writeLoop(ctx context.Context) error {
 			f.turn.sentUS.Add(f.ms)
 		}
 	}
+}
+
+// recognize takes a speech turn through the recognition stage; the
+// transcript becomes the turn's text. It reports whether the turn goes on.
+func (c *Call) recognize(t *turn, job stages.Job) bool {
+	if d := c.admit(t, c.s.recognize, job, nil); d != stages.Admitted {
+		c.endTurn(t, d.String(), StageRecognize, "")
+		return false
+	}
+	var text string
+	disp, err := c.s.recognize.hold(t.ctx, job.ID, func(ctx context.Context) error {
+		var err error
+		text, err = c.s.cfg.Recognizer.Recognize(ctx, *t.speech)
+		return err
+	})
+	t.speech = nil // the audio is no longer needed
+	if !c.finished(t, StageRecognize, disp, err) {
+		return false
+	}
+	t.text = text
+	_ = c.push(t.ctx, frame{gen: t.gen, msg: &TranscriptMsg{Type: "transcript", Turn: t.id, Generation: t.gen, Text: text}})
+	return true
 }
