@@ -26,8 +26,6 @@ type rig struct {
 	synth *stub.Synthesizer
 }
 
-type rigOpt func(*Config, *stub.Settings)
-
 // rigListener wraps the test server's listener.
 type rigListener func(net.Listener) net.Listener
 

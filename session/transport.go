@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/coder/websocket"
@@ -78,10 +77,4 @@ func (w *WebSocket) SendAudio(ctx context.Context, audio []byte) error {
 // Close implements Transport.
 func (w *WebSocket) Close(status CloseStatus, reason string) {
 	_ = w.Conn.Close(websocket.StatusCode(status), reason)
-}
-
-// isGone reports whether err from Recv means the connection ended.
-func isGone(err error) bool {
-	var pe *ProtocolError
-	return !errors.As(err, &pe)
 }

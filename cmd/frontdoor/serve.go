@@ -33,6 +33,7 @@ func serveFlags(fs *flag.FlagSet) *serveSettings {
 	s := &serveSettings{}
 	fs.StringVar(&s.listen, "listen", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks a free one)")
 	stageFlags(fs, "session", &s.session, session.DefaultSessionLimits)
+	stageFlags(fs, "recognize", &s.recognize, session.DefaultRecognizeLimits)
 	stageFlags(fs, "model", &s.model, session.DefaultModelLimits)
 	stageFlags(fs, "synth", &s.synth, session.DefaultSynthesisLimits)
 	fs.DurationVar(&s.cleanupTimeout, "cleanup-timeout", 2*time.Second, "after cancel, how long a backend may take to confirm it stopped before its lease is reported overdue (it stays held)")
@@ -53,7 +54,7 @@ func serveFlags(fs *flag.FlagSet) *serveSettings {
 }
 
 func stageFlags(fs *flag.FlagSet, name string, l *stages.Limits, def stages.Limits) {
-	long := map[string]string{"session": "sessions (calls)", "model": "model requests", "synth": "synthesis jobs"}[name]
+	long := map[string]string{"session": "sessions (calls)", "recognize": "recognitions", "model": "model requests", "synth": "synthesis jobs"}[name]
 	fs.IntVar(&l.Slots, name+"-slots", def.Slots, long+" holding a lease at once")
 	fs.IntVar(&l.Waiting, name+"-queue", def.Waiting, long+" waiting for a lease")
 	fs.DurationVar(&l.MaxAge, name+"-max-wait", def.MaxAge, "oldest age of waiting "+long+" still eligible (measured from the turn's Born)")
@@ -93,13 +94,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if set.backend != "stub" {
 		return fmt.Errorf("-backend %q: only stub is available in this build", set.backend)
 	}
-	model, synth := stub.NewModel(set.stub), stub.NewSynthesizer(set.stub)
+	model, synth, rec := stub.NewModel(set.stub), stub.NewSynthesizer(set.stub), stub.NewRecognizer(set.stub)
 	defer model.Close()
 	defer synth.Close()
+	defer rec.Close()
 	srv, err := session.New(session.Config{
-		Session: set.session, Model: set.model, Synthesis: set.synth,
+		Session: set.session, Recognize: set.recognize, Model: set.model, Synthesis: set.synth,
 		CleanupTimeout: set.cleanupTimeout,
-		ModelBackend:   model, Synthesizer: synth,
+		ModelBackend:   model, Synthesizer: synth, Recognizer: rec,
 		Logger: log,
 	})
 	if err != nil {
@@ -135,6 +137,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// backend that never confirms cleanup (-stub-hang) cannot hold the exit.
 	model.Close()
 	synth.Close()
+	rec.Close()
 	closed := make(chan struct{})
 	go func() { srv.Close(); close(closed) }()
 	select {
