@@ -20,8 +20,9 @@ import (
 // Rate is espeak-ng's native sample rate.
 const Rate = 22050
 
-// DefaultMaxText bounds the text of one Synthesize call.
-const DefaultMaxText = 16 << 10
+// DefaultMaxText bounds the text of one Synthesize call (above the openai
+// model's longest reply, so a whole reply can be spoken in one call).
+const DefaultMaxText = 64 << 10
 
 // Options configure a Synthesizer. The zero value uses espeak-ng's defaults.
 type Options struct {

@@ -113,6 +113,10 @@ func (m *Model) Reply(ctx context.Context, t backend.Turn, emit func(string) err
 	}
 	err := stream.Err()
 	stream.Close()
+	if finished && ctx.Err() == nil && errors.Is(context.Cause(rctx), errStalled) {
+		// The reply was complete; the server just never closed the stream.
+		return nil
+	}
 	if err != nil {
 		return m.classify(ctx, rctx, "reply", err)
 	}

@@ -148,6 +148,13 @@ func TestReplyFailures(t *testing.T) {
 				w.Write([]byte(`{"choices":[{"message":{"content":"hi"}}]}`))
 			}
 		}, backend.ErrMalformed, 0, 0},
+		{"finished but never closed", func(f *fake) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				sseStart(w)
+				sseData(w, chunk("Hi", "stop"))
+				f.hold(r)
+			}
+		}, nil, 0, 0},
 		{"stall before headers", func(f *fake) http.HandlerFunc {
 			return func(w http.ResponseWriter, r *http.Request) { f.hold(r) }
 		}, backend.ErrStalled, 0, 0},
@@ -165,13 +172,20 @@ func TestReplyFailures(t *testing.T) {
 			m, tr := newModel(t, f.URL, func(c *ModelConfig) {
 				c.APIKeyEnv = "FD_TEST_KEY"
 				c.StallTimeout = 5 * time.Second
-				if tc.want == backend.ErrStalled {
+				if tc.want == backend.ErrStalled || tc.want == nil {
 					c.StallTimeout = 200 * time.Millisecond
 				}
 			})
 			var got []string
 			err := m.Reply(context.Background(), backend.Turn{Text: "hi"}, collect(&got))
 			tr.allClosed(t)
+			if tc.want == nil {
+				if err != nil || strings.Join(got, "") != "Hi" {
+					t.Fatalf("err %v, reply %q", err, got)
+				}
+				f.waitGone()
+				return
+			}
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("err %v, want %v", err, tc.want)
 			}
