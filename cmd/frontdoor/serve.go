@@ -21,12 +21,12 @@ import (
 
 // serveSettings are the flags of frontdoor serve.
 type serveSettings struct {
-	listen                       string
-	session, model, synth        stages.Limits
-	cleanupTimeout, drainTimeout time.Duration
-	backend                      string
-	stub                         stub.Settings
-	logFormat, config            string
+	listen                           string
+	session, recognize, model, synth stages.Limits
+	cleanupTimeout, drainTimeout     time.Duration
+	backend                          string
+	stub                             stub.Settings
+	logFormat, config                string
 }
 
 func serveFlags(fs *flag.FlagSet) *serveSettings {
@@ -65,12 +65,12 @@ func newLogger(format string, w io.Writer) (*slog.Logger, error) {
 	case "auto":
 		if f, ok := w.(*os.File); ok {
 			if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-				return slog.New(tint.NewHandler(w, &tint.Options{TimeFormat: time.TimeOnly})), nil
+				return slog.New(tint.NewTextHandler(w, &tint.Options{TimeFormat: time.TimeOnly})), nil
 			}
 		}
 		return slog.New(slog.NewJSONHandler(w, nil)), nil
 	case "text":
-		return slog.New(tint.NewHandler(w, &tint.Options{TimeFormat: time.TimeOnly, NoColor: true})), nil
+		return slog.New(tint.NewTextHandler(w, &tint.Options{TimeFormat: time.TimeOnly, NoColor: true})), nil
 	case "json":
 		return slog.New(slog.NewJSONHandler(w, nil)), nil
 	}
