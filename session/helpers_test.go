@@ -19,7 +19,7 @@ import (
 
 // rig is a server on an httptest listener with stub backends.
 type rig struct {
-	t     *testing.T
+	t     testing.TB
 	srv   *Server
 	http  *httptest.Server
 	model *stub.Model
@@ -29,7 +29,7 @@ type rig struct {
 // rigListener wraps the test server's listener.
 type rigListener func(net.Listener) net.Listener
 
-func newRig(t *testing.T, opts ...any) *rig {
+func newRig(t testing.TB, opts ...any) *rig {
 	t.Helper()
 	cfg := Config{
 		Session:        stages.Limits{Slots: 4, Waiting: 4, MaxAge: 5 * time.Second},
@@ -76,7 +76,7 @@ func (r *rig) close() {
 
 // client is a test caller.
 type client struct {
-	t    *testing.T
+	t    testing.TB
 	conn *websocket.Conn
 	ctx  context.Context
 }
@@ -197,7 +197,7 @@ func types(ms []msg) []string {
 	return out
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for !cond() {
@@ -219,7 +219,7 @@ func (r *rig) stage(name string) StageView {
 var _ sync.Mutex
 
 // counter sums every series of the named metric family.
-func counter(t *testing.T, r *rig, name string) float64 {
+func counter(t testing.TB, r *rig, name string) float64 {
 	t.Helper()
 	mfs, err := r.srv.Registry().Gather()
 	if err != nil {

@@ -1,0 +1,112 @@
+package session
+
+import (
+	"context"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
+)
+
+// BenchmarkTurn is one whole turn over a loopback WebSocket with stub
+// backends that answer at once: admission in both stages, 4 text deltas,
+// 5 audio frames, every disposition.
+func BenchmarkTurn(b *testing.B) {
+	r := newRig(b)
+	c := r.admitted()
+	b.ResetTimer()
+	for i := range b.N {
+		c.send(map[string]any{"type": "turn", "id": "t" + itoa(i), "text": "good morning"})
+		c.until(isType("turn_end"))
+	}
+}
+
+// BenchmarkBargeIn measures, in process over the Transport seam, the time
+// from a barge_in event received to `interrupted` handed to the transport
+// (p50, p99; this includes draining the test transport's own buffer of
+// earlier frames), and the server's histogram of barge-in to the last
+// write of the old generation (mean), while a reply streams at full speed.
+func BenchmarkBargeIn(b *testing.B) {
+	r := newRig(b, func(c *Config, s *stub.Settings) {
+		c.Synthesis = stages.Limits{Slots: 4, Waiting: 4, MaxAge: time.Minute}
+		s.FrameCount, s.FrameDelay = 100000, 0
+	})
+	tr := newChanTransport()
+	done := make(chan struct{})
+	go func() { r.srv.Run(context.Background(), tr); close(done) }()
+	<-tr.out // session admitted
+	var sent atomic.Int64
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		tr.in <- ClientEvent{Kind: EventTurn, Type: "turn", Turn: TurnRequest{ID: "t" + itoa(i), Text: "x"}}
+		for audio := 0; audio < 3; {
+			if _, ok := (<-tr.out).([]byte); ok {
+				audio++
+			}
+		}
+		sent.Store(time.Now().UnixNano())
+		tr.in <- ClientEvent{Kind: EventBargeIn, Type: "barge_in"}
+		for {
+			if _, ok := (<-tr.out).(*InterruptedMsg); ok {
+				lat = append(lat, time.Duration(time.Now().UnixNano()-sent.Load()))
+				break
+			}
+		}
+	}
+	b.StopTimer()
+	tr.in <- ClientEvent{Kind: EventHangup}
+	go func() {
+		for range tr.out {
+		}
+	}()
+	<-done
+	close(tr.out)
+	mfs, _ := r.srv.Registry().Gather()
+	for _, mf := range mfs {
+		if mf.GetName() == "frontdoor_barge_in_last_old_write_seconds" {
+			h := mf.GetMetric()[0].GetHistogram()
+			b.ReportMetric(h.GetSampleSum()/float64(max(h.GetSampleCount(), 1))*1e6, "last-old-write-mean-µs")
+		}
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+}
+
+// BenchmarkOutbound is the writer's cost per frame: push, generation
+// check, write to a transport that discards.
+func BenchmarkOutbound(b *testing.B) {
+	var gen atomic.Uint64
+	gen.Store(1)
+	o := newOutbound(OutboundLimits{}, &gen)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			f, ok := o.pop(ctx)
+			if !ok {
+				return
+			}
+			if f.gen != gen.Load() {
+				o.stale.Add(1)
+			}
+		}
+	}()
+	payload := make([]byte, 640)
+	b.ResetTimer()
+	for range b.N {
+		if err := o.push(ctx, frame{gen: 1, audio: payload}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	o.close()
+	<-done
+}
+
+func itoa(i int) string { return time.Duration(i).String() }
