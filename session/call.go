@@ -157,6 +157,9 @@ func (c *Call) run(parent context.Context) {
 	<-closed
 	ioCancel() // in case the transport's Close did not end its Recv
 	io.Wait()
+	if ce, ok := c.s.cfg.Fallback.(CallEnder); ok {
+		ce.CallEnded(c.id)
+	}
 	end := endName(cause)
 	c.s.m.calls.WithLabelValues(end).Inc()
 	c.s.m.noteOutbound(c.out.maxBytes.Load())

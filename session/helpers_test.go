@@ -24,10 +24,14 @@ type rig struct {
 	http  *httptest.Server
 	model *stub.Model
 	synth *stub.Synthesizer
+	after []rigAfter
 }
 
 // rigListener wraps the test server's listener.
 type rigListener func(net.Listener) net.Listener
+
+// rigAfter runs after the server closed.
+type rigAfter func()
 
 func newRig(t testing.TB, opts ...any) *rig {
 	t.Helper()
@@ -40,12 +44,15 @@ func newRig(t testing.TB, opts ...any) *rig {
 	}
 	st := stub.Settings{Tokens: 4, FrameCount: 5, Rate: 16000}
 	var wrap rigListener
+	var after []rigAfter
 	for _, o := range opts {
 		switch o := o.(type) {
 		case func(*Config, *stub.Settings):
 			o(&cfg, &st)
 		case rigListener:
 			wrap = o
+		case rigAfter:
+			after = append(after, o)
 		default:
 			t.Fatalf("rig option %T", o)
 		}
@@ -57,6 +64,7 @@ func newRig(t testing.TB, opts ...any) *rig {
 		t.Fatal(err)
 	}
 	r.srv = srv
+	r.after = after
 	r.http = httptest.NewUnstartedServer(srv.Handler())
 	if wrap != nil {
 		r.http.Listener = wrap(r.http.Listener)
@@ -70,6 +78,9 @@ func (r *rig) close() {
 	r.model.Close()
 	r.synth.Close()
 	r.srv.Close()
+	for _, f := range r.after {
+		f()
+	}
 	r.http.CloseClientConnections()
 	r.http.Close()
 }
@@ -113,6 +124,9 @@ type msg struct {
 	Text        string   `json:"text"`
 	Code        string   `json:"code"`
 	Error       string   `json:"error"`
+	Message     string   `json:"message"`
+	Ticket      string   `json:"ticket"`
+	Kinds       []string `json:"kinds"`
 	Bytes       int      `json:"-"`
 	At          time.Time
 }

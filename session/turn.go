@@ -120,7 +120,7 @@ func (c *Call) runTurn(t *turn) {
 		c.endTurn(t, d.String(), StageSynthesis, "")
 		return
 	}
-	a := &audioOut{c: c, t: t}
+	a := &audioOut{c: c, t: t, id: t.id, gen: t.gen, format: t.format}
 	disp, err = c.s.synth.hold(t.ctx, sjob.ID, func(ctx context.Context) error {
 		if err := c.s.cfg.Synthesizer.Synthesize(ctx, reply, func(au backend.Audio) error { return a.emit(ctx, au) }); err != nil {
 			return err
@@ -206,12 +206,16 @@ func (c *Call) endTurn(t *turn, disposition, st, kind string) {
 // queues it in 20 ms frames, after audio_start.
 type audioOut struct {
 	c       *Call
-	t       *turn
+	t       *turn  // nil for prompt audio
+	id      string // the turn id announced
+	gen     uint64 // frames' generation; 0 for prompt audio (never dropped)
+	format  media.Format
 	started bool
 	enc     media.Encoding
 	rate    int
 	rs      *pcm.Resampler
 	buf     []int16
+	synthUS int64
 }
 
 func (a *audioOut) emit(ctx context.Context, au backend.Audio) error {
@@ -223,7 +227,7 @@ func (a *audioOut) emit(ctx context.Context, au backend.Audio) error {
 	}
 	if !a.started {
 		a.started = true
-		a.enc, a.rate = a.t.format.Encoding, a.t.format.SampleRate
+		a.enc, a.rate = a.format.Encoding, a.format.SampleRate
 		if a.enc == "" {
 			a.enc = media.PCM16
 		}
@@ -237,12 +241,15 @@ func (a *audioOut) emit(ctx context.Context, au backend.Audio) error {
 			}
 			a.rs = rs
 		}
-		msg := &AudioStartMsg{Type: "audio_start", Turn: a.t.id, Generation: a.t.gen, Encoding: string(a.enc), Rate: a.rate}
-		if err := a.c.push(ctx, frame{gen: a.t.gen, msg: msg}); err != nil {
+		msg := &AudioStartMsg{Type: "audio_start", Turn: a.id, Generation: a.announce(), Encoding: string(a.enc), Rate: a.rate}
+		if err := a.c.push(ctx, frame{gen: a.gen, msg: msg}); err != nil {
 			return err
 		}
 	}
-	a.t.synthUS.Add(int64(len(au.Samples)) * 1e6 / int64(au.Rate))
+	a.synthUS += int64(len(au.Samples)) * 1e6 / int64(au.Rate)
+	if a.t != nil {
+		a.t.synthUS.Add(int64(len(au.Samples)) * 1e6 / int64(au.Rate))
+	}
 	samples := au.Samples
 	if a.rs != nil {
 		samples = a.rs.Resample(nil, samples)
@@ -266,7 +273,7 @@ func (a *audioOut) flush(ctx context.Context, all bool) error {
 		default:
 			b = pcm.Encode(nil, s)
 		}
-		f := frame{gen: a.t.gen, audio: b, turn: a.t, ms: int64(len(s)) * 1e6 / int64(a.rate)}
+		f := frame{gen: a.gen, audio: b, turn: a.t, ms: int64(len(s)) * 1e6 / int64(a.rate)}
 		if err := a.c.push(ctx, f); err != nil {
 			return err
 		}
@@ -285,8 +292,33 @@ func (a *audioOut) finish(ctx context.Context) error {
 	if err := a.flush(ctx, true); err != nil {
 		return err
 	}
-	return a.c.push(ctx, frame{gen: a.t.gen, msg: &AudioEndMsg{Type: "audio_end", Turn: a.t.id, Generation: a.t.gen,
-		AudioMS: a.t.synthUS.Load() / 1000}})
+	return a.c.push(ctx, frame{gen: a.gen, msg: &AudioEndMsg{Type: "audio_end", Turn: a.id, Generation: a.announce(),
+		AudioMS: a.synthUS / 1000}})
+}
+
+// announce is the generation audio_start and audio_end name: the turn's,
+// or the call's current one for prompt audio.
+func (a *audioOut) announce() uint64 {
+	if a.gen != 0 {
+		return a.gen
+	}
+	return a.c.gen.Load()
+}
+
+// SendAudio queues prompt audio for the caller in the call's format
+// (AudioSender). It belongs to no generation: a barge-in does not cut it.
+func (c *Call) SendAudio(ctx context.Context, turn string, au backend.Audio) error {
+	c.mu.Lock()
+	f := c.format
+	c.mu.Unlock()
+	a := &audioOut{c: c, id: turn, format: f}
+	if turn == "" {
+		a.id = "prompt"
+	}
+	if err := a.emit(ctx, au); err != nil {
+		return err
+	}
+	return a.finish(ctx)
 }
 
 // writeLoop is the call's single writer. The generation check right before

@@ -1,0 +1,210 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/backend"
+)
+
+// AudioSender is implemented by the Sender a Fallback is given: it queues
+// prompt audio (audio_start, binary frames, audio_end) in the call's format.
+// Prompt audio belongs to no generation, so a barge-in does not cut it.
+type AudioSender interface {
+	SendAudio(ctx context.Context, turn string, a backend.Audio) error
+}
+
+// CallEnder is implemented by a Fallback that keeps per-call state; the call
+// tells it when it has ended.
+type CallEnder interface {
+	CallEnded(call string)
+}
+
+// Offers is the Fallback backed by package fallback: the prompt table (with
+// prompt audio rendered outside the synthesis stage), an `offer` of only the
+// fallbacks with room right now, and the caller's `callback` and `handoff`
+// answers. A refused session stays open for OfferWindow so that the caller
+// can answer, and while a handoff it asked for waits for an agent.
+type Offers struct {
+	svc *fallback.Service
+	// OfferWindow is how long a refused session waits for an answer to
+	// its offer (0: 30s).
+	OfferWindow time.Duration
+
+	mu    sync.Mutex
+	calls map[string]*offerState
+	wg    sync.WaitGroup // handoff watchers
+}
+
+type offerState struct {
+	turn     string
+	kinds    []fallback.Kind
+	answered chan struct{} // closed once an answer reached a final outcome
+	once     sync.Once
+}
+
+func (s *offerState) done() { s.once.Do(func() { close(s.answered) }) }
+
+// NewOffers returns the Fallback for svc.
+func NewOffers(svc *fallback.Service) *Offers {
+	return &Offers{svc: svc, calls: map[string]*offerState{}}
+}
+
+// Wait waits for the handoff watchers, which end with their calls.
+func (o *Offers) Wait() { o.wg.Wait() }
+
+// Refused implements Fallback.
+func (o *Offers) Refused(ctx context.Context, r Refusal, out Sender) {
+	var p fallback.Prompt
+	if r.Disposition == 0 {
+		// A backend failed: the table has no row for it; say so plainly.
+		p = fallback.Prompt{Reason: TurnFailed, Stage: r.Stage, Text: PromptText(r)}
+	} else {
+		p = fallback.PromptFor(r.Stage, r.Disposition, o.svc.Available())
+	}
+	_ = out.Send(ctx, &PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text})
+	o.speak(ctx, r.Turn, p.Text, out)
+	if len(p.Offer) == 0 || r.Disposition == stages.Queued {
+		return
+	}
+	turn := r.Turn
+	if turn == "" {
+		turn = r.Stage // the session stage's refusal: one per call
+	}
+	st := &offerState{turn: turn, kinds: p.Offer, answered: make(chan struct{})}
+	o.mu.Lock()
+	o.calls[r.Call] = st
+	o.mu.Unlock()
+	_ = out.Send(ctx, &OfferMsg{Type: "offer", Kinds: p.Offer})
+	if r.Stage != StageSession {
+		return
+	}
+	window := o.OfferWindow
+	if window <= 0 {
+		window = 30 * time.Second
+	}
+	t := time.NewTimer(window)
+	defer t.Stop()
+	select {
+	case <-st.answered:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// speak sends the prompt's audio, rendered once and cached by package
+// fallback, when the call can take audio.
+func (o *Offers) speak(ctx context.Context, turn, text string, out Sender) {
+	as, ok := out.(AudioSender)
+	if !ok {
+		return
+	}
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	a, err := o.svc.PromptAudio(rctx, text)
+	if err != nil || len(a.Samples) == 0 {
+		return
+	}
+	_ = as.SendAudio(ctx, turn, a)
+}
+
+// OfferMsg lists the fallbacks a refused caller may take now.
+type OfferMsg struct {
+	Type  string          `json:"type"` // "offer"
+	Kinds []fallback.Kind `json:"kinds"`
+}
+
+// FallbackMsg answers a `callback` or `handoff` request.
+type FallbackMsg struct {
+	Type        string             `json:"type"` // "callback" or "handoff"
+	Disposition stages.Disposition `json:"disposition"`
+	Ticket      string             `json:"ticket,omitempty"`
+	Agent       string             `json:"agent,omitempty"`
+	Position    int                `json:"position,omitempty"`
+}
+
+// Message implements Fallback: `callback` {consent, number} and `handoff` {}.
+func (o *Offers) Message(ctx context.Context, call string, ev ClientEvent, out Sender) bool {
+	if ev.Type != string(fallback.KindCallback) && ev.Type != string(fallback.KindHandoff) {
+		return false
+	}
+	o.mu.Lock()
+	st := o.calls[call]
+	o.mu.Unlock()
+	fail := func(code, msg string) {
+		_ = out.Send(ctx, &ErrorMsg{Type: "error", Code: code, Message: msg})
+	}
+	if st == nil {
+		fail(CodeOutOfOrder, "no offer to answer")
+		return true
+	}
+	switch fallback.Kind(ev.Type) {
+	case fallback.KindCallback:
+		var m struct {
+			Consent bool   `json:"consent"`
+			Number  string `json:"number"`
+		}
+		if err := json.Unmarshal(ev.Data, &m); err != nil {
+			fail(CodeBadField, "callback: "+err.Error())
+			return true
+		}
+		res, err := o.svc.RequestCallback(ctx, fallback.CallbackRequest{Call: call, Turn: st.turn, Number: m.Number, Consent: m.Consent})
+		switch {
+		case errors.Is(err, fallback.ErrConsent), errors.Is(err, fallback.ErrNumber), errors.Is(err, fallback.ErrRequest):
+			fail(CodeBadField, err.Error())
+			return true
+		case err != nil:
+			p := fallback.PromptFailed(fallback.StageCallback, nil)
+			_ = out.Send(ctx, &PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text})
+			o.speak(ctx, st.turn, p.Text, out)
+		default:
+			_ = out.Send(ctx, &FallbackMsg{Type: "callback", Disposition: res.Disposition, Ticket: res.Ticket})
+			if res.Disposition != stages.Queued {
+				p := fallback.PromptFor(fallback.StageCallback, res.Disposition, nil)
+				_ = out.Send(ctx, &PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text})
+			}
+		}
+		st.done()
+	case fallback.KindHandoff:
+		h, d, err := o.svc.RequestHandoff(ctx, fallback.HandoffRequest{Call: call, Turn: st.turn, Summary: "the caller asked for a person after a refusal"})
+		if err != nil {
+			fail(CodeBadField, err.Error())
+			return true
+		}
+		if h == nil {
+			_ = out.Send(ctx, &FallbackMsg{Type: "handoff", Disposition: d})
+			p := fallback.PromptFor(fallback.StageHandoff, d, nil)
+			_ = out.Send(ctx, &PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text})
+			st.done()
+			return true
+		}
+		pos, _ := h.Position()
+		_ = out.Send(ctx, &FallbackMsg{Type: "handoff", Disposition: d, Ticket: h.Ticket, Position: pos})
+		o.wg.Go(func() {
+			defer st.done()
+			oc, err := h.Wait(ctx)
+			if err != nil {
+				h.Cancel() // the caller left
+				return
+			}
+			_ = out.Send(ctx, &FallbackMsg{Type: "handoff", Disposition: oc.Disposition, Ticket: h.Ticket, Agent: oc.Agent})
+			if oc.Disposition != stages.Completed {
+				p := fallback.PromptFor(fallback.StageHandoff, oc.Disposition, nil)
+				_ = out.Send(ctx, &PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text})
+			}
+		})
+	}
+	return true
+}
+
+// CallEnded implements CallEnder.
+func (o *Offers) CallEnded(call string) {
+	o.mu.Lock()
+	delete(o.calls, call)
+	o.mu.Unlock()
+}

@@ -1,0 +1,107 @@
+package session
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
+)
+
+// withOffers wires package fallback in as the rig's Fallback.
+func withOffers(t *testing.T) (func(*Config, *stub.Settings), rigAfter, **fallback.Service) {
+	var svc *fallback.Service
+	var offers *Offers
+	cfg := func(c *Config, s *stub.Settings) {
+		fc := fallback.DefaultConfig()
+		fc.DataDir = t.TempDir()
+		var err error
+		svc, err = fallback.New(context.Background(), fc, stub.NewSynthesizer(stub.Settings{FrameCount: 3, Rate: 8000}), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		offers = NewOffers(svc)
+		offers.OfferWindow = 2 * time.Second
+		c.Fallback = offers
+	}
+	after := func() {
+		offers.Wait()
+		svc.Close()
+	}
+	return cfg, rigAfter(after), &svc
+}
+
+// TestOffersSessionRefused: a caller refused by a full session stage hears
+// the prompt as audio, is offered a callback or a person, books a callback
+// (durably, with a ticket) and is then closed with 1013.
+func TestOffersSessionRefused(t *testing.T) {
+	wire, after, _ := withOffers(t)
+	r := newRig(t, wire, after, func(c *Config, s *stub.Settings) {
+		c.Session = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 5 * time.Second}
+	})
+	r.admitted()
+	r.dial().expect("prompt") // queued
+	c := r.dial()
+	all := c.until(isType("offer"))
+	if s := lastOf(all, "session"); s.Disposition != "overloaded" {
+		t.Fatalf("%v", types(all))
+	}
+	var audio int
+	for _, m := range all {
+		audio += m.Bytes
+	}
+	if o := lastOf(all, "offer"); len(o.Kinds) != 2 {
+		t.Fatalf("offer %+v", o)
+	}
+	if lastOf(all, "audio_start").Type == "" || audio == 0 {
+		t.Fatalf("prompt without audio: %v", types(all))
+	}
+	c.send(map[string]any{"type": "callback", "consent": false, "number": "+15550123"})
+	if m := c.expect("error"); m.Code != CodeBadField {
+		t.Fatalf("callback without consent: %+v", m)
+	}
+	c.send(map[string]any{"type": "callback", "consent": true, "number": "+1 555 0123"})
+	m := c.expect("callback")
+	if m.Disposition != "queued" || m.Ticket == "" {
+		t.Fatalf("callback %+v", m)
+	}
+	if _, err := c.read(); websocket.CloseStatus(err) != websocket.StatusTryAgainLater {
+		t.Fatalf("close %v, want 1013", err)
+	}
+}
+
+// TestOffersPromptAudioWhileSynthesisFull: the prompt of a refused turn is
+// heard as audio even while the synthesis stage is saturated.
+func TestOffersPromptAudioWhileSynthesisFull(t *testing.T) {
+	wire, after, _ := withOffers(t)
+	r := newRig(t, wire, after, func(c *Config, s *stub.Settings) {
+		c.Synthesis = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 5 * time.Second}
+		s.FrameCount, s.FrameDelay = 100, 10*time.Millisecond
+	})
+	a, b, c := r.admitted(), r.admitted(), r.admitted()
+	a.send(map[string]any{"type": "turn", "id": "a1", "text": "x"})
+	a.until(isType("audio_start"))
+	b.send(map[string]any{"type": "turn", "id": "b1", "text": "x"})
+	b.until(func(m msg) bool {
+		return m.Type == "disposition" && m.Stage == StageSynthesis && m.Disposition == "queued"
+	})
+	c.send(map[string]any{"type": "turn", "id": "c1", "text": "x"})
+	all := c.until(isType("turn_end"))
+	if end := lastOf(all, "turn_end"); end.Disposition != "overloaded" || end.Stage != StageSynthesis {
+		t.Fatalf("%v", types(all))
+	}
+	var audio int
+	for _, m := range all {
+		audio += m.Bytes
+	}
+	if p := lastOf(all, "prompt"); p.Stage != StageSynthesis || audio == 0 {
+		t.Fatalf("prompt %+v audio %d: %v", p, audio, types(all))
+	}
+	if lastOf(all, "offer").Type == "" {
+		t.Fatalf("no offer: %v", types(all))
+	}
+}
