@@ -14,9 +14,11 @@ import (
 
 	"github.com/lmittmann/tint"
 
+	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
+	"github.com/frontdoorhq/frontdoor/web"
 )
 
 // serveSettings are the flags of frontdoor serve.
@@ -27,6 +29,7 @@ type serveSettings struct {
 	backend                          string
 	stub                             stub.Settings
 	logFormat, config                string
+	fallback                         fallback.Config
 }
 
 func serveFlags(fs *flag.FlagSet) *serveSettings {
@@ -48,6 +51,8 @@ func serveFlags(fs *flag.FlagSet) *serveSettings {
 	fs.DurationVar(&s.stub.CleanupDelay, "stub-cleanup-delay", 50*time.Millisecond, "stub backends: time from cancel to confirmed stop")
 	fs.Float64Var(&s.stub.FailRate, "stub-fail-rate", 0, "stub backends: probability in [0,1] that a call fails")
 	fs.BoolVar(&s.stub.Hang, "stub-hang", false, "stub backends: never confirm cleanup after cancel (leases stay held, reported overdue)")
+	s.fallback = fallback.DefaultConfig()
+	s.fallback.Flags(fs)
 	fs.StringVar(&s.logFormat, "log-format", "auto", "log format: auto (text with colour on a terminal, JSON otherwise), text or json")
 	fs.StringVar(&s.config, "config", "", "optional config file of name = value lines")
 	return s
@@ -98,19 +103,38 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer model.Close()
 	defer synth.Close()
 	defer rec.Close()
-	srv, err := session.New(session.Config{
-		Session: set.session, Recognize: set.recognize, Model: set.model, Synthesis: set.synth,
-		CleanupTimeout: set.cleanupTimeout,
-		ModelBackend:   model, Synthesizer: synth, Recognizer: rec,
-		Logger: log,
-	})
-	if err != nil {
-		return err
-	}
+	// Listen first: the page's burst control dials this address.
 	ln, err := net.Listen("tcp", set.listen)
 	if err != nil {
 		return err
 	}
+	defer ln.Close()
+	svc, err := fallback.New(ctx, set.fallback, synth, log)
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	offers := session.NewOffers(svc)
+	page := web.Handler(web.Options{Burster: web.LoadBurster(ln.Addr().String()), Logger: log})
+	defer page.Close()
+	handlers := page.Routes()
+	handlers["GET /v1/agents"] = svc.AgentHandler(nil)
+	handlers["/v1/callbacks"] = svc.CallbackHandler()
+	handlers["/v1/callbacks/"] = svc.CallbackHandler()
+	srv, err := session.New(session.Config{
+		Session: set.session, Recognize: set.recognize, Model: set.model, Synthesis: set.synth,
+		CleanupTimeout: set.cleanupTimeout,
+		ModelBackend:   model, Synthesizer: synth, Recognizer: rec,
+		Logger:   log,
+		Fallback: offers,
+		Root:     page,
+		Handlers: handlers,
+	})
+	if err != nil {
+		return err
+	}
+	srv.AddController("callback", svc.CallbackStage())
+	srv.AddController("handoff", svc.HandoffStage())
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	served := make(chan error, 1)
@@ -133,6 +157,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = hs.Shutdown(sctx)
+	page.Close()
 	// Backends are closed before the server waits for its calls, so that a
 	// backend that never confirms cleanup (-stub-hang) cannot hold the exit.
 	model.Close()
@@ -142,6 +167,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	go func() { srv.Close(); close(closed) }()
 	select {
 	case <-closed:
+		offers.Wait()
 	case <-sctx.Done():
 		log.Warn("calls still cleaning up at exit")
 	}

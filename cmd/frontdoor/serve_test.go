@@ -30,7 +30,7 @@ func TestServeBinary(t *testing.T) {
 	}
 	cfg := filepath.Join(dir, "frontdoor.conf")
 	writeFile(t, cfg, "# test settings\nmodel-slots = 3\nstub-model-delay = 5ms\n")
-	cmd := exec.Command(bin, "serve", "-listen", "127.0.0.1:0", "-config", cfg,
+	cmd := exec.Command(bin, "serve", "-listen", "127.0.0.1:0", "-config", cfg, "-data-dir", filepath.Join(dir, "data"),
 		"-stub-token-delay", "1ms", "-stub-synth-delay", "1ms", "-stub-frame-delay", "0", "-stub-frame-count", "5")
 	cmd.Env = append(os.Environ(), "FRONTDOOR_LOG_FORMAT=json", "FRONTDOOR_SYNTH_SLOTS=5")
 	stderr, err := cmd.StderrPipe()
@@ -87,8 +87,11 @@ func TestServeBinary(t *testing.T) {
 	if code, body := get("/metrics"); code != 200 || !strings.Contains(body, "frontdoor_stage_slots") {
 		t.Fatalf("metrics %d", code)
 	}
-	if code, _ := get("/"); code != 200 {
+	if code, body := get("/"); code != 200 || !strings.Contains(body, "<html") {
 		t.Fatalf("/ %d", code)
+	}
+	if code, body := get("/v1/stages"); code != 200 || !strings.Contains(body, `"name": "callback"`) || !strings.Contains(body, `"name": "handoff"`) {
+		t.Fatalf("fallback stages missing: %d %s", code, body)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
