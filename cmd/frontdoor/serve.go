@@ -13,11 +13,12 @@ import (
 	"time"
 
 	"github.com/lmittmann/tint"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/stages"
-	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
+	"github.com/frontdoorhq/frontdoor/stages/backend/backends"
 	"github.com/frontdoorhq/frontdoor/web"
 )
 
@@ -27,7 +28,7 @@ type serveSettings struct {
 	session, recognize, model, synth stages.Limits
 	cleanupTimeout, drainTimeout     time.Duration
 	backend                          string
-	stub                             stub.Settings
+	backends                         backends.Config
 	logFormat, config                string
 	fallback                         fallback.Config
 }
@@ -41,16 +42,9 @@ func serveFlags(fs *flag.FlagSet) *serveSettings {
 	stageFlags(fs, "synth", &s.synth, session.DefaultSynthesisLimits)
 	fs.DurationVar(&s.cleanupTimeout, "cleanup-timeout", 2*time.Second, "after cancel, how long a backend may take to confirm it stopped before its lease is reported overdue (it stays held)")
 	fs.DurationVar(&s.drainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, how long calls in progress may go on before they are ended")
-	fs.StringVar(&s.backend, "backend", "stub", "backends for the model and synthesizer: stub")
-	fs.DurationVar(&s.stub.ModelDelay, "stub-model-delay", 150*time.Millisecond, "stub model: time to the first token")
-	fs.DurationVar(&s.stub.TokenDelay, "stub-token-delay", 30*time.Millisecond, "stub model: time between tokens")
-	fs.IntVar(&s.stub.Tokens, "stub-tokens", 12, "stub model: text deltas per reply")
-	fs.DurationVar(&s.stub.SynthDelay, "stub-synth-delay", 100*time.Millisecond, "stub synthesizer: time to the first audio frame")
-	fs.IntVar(&s.stub.FrameCount, "stub-frame-count", 50, "stub synthesizer: 20 ms frames per reply")
-	fs.DurationVar(&s.stub.FrameDelay, "stub-frame-delay", 20*time.Millisecond, "stub synthesizer: time between frames")
-	fs.DurationVar(&s.stub.CleanupDelay, "stub-cleanup-delay", 50*time.Millisecond, "stub backends: time from cancel to confirmed stop")
-	fs.Float64Var(&s.stub.FailRate, "stub-fail-rate", 0, "stub backends: probability in [0,1] that a call fails")
-	fs.BoolVar(&s.stub.Hang, "stub-hang", false, "stub backends: never confirm cleanup after cancel (leases stay held, reported overdue)")
+	fs.StringVar(&s.backend, "backend", "stub", "engine for -model and -recognize when they are not given: stub or openai (see -model-url)")
+	s.backends = backends.DefaultConfig()
+	s.backends.Flags(fs) // -model, -synth, -recognize, their URLs, and -stub-*
 	s.fallback = fallback.DefaultConfig()
 	s.fallback.Flags(fs)
 	fs.StringVar(&s.logFormat, "log-format", "auto", "log format: auto (text with colour on a terminal, JSON otherwise), text or json")
@@ -62,7 +56,11 @@ func stageFlags(fs *flag.FlagSet, name string, l *stages.Limits, def stages.Limi
 	long := map[string]string{"session": "sessions (calls)", "recognize": "recognitions", "model": "model requests", "synth": "synthesis jobs"}[name]
 	fs.IntVar(&l.Slots, name+"-slots", def.Slots, long+" holding a lease at once")
 	fs.IntVar(&l.Waiting, name+"-queue", def.Waiting, long+" waiting for a lease")
-	fs.DurationVar(&l.MaxAge, name+"-max-wait", def.MaxAge, "oldest age of waiting "+long+" still eligible (measured from the turn's Born)")
+	from := "the turn's Born: its receipt minus age_ms, kept across stages"
+	if name == "session" {
+		from = "the caller's arrival"
+	}
+	fs.DurationVar(&l.MaxAge, name+"-max-wait", def.MaxAge, "oldest age of waiting "+long+" still eligible (measured from "+from+")")
 }
 
 func newLogger(format string, w io.Writer) (*slog.Logger, error) {
@@ -96,20 +94,27 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if set.backend != "stub" {
-		return fmt.Errorf("-backend %q: only stub is available in this build", set.backend)
+	bc, err := backendConfig(fs, set)
+	if err != nil {
+		return err
 	}
-	model, synth, rec := stub.NewModel(set.stub), stub.NewSynthesizer(set.stub), stub.NewRecognizer(set.stub)
-	defer model.Close()
-	defer synth.Close()
-	defer rec.Close()
+	reg := prometheus.NewRegistry()
+	be, err := backends.New(bc, reg)
+	if err != nil {
+		return err
+	}
+	defer be.Close()
+	for _, n := range be.Notes {
+		log.Info(n)
+	}
+	log.Info("backends", "model", be.ModelName, "synth", be.SynthName, "recognize", be.RecognizeName)
 	// Listen first: the page's burst control dials this address.
 	ln, err := net.Listen("tcp", set.listen)
 	if err != nil {
 		return err
 	}
 	defer ln.Close()
-	svc, err := fallback.New(ctx, set.fallback, synth, log)
+	svc, err := fallback.New(ctx, set.fallback, be.Synthesizer, log)
 	if err != nil {
 		return err
 	}
@@ -124,8 +129,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	srv, err := session.New(session.Config{
 		Session: set.session, Recognize: set.recognize, Model: set.model, Synthesis: set.synth,
 		CleanupTimeout: set.cleanupTimeout,
-		ModelBackend:   model, Synthesizer: synth, Recognizer: rec,
+		ModelBackend:   be.Model, Synthesizer: be.Synthesizer, Recognizer: be.Recognizer,
 		Logger:   log,
+		Registry: reg,
 		Fallback: offers,
 		Root:     page,
 		Handlers: handlers,
@@ -160,9 +166,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	page.Close()
 	// Backends are closed before the server waits for its calls, so that a
 	// backend that never confirms cleanup (-stub-hang) cannot hold the exit.
-	model.Close()
-	synth.Close()
-	rec.Close()
+	_ = be.Close()
 	closed := make(chan struct{})
 	go func() { srv.Close(); close(closed) }()
 	select {
@@ -173,4 +177,26 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// backendConfig applies -backend to the engines not chosen one by one.
+func backendConfig(fs *flag.FlagSet, set *serveSettings) (backends.Config, error) {
+	bc := set.backends
+	given := func(name string) bool {
+		f := fs.Lookup(name)
+		return f != nil && f.Value.String() != f.DefValue
+	}
+	switch set.backend {
+	case backends.Stub:
+	case backends.OpenAI:
+		if !given("model") {
+			bc.Model = backends.OpenAI
+		}
+		if !given("recognize") {
+			bc.Recognize = backends.OpenAI
+		}
+	default:
+		return bc, fmt.Errorf("-backend %q: want stub or openai", set.backend)
+	}
+	return bc, nil
 }
