@@ -145,3 +145,39 @@ func TestOverdueCleanup(t *testing.T) {
 		t.Fatalf("turn_end %+v", end)
 	}
 }
+
+// TestPacedBargeIn: with pacing, reply audio leaves in real time (never
+// faster), so a barge-in stops what was not yet played and `heard` reports
+// only what was.
+func TestPacedBargeIn(t *testing.T) {
+	r := newRig(t, func(c *Config, s *stub.Settings) {
+		c.Pace = true
+		s.FrameCount = 50 // 1 s of audio, produced at once
+	})
+	a := r.admitted()
+	a.send(map[string]any{"type": "turn", "id": "a1", "text": "x"})
+	start := a.expect("audio_start")
+	var frames int
+	for frames < 15 {
+		if m, _ := a.read(); m.Type == "binary" {
+			frames++
+		}
+	}
+	if el := time.Since(start.At); el < 15*20*time.Millisecond-r.srv.cfg.PaceLead-40*time.Millisecond {
+		t.Fatalf("15 frames (300 ms) arrived in %v: not paced", el)
+	}
+	a.send(map[string]any{"type": "barge_in"})
+	in := a.expect("interrupted")
+	if in.Heard == nil || in.Heard.AudioMS >= 1000 || in.Heard.AudioMS < 300 {
+		t.Fatalf("heard %+v", in.Heard)
+	}
+	if len(in.Cancelled) != 1 || in.Cancelled[0] != "a1" {
+		t.Fatalf("interrupted %+v", in)
+	}
+	if end := a.expect("turn_end"); end.Disposition != "cancelled" {
+		t.Fatalf("turn_end %+v", end)
+	}
+	if got := counter(t, r, "frontdoor_stale_chunks_suppressed_total"); got == 0 {
+		t.Fatal("no stale frames suppressed: the queued reply was not cut")
+	}
+}

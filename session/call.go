@@ -348,7 +348,7 @@ func (c *Call) enqueue(r TurnRequest, speech *backend.Audio, spoke time.Time) *P
 		r.ID = fmt.Sprintf("speech-%d", c.seq)
 	}
 	t := &turn{id: r.ID, seq: c.seq, gen: c.gen.Load(), ctx: c.genCtx, born: born,
-		text: r.Text, speech: speech, format: c.format, done: make(chan struct{})}
+		text: r.Text, speech: speech, format: c.format, done: make(chan struct{}), played: make(chan struct{})}
 	c.inflight[r.ID] = true
 	c.pending = append(c.pending, t)
 	signal(c.wake)

@@ -19,8 +19,9 @@ var (
 type OutboundLimits struct {
 	Frames int // queued frames (0: 512)
 	Bytes  int // queued payload bytes (0: 1 MiB)
-	// Timeout is how long a producer may wait for room, and one write may
-	// take, before the caller counts as not reading (0: 5s).
+	// Timeout is how long one write may take before the caller counts as
+	// not reading (0: 5s). A producer waits for room as long as the writer
+	// makes progress: a paced writer fills the queue by design.
 	Timeout time.Duration
 }
 
@@ -44,7 +45,8 @@ type frame struct {
 	gen   uint64
 	msg   any    // a *Msg value; nil for audio
 	audio []byte // binary audio
-	turn  *turn  // the turn an audio frame belongs to
+	turn  *turn  // the turn an audio frame (or audio_end) belongs to
+	end   bool   // audio_end: the turn's audio is all written
 	ms    int64  // audio duration in microseconds
 	size  int
 
@@ -85,13 +87,13 @@ func signal(c chan struct{}) {
 	}
 }
 
-// push queues f, waiting for room until ctx ends or the timeout passes
-// (ErrSlowReader). A frame of a generation already gone is dropped at once.
+// push queues f, waiting for room until ctx ends (the writer ends the call
+// when a write stalls). A frame of a generation already gone is dropped at
+// once.
 func (o *outbound) push(ctx context.Context, f frame) error {
 	if f.size == 0 {
 		f.size = len(f.audio) + 64
 	}
-	var timer *time.Timer
 	for {
 		if f.gen != 0 && f.gen != o.gen.Load() {
 			o.stale.Add(1)
@@ -114,15 +116,9 @@ func (o *outbound) push(ctx context.Context, f frame) error {
 			return nil
 		}
 		o.mu.Unlock()
-		if timer == nil {
-			timer = time.NewTimer(o.lim.Timeout)
-			defer timer.Stop()
-		}
 		select {
 		case <-o.space:
 		case <-o.done:
-		case <-timer.C:
-			return ErrSlowReader
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}

@@ -64,6 +64,13 @@ type Config struct {
 
 	// Outbound bounds each call's queue to the caller.
 	Outbound OutboundLimits
+	// Pace releases reply audio in real time (20 ms frames on a clock
+	// aligned to the start of the reply), at most PaceLead ahead (0: 60ms),
+	// so that a barge-in stops what has not been played yet and the heard
+	// estimate follows playback. Off, audio is written as fast as the
+	// caller reads it.
+	Pace     bool
+	PaceLead time.Duration
 	// MaxTurnsInFlight caps a call's running and waiting turns (0: 8).
 	MaxTurnsInFlight int
 	// QueueUpdate is how often a queued caller hears its new position
@@ -137,6 +144,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxTurnsInFlight <= 0 {
 		cfg.MaxTurnsInFlight = 8
+	}
+	if cfg.PaceLead <= 0 {
+		cfg.PaceLead = 60 * time.Millisecond
 	}
 	if cfg.QueueUpdate <= 0 {
 		cfg.QueueUpdate = time.Second

@@ -32,11 +32,16 @@ type turn struct {
 	done   chan struct{}
 	ended  atomic.Bool
 
+	played     chan struct{} // closed once its audio_end was written
+	playedOnce sync.Once
+
 	mu      sync.Mutex
 	reply   strings.Builder
 	synthUS atomic.Int64 // audio produced by the synthesizer
 	sentUS  atomic.Int64 // audio written to the caller
 }
+
+func (t *turn) markPlayed() { t.playedOnce.Do(func() { close(t.played) }) }
 
 func (t *turn) appendReply(s string) {
 	t.mu.Lock()
@@ -129,6 +134,16 @@ func (c *Call) runTurn(t *turn) {
 	})
 	if !c.finished(t, StageSynthesis, disp, err) {
 		return
+	}
+	if a.started {
+		// The turn is over for the caller once its audio is out: a
+		// barge-in while it plays (paced) cancels it.
+		select {
+		case <-t.played:
+		case <-t.ctx.Done():
+			c.endTurn(t, stages.Cancelled.String(), StageSynthesis, "")
+			return
+		}
 	}
 	c.history.Add(backend.Message{Role: backend.RoleAssistant, Content: reply})
 	c.endTurn(t, stages.Completed.String(), "", "")
@@ -292,7 +307,7 @@ func (a *audioOut) finish(ctx context.Context) error {
 	if err := a.flush(ctx, true); err != nil {
 		return err
 	}
-	return a.c.push(ctx, frame{gen: a.gen, msg: &AudioEndMsg{Type: "audio_end", Turn: a.id, Generation: a.announce(),
+	return a.c.push(ctx, frame{gen: a.gen, turn: a.t, end: true, msg: &AudioEndMsg{Type: "audio_end", Turn: a.id, Generation: a.announce(),
 		AudioMS: a.synthUS / 1000}})
 }
 
@@ -327,15 +342,25 @@ func (c *Call) SendAudio(ctx context.Context, turn string, au backend.Audio) err
 func (c *Call) writeLoop(ctx context.Context) error {
 	var lastGen uint64
 	var lastAt time.Time
+	var pc pacer
 	for {
 		f, ok := c.out.pop(ctx)
 		if !ok {
 			return nil
 		}
-		if f.gen != 0 && f.gen != c.gen.Load() {
-			c.out.stale.Add(1)
-			c.s.m.stale.Inc()
+		if c.stale(f) {
 			continue
+		}
+		if c.s.cfg.Pace && f.audio != nil {
+			if !pc.wait(ctx, time.Duration(f.ms)*time.Microsecond, c.s.cfg.PaceLead) {
+				return nil
+			}
+			if c.stale(f) { // rechecked after the wait
+				continue
+			}
+		}
+		if _, ok := f.msg.(*AudioStartMsg); ok {
+			pc.reset()
 		}
 		if im := f.interrupted; im != nil {
 			if f.speaking != nil {
@@ -348,6 +373,10 @@ func (c *Call) writeLoop(ctx context.Context) error {
 			}
 			c.s.m.bargeToLast.Observe(d.Seconds())
 		}
+		// A write that takes Timeout marks the caller as not reading before
+		// anything else sees the connection fail; at twice that the write
+		// gives up and coder/websocket drops the connection.
+		stall := time.AfterFunc(c.s.cfg.Outbound.Timeout, func() { c.stop(ErrSlowReader) })
 		wctx, cancel := context.WithTimeout(ctx, 2*c.s.cfg.Outbound.Timeout)
 		var err error
 		if f.msg != nil {
@@ -355,7 +384,7 @@ func (c *Call) writeLoop(ctx context.Context) error {
 		} else {
 			err = c.t.SendAudio(wctx, f.audio)
 		}
-		timedOut := wctx.Err() != nil && ctx.Err() == nil
+		timedOut := !stall.Stop()
 		cancel()
 		if err != nil {
 			c.out.discard()
@@ -369,6 +398,9 @@ func (c *Call) writeLoop(ctx context.Context) error {
 		}
 		if f.turn != nil {
 			f.turn.sentUS.Add(f.ms)
+			if f.end {
+				f.turn.markPlayed()
+			}
 		}
 	}
 }
@@ -392,5 +424,45 @@ func (c *Call) recognize(t *turn, job stages.Job) bool {
 	}
 	t.text = text
 	_ = c.push(t.ctx, frame{gen: t.gen, msg: &TranscriptMsg{Type: "transcript", Turn: t.id, Generation: t.gen, Text: text}})
+	return true
+}
+
+// stale reports (and counts) a frame whose generation is no longer current.
+func (c *Call) stale(f frame) bool {
+	if f.gen == 0 || f.gen == c.gen.Load() {
+		return false
+	}
+	c.out.stale.Add(1)
+	c.s.m.stale.Inc()
+	return true
+}
+
+// pacer releases audio frames in real time: frame n of a reply is due at the
+// reply's start plus the duration of the frames before it, less the lead.
+// After an underrun (the producer fell behind) the clock restarts from now.
+type pacer struct {
+	start time.Time
+	sent  time.Duration
+}
+
+func (p *pacer) reset() { p.start, p.sent = time.Time{}, 0 }
+
+// wait blocks until the next frame of length d is due; false if ctx ended.
+func (p *pacer) wait(ctx context.Context, d, lead time.Duration) bool {
+	now := time.Now()
+	if p.start.IsZero() || now.After(p.start.Add(p.sent)) {
+		p.start = now.Add(-p.sent) // start, or rebase after an underrun
+	}
+	due := p.start.Add(p.sent - lead)
+	p.sent += d
+	if wait := due.Sub(now); wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return false
+		}
+	}
 	return true
 }

@@ -27,6 +27,7 @@ type serveSettings struct {
 	listen                           string
 	session, recognize, model, synth stages.Limits
 	cleanupTimeout, drainTimeout     time.Duration
+	pace                             bool
 	backend                          string
 	backends                         backends.Config
 	logFormat, config                string
@@ -41,6 +42,7 @@ func serveFlags(fs *flag.FlagSet) *serveSettings {
 	stageFlags(fs, "model", &s.model, session.DefaultModelLimits)
 	stageFlags(fs, "synth", &s.synth, session.DefaultSynthesisLimits)
 	fs.DurationVar(&s.cleanupTimeout, "cleanup-timeout", 2*time.Second, "after cancel, how long a backend may take to confirm it stopped before its lease is reported overdue (it stays held)")
+	fs.BoolVar(&s.pace, "pace", true, "release reply audio in real time (20 ms frames), so a barge-in stops what was not yet played")
 	fs.DurationVar(&s.drainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, how long calls in progress may go on before they are ended")
 	fs.StringVar(&s.backend, "backend", "stub", "engine for -model and -recognize when they are not given: stub or openai (see -model-url)")
 	s.backends = backends.DefaultConfig()
@@ -129,6 +131,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	srv, err := session.New(session.Config{
 		Session: set.session, Recognize: set.recognize, Model: set.model, Synthesis: set.synth,
 		CleanupTimeout: set.cleanupTimeout,
+		Pace:           set.pace,
 		ModelBackend:   be.Model, Synthesizer: be.Synthesizer, Recognizer: be.Recognizer,
 		Logger:   log,
 		Registry: reg,
