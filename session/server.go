@@ -325,7 +325,7 @@ var ErrDrainTimeout = errors.New("session: drain timeout: calls ended with 1001"
 func (s *Server) Drain(ctx context.Context) error {
 	s.draining.Store(true)
 	for _, st := range s.stageList() {
-		if st != s.synth {
+		if st != s.synth && !st.viewOnly {
 			st.adm.Close()
 		}
 	}
@@ -374,8 +374,10 @@ func (s *Server) Close() {
 	s.mu.Unlock()
 	s.callsWG.Wait()
 	for _, st := range s.stageList() {
-		st.adm.Close()
-		st.adm.Stop()
+		if !st.viewOnly {
+			st.adm.Close()
+			st.adm.Stop()
+		}
 	}
 }
 

@@ -86,7 +86,8 @@ type stage struct {
 	log     *slog.Logger
 	m       *metrics
 
-	overdue atomic.Int64 // leases cancelled longer than timeout ago, still held
+	overdue  atomic.Int64 // leases cancelled longer than timeout ago, still held
+	viewOnly bool         // owned elsewhere: shown, not closed by a drain
 }
 
 // hold runs work under the lease of job id and releases the lease only
@@ -177,8 +178,14 @@ func (a controllerAdmitter) Snapshot() stages.Snapshot                     { ret
 func (a controllerAdmitter) Waiting() []stages.Waiter                      { return a.c.Waiting(a.clock.Now()) }
 func (a controllerAdmitter) Stop()                                         {}
 
-// AddController adds a stage owned elsewhere (for example the fallback
-// callback and handoff queues) to /v1/stages, /metrics and drain.
+// AddController shows a stage owned elsewhere (for example the fallback
+// callback and handoff queues) in /v1/stages and /metrics. A drain leaves
+// it open: callers refused while the server drains may still book a
+// durable callback; its owner closes it.
 func (s *Server) AddController(name string, c *stages.Controller) {
-	s.AddStage(name, controllerAdmitter{c: c, clock: s.cfg.Clock})
+	st := &stage{name: name, adm: controllerAdmitter{c: c, clock: s.cfg.Clock}, timeout: s.cfg.CleanupTimeout,
+		log: s.log, m: s.m, viewOnly: true}
+	s.mu.Lock()
+	s.extra = append(s.extra, st)
+	s.mu.Unlock()
 }
