@@ -144,6 +144,10 @@ func TestServeBinary(t *testing.T) {
 	if m := readUntil(late, "session"); m["disposition"] != "closed" {
 		t.Fatalf("caller during drain: %v", m)
 	}
+	// It is offered a callback (the fallback queues stay open during a
+	// drain) and leaves without answering.
+	readUntil(late, "prompt")
+	late.CloseNow()
 	_ = call.Write(ctx, websocket.MessageText, []byte(`{"type":"hangup"}`))
 	_, _, _ = call.Read(ctx)
 	select {
