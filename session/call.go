@@ -50,6 +50,7 @@ type Call struct {
 	wake      chan struct{}
 
 	jobs sync.WaitGroup // turn goroutines, until their backends returned
+	ears *listener      // caller audio; the reader's own
 }
 
 func newCall(s *Server, id string, t Transport) *Call {
@@ -315,8 +316,7 @@ func (c *Call) handle(ev ClientEvent) {
 	case EventHangup:
 		c.stop(errHangup)
 	case EventAudio:
-		// Caller audio is accepted within the read limit; voice activity
-		// and recognition come with the media transports.
+		c.hear(ev.Data, admitted)
 	case EventOther:
 		if !c.s.cfg.Fallback.Message(c.ctx, c.id, ev, c) {
 			c.badInput(protoErr(CodeUnknownType, "unknown message type %q", ev.Type))
@@ -364,7 +364,7 @@ func (c *Call) bargeIn() {
 		return
 	}
 	gen := c.gen.Add(1) // from here on, older frames are dropped
-	c.genCancel()
+	stopOld := c.genCancel
 	c.genCtx, c.genCancel = context.WithCancel(c.ctx)
 	cancelled := []string{}
 	speaking := c.speaking
@@ -386,6 +386,10 @@ func (c *Call) bargeIn() {
 	c.s.m.bargeIns.Inc()
 	msg := &InterruptedMsg{Type: "interrupted", Generation: gen, Cancelled: cancelled}
 	_ = c.push(c.ctx, frame{msg: msg, interrupted: msg, speaking: speaking, bargeAt: at})
+	// The old generation's work stops after `interrupted` is queued, so
+	// that its cancelled turn_end follows it. (Its output is already
+	// dropped, and its leases were marked cancelled by Rotate.)
+	stopOld()
 }
 
 // converse runs the call's turns in order until the call ends. A turn that
@@ -440,4 +444,46 @@ func (c *Call) next(ctx context.Context) *turn {
 // turnStages are the stages a turn passes, in order.
 func (c *Call) turnStages() []*stage {
 	return []*stage{c.s.recognize, c.s.model, c.s.synth}
+}
+
+// hear runs caller audio through voice activity detection: speech starting
+// while a reply is being spoken barges in, and speech that ended becomes a
+// speech turn (without a recognizer, caller audio is accepted and ignored).
+func (c *Call) hear(b []byte, admitted bool) {
+	if !admitted || c.s.cfg.Recognizer == nil {
+		return
+	}
+	if c.ears == nil {
+		c.mu.Lock()
+		f := c.format
+		c.mu.Unlock()
+		l, err := newListener(f)
+		if err != nil {
+			c.badInput(protoErr(CodeBadField, "caller audio: %v", err))
+			return
+		}
+		c.ears = l
+	}
+	start, utts, ago, err := c.ears.feed(b)
+	if err != nil {
+		c.badInput(protoErr(CodeBadField, "caller audio: %v", err))
+		return
+	}
+	if start {
+		c.mu.Lock()
+		speaking := c.speaking != nil && !c.speaking.ended.Load()
+		c.mu.Unlock()
+		if speaking {
+			c.bargeIn()
+		}
+	}
+	now := c.s.cfg.Clock.Now()
+	for i, u := range utts {
+		if len(u.Samples) == 0 {
+			continue
+		}
+		if pe := c.enqueue(TurnRequest{}, &u, now.Add(-ago[i])); pe != nil {
+			c.badInput(pe)
+		}
+	}
 }
