@@ -119,7 +119,14 @@ func (c *Call) run(parent context.Context) {
 	} else {
 		c.stop(errRefused)
 	}
-	cause := context.Cause(ctx)
+	c.end(context.Cause(ctx), admitted, writerDone, &io, ioCancel)
+}
+
+// end takes the call down in order: its turn stages forget it, the writer
+// stops (after the refusal's prompt, if any), the connection closes, the
+// call's backends return and release their leases, and only then is the
+// session lease released.
+func (c *Call) end(cause error, admitted bool, writerDone <-chan struct{}, io *sync.WaitGroup, ioCancel context.CancelFunc) {
 	if errors.Is(cause, ErrSlowReader) {
 		c.s.m.slowReaders.Inc()
 		c.log.Warn("caller not reading: closing (1008)", "queued_bytes_max", c.out.maxBytes.Load())

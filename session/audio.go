@@ -1,0 +1,131 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/frontdoorhq/frontdoor/media"
+	"github.com/frontdoorhq/frontdoor/media/g711"
+	"github.com/frontdoorhq/frontdoor/media/pcm"
+	"github.com/frontdoorhq/frontdoor/stages/backend"
+)
+
+// audioOut converts one turn's synthesized audio to the call's format and
+// queues it in 20 ms frames, after audio_start.
+type audioOut struct {
+	c       *Call
+	t       *turn  // nil for prompt audio
+	id      string // the turn id announced
+	gen     uint64 // frames' generation; 0 for prompt audio (never dropped)
+	format  media.Format
+	started bool
+	enc     media.Encoding
+	rate    int
+	rs      *pcm.Resampler
+	buf     []int16
+	synthUS int64
+}
+
+func (a *audioOut) emit(ctx context.Context, au backend.Audio) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if au.Rate <= 0 {
+		return fmt.Errorf("session: synthesizer audio without a rate: %w", backend.ErrMalformed)
+	}
+	if !a.started {
+		a.started = true
+		a.enc, a.rate = a.format.Encoding, a.format.SampleRate
+		if a.enc == "" {
+			a.enc = media.PCM16
+		}
+		if a.rate == 0 {
+			a.rate = au.Rate
+		}
+		if a.rate != au.Rate {
+			rs, err := pcm.NewResampler(au.Rate, a.rate)
+			if err != nil {
+				return err
+			}
+			a.rs = rs
+		}
+		msg := &AudioStartMsg{Type: "audio_start", Turn: a.id, Generation: a.announce(), Encoding: string(a.enc), Rate: a.rate}
+		if err := a.c.push(ctx, frame{gen: a.gen, msg: msg}); err != nil {
+			return err
+		}
+	}
+	a.synthUS += int64(len(au.Samples)) * 1e6 / int64(au.Rate)
+	if a.t != nil {
+		a.t.synthUS.Add(int64(len(au.Samples)) * 1e6 / int64(au.Rate))
+	}
+	samples := au.Samples
+	if a.rs != nil {
+		samples = a.rs.Resample(nil, samples)
+	}
+	a.buf = append(a.buf, samples...)
+	return a.flush(ctx, false)
+}
+
+// flush queues whole frames, and with all, the remainder.
+func (a *audioOut) flush(ctx context.Context, all bool) error {
+	n := a.rate * int(media.FrameDuration/time.Millisecond) / 1000
+	i := 0
+	for ; len(a.buf)-i >= n || (all && i < len(a.buf)); i += n {
+		s := a.buf[i:min(i+n, len(a.buf))]
+		var b []byte
+		switch a.enc {
+		case media.Mulaw:
+			b = g711.EncodeMulaw(nil, s)
+		case media.Alaw:
+			b = g711.EncodeAlaw(nil, s)
+		default:
+			b = pcm.Encode(nil, s)
+		}
+		f := frame{gen: a.gen, audio: b, turn: a.t, ms: int64(len(s)) * 1e6 / int64(a.rate)}
+		if err := a.c.push(ctx, f); err != nil {
+			return err
+		}
+	}
+	a.buf = append(a.buf[:0], a.buf[min(i, len(a.buf)):]...)
+	return nil
+}
+
+func (a *audioOut) finish(ctx context.Context) error {
+	if !a.started {
+		return nil
+	}
+	if a.rs != nil {
+		a.buf = a.rs.Flush(a.buf)
+	}
+	if err := a.flush(ctx, true); err != nil {
+		return err
+	}
+	return a.c.push(ctx, frame{gen: a.gen, turn: a.t, end: true, msg: &AudioEndMsg{Type: "audio_end", Turn: a.id, Generation: a.announce(),
+		AudioMS: a.synthUS / 1000}})
+}
+
+// announce is the generation audio_start and audio_end name: the turn's,
+// or the call's current one for prompt audio.
+func (a *audioOut) announce() uint64 {
+	if a.gen != 0 {
+		return a.gen
+	}
+	return a.c.gen.Load()
+}
+
+// SendAudio queues prompt audio for the caller in the call's format
+// (AudioSender). It belongs to no generation: a barge-in does not cut it.
+func (c *Call) SendAudio(ctx context.Context, turn string, au backend.Audio) error {
+	c.mu.Lock()
+	f := c.format
+	c.mu.Unlock()
+	a := &audioOut{c: c, id: turn, format: f}
+	if turn == "" {
+		a.id = "prompt"
+	}
+	if err := a.emit(ctx, au); err != nil {
+		return err
+	}
+	return a.finish(ctx)
+}
