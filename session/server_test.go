@@ -4,6 +4,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
 )
 
 func TestNormalTurn(t *testing.T) {
@@ -57,5 +60,69 @@ func TestNormalTurn(t *testing.T) {
 		if err := s.Ledger.Check(s.Queued, s.Leased); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestTurnsQueueInOrder: a turn sent while another runs waits behind it;
+// each gets its own turn_end, in order.
+func TestTurnsQueueInOrder(t *testing.T) {
+	r := newRig(t)
+	c := r.admitted()
+	c.send(map[string]any{"type": "turn", "id": "t1", "text": "one"})
+	c.send(map[string]any{"type": "turn", "id": "t2", "text": "two"})
+	c.send(map[string]any{"type": "turn", "id": "t1", "text": "again"})
+	all := c.until(func(m msg) bool { return m.Type == "turn_end" && m.Turn == "t2" })
+	var ends []string
+	started := map[string]bool{}
+	for _, m := range all {
+		switch m.Type {
+		case "turn_end":
+			ends = append(ends, m.Turn+":"+m.Disposition)
+		case "text":
+			started[m.Turn] = true
+			if m.Turn == "t2" && len(ends) == 0 {
+				t.Fatalf("t2 spoke before t1 ended: %v", types(all))
+			}
+		case "error":
+			if m.Code != CodeDuplicate {
+				t.Fatalf("error %+v", m)
+			}
+		}
+	}
+	if !slices.Equal(ends, []string{"t1:completed", "t2:completed"}) {
+		t.Fatalf("turn ends %v", ends)
+	}
+}
+
+func TestTooManyTurns(t *testing.T) {
+	r := newRig(t, func(c *Config, s *stub.Settings) {
+		c.MaxTurnsInFlight = 2
+		s.ModelDelay = 200 * time.Millisecond
+	})
+	c := r.admitted()
+	for _, id := range []string{"a", "b", "c"} {
+		c.send(map[string]any{"type": "turn", "id": id, "text": "x"})
+	}
+	if m := c.expect("error"); m.Code != CodeTooManyTurns {
+		t.Fatalf("%+v", m)
+	}
+}
+
+// TestBackendFailure: a failing backend ends the turn as failed, typed,
+// with a prompt, and the lease is released.
+func TestBackendFailure(t *testing.T) {
+	r := newRig(t, func(c *Config, s *stub.Settings) {
+		s.FailRate = 1
+	})
+	c := r.admitted()
+	c.send(map[string]any{"type": "turn", "id": "t1", "text": "x"})
+	all := c.until(isType("turn_end"))
+	d, p, end := lastOf(all, "disposition"), lastOf(all, "prompt"), lastOf(all, "turn_end")
+	if d.Disposition != "completed" || d.Error != "unavailable" || p.Reason != TurnFailed ||
+		end.Disposition != TurnFailed || end.Stage != StageModel || end.Error != "unavailable" {
+		t.Fatalf("%v %+v %+v %+v", types(all), d, p, end)
+	}
+	if s := r.stage(StageModel); s.Leased != 0 {
+		t.Fatalf("lease left %+v", s)
 	}
 }
