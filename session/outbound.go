@@ -11,7 +11,7 @@ import (
 // Errors of the outbound queue.
 var (
 	// ErrSlowReader: the caller stopped reading; the call is closed (1008).
-	ErrSlowReader = errors.New("session: caller is not reading (outbound queue full)")
+	ErrSlowReader = errors.New("session: caller is not reading (a write stalled)")
 	errOutClosed  = errors.New("session: outbound queue closed")
 )
 
