@@ -48,11 +48,11 @@ type Admitter interface {
 
 // NewAdmitter returns the frontdoor admission policy for one stage: a
 // bounded stages.Controller with a Dispatcher that owns its time.
-func NewAdmitter(l stages.Limits, clock stages.Clock) (Admitter, error) {
+func NewAdmitter(l stages.Limits, clock stages.Clock, opts ...stages.Option) (Admitter, error) {
 	if clock == nil {
 		clock = stages.SystemClock
 	}
-	c, err := stages.New(l, stages.WithClock(clock.Now))
+	c, err := stages.New(l, append([]stages.Option{stages.WithClock(clock.Now)}, opts...)...)
 	if err != nil {
 		return nil, err
 	}

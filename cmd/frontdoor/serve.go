@@ -32,6 +32,7 @@ type serveSettings struct {
 	backends                         backends.Config
 	logFormat, config                string
 	fallback                         fallback.Config
+	policy                           stages.Policy
 }
 
 func serveFlags(fs *flag.FlagSet) *serveSettings {
@@ -51,6 +52,7 @@ func serveFlags(fs *flag.FlagSet) *serveSettings {
 	s.fallback.Flags(fs)
 	fs.StringVar(&s.logFormat, "log-format", "auto", "log format: auto (text with colour on a terminal, JSON otherwise), text or json")
 	fs.StringVar(&s.config, "config", "", "optional config file of name = value lines")
+	fs.Var(&s.policy, "policy", "admission policy of every stage: frontdoor, or a baseline kept only to be measured against it (unbounded, semaphore, release-on-cancel)")
 	return s
 }
 
@@ -109,6 +111,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	for _, n := range be.Notes {
 		log.Info(n)
 	}
+	if set.policy != stages.Frontdoor {
+		log.Warn("baseline admission policy: for measurement only, not for callers", "policy", set.policy)
+	}
 	log.Info("backends", "model", be.ModelName, "synth", be.SynthName, "recognize", be.RecognizeName)
 	// Listen first: the page's burst control dials this address.
 	ln, err := net.Listen("tcp", set.listen)
@@ -136,6 +141,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Logger:   log,
 		Registry: reg,
 		Fallback: offers,
+		NewAdmitter: func(_ string, l stages.Limits, c stages.Clock) (session.Admitter, error) {
+			return session.NewAdmitter(l, c, stages.WithPolicy(set.policy))
+		},
 		Root:     page,
 		Handlers: handlers,
 	})

@@ -48,6 +48,10 @@ type Config struct {
 
 	// Stub sets the stubs' timing (-stub-*).
 	Stub stub.Settings
+	// StubCapacity, when positive, makes the stub model and synthesizer
+	// each share a processor of that many jobs (-stub-capacity): beyond it
+	// every job slows down, as a real backend does when over-admitted.
+	StubCapacity int
 }
 
 // DefaultConfig returns the settings of a fresh frontdoor serve: stub model
@@ -104,6 +108,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Stub.FrameDelay, "stub-frame-delay", c.Stub.FrameDelay, "stub synthesizer: time between frames")
 	fs.DurationVar(&c.Stub.CleanupDelay, "stub-cleanup-delay", c.Stub.CleanupDelay, "stubs: time from cancel to confirmed stop")
 	fs.Float64Var(&c.Stub.FailRate, "stub-fail-rate", c.Stub.FailRate, "stubs: fraction of calls that fail as unavailable (0 to 1)")
+	fs.IntVar(&c.StubCapacity, "stub-capacity", c.StubCapacity, "stubs: jobs the stub model and synthesizer each run at full speed (0: unlimited); beyond it all slow down")
 	fs.BoolVar(&c.Stub.Hang, "stub-hang", c.Stub.Hang, "stubs: never confirm cleanup after cancel (a wedged backend)")
 }
 
@@ -184,6 +189,12 @@ func New(c Config, reg prometheus.Registerer) (*Set, error) {
 func (s *Set) model(c Config) error {
 	switch c.Model {
 	case Stub:
+		if c.StubCapacity > 0 {
+			m := stub.NewCappedModel(c.Stub, stub.NewCapacity(c.StubCapacity))
+			s.Model, s.StubModel = m, m.Model
+			s.closers = append(s.closers, m.Close)
+			break
+		}
 		m := stub.NewModel(c.Stub)
 		s.Model, s.StubModel = m, m
 		s.closers = append(s.closers, m.Close)
@@ -217,6 +228,12 @@ func (s *Set) synth(c Config) error {
 	}
 	switch name {
 	case Stub:
+		if c.StubCapacity > 0 {
+			sy := stub.NewCappedSynthesizer(c.Stub, stub.NewCapacity(c.StubCapacity))
+			s.Synthesizer, s.StubSynthesizer = sy, sy.Synthesizer
+			s.closers = append(s.closers, sy.Close)
+			break
+		}
 		sy := stub.NewSynthesizer(c.Stub)
 		s.Synthesizer, s.StubSynthesizer = sy, sy
 		s.closers = append(s.closers, sy.Close)
