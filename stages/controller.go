@@ -30,11 +30,15 @@ type Limits struct {
 	Waiting    int           `json:"waiting"`    // work waiting for a lease; >= 1
 	MaxAge     time.Duration `json:"max_age_ns"` // oldest age still eligible (equal is eligible); >= 0
 	Tombstones int           `json:"tombstones"` // terminal records retained; 0 means DefaultTombstones
+	// TenantWaiting caps the waiting work of any one tenant (Job.Tenant), so
+	// that one tenant's burst cannot take every waiting position; over its
+	// share a tenant's offer is Overloaded. 0 means no per-tenant cap.
+	TenantWaiting int `json:"tenant_waiting,omitempty"`
 }
 
 func (l Limits) validate() error {
-	if l.Slots < 1 || l.Waiting < 1 || l.MaxAge < 0 || l.Tombstones < 0 {
-		return fmt.Errorf("%w: %+v (need Slots >= 1, Waiting >= 1, MaxAge >= 0, Tombstones >= 0)", ErrLimits, l)
+	if l.Slots < 1 || l.Waiting < 1 || l.MaxAge < 0 || l.Tombstones < 0 || l.TenantWaiting < 0 {
+		return fmt.Errorf("%w: %+v (need Slots >= 1, Waiting >= 1, MaxAge >= 0, Tombstones >= 0, TenantWaiting >= 0)", ErrLimits, l)
 	}
 	return nil
 }
@@ -46,6 +50,7 @@ type Job struct {
 	Owner      string
 	Generation uint64
 	Born       time.Time
+	Tenant     string // optional: whose share of the queue the work uses
 }
 
 // record is a queued or leased piece of work. Records live in a slab sized
@@ -54,6 +59,7 @@ type Job struct {
 type record struct {
 	id        string
 	owner     string
+	tenant    string
 	own       *owner
 	gen       uint64
 	born      time.Time
@@ -87,6 +93,7 @@ type Controller struct {
 	cleanup    int
 	tombstones *simplelru.LRU[string, Disposition]
 	ledger     Ledger
+	tenants    map[string]int // waiting work per tenant, only while nonzero
 }
 
 // Option configures a Controller.
@@ -117,6 +124,7 @@ func New(l Limits, opts ...Option) (*Controller, error) {
 		recs:       make([]record, l.Slots+l.Waiting),
 		free:       make([]int32, 0, l.Slots+l.Waiting),
 		live:       make(map[string]int32, l.Slots+l.Waiting),
+		tenants:    make(map[string]int),
 		owners:     make(map[string]*owner),
 		tombstones: tomb,
 	}
@@ -178,6 +186,7 @@ func (c *Controller) cancelOwned(o *owner, now time.Time, cancelled func(string,
 		switch r.state {
 		case Queued:
 			id := r.id
+			c.unqueue(r)
 			c.finish(ref, Cancelled) // removes ref from o.live
 			c.ledger.CancelledQueued++
 			removedQueued = true
@@ -255,10 +264,13 @@ func (c *Controller) Offer(job Job, now time.Time) (Disposition, error) {
 	}
 	ref := c.free[len(c.free)-1]
 	c.free = c.free[:len(c.free)-1]
-	c.recs[ref] = record{id: job.ID, owner: job.Owner, own: o, gen: job.Generation, born: job.Born, state: Queued}
+	c.recs[ref] = record{id: job.ID, owner: job.Owner, tenant: job.Tenant, own: o, gen: job.Generation, born: job.Born, state: Queued}
 	o.live = append(o.live, ref)
 	c.live[job.ID] = ref
 	c.queue.push(ref)
+	if job.Tenant != "" {
+		c.tenants[job.Tenant]++
+	}
 	c.ledger.Queued++
 	return Queued, nil
 }
@@ -274,6 +286,9 @@ func (c *Controller) check(o *owner, job Job, now time.Time) Disposition {
 	case c.closed:
 		return Closed
 	case c.queue.len() >= c.eff.Waiting:
+		return Overloaded
+	case job.Tenant != "" && c.limits.TenantWaiting > 0 && c.tenants[job.Tenant] >= c.limits.TenantWaiting:
+		c.ledger.Refused.OverShare++
 		return Overloaded
 	}
 	return Queued
@@ -304,6 +319,7 @@ func (c *Controller) take(now time.Time) (Disposition, string, error) {
 	if now.Sub(r.born) > c.eff.MaxAge {
 		id := r.id
 		c.queue.pop()
+		c.unqueue(r)
 		c.finish(ref, Expired)
 		c.ledger.Expired++
 		return Expired, id, nil
@@ -312,6 +328,7 @@ func (c *Controller) take(now time.Time) (Disposition, string, error) {
 		return Busy, "", nil
 	}
 	c.queue.pop()
+	c.unqueue(r)
 	r.state = Active
 	c.leased++
 	c.ledger.Admitted++
@@ -345,6 +362,18 @@ func (c *Controller) Release(id string) (Disposition, error) {
 	}
 	c.finish(ref, d)
 	return d, nil
+}
+
+// unqueue gives back the tenant's share held by a record leaving the queue.
+func (c *Controller) unqueue(r *record) {
+	if r.tenant == "" {
+		return
+	}
+	if n := c.tenants[r.tenant] - 1; n > 0 {
+		c.tenants[r.tenant] = n
+	} else {
+		delete(c.tenants, r.tenant)
+	}
 }
 
 // finish moves a record from the live set to the tombstones and frees its
@@ -426,6 +455,7 @@ func (c *Controller) CancelAt(id string, now time.Time) (Disposition, error) {
 	r := &c.recs[ref]
 	switch r.state {
 	case Queued:
+		c.unqueue(r)
 		c.finish(ref, Cancelled)
 		c.ledger.CancelledQueued++
 		c.queue.filter(func(v int32) bool { return v != ref })

@@ -12,6 +12,10 @@ type Refused struct {
 	Expired    uint64 `json:"expired"`
 	Closed     uint64 `json:"closed"`
 	Overloaded uint64 `json:"overloaded"`
+	// OverShare counts the Overloaded offers refused because their tenant
+	// held its whole share of the queue (Limits.TenantWaiting). It is part
+	// of Overloaded, not added to it.
+	OverShare uint64 `json:"over_share,omitempty"`
 }
 
 func (r *Refused) add(d Disposition) {

@@ -69,3 +69,33 @@ func TestPolicies(t *testing.T) {
 		}
 	}
 }
+
+// One tenant's burst takes at most its share of the queue; another tenant
+// still gets in, and the share comes back as work leaves the queue.
+func TestTenantShare(t *testing.T) {
+	c := mustNew(t, Limits{Slots: 1, Waiting: 4, MaxAge: time.Minute, TenantWaiting: 2})
+	owners(t, c, 1, "a", "b", "c")
+	offer := func(id, owner, tenant string, want Disposition) {
+		t.Helper()
+		got, err := c.Offer(Job{ID: id, Owner: owner, Generation: 1, Born: at(0), Tenant: tenant}, at(0))
+		if err != nil || got != want {
+			t.Fatalf("Offer(%s) = %v, %v; want %v", id, got, err, want)
+		}
+	}
+	offer("a1", "a", "big", Queued)
+	offer("a2", "a", "big", Queued)
+	offer("a3", "a", "big", Overloaded) // share full, queue is not
+	offer("b1", "b", "big", Overloaded) // the share is the tenant's, across owners
+	offer("c1", "c", "small", Queued)
+	wantTake(t, c, 0, Admitted, "a1") // leaves the queue: the share frees
+	offer("a4", "a", "big", Queued)
+	owners(t, c, 2, "a") // cancelled queued work frees its share too
+	offer("b2", "b", "big", Queued)
+	if s := c.Snapshot(); s.Ledger.Refused.OverShare != 2 || s.Ledger.Refused.Overloaded != 2 {
+		t.Fatalf("ledger %+v", s.Ledger.Refused)
+	}
+	if len(c.tenants) != 2 {
+		t.Fatalf("tenant counts %v", c.tenants)
+	}
+	checkLedger(t, c)
+}
