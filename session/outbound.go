@@ -76,7 +76,7 @@ type outbound struct {
 
 func newOutbound(lim OutboundLimits, gen *atomic.Uint64) *outbound {
 	lim = lim.withDefaults()
-	return &outbound{lim: lim, gen: gen, q: make([]frame, lim.Frames),
+	return &outbound{lim: lim, gen: gen,
 		ready: make(chan struct{}, 1), space: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
@@ -104,7 +104,10 @@ func (o *outbound) push(ctx context.Context, f frame) error {
 			o.mu.Unlock()
 			return errOutClosed
 		}
-		if o.n < len(o.q) && (o.bytes+f.size <= o.lim.Bytes || o.n == 0) {
+		if o.n < o.lim.Frames && (o.bytes+f.size <= o.lim.Bytes || o.n == 0) {
+			if o.n == len(o.q) {
+				o.grow()
+			}
 			o.q[(o.head+o.n)%len(o.q)] = f
 			o.n++
 			o.bytes += f.size
@@ -135,6 +138,9 @@ func (o *outbound) pop(ctx context.Context) (frame, bool) {
 			o.head = (o.head + 1) % len(o.q)
 			o.n--
 			o.bytes -= f.size
+			if o.n == 0 && len(o.q) > keepFrames {
+				o.q, o.head = nil, 0 // a drained burst gives its ring back
+			}
 			o.mu.Unlock()
 			signal(o.space)
 			return f, true
@@ -173,6 +179,27 @@ func (o *outbound) discard() {
 		o.n--
 	}
 	o.bytes = 0
+	o.q, o.head = nil, 0
 	o.mu.Unlock()
 	o.close()
+}
+
+// The ring starts empty and doubles on demand up to lim.Frames: an idle
+// call holds no frames (a full ring of 512 is 56 KiB, more than the rest
+// of an idle call), and a ring grown past keepFrames for a burst is given
+// back once the writer has drained it.
+const (
+	firstFrames = 8
+	keepFrames  = 64
+)
+
+// grow makes room for one more frame, keeping the queued frames in order.
+// Called with mu held and o.n == len(o.q) < o.lim.Frames.
+func (o *outbound) grow() {
+	size := min(max(2*len(o.q), firstFrames), o.lim.Frames)
+	q := make([]frame, size)
+	for i := range o.n {
+		q[i] = o.q[(o.head+i)%len(o.q)]
+	}
+	o.q, o.head = q, 0
 }

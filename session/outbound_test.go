@@ -1,0 +1,69 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// The ring grows on demand: an idle call holds no frames, frames come out
+// in order across every growth and wrap-around, the frame bound holds, and
+// a ring grown for a burst is given back once drained.
+func TestOutboundGrowsOnDemand(t *testing.T) {
+	var gen atomic.Uint64
+	gen.Store(1)
+	o := newOutbound(OutboundLimits{Frames: 100, Bytes: 1 << 20}, &gen)
+	if o.q != nil {
+		t.Fatalf("idle queue holds a ring of %d frames", len(o.q))
+	}
+	ctx := context.Background()
+	next, want := 0, 0
+	pushN := func(n int) {
+		t.Helper()
+		for range n {
+			if err := o.push(ctx, frame{gen: 1, ms: int64(next)}); err != nil {
+				t.Fatal(err)
+			}
+			next++
+		}
+	}
+	popN := func(n int) {
+		t.Helper()
+		for range n {
+			f, ok := o.pop(ctx)
+			if !ok || f.ms != int64(want) {
+				t.Fatalf("pop = %d, %v; want frame %d", f.ms, ok, want)
+			}
+			want++
+		}
+	}
+	// Wrap the small ring, then grow it while its head is in the middle.
+	pushN(6)
+	popN(4)
+	pushN(30)
+	if len(o.q) > 64 {
+		t.Errorf("ring of %d frames for 32 queued", len(o.q))
+	}
+	popN(10)
+	pushN(78) // 100 queued: the bound
+	if o.n != 100 || len(o.q) != 100 {
+		t.Errorf("queued %d in a ring of %d, want 100 in 100", o.n, len(o.q))
+	}
+	// Full: a further push waits for room.
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if err := o.push(short, frame{gen: 1}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("push on a full queue: %v, want it to wait", err)
+	}
+	popN(100)
+	if o.q != nil {
+		t.Errorf("drained queue keeps a ring of %d frames", len(o.q))
+	}
+	pushN(3)
+	o.discard()
+	if o.q != nil || o.n != 0 || o.bytes != 0 {
+		t.Errorf("after discard: ring %d, %d frames, %d bytes", len(o.q), o.n, o.bytes)
+	}
+}
