@@ -53,6 +53,9 @@ type Config struct {
 	NewAdmitter func(stage string, l stages.Limits, clock stages.Clock) (Admitter, error)
 	// Fallback decides what refused callers hear (nil: Prompts).
 	Fallback Fallback
+	// Ready, when set, is consulted by /readyz: an error (such as a fleet
+	// store that cannot be reached) turns it 503 with the error's text.
+	Ready func(ctx context.Context) error
 
 	// Root serves GET / (nil: a placeholder page). Handlers are mounted on
 	// the server's mux by pattern (e.g. "GET /v1/agents").
@@ -228,10 +231,16 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 	})
-	s.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+	s.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if !s.Ready() {
 			http.Error(w, "draining", http.StatusServiceUnavailable)
 			return
+		}
+		if s.cfg.Ready != nil {
+			if err := s.cfg.Ready(r.Context()); err != nil {
+				http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
 		}
 		_, _ = io.WriteString(w, "ready\n")
 	})
