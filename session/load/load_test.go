@@ -20,18 +20,25 @@ var fast = stub.Settings{ModelDelay: 20 * time.Millisecond, TokenDelay: 2 * time
 // A short overloaded run against the real server: every caller and turn is
 // accounted for once, the callers' view matches the server's ledgers, and
 // the reports are produced.
+//
+// The overload does not depend on timing: 30 callers arrive in one burst
+// at a session stage of 4 lines and 2 places in its queue, and every
+// admitted caller holds its line for 1.5s after its turns, so the session
+// stage stays full while the burst dials (milliseconds) and the 24 callers
+// beyond its lines and queue are refused before retention.
 func TestSmokeRunBalances(t *testing.T) {
 	ts := startServer(t, serverOpts{
-		session: stages.Limits{Slots: 20, Waiting: 5, MaxAge: time.Second},
+		session: stages.Limits{Slots: 4, Waiting: 2, MaxAge: 10 * time.Second},
 		model:   stages.Limits{Slots: 2, Waiting: 2, MaxAge: 150 * time.Millisecond},
 		synt:    stages.Limits{Slots: 2, Waiting: 2, MaxAge: 150 * time.Millisecond},
 		stub:    fast,
 	})
 	var progress []load.Progress
 	r, err := load.Run(context.Background(), load.Config{
-		Target: ts.URL, Callers: 30, Rate: 200, Arrival: load.Burst, BurstSize: 10,
-		Turns: 2, Think: 10 * time.Millisecond, BargeIn: 0.3, BargeAfter: 10 * time.Millisecond,
-		Deadline: 500 * time.Millisecond, Duration: 10 * time.Second,
+		Target: ts.URL, Callers: 30, Rate: 10, Arrival: load.Burst, BurstSize: 30,
+		Turns: 2, Think: 10 * time.Millisecond, Hold: 1500 * time.Millisecond,
+		BargeIn: 0.3, BargeAfter: 10 * time.Millisecond,
+		Deadline: 500 * time.Millisecond, Duration: 20 * time.Second,
 		Progress: func(p load.Progress) { progress = append(progress, p) },
 	})
 	if err != nil {
@@ -44,8 +51,8 @@ func TestSmokeRunBalances(t *testing.T) {
 	if r.Callers.Offered != 30 || r.Callers.Active != 0 || r.Callers.Queued != 0 {
 		t.Errorf("callers: %+v, want 30 offered, none left on the line", r.Callers)
 	}
-	if r.Callers.RefusedBeforeRetention == 0 || r.Goodput.Good == 0 {
-		t.Errorf("want some refused and some good at this overload: %s", r.Summary())
+	if r.Callers.RefusedBeforeRetention != 24 || r.Callers.ByEnd[load.EndServed] != 6 || r.Goodput.Good == 0 {
+		t.Errorf("want 24 refused, 6 served (4 at once, 2 after queueing) and some good turns: %s", r.Summary())
 	}
 	if !r.Server.Matches {
 		t.Errorf("server ledgers differ from the callers' view: %+v", r.Server)
