@@ -1,0 +1,223 @@
+package redisqueue_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/fallback/redisqueue"
+	"github.com/frontdoorhq/frontdoor/stages/redisstage/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+var epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func TestCallbackStoreContract(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	st := redisqueue.NewCallbackStore(srv.Client(t), "callbacks")
+	at := func(s int) time.Time { return epoch.Add(time.Duration(s) * time.Second) }
+
+	a, created, err := st.Accept(ctx, fallback.Callback{Ticket: "cb_a", Call: "c1", Turn: "t1", Number: "+15550100", Accepted: at(0)})
+	if err != nil || !created || a.Status != fallback.StatusPending || !a.Accepted.Equal(at(0)) || a.Number != "+15550100" {
+		t.Fatalf("accept: %+v %v %v", a, created, err)
+	}
+	again, created, err := st.Accept(ctx, fallback.Callback{Ticket: "cb_other", Call: "c1", Turn: "t1", Number: "+15550100", Accepted: at(1)})
+	if err != nil || created || again.Ticket != "cb_a" {
+		t.Fatalf("same (call, turn) again: %+v %v %v", again, created, err)
+	}
+	// ("c", "1:t") and ("c1", "t") are different calls.
+	if _, created, err := st.Accept(ctx, fallback.Callback{Ticket: "cb_b", Call: "c", Turn: "1:t1", Number: "+15550101", Accepted: at(2)}); err != nil || !created {
+		t.Fatalf("distinct key: %v %v", created, err)
+	}
+	if _, created, _ := st.Accept(ctx, fallback.Callback{Ticket: "cb_c", Call: "c3", Turn: "t1", Number: "+15550102", Accepted: at(1)}); !created {
+		t.Fatal("third not created")
+	}
+	if got, ok, err := st.Find(ctx, "c1", "t1"); err != nil || !ok || got.Ticket != "cb_a" {
+		t.Fatalf("find: %+v %v %v", got, ok, err)
+	}
+	if _, ok, err := st.Find(ctx, "nobody", "t1"); err != nil || ok {
+		t.Fatalf("find missing: %v %v", ok, err)
+	}
+	if _, err := st.Get(ctx, "cb_none"); !errors.Is(err, fallback.ErrNotFound) {
+		t.Fatalf("get missing: %v", err)
+	}
+	tickets := func(cs []fallback.Callback) string {
+		var out []string
+		for _, c := range cs {
+			out = append(out, c.Ticket)
+		}
+		return strings.Join(out, ",")
+	}
+	if l, err := st.List(ctx, 0); err != nil || tickets(l) != "cb_a,cb_c,cb_b" {
+		t.Fatalf("list oldest first: %s %v", tickets(l), err)
+	}
+	if l, _ := st.List(ctx, 2, fallback.StatusPending); tickets(l) != "cb_a,cb_c" {
+		t.Fatalf("list limit: %s", tickets(l))
+	}
+
+	c, err := st.Claim(ctx, "cb_a", "op1", at(10), at(70))
+	if err != nil || c.Status != fallback.StatusClaimed || c.Attempt != 1 || c.Operator != "op1" || !c.LeaseUntil.Equal(at(70)) {
+		t.Fatalf("claim: %+v %v", c, err)
+	}
+	if _, err := st.Claim(ctx, "cb_a", "op2", at(11), at(71)); !errors.Is(err, fallback.ErrNotLive) {
+		t.Fatalf("second claim: %v", err)
+	}
+	if err := st.Return(ctx, "cb_a", 1, at(70)); err != nil {
+		t.Fatalf("return: %v", err)
+	}
+	c, _ = st.Claim(ctx, "cb_a", "op2", at(71), at(131))
+	if c.Attempt != 2 {
+		t.Fatalf("second attempt %+v", c)
+	}
+	// The first claimant's late finish is fenced by its attempt.
+	if _, err := st.Finish(ctx, "cb_a", 1, fallback.StatusCompleted, "late", at(72)); !errors.Is(err, fallback.ErrLeaseLost) {
+		t.Fatalf("stale finish: %v", err)
+	}
+	if err := st.Return(ctx, "cb_a", 1, at(72)); !errors.Is(err, fallback.ErrLeaseLost) {
+		t.Fatalf("stale return: %v", err)
+	}
+	if f, err := st.Finish(ctx, "cb_a", 2, fallback.StatusCompleted, "called back", at(73)); err != nil || f.Status != fallback.StatusCompleted || f.Note != "called back" {
+		t.Fatalf("finish: %+v %v", f, err)
+	}
+	if err := st.Expire(ctx, "cb_a", at(74)); !errors.Is(err, fallback.ErrNotLive) {
+		t.Fatalf("expire finished: %v", err)
+	}
+	if err := st.Expire(ctx, "cb_c", at(74)); err != nil {
+		t.Fatal(err)
+	}
+	st.Claim(ctx, "cb_b", "op3", at(75), at(90))
+	if _, err := st.Finish(ctx, "cb_b", 0, fallback.StatusFailed, "no answer", at(76)); err != nil {
+		t.Fatalf("override finish: %v", err)
+	}
+	if _, err := st.Finish(ctx, "cb_b", 0, fallback.StatusPending, "", at(76)); err == nil {
+		t.Fatal("finish to pending accepted")
+	}
+	for _, tc := range []struct {
+		st   fallback.Status
+		want string
+	}{{fallback.StatusCompleted, "cb_a"}, {fallback.StatusExpired, "cb_c"}, {fallback.StatusFailed, "cb_b"}, {fallback.StatusPending, ""}} {
+		if l, _ := st.List(ctx, 0, tc.st); tickets(l) != tc.want {
+			t.Errorf("list %s: %s, want %s", tc.st, tickets(l), tc.want)
+		}
+	}
+}
+
+func TestCallbackStoreUnavailable(t *testing.T) {
+	srv := redistest.Start(t)
+	st := redisqueue.NewCallbackStore(srv.Client(t), "callbacks")
+	srv.Stop()
+	_, _, err := st.Accept(context.Background(), fallback.Callback{Ticket: "cb_a", Call: "c1", Turn: "t1", Number: "+15550100", Accepted: epoch})
+	if !errors.Is(err, redisqueue.ErrUnavailable) {
+		t.Fatalf("accept with Redis down: %v", err)
+	}
+}
+
+const workerEnv = "FRONTDOOR_REDISQUEUE_WORKER"
+
+// TestCallbackWorker is the worker process of TestCallbacksSurviveWorkerCrash:
+// it books two callbacks through a fallback.Service on Redis, claims one as
+// an operator, says so, and waits to be killed.
+func TestCallbackWorker(t *testing.T) {
+	addr := os.Getenv(workerEnv)
+	if addr == "" {
+		return // only as the child of the crash test
+	}
+	rdb := redis.NewClient(redistest.Options(addr))
+	defer rdb.Close()
+	cfg := workerConfig()
+	svc, err := fallback.New(context.Background(), cfg, nil, nil, fallback.WithStore(redisqueue.NewCallbackStore(rdb, "callbacks")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	for _, call := range []string{"call-1", "call-2"} {
+		res, err := svc.RequestCallback(context.Background(), fallback.CallbackRequest{Call: call, Turn: "t1", Number: "+15550100", Consent: true})
+		if err != nil || res.Ticket == "" {
+			t.Fatalf("request: %+v %v", res, err)
+		}
+		fmt.Println("booked", res.Ticket)
+	}
+	c, err := svc.ClaimCallback(context.Background(), "op-dead")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("claimed", c.Ticket, c.Attempt)
+	time.Sleep(time.Minute) // killed long before
+}
+
+func workerConfig() fallback.Config {
+	cfg := fallback.DefaultConfig()
+	cfg.DataDir = ""
+	cfg.CallbackLease = 500 * time.Millisecond
+	return cfg
+}
+
+// Callbacks booked through one worker, and the one it had claimed, are not
+// lost when it dies with kill -9: another replica on the same Redis finds
+// both, the dead worker's claim comes back once its lease ran out, and the
+// dead claim's attempt can no longer finish it.
+func TestCallbacksSurviveWorkerCrash(t *testing.T) {
+	srv := redistest.Start(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCallbackWorker$", "-test.v")
+	cmd.Env = append(os.Environ(), workerEnv+"="+srv.Addr)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var booked []string
+	var claimed string
+	var attempt int
+	sc := bufio.NewScanner(out)
+	for claimed == "" && sc.Scan() {
+		f := strings.Fields(sc.Text())
+		switch {
+		case len(f) == 2 && f[0] == "booked":
+			booked = append(booked, f[1])
+		case len(f) == 3 && f[0] == "claimed":
+			claimed = f[1]
+			fmt.Sscan(f[2], &attempt)
+		}
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if len(booked) != 2 || claimed != booked[0] {
+		t.Fatalf("worker booked %v claimed %q", booked, claimed)
+	}
+
+	ctx := context.Background()
+	store := redisqueue.NewCallbackStore(srv.Client(t), "callbacks")
+	time.Sleep(workerConfig().CallbackLease) // the dead worker's claim runs out
+	svc, err := fallback.New(ctx, workerConfig(), nil, nil, fallback.WithStore(store))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	got := map[string]int{}
+	for range 2 {
+		c, err := svc.ClaimCallback(ctx, "op-alive")
+		if err != nil {
+			t.Fatalf("claim on the surviving replica: %v (have %v)", err, got)
+		}
+		got[c.Ticket] = c.Attempt
+		if _, err := svc.FinishCallback(ctx, c.Ticket, c.Attempt, fallback.StatusCompleted, "called back"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got[booked[0]] != attempt+1 || got[booked[1]] != 1 {
+		t.Fatalf("claimed %v, want %s at attempt %d and %s at 1", got, booked[0], attempt+1, booked[1])
+	}
+	if _, err := store.Finish(ctx, claimed, attempt, fallback.StatusFailed, "from the dead", time.Now()); !errors.Is(err, fallback.ErrLeaseLost) {
+		t.Fatalf("dead worker's attempt finishing: %v", err)
+	}
+}
