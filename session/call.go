@@ -144,8 +144,8 @@ func (c *Call) end(cause error, admitted bool, writerDone <-chan struct{}, io *s
 	}
 
 	status, reason := closeStatus(cause)
-	if errors.Is(cause, errRefused) {
-		c.out.close() // let the prompt out first
+	if errors.Is(cause, errRefused) || errors.Is(cause, ErrRateLimited) {
+		c.out.close() // let the prompt (or the error) out first
 	} else {
 		c.out.discard()
 	}
@@ -182,6 +182,8 @@ func closeStatus(cause error) (CloseStatus, string) {
 		return ClosePolicy, "slow reader"
 	case errors.Is(cause, errGoingAway):
 		return CloseGoingAway, "server shutting down"
+	case errors.Is(cause, ErrRateLimited):
+		return ClosePolicy, "rate limited"
 	}
 	return CloseNormal, ""
 }
@@ -196,6 +198,8 @@ func endName(cause error) string {
 		return "going_away"
 	case errors.Is(cause, errHangup):
 		return "hangup"
+	case errors.Is(cause, ErrRateLimited):
+		return "rate_limited"
 	}
 	return "disconnected"
 }
@@ -205,7 +209,7 @@ func endName(cause error) string {
 func (c *Call) admitSession(ctx context.Context) bool {
 	st := c.s.session
 	_ = st.adm.Rotate(c.id, 1)
-	job := stages.Job{ID: c.id, Owner: c.id, Generation: 1, Born: c.s.cfg.Clock.Now()}
+	job := stages.Job{ID: c.id, Owner: c.id, Generation: 1, Born: c.s.cfg.Clock.Now(), Tenant: CallerFrom(ctx).Tenant}
 	tk, d, err := st.adm.Submit(job)
 	if err != nil {
 		c.log.Error("session submit", "err", err)
@@ -334,6 +338,9 @@ func (c *Call) handle(ev ClientEvent) {
 // enqueue adds a turn behind the call's running and waiting turns. A
 // speech turn is born when the caller stopped speaking.
 func (c *Call) enqueue(r TurnRequest, speech *backend.Audio, spoke time.Time) *ProtocolError {
+	if !c.allowTurn() {
+		return nil // the call is ending: rate_limited
+	}
 	now := c.s.cfg.Clock.Now()
 	born := now.Add(-r.Age())
 	if speech != nil && !spoke.IsZero() && !spoke.After(now) {

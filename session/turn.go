@@ -79,14 +79,14 @@ func (c *Call) jobID(t *turn, stage string) string {
 // started has returned and every lease it took is released.
 func (c *Call) runTurn(t *turn) {
 	defer close(t.done)
-	first := stages.Job{ID: c.jobID(t, StageModel), Owner: c.id, Generation: t.gen, Born: t.born}
+	first := stages.Job{ID: c.jobID(t, StageModel), Owner: c.id, Generation: t.gen, Born: t.born, Tenant: c.tenant()}
 	if t.speech != nil {
 		first.ID = c.jobID(t, StageRecognize)
 		if !c.recognize(t, first) {
 			return
 		}
 	}
-	mjob := stages.Handoff(first, c.jobID(t, StageModel)) // keeps Born
+	mjob := withTenant(stages.Handoff(first, c.jobID(t, StageModel)), first.Tenant) // keeps Born
 	// Until its synthesis job is offered, this turn keeps a drain from
 	// closing the synthesis stage under it.
 	c.s.handoffs.Add(1)
@@ -118,7 +118,7 @@ func (c *Call) runTurn(t *turn) {
 		return
 	}
 
-	sjob := stages.Handoff(mjob, c.jobID(t, StageSynthesis)) // keeps Born
+	sjob := withTenant(stages.Handoff(mjob, c.jobID(t, StageSynthesis)), mjob.Tenant) // keeps Born
 	if d := c.admit(t, c.s.synth, sjob, handedOff); d != stages.Admitted {
 		c.endTurn(t, d.String(), StageSynthesis, "")
 		return

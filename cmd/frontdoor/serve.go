@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"time"
 
@@ -33,6 +32,7 @@ type serveSettings struct {
 	logFormat, config                string
 	fallback                         fallback.Config
 	policy                           stages.Policy
+	guard                            *guardWiring
 }
 
 func serveFlags(fs *flag.FlagSet) *serveSettings {
@@ -52,6 +52,7 @@ func serveFlags(fs *flag.FlagSet) *serveSettings {
 	s.fallback.Flags(fs)
 	fs.StringVar(&s.logFormat, "log-format", "auto", "log format: auto (text with colour on a terminal, JSON otherwise), text or json")
 	fs.StringVar(&s.config, "config", "", "optional config file of name = value lines")
+	s.guard = newGuardWiring(fs)
 	fs.Var(&s.policy, "policy", "admission policy of every stage: frontdoor, or a baseline kept only to be measured against it (unbounded, semaphore, release-on-cancel)")
 	return s
 }
@@ -98,6 +99,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if err := set.guard.prepare(set, log, os.LookupEnv); err != nil {
+		return err
+	}
 	bc, err := backendConfig(fs, set)
 	if err != nil {
 		return err
@@ -130,7 +134,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	page := web.Handler(web.Options{Burster: web.LoadBurster(ln.Addr().String()), Logger: log})
 	defer page.Close()
 	handlers := page.Routes()
-	handlers["GET /v1/agents"] = svc.AgentHandler(nil)
+	handlers["GET /v1/agents"] = svc.AgentHandler(set.guard.agentAccept())
 	handlers["/v1/callbacks"] = svc.CallbackHandler()
 	handlers["/v1/callbacks/"] = svc.CallbackHandler()
 	srv, err := session.New(session.Config{
@@ -144,18 +148,19 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		NewAdmitter: func(_ string, l stages.Limits, c stages.Clock) (session.Admitter, error) {
 			return session.NewAdmitter(l, c, stages.WithPolicy(set.policy))
 		},
-		Root:     page,
-		Handlers: handlers,
+		Root:           page,
+		Handlers:       handlers,
+		OriginPatterns: set.guard.origins(),
 	})
 	if err != nil {
 		return err
 	}
 	srv.AddController("callback", svc.CallbackStage())
 	srv.AddController("handoff", svc.HandoffStage())
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
+	hs, served, err := set.guard.serve(ln, srv, reg, log)
+	if err != nil {
+		return err
+	}
 	log.Info("listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/",
 		"session", "ws://"+ln.Addr().String()+"/v1/session")
 

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+
+	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/session/guard"
+)
+
+// guardWiring puts package guard in front of frontdoor serve: its flags,
+// the tenant share of every stage's queue, the origin policy, the hardened
+// HTTP server(s) and the connection-limiting listener(s).
+type guardWiring struct {
+	set  guard.Settings
+	auth guard.Authenticator
+}
+
+func newGuardWiring(fs *flag.FlagSet) *guardWiring {
+	w := &guardWiring{set: guard.DefaultSettings()}
+	w.set.Flags(fs)
+	return w
+}
+
+// prepare checks the settings, builds the authenticator and gives every
+// stage its per-tenant share of the queue. It runs before session.New.
+func (w *guardWiring) prepare(set *serveSettings, log *slog.Logger, lookup func(string) (string, bool)) error {
+	auth, err := w.set.Authenticator(lookup)
+	if err != nil {
+		return err
+	}
+	w.auth = auth
+	for _, l := range []*struct {
+		name string
+		w    *int
+		n    int
+	}{
+		{"session", &set.session.TenantWaiting, set.session.Waiting},
+		{"recognize", &set.recognize.TenantWaiting, set.recognize.Waiting},
+		{"model", &set.model.TenantWaiting, set.model.Waiting},
+		{"synth", &set.synth.TenantWaiting, set.synth.Waiting},
+	} {
+		if *l.w, err = w.set.Share(l.n); err != nil {
+			return err
+		}
+	}
+	if auth == nil {
+		if host, _, _ := net.SplitHostPort(set.listen); !isLoopback(host) {
+			log.Warn("-auth none on a non-loopback address: anyone who reaches it may call and read operator data", "listen", set.listen)
+		}
+	}
+	log.Info("guard", "auth", w.set.Auth, "allowed_origins", w.set.Origins(), "operator_listen", w.set.OperatorListen,
+		"tenant_sessions", w.set.TenantSessions, "tenant_turns_per_minute", w.set.TenantTurnsPerMinute,
+		"tenant_queue_share", w.set.TenantQueueShare, "max_conns", w.set.Server.MaxConns)
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// origins are the cross-origin host patterns for every WebSocket endpoint.
+func (w *guardWiring) origins() []string { return w.set.Origins() }
+
+// agentAccept is the /v1/agents handshake's options (origin policy).
+func (w *guardWiring) agentAccept() *websocket.AcceptOptions {
+	return &websocket.AcceptOptions{OriginPatterns: w.set.Origins()}
+}
+
+// guardServers are the running HTTP server(s).
+type guardServers struct{ servers []*http.Server }
+
+// Shutdown shuts every server down.
+func (g *guardServers) Shutdown(ctx context.Context) error {
+	var errs []error
+	for _, s := range g.servers {
+		errs = append(errs, s.Shutdown(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// serve starts the public server on ln (and the operator server on
+// -operator-listen) behind the guard. served receives the first Serve
+// error.
+func (w *guardWiring) serve(ln net.Listener, srv *session.Server, reg *prometheus.Registry, log *slog.Logger) (*guardServers, <-chan error, error) {
+	cfg := w.set.Config(w.auth)
+	cfg.Busy = srv.SessionFull
+	cfg.Logger = log
+	cfg.Registry = reg
+	g := guard.New(cfg)
+	lims := w.set.Server
+	type pair struct {
+		ln net.Listener
+		hs *http.Server
+	}
+	ps := []pair{{lims.Listen(ln), lims.NewServer(g.Handler(srv.Handler(), guard.Public), log)}}
+	if w.set.OperatorListen != "" {
+		oln, err := net.Listen("tcp", w.set.OperatorListen)
+		if err != nil {
+			return nil, nil, fmt.Errorf("-operator-listen: %w", err)
+		}
+		ps = append(ps, pair{lims.Listen(oln), lims.NewServer(g.Handler(srv.Handler(), guard.Operator), log)})
+		log.Info("operator listening", "addr", oln.Addr().String())
+	}
+	served := make(chan error, len(ps))
+	gs := &guardServers{}
+	for _, p := range ps {
+		gs.servers = append(gs.servers, p.hs)
+		go func() { served <- p.hs.Serve(p.ln) }()
+	}
+	return gs, served, nil
+}

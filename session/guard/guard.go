@@ -1,0 +1,268 @@
+package guard
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+
+	"github.com/frontdoorhq/frontdoor/session"
+)
+
+// Config configures a Guard. Zero values take the defaults noted.
+type Config struct {
+	// Auth checks tokens (nil: no authentication — every request is let
+	// in with every role and no tenant, for development on loopback).
+	Auth Authenticator
+	// OperatorSeparate: agent and operator paths are served only by the
+	// operator handler (Handler(next, Operator)); the public one answers
+	// them 404.
+	OperatorSeparate bool
+	// TenantSessions caps one tenant's calls at once (0: no cap). Over it
+	// a new call is answered 429 before the upgrade.
+	TenantSessions int
+	// TenantTurnsPerMinute and TenantTurnBurst pace one tenant's turns
+	// across all its calls (0: no limit; burst 0: a tenth of a minute's
+	// turns, at least 1).
+	TenantTurnsPerMinute float64
+	TenantTurnBurst      int
+	// Busy reports that the service has no room for another call (for
+	// the session server: Server.SessionFull). A new call is then answered
+	// 503 with Retry-After before the upgrade. nil: never busy.
+	Busy func() bool
+	// RetryAfter is the Retry-After of 429 and 503 answers (0: 1s).
+	RetryAfter time.Duration
+	// MaxTenants bounds the per-tenant state kept (0: 10000); idle
+	// tenants are forgotten past it.
+	MaxTenants int
+	Logger     *slog.Logger
+	Registry   *prometheus.Registry // receives frontdoor_guard_refused_total (nil: none)
+}
+
+// Side says which listener a handler serves: the public one or the
+// operator one.
+type Side int
+
+// Sides.
+const (
+	Public Side = iota
+	Operator
+)
+
+// Guard authenticates requests and holds the per-tenant counters.
+type Guard struct {
+	cfg     Config
+	log     *slog.Logger
+	refused *prometheus.CounterVec
+
+	mu      sync.Mutex
+	tenants map[string]*tenant
+}
+
+type tenant struct {
+	sessions int
+	turns    *rate.Limiter
+}
+
+// New returns a Guard.
+func New(cfg Config) *Guard {
+	if cfg.RetryAfter <= 0 {
+		cfg.RetryAfter = time.Second
+	}
+	if cfg.MaxTenants <= 0 {
+		cfg.MaxTenants = 10000
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	g := &Guard{cfg: cfg, log: cfg.Logger, tenants: map[string]*tenant{}}
+	g.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "frontdoor_guard_refused_total",
+		Help: "Requests the guard refused before the handler, by reason (unauthorized, forbidden, rate_limited, overloaded, subprotocol).",
+	}, []string{"reason"})
+	if cfg.Registry != nil {
+		cfg.Registry.MustRegister(g.refused)
+	}
+	return g
+}
+
+// route is what a path needs.
+type route struct {
+	role     Role
+	call     bool // a call: tenant caps and service overload apply
+	operator bool // served on the operator listener when it is separate
+}
+
+// classify returns the policy of a request path. Unknown paths are public
+// here (the mux answers 404).
+func classify(path string) route {
+	switch {
+	case path == "/v1/session", path == "/v1/webrtc" || strings.HasPrefix(path, "/v1/webrtc/"):
+		return route{role: RoleCaller, call: true}
+	case path == "/v1/twilio":
+		// Twilio cannot carry our tokens: the transport validates
+		// X-Twilio-Signature itself (an auth token must be configured).
+		return route{call: true}
+	case path == "/v1/agents":
+		return route{role: RoleAgent, operator: true}
+	case path == "/v1/callbacks", strings.HasPrefix(path, "/v1/callbacks/"),
+		path == "/v1/stages", strings.HasPrefix(path, "/v1/stages/"),
+		path == "/metrics", path == "/v1/burst":
+		return route{role: RoleOperator, operator: true}
+	}
+	return route{}
+}
+
+// Handler wraps next (the session server's handler) for the listener l.
+func (g *Guard) Handler(next http.Handler, l Side) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rt := classify(r.URL.Path)
+		switch {
+		case l == Public && g.cfg.OperatorSeparate && rt.operator,
+			l == Operator && !rt.operator && r.URL.Path != "/healthz":
+			http.NotFound(w, r)
+			return
+		}
+		var id Identity
+		if rt.role != RoleNone && g.cfg.Auth != nil {
+			tok, _ := token(r)
+			var err error
+			id, err = g.cfg.Auth.Authenticate(tok)
+			if err != nil {
+				code := "unauthorized"
+				if errors.Is(err, ErrExpired) {
+					code = "token_expired"
+				}
+				w.Header().Set("WWW-Authenticate", `Bearer realm="frontdoor"`)
+				g.refuse(w, http.StatusUnauthorized, "unauthorized", code, "a valid token is required")
+				return
+			}
+			if !id.Has(rt.role) {
+				g.refuse(w, http.StatusForbidden, "forbidden", "forbidden", "the token lacks the "+string(rt.role)+" role")
+				return
+			}
+		}
+		if isUpgrade(r) {
+			if p, ok := pickSubprotocol(r); !ok {
+				g.refuse(w, http.StatusBadRequest, "subprotocol", "unsupported_subprotocol", "offered subprotocols include none of "+ProtocolV1+" or "+TokenProtocolPrefix+"<token>")
+				return
+			} else if p != "" {
+				// coder/websocket keeps a Sec-WebSocket-Protocol already
+				// set and reports it as Conn.Subprotocol: the browser gets
+				// one of the protocols it offered back, as it requires.
+				w.Header().Set("Sec-WebSocket-Protocol", p)
+			}
+		}
+		if !rt.call {
+			next.ServeHTTP(w, r)
+			return
+		}
+		release, ok := g.enter(id.Tenant)
+		if !ok {
+			g.retryAfter(w)
+			g.refuse(w, http.StatusTooManyRequests, "rate_limited", "rate_limited", "your tenant is at its cap of calls at once")
+			return
+		}
+		defer release()
+		if g.cfg.Busy != nil && g.cfg.Busy() {
+			g.retryAfter(w)
+			g.refuse(w, http.StatusServiceUnavailable, "overloaded", "overloaded", "the service is full; try again later")
+			return
+		}
+		ctx := session.WithCaller(r.Context(), session.Caller{Tenant: id.Tenant, AllowTurn: g.turnAllower(id.Tenant)})
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+func (g *Guard) retryAfter(w http.ResponseWriter) {
+	w.Header().Set("Retry-After", strconv.Itoa(max(1, int((g.cfg.RetryAfter+time.Second-1)/time.Second))))
+}
+
+// refuse answers a request the guard will not pass on. The body is JSON:
+// {"code": ..., "message": ...}.
+func (g *Guard) refuse(w http.ResponseWriter, status int, reason, code, msg string) {
+	g.refused.WithLabelValues(reason).Inc()
+	w.Header().Del("Sec-WebSocket-Protocol")
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"code": code, "message": msg})
+}
+
+// enter counts a call against its tenant's cap. The tenant "" (no
+// authentication) has no cap.
+func (g *Guard) enter(name string) (release func(), ok bool) {
+	if name == "" || g.cfg.TenantSessions <= 0 {
+		return func() {}, true
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t := g.tenantLocked(name)
+	if t.sessions >= g.cfg.TenantSessions {
+		return nil, false
+	}
+	t.sessions++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			g.mu.Lock()
+			t.sessions--
+			g.mu.Unlock()
+		})
+	}, true
+}
+
+func (g *Guard) tenantLocked(name string) *tenant {
+	t, ok := g.tenants[name]
+	if ok {
+		return t
+	}
+	if len(g.tenants) >= g.cfg.MaxTenants {
+		for n, x := range g.tenants {
+			if x.sessions == 0 {
+				delete(g.tenants, n)
+			}
+		}
+	}
+	t = &tenant{}
+	if g.cfg.TenantTurnsPerMinute > 0 {
+		burst := g.cfg.TenantTurnBurst
+		if burst <= 0 {
+			burst = max(1, int(g.cfg.TenantTurnsPerMinute/10))
+		}
+		t.turns = rate.NewLimiter(rate.Limit(g.cfg.TenantTurnsPerMinute/60), burst)
+	}
+	g.tenants[name] = t
+	return t
+}
+
+func (g *Guard) turnAllower(name string) func() bool {
+	if name == "" || g.cfg.TenantTurnsPerMinute <= 0 {
+		return nil
+	}
+	g.mu.Lock()
+	lim := g.tenantLocked(name).turns
+	g.mu.Unlock()
+	return lim.Allow
+}
+
+// Sessions returns the tenant's calls at once (tests, metrics).
+func (g *Guard) Sessions(tenantName string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if t, ok := g.tenants[tenantName]; ok {
+		return t.sessions
+	}
+	return 0
+}
+
+func isUpgrade(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+}
