@@ -126,12 +126,22 @@ func (r *Report) turns(cfg Config, recs []*callerRec) {
 	l.ByEnd = map[string]int{}
 	counts := map[string]*StageCounts{}
 	var wait, mwait, swait, ttfa, jitter, barge []time.Duration
+	var firstSent, lastDone time.Time
 	bucket := cfg.Deadline / 20
 	r.Hist = Histograms{BucketMS: float64(bucket) / 1e6, FirstAud: make([]int, 61), QueueWait: make([]int, 61)}
 	hist := func(h []int, d time.Duration) { h[min(int(d/bucket), len(h)-1)]++ }
 	for _, c := range recs {
 		for _, t := range c.turns {
 			l.Offered++
+			if firstSent.IsZero() || t.sent.Before(firstSent) {
+				firstSent = t.sent
+			}
+			if t.end == dCompleted {
+				r.Goodput.Completed++
+				if t.endAt.After(lastDone) {
+					lastDone = t.endAt
+				}
+			}
 			m := t.stages["model"]
 			switch {
 			case m != nil && refusal(m.first):
@@ -227,6 +237,9 @@ func (r *Report) turns(cfg Config, recs []*callerRec) {
 	r.Goodput.Window = Millis(window)
 	if window > 0 {
 		r.Goodput.GoodPerSecond = float64(r.Goodput.Good) / window.Seconds()
+	}
+	if span := lastDone.Sub(firstSent); r.Goodput.Completed > 1 && span > 0 {
+		r.Goodput.CompletedPerSecond = float64(r.Goodput.Completed) / span.Seconds()
 	}
 }
 

@@ -26,6 +26,7 @@ func (r *Report) Summary() string {
 		r.Turns.Offered, r.Turns.RefusedBeforeRetention, r.Turns.Queued, r.Turns.Active, r.Turns.Terminal, r.Turns.Balanced)
 	fmt.Fprintf(&b, "goodput: %d turns with first audio within %v (%.1f/s), %d late, %d refused (typed), %d untyped\n",
 		g.Good, durMS(g.Deadline), g.GoodPerSecond, g.Late, g.Refused, g.Untyped)
+	fmt.Fprintf(&b, "completed: %d turns, %.1f/s from the first turn sent to the last completed\n", g.Completed, g.CompletedPerSecond)
 	fmt.Fprintf(&b, "first audio p50/p95/p99 %s; queue wait %s\n", r.FirstAud, r.QueueWait)
 	fmt.Fprintf(&b, "generator: lag %s, %.1f of %.1f callers/s\n", r.Generator.Lag, r.Generator.AchievedRate, r.Generator.TargetRate)
 	if r.BargeIn.Sent > 0 {

@@ -107,6 +107,11 @@ type Goodput struct {
 	// GoodPerSecond is Good over the arrival window.
 	GoodPerSecond float64 `json:"good_per_second"`
 	Window        Millis  `json:"window_ms"`
+	// Completed turns (turn_end completed, in time or late), and their
+	// rate over the span from the first turn sent to the last completed:
+	// with the stages kept busy, the measured capacity of the pipeline.
+	Completed          int     `json:"completed"`
+	CompletedPerSecond float64 `json:"completed_per_second"`
 }
 
 // StageCounts are the dispositions one stage gave, each counted once per
