@@ -32,6 +32,7 @@ type serveSettings struct {
 	logFormat, config                string
 	fallback                         fallback.Config
 	policy                           stages.Policy
+	store                            *storeSettings
 	guard                            *guardWiring
 }
 
@@ -53,6 +54,7 @@ func serveFlags(fs *flag.FlagSet) *serveSettings {
 	fs.StringVar(&s.logFormat, "log-format", "auto", "log format: auto (text with colour on a terminal, JSON otherwise), text or json")
 	fs.StringVar(&s.config, "config", "", "optional config file of name = value lines")
 	s.guard = newGuardWiring(fs)
+	s.store = storeFlags(fs) // -store and its settings: serve_store.go
 	fs.Var(&s.policy, "policy", "admission policy of every stage: frontdoor, or a baseline kept only to be measured against it (unbounded, semaphore, release-on-cancel)")
 	return s
 }
@@ -125,7 +127,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer ln.Close()
-	svc, err := fallback.New(ctx, set.fallback, be.Synthesizer, log)
+	fl, err := openFleet(set.store, set.policy, log)
+	if err != nil {
+		return err
+	}
+	defer fl.Close()
+	svc, err := fallback.New(ctx, set.fallback, be.Synthesizer, log, fl.fallbackOptions()...)
 	if err != nil {
 		return err
 	}
@@ -142,12 +149,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		CleanupTimeout: set.cleanupTimeout,
 		Pace:           set.pace,
 		ModelBackend:   be.Model, Synthesizer: be.Synthesizer, Recognizer: be.Recognizer,
-		Logger:   log,
-		Registry: reg,
-		Fallback: offers,
-		NewAdmitter: func(_ string, l stages.Limits, c stages.Clock) (session.Admitter, error) {
-			return session.NewAdmitter(l, c, stages.WithPolicy(set.policy))
-		},
+		Logger:         log,
+		Registry:       reg,
+		Fallback:       offers,
+		NewAdmitter:    fl.admitter(set.policy), // in-process unless -store
+		Ready:          fl.readyFunc(),
 		Root:           page,
 		Handlers:       handlers,
 		OriginPatterns: set.guard.origins(),

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/fallback/redisqueue"
+	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/redisstage"
+)
+
+// storeSettings are the fleet flags of frontdoor serve.
+type storeSettings struct {
+	url      string
+	leaseTTL time.Duration
+	timeout  time.Duration
+}
+
+func storeFlags(fs *flag.FlagSet) *storeSettings {
+	s := &storeSettings{}
+	fs.StringVar(&s.url, "store", "", "fleet mode: redis://HOST:PORT/DB shared by every replica, so that stage limits are fleet-wide and callbacks are shared (empty: in-process stages, callbacks in -data-dir)")
+	fs.DurationVar(&s.leaseTTL, "store-lease-ttl", redisstage.DefaultLeaseTTL, "fleet mode: how long a lease outlives its replica's last renewal; a dead replica's capacity comes back after this")
+	fs.DurationVar(&s.timeout, "store-timeout", time.Second, "fleet mode: how long one admission decision may wait for Redis before it fails closed")
+	return s
+}
+
+// fleet is the Redis behind -store. A nil *fleet is the in-process default:
+// its methods then give the local policy and no readiness check.
+type fleet struct {
+	rdb   *redis.Client
+	set   storeSettings
+	log   *slog.Logger
+	gates []stages.Gate
+}
+
+// openFleet connects to -store; it returns nil, nil without it. It does not
+// wait for Redis: a fleet that cannot reach it starts, fails closed and
+// reports it on /readyz until it can.
+func openFleet(set *storeSettings, policy stages.Policy, log *slog.Logger) (*fleet, error) {
+	if set == nil || set.url == "" {
+		return nil, nil
+	}
+	if policy != stages.Frontdoor {
+		return nil, fmt.Errorf("-store runs the frontdoor policy only; -policy %s is in-process", policy)
+	}
+	opt, err := redis.ParseURL(set.url)
+	if err != nil {
+		return nil, fmt.Errorf("-store %q: %w", set.url, err)
+	}
+	// Short timeouts and no retries: an outage must show at once, as a
+	// refusal, not as callers waiting.
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = set.timeout, set.timeout, set.timeout
+	opt.MaxRetries = -1
+	log.Info("fleet mode", "store", opt.Addr, "db", opt.DB, "lease_ttl", set.leaseTTL)
+	return &fleet{rdb: redis.NewClient(opt), set: *set, log: log}, nil
+}
+
+// admitter builds every stage of the session server: on Redis in fleet
+// mode, else the in-process controller with policy.
+func (f *fleet) admitter(policy stages.Policy) func(string, stages.Limits, stages.Clock) (session.Admitter, error) {
+	return func(name string, l stages.Limits, c stages.Clock) (session.Admitter, error) {
+		if f == nil {
+			return session.NewAdmitter(l, c, stages.WithPolicy(policy))
+		}
+		st, err := redisstage.New(f.rdb, name, l, redisstage.Options{LeaseTTL: f.set.leaseTTL})
+		if err != nil {
+			return nil, err
+		}
+		d := redisstage.NewDispatcher(st, redisstage.DispatcherOptions{Clock: c})
+		f.gates = append(f.gates, d)
+		return session.NewGateAdmitter(d, st.Limits(), session.GateOptions{Timeout: f.set.timeout, Clock: c,
+			Logger: f.log.With("stage", name)}), nil
+	}
+}
+
+// fallbackOptions put callbacks in Redis in fleet mode.
+func (f *fleet) fallbackOptions() []fallback.Option {
+	if f == nil {
+		return nil
+	}
+	return []fallback.Option{fallback.WithStore(redisqueue.NewCallbackStore(f.rdb, "callbacks"))}
+}
+
+// ready is the /readyz check: every stage can decide admission.
+func (f *fleet) ready(ctx context.Context) error {
+	if f == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.set.timeout)
+	defer cancel()
+	for _, g := range f.gates {
+		if err := g.Ready(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readyFunc is ready for session.Config.Ready (nil without -store).
+func (f *fleet) readyFunc() func(context.Context) error {
+	if f == nil {
+		return nil
+	}
+	return f.ready
+}
+
+// Close closes the client, after the session server stopped its stages.
+func (f *fleet) Close() {
+	if f != nil {
+		_ = f.rdb.Close()
+	}
+}
