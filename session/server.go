@@ -64,6 +64,10 @@ type Config struct {
 	// OriginPatterns are the cross-origin hosts allowed to open a
 	// WebSocket (coder/websocket AcceptOptions); same-origin always is.
 	OriginPatterns []string
+	// Twilio configures GET /v1/twilio (Twilio Media Streams) and WebRTC
+	// GET /v1/webrtc (browsers); see media.go.
+	Twilio TwilioConfig
+	WebRTC WebRTCConfig
 
 	// Outbound bounds each call's queue to the caller.
 	Outbound OutboundLimits
@@ -228,6 +232,7 @@ func (s *Server) Ready() bool { return !s.draining.Load() }
 func (s *Server) routes() {
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("GET /v1/session", s.serveSession)
+	s.mediaRoutes()
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 	})

@@ -34,8 +34,12 @@ func (c *Call) writeLoop(ctx context.Context) error {
 			pc.reset()
 		}
 		if im := f.interrupted; im != nil {
+			played := c.interruptPlayback(ctx, f.speaking) // clears the caller's playback first
 			if f.speaking != nil {
 				im.Heard = f.speaking.heard()
+				if played != nil {
+					im.Heard = played
+				}
 				c.history.Add(backend.Message{Role: backend.RoleAssistant, Content: im.Heard.Text})
 			}
 			var d time.Duration

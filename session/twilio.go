@@ -1,0 +1,310 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/frontdoorhq/frontdoor/media"
+	"github.com/frontdoorhq/frontdoor/media/twilio"
+)
+
+// serveTwilio is GET /v1/twilio: a Twilio Media Streams bidirectional
+// stream (docs/TELEPHONY.md). The call asks for admission once `start` has
+// arrived; from then on it is a Call like any other, over twilioTransport.
+func (s *Server) serveTwilio(w http.ResponseWriter, r *http.Request) {
+	tc := s.cfg.Twilio
+	if tc.AuthToken != "" {
+		if err := twilio.ValidateRequest(r, tc.AuthToken, tc.PublicURL); err != nil {
+			s.m.protocolErrs.WithLabelValues("twilio_signature").Inc()
+			s.log.Warn("twilio: refused upgrade", "err", err, "remote", r.RemoteAddr)
+			http.Error(w, "bad X-Twilio-Signature", http.StatusForbidden)
+			return
+		}
+	}
+	dialect := twilio.Twilio
+	if r.URL.Query().Get("dialect") == "telnyx" {
+		dialect = twilio.Telnyx
+	}
+	conn, err := twilio.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.cfg.OriginPatterns},
+		twilio.ConnOptions{Dialect: dialect})
+	if err != nil {
+		s.log.Debug("twilio: accept", "err", err)
+		return
+	}
+	ctx := r.Context()
+	start, err := s.twilioStart(ctx, conn)
+	if err != nil {
+		s.log.Info("twilio: no stream", "err", err)
+		return
+	}
+	t := &twilioTransport{s: s, conn: conn, start: start, speaks: s.fallbackSpeaks(),
+		log: s.log.With("stream", start.StreamSID, "twilio_call", start.CallSID), byTurn: map[string]string{}}
+	t.log.Info("twilio: stream started", "params", len(start.CustomParameters))
+	runCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := conn.Run(runCtx); err != nil && runCtx.Err() == nil {
+			t.log.Debug("twilio: sender", "err", err)
+			_ = conn.Close(websocket.StatusInternalError, "send failed")
+		}
+	})
+	s.Run(ctx, t)
+	stop()
+	wg.Wait()
+	t.prompts.Wait()
+}
+
+// twilioStart reads connected and start, within the start timeout.
+func (s *Server) twilioStart(ctx context.Context, conn *twilio.Conn) (*twilio.Start, error) {
+	wait := s.cfg.Twilio.StartTimeout
+	if wait <= 0 {
+		wait = 10 * time.Second
+	}
+	// A timer, not a read deadline: an expired Read context would drop the
+	// connection without a close status.
+	timer := time.AfterFunc(wait, func() { _ = conn.Close(websocket.StatusPolicyViolation, "no start") })
+	defer timer.Stop()
+	for {
+		m, err := conn.Read(ctx)
+		if err != nil {
+			var de *twilio.DecodeError
+			if errors.As(err, &de) {
+				s.m.protocolErrs.WithLabelValues("twilio_" + de.Event).Inc()
+				continue
+			}
+			return nil, err
+		}
+		switch m.Event {
+		case twilio.EventStart:
+			if !m.Start.MediaFormat.IsMulaw8k() {
+				_ = conn.Close(websocket.StatusUnsupportedData, "only audio/x-mulaw 8000 Hz mono")
+				return nil, fmt.Errorf("session: twilio media format %+v", m.Start.MediaFormat)
+			}
+			return m.Start, nil
+		case twilio.EventStop:
+			_ = conn.Close(websocket.StatusNormalClosure, "")
+			return nil, errors.New("session: twilio stop before start")
+		}
+	}
+}
+
+// twilioTransport carries a Call over a Media Streams connection. Session
+// events have no place on the wire: audio_start and audio_end bracket an
+// utterance (a mark follows it), `interrupted` becomes a clear, prompts are
+// heard as audio, and everything is logged.
+type twilioTransport struct {
+	s      *Server
+	conn   *twilio.Conn
+	start  *twilio.Start
+	log    *slog.Logger
+	speaks bool // the Fallback sends prompt audio itself
+
+	hello bool // the reader's: hello was delivered
+
+	mu      sync.Mutex
+	n       int
+	utt     string            // utterance being sent
+	conv    *toMulaw          // its conversion to µ-law
+	byTurn  map[string]string // turn -> its latest utterance
+	last    string            // the last utterance queued
+	prompts sync.WaitGroup    // prompt rendering
+	once    sync.Once
+}
+
+// Recv implements Transport. The first event is a hello declaring 8 kHz
+// µ-law, the format of both directions.
+func (t *twilioTransport) Recv(ctx context.Context) (ClientEvent, error) {
+	if !t.hello {
+		t.hello = true
+		return ClientEvent{Kind: EventHello, Type: "hello", Audio: media.Telephony}, nil
+	}
+	for {
+		m, err := t.conn.Read(ctx)
+		if err != nil {
+			var de *twilio.DecodeError
+			if errors.As(err, &de) {
+				return ClientEvent{}, protoErr(CodeBadField, "%v", de)
+			}
+			return ClientEvent{}, err
+		}
+		switch m.Event {
+		case twilio.EventMedia:
+			if m.Media.Track != "" && m.Media.Track != "inbound" && m.Media.Track != "inbound_track" {
+				continue
+			}
+			return ClientEvent{Kind: EventAudio, Type: "media", Data: m.Media.Payload}, nil
+		case twilio.EventStop:
+			t.log.Info("twilio: stop")
+			return ClientEvent{Kind: EventHangup, Type: "hangup"}, nil
+		case twilio.EventDTMF:
+			t.log.Info("twilio: dtmf", "digit", m.DTMF.Digit)
+		case twilio.EventMark:
+			if p := m.Progress; p != nil {
+				t.log.Debug("twilio: mark", "utterance", p.Utterance, "played_ms", p.Played.Milliseconds(), "done", p.Done, "cleared", p.Cleared)
+			}
+		case twilio.EventError:
+			t.log.Warn("twilio: gateway error", "code", m.Error.Code, "title", m.Error.Title)
+		}
+	}
+}
+
+// Send implements Transport.
+func (t *twilioTransport) Send(ctx context.Context, msg any) error {
+	switch m := msg.(type) {
+	case *AudioStartMsg:
+		conv, err := newToMulaw(m.Encoding, m.Rate)
+		if err != nil {
+			return err
+		}
+		t.mu.Lock()
+		t.n++
+		t.utt = fmt.Sprintf("%s~%d", m.Turn, t.n)
+		t.conv = conv
+		if len(t.byTurn) >= 64 {
+			clear(t.byTurn)
+		}
+		t.byTurn[m.Turn] = t.utt
+		t.mu.Unlock()
+	case *AudioEndMsg:
+		t.mu.Lock()
+		utt, conv := t.utt, t.conv
+		t.utt, t.conv = "", nil
+		t.mu.Unlock()
+		if utt == "" {
+			return nil
+		}
+		if rest := conv.flush(); len(rest) > 0 {
+			if err := t.conn.SendAudio(utt, rest); err != nil {
+				return err
+			}
+		}
+		t.endUtterance(utt)
+	case *PromptMsg:
+		t.log.Info("twilio: prompt", "stage", m.Stage, "reason", m.Reason, "text", m.Text)
+		if !t.speaks {
+			t.speak(m.Text)
+		}
+	case *InterruptedMsg:
+		heard := int64(-1)
+		if m.Heard != nil {
+			heard = m.Heard.AudioMS
+		}
+		t.log.Info("twilio: interrupted", "generation", m.Generation, "cancelled", m.Cancelled, "heard_ms", heard)
+	case *SessionMsg:
+		t.log.Info("twilio: session", "disposition", m.Disposition, "position", m.Position)
+	default:
+		t.log.Debug("twilio: event", "msg", fmt.Sprintf("%T", msg))
+	}
+	return nil
+}
+
+func (t *twilioTransport) endUtterance(utt string) {
+	t.conn.EndUtterance(utt)
+	t.mu.Lock()
+	t.last = utt
+	t.mu.Unlock()
+}
+
+// speak renders a prompt for a Fallback that sends only text, and queues it
+// as an utterance of its own.
+func (t *twilioTransport) speak(text string) {
+	t.mu.Lock()
+	t.n++
+	utt := fmt.Sprintf("prompt~%d", t.n)
+	t.prompts.Add(1)
+	t.mu.Unlock()
+	go func() {
+		defer t.prompts.Done()
+		b, err := t.s.promptAudio(context.Background(), text)
+		if err != nil || len(b) == 0 {
+			t.log.Warn("twilio: prompt audio", "err", err)
+			return
+		}
+		if err := t.conn.SendAudio(utt, b); err != nil {
+			return
+		}
+		t.endUtterance(utt)
+	}()
+}
+
+// SendAudio implements Transport: the frame joins the connection's pacer,
+// and the writer waits while more than mediaLead is ahead of playback.
+func (t *twilioTransport) SendAudio(ctx context.Context, b []byte) error {
+	t.mu.Lock()
+	utt, conv := t.utt, t.conv
+	t.mu.Unlock()
+	if conv == nil {
+		return nil // audio without audio_start: nothing to say it belongs to
+	}
+	ulaw, err := conv.convert(b)
+	if err != nil {
+		return err
+	}
+	if err := t.conn.SendAudio(utt, ulaw); err != nil {
+		return err
+	}
+	return waitBuffered(ctx, t.conn.Buffered, mediaLead)
+}
+
+// Interrupt implements interrupter: clear, and what the caller heard of
+// turn's utterance by the tracker (marks and playback clock).
+func (t *twilioTransport) Interrupt(ctx context.Context, turn string) (time.Duration, bool) {
+	t.mu.Lock()
+	utt := t.byTurn[turn]
+	t.utt, t.conv = "", nil
+	t.mu.Unlock()
+	progress, err := t.conn.Clear(ctx)
+	if err != nil {
+		t.log.Debug("twilio: clear", "err", err)
+	}
+	if utt == "" {
+		return 0, false
+	}
+	for _, p := range progress {
+		if p.Utterance == utt {
+			return p.Played, true
+		}
+	}
+	p := t.conn.Tracker().Progress(utt)
+	return p.Played, p.Sent > 0
+}
+
+// Close implements Transport. A refused or expired call first hears its
+// prompt: Close waits (bounded) for the prompt to be rendered, played and
+// its mark echoed, then closes with 1013.
+func (t *twilioTransport) Close(status CloseStatus, reason string) {
+	t.once.Do(func() {
+		if status == CloseTryLater {
+			t.waitPlayed(5 * time.Second)
+		}
+		_ = t.conn.Close(websocket.StatusCode(status), reason)
+	})
+}
+
+// waitPlayed waits for prompt rendering and then for the last utterance's
+// final mark to come back, at most its buffered audio plus grace.
+func (t *twilioTransport) waitPlayed(grace time.Duration) {
+	rendered := make(chan struct{})
+	go func() { t.prompts.Wait(); close(rendered) }()
+	select {
+	case <-rendered:
+	case <-time.After(grace):
+	}
+	deadline := time.Now().Add(t.conn.Buffered() + grace)
+	for time.Now().Before(deadline) {
+		t.mu.Lock()
+		last := t.last
+		t.mu.Unlock()
+		if last == "" || t.conn.Tracker().Progress(last).Done {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
