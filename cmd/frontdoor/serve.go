@@ -34,6 +34,7 @@ type serveSettings struct {
 	policy                           stages.Policy
 	store                            *storeSettings
 	guard                            *guardWiring
+	media                            *mediaSettings // serve_media.go
 }
 
 func serveFlags(fs *flag.FlagSet) *serveSettings {
@@ -55,6 +56,7 @@ func serveFlags(fs *flag.FlagSet) *serveSettings {
 	fs.StringVar(&s.config, "config", "", "optional config file of name = value lines")
 	s.guard = newGuardWiring(fs)
 	s.store = storeFlags(fs) // -store and its settings: serve_store.go
+	s.media = mediaFlags(fs) // -twilio-*, -webrtc-*: serve_media.go
 	fs.Var(&s.policy, "policy", "admission policy of every stage: frontdoor, or a baseline kept only to be measured against it (unbounded, semaphore, release-on-cancel)")
 	return s
 }
@@ -144,7 +146,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	handlers["GET /v1/agents"] = svc.AgentHandler(set.guard.agentAccept())
 	handlers["/v1/callbacks"] = svc.CallbackHandler()
 	handlers["/v1/callbacks/"] = svc.CallbackHandler()
-	srv, err := session.New(session.Config{
+	scfg := session.Config{
 		Session: set.session, Recognize: set.recognize, Model: set.model, Synthesis: set.synth,
 		CleanupTimeout: set.cleanupTimeout,
 		Pace:           set.pace,
@@ -157,7 +159,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Root:           page,
 		Handlers:       handlers,
 		OriginPatterns: set.guard.origins(),
-	})
+	}
+	if err := set.media.apply(&scfg); err != nil {
+		return err
+	}
+	srv, err := session.New(scfg)
 	if err != nil {
 		return err
 	}
