@@ -1,0 +1,56 @@
+package session
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/redisstage/redistest"
+)
+
+// BenchmarkAdmitterCycle is one Submit (admitted at once) and its Release
+// through an Admitter: in process, and through NewGateAdmitter on Redis.
+func BenchmarkAdmitterCycle(b *testing.B) {
+	lim := stages.Limits{Slots: 4, Waiting: 4, MaxAge: time.Minute}
+	b.Run("in-process", func(b *testing.B) {
+		a, err := NewAdmitter(lim, stages.SystemClock)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer a.Stop()
+		admitterCycles(b, a)
+	})
+	b.Run("redis", func(b *testing.B) {
+		srv := redistest.Start(b)
+		a, err := fleetAdmitters(b, srv, nil)(StageModel, lim, stages.SystemClock)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer a.Stop()
+		admitterCycles(b, a)
+	})
+}
+
+func admitterCycles(b *testing.B, a Admitter) {
+	if err := a.Rotate("bench", 1); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		id := strconv.Itoa(i)
+		i++
+		tk, d, err := a.Submit(stages.Job{ID: id, Owner: "bench", Generation: 1, Born: time.Now()})
+		if err != nil || d != stages.Queued {
+			b.Fatalf("submit %v %v", d, err)
+		}
+		<-tk.Done()
+		if d, _ := tk.Result(); d != stages.Admitted {
+			b.Fatalf("result %v", d)
+		}
+		if _, err := a.Release(id); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
