@@ -58,6 +58,9 @@ func openFleet(set *storeSettings, policy stages.Policy, log *slog.Logger) (*fle
 	// refusal, not as callers waiting.
 	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = set.timeout, set.timeout, set.timeout
 	opt.MaxRetries = -1
+	// go-redis logs every failed dial on its own; the outage is reported
+	// by /readyz and by the refusals' warnings, so its lines go to debug.
+	redis.SetLogger(redisLog{log})
 	log.Info("fleet mode", "store", opt.Addr, "db", opt.DB, "lease_ttl", set.leaseTTL)
 	return &fleet{rdb: redis.NewClient(opt), set: *set, log: log}, nil
 }
@@ -116,4 +119,11 @@ func (f *fleet) Close() {
 	if f != nil {
 		_ = f.rdb.Close()
 	}
+}
+
+// redisLog is go-redis's internal logger on slog at debug level.
+type redisLog struct{ log *slog.Logger }
+
+func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
+	l.log.DebugContext(ctx, fmt.Sprintf(format, v...), "component", "go-redis")
 }
