@@ -1,6 +1,7 @@
 package session
 
 import (
+	"errors"
 	"context"
 
 	"fmt"
@@ -180,6 +181,9 @@ func (c *Call) admit(t *turn, st *stage, job stages.Job, submitted func()) stage
 	if err != nil {
 		c.log.Error("submit", "stage", st.name, "job", job.ID, "err", err)
 		d = stages.Stale
+		if errors.Is(err, stages.ErrUnavailable) { // the store is down: admission fails closed
+			d = stages.Closed
+		}
 	}
 	if d == stages.Queued {
 		pos, _ := tk.Position()
