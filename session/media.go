@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -45,9 +46,14 @@ type WebRTCConfig struct {
 // reply within a frame or two and turns end when their audio has played.
 const mediaLead = 60 * time.Millisecond
 
+// mediaRoutes mounts the media endpoints, except where Config.Handlers
+// brings its own handler for the same pattern (a test double, a proxy).
 func (s *Server) mediaRoutes() {
-	s.mux.HandleFunc("GET /v1/twilio", s.serveTwilio)
-	s.mux.HandleFunc("GET /v1/webrtc", s.serveWebRTC)
+	for p, h := range map[string]http.HandlerFunc{"GET /v1/twilio": s.serveTwilio, "GET /v1/webrtc": s.serveWebRTC} {
+		if _, own := s.cfg.Handlers[p]; !own {
+			s.mux.Handle(p, h)
+		}
+	}
 }
 
 // interrupter is a Transport that plays audio on the caller's side and can
