@@ -109,6 +109,7 @@ func (r *Report) callers(recs []*callerRec) {
 		for _, p := range c.prompts {
 			f.Prompts[p]++
 		}
+		f.PromptFrames += c.promptFrames
 		if c.callbackOffered {
 			f.CallbackOffered++
 		}

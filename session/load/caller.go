@@ -38,8 +38,9 @@ type callerRec struct {
 	err       string
 	closeCode int
 
-	turns   []*turnRec
-	prompts []string // reasons
+	turns        []*turnRec
+	prompts      []string // reasons
+	promptFrames int      // binary frames of prompt speech
 
 	callbackOffered  bool
 	callbackAccepted bool
@@ -105,6 +106,11 @@ type caller struct {
 	events chan event
 	gen    uint64 // current generation per `interrupted`
 	audGen uint64 // generation of the audio in progress (audio_start)
+	// A `prompt` is followed by its speech (audio_start, frames,
+	// audio_end) under the same turn id: that audio is the server's
+	// fallback sentence, not the turn's answer, and counts for neither
+	// goodput nor first audio.
+	promptNext, inPrompt bool
 }
 
 var errEnded = errors.New("load: call ended")
@@ -402,6 +408,10 @@ func (c *caller) observe(ev event, cur *turnRec) {
 		if cur == nil {
 			return
 		}
+		if c.inPrompt {
+			c.rec.promptFrames++
+			return
+		}
 		if c.audGen < c.gen {
 			cur.staleAfter++ // audio of a generation older than `interrupted`
 			c.stats.stale.Add(1)
@@ -457,6 +467,10 @@ func (c *caller) observe(ev event, cur *turnRec) {
 			c.stats.stale.Add(1)
 		}
 	case "audio_start":
+		c.inPrompt, c.promptNext = c.promptNext, false
+		if c.inPrompt {
+			return
+		}
 		c.audGen = m.Generation
 		if m.Generation < c.gen && cur != nil {
 			cur.staleAfter++
@@ -471,8 +485,12 @@ func (c *caller) observe(ev event, cur *turnRec) {
 		if cur != nil && cur.end == "" {
 			cur.end, cur.endStage, cur.endAt = m.Disposition, m.Stage, ev.at
 		}
+	case "audio_end":
+		c.inPrompt = false
 	case "prompt":
+		c.promptNext = true
 		c.rec.prompts = append(c.rec.prompts, m.Reason)
+	case "offer":
 		c.offered(m)
 	case "callback":
 		c.rec.callbackReply = m.Disposition
@@ -493,14 +511,14 @@ func (c *caller) find(id string) *turnRec {
 
 // offered accepts a callback offer with the configured probability.
 func (c *caller) offered(m *serverMsg) {
-	for _, o := range m.Options {
+	for _, o := range m.Kinds {
 		if o != "callback" || c.rec.callbackOffered {
 			continue
 		}
 		c.rec.callbackOffered = true
 		if c.rnd.Float64() < c.cfg.Callback {
 			c.rec.callbackAccepted = true
-			_ = c.send(context.Background(), callbackMsg{Type: "callback", Number: callbackNumber})
+			_ = c.send(context.Background(), callbackMsg{Type: "callback", Consent: true, Number: callbackNumber})
 		}
 	}
 }

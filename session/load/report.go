@@ -137,7 +137,8 @@ type Percentiles struct {
 
 // FallbackResults are the prompts and callback offers callers got.
 type FallbackResults struct {
-	Prompts          map[string]int `json:"prompts"` // by reason
+	Prompts          map[string]int `json:"prompts"`             // by reason
+	PromptFrames     int            `json:"prompt_audio_frames"` // the prompts' speech (not goodput)
 	CallbackOffered  int            `json:"callback_offered"`
 	CallbackAccepted int            `json:"callback_accepted"`
 	CallbackReplies  map[string]int `json:"callback_replies"`

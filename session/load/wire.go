@@ -23,9 +23,9 @@ type serverMsg struct {
 	Code        string   `json:"code"`
 	Message     string   `json:"message"`
 	Error       string   `json:"error"`
-	// Options lists the alternatives a fallback prompt offers (such as
-	// "callback" or "handoff").
-	Options []string `json:"options"`
+	// Kinds lists the fallbacks an `offer` has room for right now
+	// ("callback", "handoff").
+	Kinds []string `json:"kinds"`
 }
 
 // Client messages.
@@ -39,8 +39,9 @@ type (
 		Type string `json:"type"` // "barge_in", "hangup"
 	}
 	callbackMsg struct {
-		Type   string `json:"type"` // "callback"
-		Number string `json:"number"`
+		Type    string `json:"type"` // "callback"
+		Consent bool   `json:"consent"`
+		Number  string `json:"number"`
 	}
 )
 
