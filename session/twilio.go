@@ -55,10 +55,21 @@ func (s *Server) serveTwilio(w http.ResponseWriter, r *http.Request) {
 			_ = conn.Close(websocket.StatusInternalError, "send failed")
 		}
 	})
-	s.Run(ctx, t)
+	s.Run(twilioCaller(ctx, start), t)
 	stop()
 	wg.Wait()
 	t.prompts.Wait()
+}
+
+// twilioCaller gives the call the tenant named in the TwiML's <Parameter
+// name="tenant">, unless the guard in front already authenticated one.
+func twilioCaller(ctx context.Context, start *twilio.Start) context.Context {
+	c := CallerFrom(ctx)
+	if c.Tenant != "" || start.CustomParameters["tenant"] == "" {
+		return ctx
+	}
+	c.Tenant = start.CustomParameters["tenant"]
+	return WithCaller(ctx, c)
 }
 
 // twilioStart reads connected and start, within the start timeout.
