@@ -141,7 +141,7 @@ func (s *Service) RequestCallback(ctx context.Context, req CallbackRequest) (Cal
 		return CallbackResult{Disposition: callbackDisposition(got.Status), Ticket: got.Ticket}, nil
 	}
 	s.cb.jobs[ticket] = id
-	s.log.Info("callback accepted", "call", req.Call, "turn", req.Turn, "ticket", ticket, "number", Redact(number))
+	s.log.Info("callback accepted", "call", req.Call, "turn", req.Turn, "ticket", ticket) // no number at info level, not even redacted
 	return CallbackResult{Disposition: stages.Queued, Ticket: ticket}, nil
 }
 

@@ -58,7 +58,7 @@ func (s *Service) ClaimCallback(ctx context.Context, operator string) (Callback,
 			return Callback{}, err
 		}
 		s.armLeaseLocked(ticket, c.Attempt, s.cfg.CallbackLease)
-		s.log.Info("callback claimed", "ticket", ticket, "operator", operator, "attempt", c.Attempt, "number", Redact(c.Number))
+		s.log.Info("callback claimed", "ticket", ticket, "operator", operator, "attempt", c.Attempt) // no number at info level
 		return c, nil
 	}
 }

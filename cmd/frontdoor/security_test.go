@@ -454,7 +454,7 @@ func TestSecurityKill9(t *testing.T) {
 			t.Fatal(err)
 		}
 		next(t, c, "session")
-		send(t, c, fmt.Sprintf(`{"type":"turn","id":"t%d","text":"hello"}`, i))
+		send(t, c, fmt.Sprintf(`{"type":"turn","id":"t%d","text":"zebra secret words"}`, i))
 		if i < 2 {
 			continue // these hold the model stage's slot and place
 		}
@@ -475,6 +475,13 @@ func TestSecurityKill9(t *testing.T) {
 	}
 	<-p.exited
 	p.exited <- nil // for the cleanup
+	// Logs carry no callback number and no transcript text at info level.
+	for m := range p.logs {
+		line, _ := json.Marshal(m)
+		if strings.Contains(string(line), "555010") || strings.Contains(string(line), "zebra") {
+			t.Errorf("log line carries a number or caller text: %s", line)
+		}
+	}
 
 	out, err := exec.Command(buildOnce(t), "callbacks", "list", "-data-dir", data, "-json", "-status", "all").Output()
 	if err != nil {
