@@ -178,6 +178,15 @@ type BargeInMetric struct {
 	P50Max  float64 `json:"p50_le_ms"`
 	P99Max  float64 `json:"p99_le_ms"`
 	Missing bool    `json:"missing,omitempty"`
+	// Buckets are the run's cumulative counts by upper bound (ms; -1 for
+	// +Inf), so that the whole distribution is in the report.
+	Buckets []Bucket `json:"buckets,omitempty"`
+}
+
+// Bucket is one cumulative histogram bucket.
+type Bucket struct {
+	LE    float64 `json:"le_ms"`
+	Count int     `json:"count"`
 }
 
 func bargeMetric(before, after map[float64]float64) BargeInMetric {
@@ -204,6 +213,13 @@ func bargeMetric(before, after map[float64]float64) BargeInMetric {
 	}
 	if total > 0 {
 		m.P50Max, m.P99Max = q(0.5), q(0.99)
+		for _, le := range les {
+			b := Bucket{LE: le * 1000, Count: int(after[le] - before[le])}
+			if math.IsInf(le, 1) {
+				b.LE = -1
+			}
+			m.Buckets = append(m.Buckets, b)
+		}
 	}
 	return m
 }
