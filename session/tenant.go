@@ -3,8 +3,6 @@ package session
 import (
 	"context"
 	"errors"
-
-	"github.com/frontdoorhq/frontdoor/stages"
 )
 
 // Caller is who a call belongs to, as the layer in front of the server
@@ -55,12 +53,6 @@ func (c *Call) allowTurn() bool {
 }
 
 func (c *Call) tenant() string { return CallerFrom(c.ctx).Tenant }
-
-// withTenant is stages.Handoff that keeps the job's tenant.
-func withTenant(j stages.Job, tenant string) stages.Job {
-	j.Tenant = tenant
-	return j
-}
 
 // SessionFull reports whether the session stage has neither a free slot nor
 // a waiting place, so that a new caller would be refused overloaded. A

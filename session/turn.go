@@ -87,7 +87,7 @@ func (c *Call) runTurn(t *turn) {
 			return
 		}
 	}
-	mjob := withTenant(stages.Handoff(first, c.jobID(t, StageModel)), first.Tenant) // keeps Born
+	mjob := stages.Handoff(first, c.jobID(t, StageModel)) // keeps Born and tenant
 	// Until its synthesis job is offered, this turn keeps a drain from
 	// closing the synthesis stage under it.
 	c.s.handoffs.Add(1)
@@ -119,7 +119,7 @@ func (c *Call) runTurn(t *turn) {
 		return
 	}
 
-	sjob := withTenant(stages.Handoff(mjob, c.jobID(t, StageSynthesis)), mjob.Tenant) // keeps Born
+	sjob := stages.Handoff(mjob, c.jobID(t, StageSynthesis)) // keeps Born and tenant
 	if d := c.admit(t, c.s.synth, sjob, handedOff); d != stages.Admitted {
 		c.endTurn(t, d.String(), StageSynthesis, "")
 		return

@@ -235,3 +235,12 @@ func TestDispositionNames(t *testing.T) {
 		t.Error("zero disposition should be invalid")
 	}
 }
+
+func TestHandoffKeepsDeadline(t *testing.T) {
+	from := Job{ID: "turn-1/model", Owner: "call", Generation: 3, Born: at(1), Tenant: "acme"}
+	got := Handoff(from, "turn-1/synthesis")
+	want := Job{ID: "turn-1/synthesis", Owner: "call", Generation: 3, Born: at(1), Tenant: "acme"}
+	if got != want {
+		t.Fatalf("Handoff = %+v, want %+v", got, want)
+	}
+}

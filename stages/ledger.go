@@ -167,9 +167,9 @@ func (c *Controller) Position(id string) (int, bool) {
 }
 
 // Handoff returns the job that carries work from one stage into the next:
-// a new identity, the same owner and generation, and the same Born, so that
-// the caller's wait is one budget across every stage and no stage makes old
-// work look new.
+// a new identity, the same owner, generation and tenant, and the same Born,
+// so that the caller's wait is one budget across every stage and no stage
+// makes old work look new.
 func Handoff(from Job, id string) Job {
-	return Job{ID: id, Owner: from.Owner, Generation: from.Generation, Born: from.Born}
+	return Job{ID: id, Owner: from.Owner, Generation: from.Generation, Born: from.Born, Tenant: from.Tenant}
 }
