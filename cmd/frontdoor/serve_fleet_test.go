@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -45,9 +46,17 @@ func startReplica(t *testing.T, bin string, args ...string) *replica {
 	}
 	r := &replica{cmd: cmd, exited: make(chan error, 1)}
 	addr := make(chan string, 1)
+	var mu sync.Mutex
+	var logTail []string // the replica's last log lines, for a failure report
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
+			mu.Lock()
+			logTail = append(logTail, sc.Text())
+			if len(logTail) > 20 {
+				logTail = logTail[1:]
+			}
+			mu.Unlock()
 			var m map[string]any
 			if json.Unmarshal(sc.Bytes(), &m) == nil && m["msg"] == "listening" {
 				a, _ := m["addr"].(string)
@@ -63,8 +72,10 @@ func startReplica(t *testing.T, bin string, args ...string) *replica {
 	})
 	select {
 	case r.addr = <-addr:
-	case <-time.After(10 * time.Second):
-		t.Fatal("replica did not listen")
+	case <-time.After(45 * time.Second): // three replicas start at once on two loaded cores
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("replica did not listen; its log:\n%s", strings.Join(logTail, "\n"))
 	}
 	return r
 }
