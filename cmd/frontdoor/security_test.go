@@ -217,10 +217,11 @@ func TestSecurityJWT(t *testing.T) {
 }
 
 // TestSecurityTenantCapVersusOverload: a tenant over its own cap gets 429;
-// a full service gets 503 with Retry-After; neither is upgraded.
+// with -overload-http a full service gets 503 with Retry-After; neither is
+// upgraded.
 func TestSecurityTenantCapVersusOverload(t *testing.T) {
 	p := startServe(t, nil, "-auth", "apikey", "-auth-keys", keysFile(t), "-tenant-sessions", "1",
-		"-session-slots", "2", "-session-queue", "1")
+		"-session-slots", "2", "-session-queue", "1", "-overload-http")
 	hold := func(key, want string) {
 		c, _, err := dial(t, p.ws("/v1/session"), bearer(key))
 		if err != nil {

@@ -22,11 +22,17 @@ import (
 type guardWiring struct {
 	set  guard.Settings
 	auth guard.Authenticator
+	// overloadHTTP answers a new caller 503 before the upgrade when the
+	// session stage is full. Off by default: the caller is upgraded and
+	// refused over the protocol, so it hears the truthful prompt and can
+	// take a callback or a handoff.
+	overloadHTTP bool
 }
 
 func newGuardWiring(fs *flag.FlagSet) *guardWiring {
 	w := &guardWiring{set: guard.DefaultSettings()}
 	w.set.Flags(fs)
+	fs.BoolVar(&w.overloadHTTP, "overload-http", false, "answer a new caller 503 with Retry-After before the upgrade when the session stage is full (default: refuse over the protocol with a prompt and a callback or handoff offer)")
 	return w
 }
 
@@ -96,7 +102,9 @@ func (g *guardServers) Shutdown(ctx context.Context) error {
 // error.
 func (w *guardWiring) serve(ln net.Listener, srv *session.Server, reg *prometheus.Registry, log *slog.Logger) (*guardServers, <-chan error, error) {
 	cfg := w.set.Config(w.auth)
-	cfg.Busy = srv.SessionFull
+	if w.overloadHTTP {
+		cfg.Busy = srv.SessionFull
+	}
 	cfg.Logger = log
 	cfg.Registry = reg
 	g := guard.New(cfg)
