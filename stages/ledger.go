@@ -52,11 +52,15 @@ type Ledger struct {
 	CancelledActive   uint64  `json:"cancelled_active"`   // lost its right to speak while leased
 	Completed         uint64  `json:"completed"`          // released after completing
 	ReleasedCancelled uint64  `json:"released_cancelled"` // released after cancellation: cleanup confirmed
+	// Lost counts leases that ended without Release because their TTL ran
+	// out (the holder died or lost contact with a fleet-wide store). The
+	// in-process Controller never loses a lease, so it is always zero there.
+	Lost uint64 `json:"lost,omitempty"`
 }
 
 // Terminal is the number of identities in a terminal state.
 func (l Ledger) Terminal() uint64 {
-	return l.Expired + l.CancelledQueued + l.Completed + l.ReleasedCancelled
+	return l.Expired + l.CancelledQueued + l.Completed + l.ReleasedCancelled + l.Lost
 }
 
 // Cancelled is the number of identities cancelled, queued or active.
@@ -72,8 +76,8 @@ func (l Ledger) Check(queued, leased int) error {
 	if l.Queued != l.Offered-l.Refused.Total() {
 		return fmt.Errorf("stages: ledger: queued %d != offered %d - refused %d", l.Queued, l.Offered, l.Refused.Total())
 	}
-	if got := l.Admitted; got != uint64(leased)+l.Completed+l.ReleasedCancelled {
-		return fmt.Errorf("stages: ledger: admitted %d != leased %d + released %d", got, leased, l.Completed+l.ReleasedCancelled)
+	if got := l.Admitted; got != uint64(leased)+l.Completed+l.ReleasedCancelled+l.Lost {
+		return fmt.Errorf("stages: ledger: admitted %d != leased %d + released %d + lost %d", got, leased, l.Completed+l.ReleasedCancelled, l.Lost)
 	}
 	return nil
 }

@@ -141,12 +141,12 @@ func TestKilledReplicaLeasesReturnAfterTTL(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if fs.Lost == slots || time.Since(killed) > 3*replicaTTL {
+		if fs.Ledger.Lost == slots || time.Since(killed) > 3*replicaTTL {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if fs.Lost != slots {
+	if fs.Ledger.Lost != slots {
 		t.Fatalf("after TTL: %+v", fs)
 	}
 	if err := fs.Check(); err != nil {

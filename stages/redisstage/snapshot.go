@@ -12,24 +12,18 @@ import (
 // fleet has.
 type Snapshot struct {
 	stages.Snapshot
-	// Lost counts leases whose TTL ran out before Release: the holder died
-	// or lost contact. They are admitted work that will never be released,
-	// so stages.Ledger.Check balances only with Lost added (see Check).
-	Lost uint64 `json:"lost"`
 	// Warm is false while admission is closed after Redis lost its data.
 	Warm bool `json:"warm"`
 }
 
-// Check verifies the ledger with lost leases accounted as terminal.
-func (s Snapshot) Check() error {
-	l := s.Ledger
-	l.ReleasedCancelled += s.Lost // terminal, and admitted work that left its slot
-	return l.Check(s.Queued, s.Leased)
-}
+// Check verifies the ledger against the inventory. Leases whose TTL ran
+// out before Release (the holder died or lost contact) are in
+// Ledger.Lost, a terminal count.
+func (s Snapshot) Check() error { return s.Ledger.Check(s.Queued, s.Leased) }
 
 // Snapshot reports the stage's inventory and ledger with ages at now, as
-// stages.Controller.SnapshotAt. Leases lost to their TTL are not in the
-// ledger's transitions: see FleetSnapshot.
+// stages.Controller.SnapshotAt. Leases lost to their TTL are counted in
+// Ledger.Lost.
 func (s *Store) Snapshot(ctx context.Context, now time.Time) (stages.Snapshot, error) {
 	fs, err := s.FleetSnapshot(ctx, now)
 	return fs.Snapshot, err
@@ -78,7 +72,7 @@ func (s *Store) FleetSnapshot(ctx context.Context, now time.Time) (Snapshot, err
 		case "rc":
 			l.ReleasedCancelled = n
 		case "lost":
-			out.Lost = n
+			l.Lost = n
 		case "r3":
 			l.Refused.Overloaded = n
 		case "r4":
