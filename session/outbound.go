@@ -70,6 +70,7 @@ type outbound struct {
 	space  chan struct{} // cap 1: frames were removed
 	done   chan struct{} // closed by close
 
+	grown    time.Time    // last growth of q
 	maxBytes atomic.Int64 // high-water mark, for tests and metrics
 	stale    atomic.Int64 // frames dropped as stale
 }
@@ -138,7 +139,7 @@ func (o *outbound) pop(ctx context.Context) (frame, bool) {
 			o.head = (o.head + 1) % len(o.q)
 			o.n--
 			o.bytes -= f.size
-			if o.n == 0 && len(o.q) > keepFrames {
+			if o.n == 0 && len(o.q) > keepFrames && time.Since(o.grown) > shrinkAfter {
 				o.q, o.head = nil, 0 // a drained burst gives its ring back
 			}
 			o.mu.Unlock()
@@ -187,10 +188,13 @@ func (o *outbound) discard() {
 // The ring starts empty and doubles on demand up to lim.Frames: an idle
 // call holds no frames (a full ring of 512 is 56 KiB, more than the rest
 // of an idle call), and a ring grown past keepFrames for a burst is given
-// back once the writer has drained it.
+// back once the writer has drained it, unless it grew in the last
+// shrinkAfter: a writer that keeps catching up with a fast producer would
+// otherwise regrow the ring on every burst.
 const (
 	firstFrames = 8
 	keepFrames  = 64
+	shrinkAfter = time.Second
 )
 
 // grow makes room for one more frame, keeping the queued frames in order.
@@ -201,5 +205,5 @@ func (o *outbound) grow() {
 	for i := range o.n {
 		q[i] = o.q[(o.head+i)%len(o.q)]
 	}
-	o.q, o.head = q, 0
+	o.q, o.head, o.grown = q, 0, time.Now()
 }

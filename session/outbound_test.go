@@ -10,7 +10,8 @@ import (
 
 // The ring grows on demand: an idle call holds no frames, frames come out
 // in order across every growth and wrap-around, the frame bound holds, and
-// a ring grown for a burst is given back once drained.
+// a ring grown for a burst is given back once drained (but not right after
+// it grew).
 func TestOutboundGrowsOnDemand(t *testing.T) {
 	var gen atomic.Uint64
 	gen.Store(1)
@@ -57,9 +58,17 @@ func TestOutboundGrowsOnDemand(t *testing.T) {
 	if err := o.push(short, frame{gen: 1}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("push on a full queue: %v, want it to wait", err)
 	}
-	popN(100)
+	popN(99)
+	o.grown = o.grown.Add(-2 * shrinkAfter)
+	popN(1)
 	if o.q != nil {
 		t.Errorf("drained queue keeps a ring of %d frames", len(o.q))
+	}
+	// A ring that just grew stays through a drain: bursts do not regrow it.
+	pushN(70)
+	popN(70)
+	if len(o.q) < 70 {
+		t.Errorf("ring released right after it grew: %d frames", len(o.q))
 	}
 	pushN(3)
 	o.discard()
