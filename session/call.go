@@ -49,8 +49,9 @@ type Call struct {
 	seq       uint64
 	wake      chan struct{}
 
-	jobs sync.WaitGroup // turn goroutines, until their backends returned
-	ears *listener      // caller audio; the reader's own
+	jobs  sync.WaitGroup // turn goroutines, until their backends returned
+	ears  *listener      // caller audio; the reader's own
+	audio audioMeter     // caller audio allowance; the reader's own
 }
 
 func newCall(s *Server, id string, t Transport) *Call {
@@ -144,10 +145,13 @@ func (c *Call) end(cause error, admitted bool, writerDone <-chan struct{}, io *s
 	}
 
 	status, reason := closeStatus(cause)
-	if errors.Is(cause, errRefused) || errors.Is(cause, ErrRateLimited) {
+	if errors.Is(cause, errRefused) || errors.Is(cause, ErrRateLimited) || errors.Is(cause, ErrAudioRate) {
 		c.out.close() // let the prompt (or the error) out first
 	} else {
 		c.out.discard()
+	}
+	if errors.Is(cause, ErrSlowReader) {
+		abort(c.t, ioCancel) // it reads nothing: no close handshake to wait for
 	}
 	<-writerDone
 	// The close handshake may wait for a caller who does not answer; the
@@ -184,6 +188,8 @@ func closeStatus(cause error) (CloseStatus, string) {
 		return CloseGoingAway, "server shutting down"
 	case errors.Is(cause, ErrRateLimited):
 		return ClosePolicy, "rate limited"
+	case errors.Is(cause, ErrAudioRate):
+		return ClosePolicy, "audio rate"
 	}
 	return CloseNormal, ""
 }
@@ -200,6 +206,8 @@ func endName(cause error) string {
 		return "hangup"
 	case errors.Is(cause, ErrRateLimited):
 		return "rate_limited"
+	case errors.Is(cause, ErrAudioRate):
+		return "audio_rate"
 	}
 	return "disconnected"
 }
@@ -327,7 +335,9 @@ func (c *Call) handle(ev ClientEvent) {
 	case EventHangup:
 		c.stop(errHangup)
 	case EventAudio:
-		c.hear(ev.Data, admitted)
+		if c.audioAllowed(ev.Data) {
+			c.hear(ev.Data, admitted)
+		}
 	case EventOther:
 		if !c.s.cfg.Fallback.Message(c.ctx, c.id, ev, c) {
 			c.badInput(protoErr(CodeUnknownType, "unknown message type %q", ev.Type))

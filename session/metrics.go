@@ -22,6 +22,7 @@ type metrics struct {
 	turns         *prometheus.CounterVec
 	backendErrors *prometheus.CounterVec
 	outboundHigh  prometheus.Gauge
+	quarantineMetrics
 
 	highMu sync.Mutex
 	high   float64

@@ -33,6 +33,11 @@ type Config struct {
 	// CleanupTimeout is how long a cancelled lease may wait for its
 	// backend before it is reported overdue (it stays held). 0: 2s.
 	CleanupTimeout time.Duration
+	// QuarantineAfter quarantines a backend stage (recognize, model,
+	// synthesis) whose cleanups exceed CleanupTimeout this many times in a
+	// row: it refuses new work `closed` until every overdue cleanup is
+	// confirmed (quarantine.go). 0: off.
+	QuarantineAfter int
 
 	// Backends. Both are required.
 	ModelBackend backend.Model
@@ -71,6 +76,8 @@ type Config struct {
 
 	// Outbound bounds each call's queue to the caller.
 	Outbound OutboundLimits
+	// Audio bounds each call's caller audio: frame size and rate.
+	Audio AudioLimits
 	// Pace releases reply audio in real time (20 ms frames on a clock
 	// aligned to the start of the reply), at most PaceLead ahead (0: 60ms),
 	// so that a barge-in stops what has not been played yet and the heard
@@ -180,6 +187,8 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.m.quarantineMetrics = newQuarantineMetrics(s.reg)
+	s.setupQuarantine(cfg.QuarantineAfter)
 	s.reg.MustRegister(newStageCollector(s))
 	s.routes()
 	return s, nil
@@ -239,6 +248,10 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if !s.Ready() {
 			http.Error(w, "draining", http.StatusServiceUnavailable)
+			return
+		}
+		if err := s.quarantinedStages(); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		if s.cfg.Ready != nil {

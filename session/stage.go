@@ -88,6 +88,7 @@ type stage struct {
 
 	overdue  atomic.Int64 // leases cancelled longer than timeout ago, still held
 	viewOnly bool         // owned elsewhere: shown, not closed by a drain
+	q        quarantine   // quarantine.go
 }
 
 // hold runs work under the lease of job id and releases the lease only
@@ -140,6 +141,7 @@ func (w *watch) expire() {
 	w.s.m.overdueTotal.WithLabelValues(w.s.name).Inc()
 	w.s.log.Warn("cleanup overdue: lease still held", "stage", w.s.name, "job", w.id,
 		"cancelled_ago", time.Since(w.at).Round(time.Millisecond), "cleanup_timeout", w.s.timeout)
+	w.s.cleanupLate()
 }
 
 func (w *watch) returned() {
@@ -153,6 +155,9 @@ func (w *watch) returned() {
 		w.s.overdue.Add(-1)
 		w.s.log.Warn("overdue cleanup confirmed: lease released", "stage", w.s.name, "job", w.id,
 			"cleanup", time.Since(w.at).Round(time.Millisecond))
+		w.s.cleanupConfirmed()
+	} else if !w.at.IsZero() {
+		w.s.cleanupOnTime()
 	}
 }
 

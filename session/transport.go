@@ -78,3 +78,23 @@ func (w *WebSocket) SendAudio(ctx context.Context, audio []byte) error {
 func (w *WebSocket) Close(status CloseStatus, reason string) {
 	_ = w.Conn.Close(websocket.StatusCode(status), reason)
 }
+
+// Abort drops the connection without a close handshake (coder/websocket's
+// CloseNow): for a caller who stopped reading, whose socket buffers are
+// full, a close frame cannot get through and the handshake would only wait
+// out its timeouts (5 s to write, 5 s for the answer).
+func (w *WebSocket) Abort() { _ = w.Conn.CloseNow() }
+
+// aborter is a Transport that can drop its connection at once.
+type aborter interface{ Abort() }
+
+// abort drops t's connection at once; a Transport without Abort has its
+// reader's and writer's context cancelled (ioCancel), which ends their
+// blocked calls.
+func abort(t Transport, ioCancel context.CancelFunc) {
+	if a, ok := t.(aborter); ok {
+		a.Abort()
+		return
+	}
+	ioCancel()
+}

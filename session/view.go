@@ -19,6 +19,7 @@ type StageView struct {
 	CleanupPending   int             `json:"cleanup_pending"`
 	OldestCleanupMS  int64           `json:"oldest_cleanup_ms"`
 	CleanupOverdue   int64           `json:"cleanup_overdue"`
+	Quarantined      bool            `json:"quarantined"`
 	OldestQueuedMS   int64           `json:"oldest_queued_ms"`
 	Owners           int             `json:"owners"`
 	Ledger           stages.Ledger   `json:"ledger"`
@@ -60,6 +61,7 @@ func (s *Server) Stages() StagesView {
 			CleanupPending:   sn.CleanupPending,
 			OldestCleanupMS:  sn.OldestCleanup.Milliseconds(),
 			CleanupOverdue:   st.overdue.Load(),
+			Quarantined:      st.quarantined(),
 			OldestQueuedMS:   sn.OldestQueued.Milliseconds(),
 			Owners:           sn.Owners,
 			Ledger:           sn.Ledger,

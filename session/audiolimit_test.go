@@ -1,0 +1,76 @@
+package session
+
+import (
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/frontdoorhq/frontdoor/media"
+	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
+)
+
+// TestAudioLimits: a caller audio frame over the size limit is answered
+// too_large and the call goes on; audio faster than the rate allows is
+// answered audio_rate and the call is closed 1008.
+func TestAudioLimits(t *testing.T) {
+	r := newRig(t, func(c *Config, _ *stub.Settings) {
+		c.Audio = AudioLimits{MaxFrame: 1000, MaxRate: 4000, Window: time.Second}
+	})
+	c := r.admitted()
+	if err := c.conn.Write(c.ctx, websocket.MessageBinary, make([]byte, 1001)); err != nil {
+		t.Fatal(err)
+	}
+	if m := c.expect("error"); m.Code != CodeTooLarge {
+		t.Fatalf("oversized audio frame: %+v", m)
+	}
+	c.send(map[string]any{"type": "turn", "id": "t1", "text": "still here"})
+	if m := c.until(func(m msg) bool { return m.Type == "turn_end" }); m[len(m)-1].Disposition != "completed" {
+		t.Fatalf("after the oversized frame: %v", types(m))
+	}
+	// A second's allowance (4000 bytes) goes at once; the rest is over it.
+	for range 8 {
+		if err := c.conn.Write(c.ctx, websocket.MessageBinary, make([]byte, 1000)); err != nil {
+			break // closed by the server
+		}
+	}
+	if m := c.expect("error"); m.Code != CodeAudioRate {
+		t.Fatalf("fast audio: %+v, want audio_rate", m)
+	}
+	_, err := c.read()
+	for err == nil {
+		_, err = c.read()
+	}
+	if got := websocket.CloseStatus(err); got != websocket.StatusPolicyViolation {
+		t.Fatalf("close %v (%v), want 1008", got, err)
+	}
+	if counter(t, r, "frontdoor_calls_total") != 1 {
+		t.Fatal("call not ended")
+	}
+}
+
+// TestAudioRealTime: audio at its real-time rate is never refused; the
+// default allowance is twice the declared format's rate.
+func TestAudioRealTime(t *testing.T) {
+	for _, tc := range []struct {
+		f    media.Format
+		want int
+	}{
+		{media.Format{Encoding: media.PCM16, Channels: 1}, 64000},
+		{media.Telephony, 16000},
+		{media.Format{Encoding: media.PCM16, SampleRate: 48000, Channels: 1}, 192000},
+	} {
+		f := tc.f
+		if got := 2 * realTimeBytes(f); got != tc.want {
+			t.Errorf("%v: %d B/s, want %d", f, got, tc.want)
+		}
+		l := newAudioLimiter(0, 0, DefaultMaxAudioFrame, f)
+		now := time.Now()
+		per := realTimeBytes(f) / 50 // 20 ms frames
+		for i := range 50 * 60 {     // a minute of real time
+			if !l.AllowN(now.Add(time.Duration(i)*20*time.Millisecond), per) {
+				t.Fatalf("%v: frame %d refused at real time", f, i)
+			}
+		}
+	}
+}
