@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,15 +40,7 @@ func writeReports(b *testing.B, r *load.Report) {
 	if dir == "" {
 		return
 	}
-	base := filepath.Join(dir, filepath.Base(b.Name()))
-	name := ""
-	for _, c := range b.Name() {
-		if c == '/' {
-			c = '_'
-		}
-		name += string(c)
-	}
-	base = filepath.Join(dir, name)
+	base := filepath.Join(dir, strings.ReplaceAll(b.Name(), "/", "_"))
 	for ext, write := range map[string]func(*os.File) error{
 		".json": func(f *os.File) error { return r.WriteJSON(f) },
 		".html": func(f *os.File) error { return r.WriteHTML(f) },
