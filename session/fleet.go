@@ -262,6 +262,15 @@ func (t *gateTicket) Result() (stages.Disposition, time.Time) {
 	}
 }
 
+// Lost is the gate's lost-lease channel (redisstage.Ticket has one), or
+// nil, which never closes.
+func (t *gateTicket) Lost() <-chan struct{} {
+	if l, ok := t.p.(LeaseLoser); ok {
+		return l.Lost()
+	}
+	return nil
+}
+
 // Position asks the gate's ticket: a fleet-wide position when it has one.
 func (t *gateTicket) Position() (int, bool) {
 	select {

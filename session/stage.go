@@ -102,7 +102,9 @@ func (s *stage) hold(ctx context.Context, id string, work func(context.Context) 
 	stop()
 	w.returned()
 	d, rerr := s.adm.Release(id)
-	if rerr != nil {
+	if errors.Is(rerr, stages.ErrFenced) { // the lease ran out while the work ran: nothing left to release
+		s.log.Warn("release refused: lease lost", "stage", s.name, "job", id)
+	} else if rerr != nil {
 		s.log.Error("release", "stage", s.name, "job", id, "err", rerr)
 	}
 	return d, err

@@ -28,6 +28,7 @@ type turn struct {
 	text   string
 	speech *backend.Audio // a speech turn, before recognition
 	format media.Format
+	lost   <-chan struct{} // the lease admit took may be lost (lease.go)
 	done   chan struct{}
 	ended  atomic.Bool
 
@@ -100,7 +101,7 @@ func (c *Call) runTurn(t *turn) {
 	}
 	hist := c.history.Messages()
 	c.history.Add(backend.Message{Role: backend.RoleUser, Content: t.text})
-	disp, err := c.s.model.hold(t.ctx, mjob.ID, func(ctx context.Context) error {
+	disp, err := c.holdLease(t, c.s.model, mjob.ID, func(ctx context.Context) error {
 		return c.s.cfg.ModelBackend.Reply(ctx, backend.Turn{Call: c.id, ID: t.id, Text: t.text, History: hist},
 			func(delta string) error {
 				if err := ctx.Err(); err != nil {
@@ -125,7 +126,7 @@ func (c *Call) runTurn(t *turn) {
 		return
 	}
 	a := &audioOut{c: c, t: t, id: t.id, gen: t.gen, format: t.format}
-	disp, err = c.s.synth.hold(t.ctx, sjob.ID, func(ctx context.Context) error {
+	disp, err = c.holdLease(t, c.s.synth, sjob.ID, func(ctx context.Context) error {
 		if err := c.s.cfg.Synthesizer.Synthesize(ctx, reply, func(au backend.Audio) error { return a.emit(ctx, au) }); err != nil {
 			return err
 		}
@@ -195,6 +196,9 @@ func (c *Call) admit(t *turn, st *stage, job stages.Job, submitted func()) stage
 	if d.Refusal() {
 		c.s.cfg.Fallback.Refused(c.ctx, Refusal{Call: c.id, Turn: t.id, Stage: st.name, Disposition: d}, c)
 	}
+	if d == stages.Admitted {
+		t.lost = lostOf(tk)
+	}
 	if d == stages.Admitted && t.ctx.Err() != nil {
 		// Rotated between admission and now: nothing was started, so the
 		// lease is released at once.
@@ -227,7 +231,7 @@ func (c *Call) recognize(t *turn, job stages.Job) bool {
 		return false
 	}
 	var text string
-	disp, err := c.s.recognize.hold(t.ctx, job.ID, func(ctx context.Context) error {
+	disp, err := c.holdLease(t, c.s.recognize, job.ID, func(ctx context.Context) error {
 		var err error
 		text, err = c.s.cfg.Recognizer.Recognize(ctx, *t.speech)
 		return err

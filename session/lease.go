@@ -1,0 +1,72 @@
+package session
+
+import (
+	"context"
+	"errors"
+
+	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/backend"
+)
+
+// LeaseLoser is implemented by Tickets whose lease can be lost while the
+// work runs: a fleet-wide store's lease (redisstage.Ticket, seen through
+// NewGateAdmitter) that could not be renewed for a whole TTL, or whose
+// renewal was fenced. Lost is closed then. The in-process controller never
+// loses a lease, so its tickets do not implement it.
+type LeaseLoser interface {
+	Lost() <-chan struct{}
+}
+
+// ErrLeaseLost is the cause of a backend context cancelled because its
+// lease was lost: the slot may already be someone else's, so the work must
+// stop. The turn fails with the kind "unavailable" (the store could not
+// keep the lease), not as a barge-in.
+var ErrLeaseLost = errors.New("session: lease lost while the work ran")
+
+// lostOf returns tk's lost channel, or nil when tk cannot lose its lease.
+func lostOf(tk Ticket) <-chan struct{} {
+	if l, ok := tk.(LeaseLoser); ok {
+		return l.Lost()
+	}
+	return nil
+}
+
+// holdLease is st.hold with the work's context also cancelled (cause
+// ErrLeaseLost) when the lease admitted for t is lost. The release that
+// follows is refused as fenced when the store expired the lease; hold logs
+// that quietly. Work that returned without error keeps its result even if
+// the lease was lost just after.
+func (c *Call) holdLease(t *turn, st *stage, id string, work func(context.Context) error) (disp stages.Disposition, err error) {
+	defer func() {
+		if disp == 0 {
+			// The release failed (fenced, or the store did not answer):
+			// the stage's work has still ended here, and the lease runs out
+			// by its TTL. 0 is not a disposition a caller can be sent.
+			disp = stages.Completed
+		}
+	}()
+	lost := t.lost
+	t.lost = nil
+	if lost == nil {
+		return st.hold(t.ctx, id, work)
+	}
+	ctx, cancel := context.WithCancelCause(t.ctx)
+	watched := make(chan struct{})
+	go func() { // ends when the lease is lost or holdLease returns
+		defer close(watched)
+		select {
+		case <-lost:
+			cancel(ErrLeaseLost)
+		case <-ctx.Done():
+		}
+	}()
+	disp, err = st.hold(ctx, id, work)
+	wasLost := errors.Is(context.Cause(ctx), ErrLeaseLost)
+	cancel(context.Canceled)
+	<-watched
+	if err != nil && wasLost && t.ctx.Err() == nil {
+		c.log.Warn("lease lost: work stopped", "stage", st.name, "job", id)
+		err = &backend.Error{Kind: backend.KindUnavailable, Backend: "store", Op: "lease", Err: ErrLeaseLost}
+	}
+	return disp, err
+}

@@ -1,0 +1,77 @@
+package session
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
+	"github.com/frontdoorhq/frontdoor/stages/redisstage"
+	"github.com/frontdoorhq/frontdoor/stages/redisstage/redistest"
+)
+
+// A model lease whose renewal stalls (Redis paused for longer than the
+// lease TTL) is given up by its holder: the backend's work is cancelled
+// while Redis is still paused, the turn fails "unavailable" (not as a
+// barge-in), the late release is refused as fenced or times out quietly,
+// and the fleet's ledger counts the lease as lost and balances.
+func TestLostLeaseStopsWork(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	const ttl = 500 * time.Millisecond
+	var model *redisstage.Store
+	r := newRig(t, func(c *Config, s *stub.Settings) {
+		c.NewAdmitter = func(name string, l stages.Limits, clk stages.Clock) (Admitter, error) {
+			opt := redisstage.Options{LeaseTTL: 30 * time.Second, Warmup: -1}
+			if name == StageModel {
+				opt.LeaseTTL = ttl
+			}
+			st, err := redisstage.New(rdb, name, l, opt)
+			if err != nil {
+				return nil, err
+			}
+			if name == StageModel {
+				model = st
+			}
+			d := redisstage.NewDispatcher(st, redisstage.DispatcherOptions{Clock: clk, Poll: 20 * time.Millisecond})
+			return NewGateAdmitter(d, st.Limits(), GateOptions{Clock: clk, Timeout: 300 * time.Millisecond, Grace: 200 * time.Millisecond}), nil
+		}
+		s.ModelDelay = time.Hour // the work runs until its context ends
+	})
+	a := r.admitted()
+	a.send(map[string]any{"type": "turn", "id": "t1", "text": "x"})
+	a.until(func(m msg) bool {
+		return m.Type == "disposition" && m.Stage == StageModel && m.Disposition == "admitted"
+	})
+
+	const pause = 3 * time.Second
+	ctx := context.Background()
+	if err := rdb.Do(ctx, "CLIENT", "PAUSE", pause.Milliseconds(), "ALL").Err(); err != nil {
+		t.Fatal(err)
+	}
+	paused := time.Now()
+	end := lastOf(a.until(isType("turn_end")), "turn_end")
+	if took := time.Since(paused); took >= pause {
+		t.Fatalf("work stopped only after Redis came back (%v): the holder did not give up its lease", took)
+	}
+	if end.Disposition != TurnFailed || end.Stage != StageModel || end.Error != "unavailable" {
+		t.Fatalf("turn_end after a lost lease: %+v", end)
+	}
+
+	// Redis back: the lease is gone from the fleet, counted lost, and the
+	// ledger balances; the slot admits again.
+	var fs redisstage.Snapshot
+	waitFor(t, "the lost lease counted", func() bool {
+		var err error
+		fs, err = model.FleetSnapshot(ctx, time.Now())
+		return err == nil && fs.Leased == 0 && fs.Ledger.Lost == 1
+	})
+	if err := fs.Check(); err != nil {
+		t.Fatalf("%v: %+v", err, fs.Ledger)
+	}
+	a.send(map[string]any{"type": "turn", "id": "t2", "text": "x"})
+	a.until(func(m msg) bool {
+		return m.Type == "disposition" && m.Stage == StageModel && m.Disposition == "admitted"
+	})
+}
