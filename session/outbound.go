@@ -186,8 +186,8 @@ func (o *outbound) discard() {
 }
 
 // The ring starts empty and doubles on demand up to lim.Frames: an idle
-// call holds no frames (a full ring of 512 is 56 KiB, more than the rest
-// of an idle call), and a ring grown past keepFrames for a burst is given
+// call holds at most firstFrames (a full ring of 512 is 56 KiB, more than
+// the rest of an idle call), and a ring grown past keepFrames for a burst is given
 // back once the writer has drained it, unless it grew in the last
 // shrinkAfter: a writer that keeps catching up with a fast producer would
 // otherwise regrow the ring on every burst.
