@@ -15,7 +15,11 @@
 // stage ledgers, read before and after the run, are checked against what
 // the callers saw. Goodput counts only turns whose first audio reached the
 // caller within the useful deadline; audio that came later is reported as
-// late: work done after it had lost its value.
+// late: work done after it had lost its value. The spoken fallback prompt
+// that follows a refusal is not an answer and counts for neither. The
+// rate of completed turns is reported too: with the stages kept busy
+// (many callers speaking back to back) it measures the pipeline's capacity,
+// so that load can be offered as a multiple of a measured figure.
 //
 // The generator records every caller's scheduled and actual arrival. When
 // it cannot keep up with the schedule (bounded concurrency, a slow dial, a
