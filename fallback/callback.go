@@ -135,6 +135,10 @@ func (s *Service) RequestCallback(ctx context.Context, req CallbackRequest) (Cal
 	got, created, err := s.store.Accept(ctx, Callback{Ticket: ticket, Call: req.Call, Turn: req.Turn, Number: number, Accepted: now})
 	if err != nil || !created {
 		s.cbq.cancel(id, ticket)
+		if errors.Is(err, ErrQueueFull) { // the store's own (fleet-wide) bound
+			s.log.Info("callback refused", "call", req.Call, "turn", req.Turn, "disposition", stages.Overloaded, "bound", "store")
+			return CallbackResult{Disposition: stages.Overloaded}, nil
+		}
 		if err != nil {
 			return s.notEstablished(req, err)
 		}

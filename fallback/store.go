@@ -43,6 +43,10 @@ var (
 	ErrNotFound  = errors.New("fallback: no such callback")
 	ErrNotLive   = errors.New("fallback: callback is not in the required state")
 	ErrLeaseLost = errors.New("fallback: claim superseded (lease expired or attempt mismatch)")
+	// ErrQueueFull is Accept's refusal by a store that bounds pending
+	// callbacks itself (fleet-wide, such as redisqueue.CallbackStore.Bound):
+	// the caller is told Overloaded, as by a full callback stage.
+	ErrQueueFull = errors.New("fallback: callback queue full")
 )
 
 // CallbackStore is the durable record of callbacks. Every method that
@@ -51,8 +55,10 @@ var (
 // safe for concurrent use. The SQLite store (OpenSQLite) is the default; a
 // Redis Streams store can implement the same contract.
 //
-// The store holds state; it does not bound anything. The callback stage's
-// bound is its stages.Controller, re-filled from the store at start-up.
+// The callback stage's bound is its stages.Controller, re-filled from the
+// store at start-up; that bound is per process. A store shared by several
+// processes may also bound pending callbacks for all of them: its Accept
+// then refuses with ErrQueueFull.
 type CallbackStore interface {
 	// Accept records c as pending unless a callback for (c.Call, c.Turn)
 	// exists; it returns the stored callback and whether it was created.

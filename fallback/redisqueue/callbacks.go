@@ -24,6 +24,17 @@ import (
 type CallbackStore struct {
 	rdb    redis.UniversalClient
 	prefix string
+	bound  int // pending callbacks the fleet holds at most (0: unbounded)
+}
+
+// Bound makes Accept refuse a new callback, with an error wrapping
+// fallback.ErrQueueFull, while the fleet already holds pending (accepted,
+// not yet claimed) callbacks: the count and the append are one script, so
+// the bound holds across replicas. Serve passes -callback-queue. It returns
+// s; call it before use.
+func (s *CallbackStore) Bound(pending int) *CallbackStore {
+	s.bound = max(pending, 0)
+	return s
 }
 
 var _ fallback.CallbackStore = (*CallbackStore)(nil)
@@ -84,13 +95,16 @@ func fromHash(m map[string]string) (fallback.Callback, bool) {
 	}, true
 }
 
-// ARGV[1] prefix, [2] ticket, [3] call key, [4] call, [5] turn, [6] number, [7] accepted.
+// ARGV[1] prefix, [2] ticket, [3] call key, [4] call, [5] turn, [6] number,
+// [7] accepted, [8] bound on pending callbacks (0: none).
 var acceptScript = redis.NewScript(`
 local P = ARGV[1]
 local existing = redis.call('GET', P .. 'ct:' .. ARGV[3])
 if existing then return {0, redis.call('HGETALL', P .. 't:' .. existing)} end
 local k = P .. 't:' .. ARGV[2]
 if redis.call('EXISTS', k) == 1 then return {-1, {}} end
+local bound = tonumber(ARGV[8])
+if bound > 0 and redis.call('ZCARD', P .. 's:pending') >= bound then return {-4, {}} end
 redis.call('HSET', k, 'ticket', ARGV[2], 'call', ARGV[4], 'turn', ARGV[5], 'number', ARGV[6],
   'status', 'pending', 'accepted', ARGV[7], 'attempt', 0, 'operator', '', 'lease', '0',
   'updated', ARGV[7], 'note', '')
@@ -105,11 +119,14 @@ func (s *CallbackStore) Accept(ctx context.Context, c fallback.Callback) (fallba
 		return fallback.Callback{}, false, fmt.Errorf("fallback: accept callback: empty ticket, call, turn or time")
 	}
 	v, err := acceptScript.Run(ctx, s.rdb, nil, s.prefix, c.Ticket, callKey(c.Call, c.Turn), c.Call, c.Turn, c.Number,
-		fmt.Sprintf("%020d", c.Accepted.UnixNano())).Slice()
+		fmt.Sprintf("%020d", c.Accepted.UnixNano()), s.bound).Slice()
 	if err != nil {
 		return fallback.Callback{}, false, s.unavailable("accept", err)
 	}
 	code, _ := v[0].(int64)
+	if code == -4 {
+		return fallback.Callback{}, false, fmt.Errorf("%w: %d callbacks pending in the fleet", fallback.ErrQueueFull, s.bound)
+	}
 	if code == -1 {
 		return fallback.Callback{}, false, fmt.Errorf("fallback: accept callback: ticket %q exists for another call", c.Ticket)
 	}
