@@ -401,10 +401,17 @@ func TestSecuritySlowClients(t *testing.T) {
 			t.Fatal("a stalled reader was not closed")
 		}
 	}
+	closing := time.Now()
 	t.Logf("closed after %v", time.Since(start))
 	if queued < 0 || queued > 1<<20+64<<10 {
 		t.Fatalf("slow reader closed with %v bytes queued, want at most the outbound bound (1 MiB + a frame)", queued)
 	}
+	// The call ends at once: the connection is dropped, not held open for
+	// a close handshake the stalled client cannot answer (5 s + 5 s).
+	waitFor(t, 2*time.Second, "the stalled call to end", func() bool {
+		return num(stagesView(t, "http://"+p.addr, "")[""], "calls") == 0
+	})
+	t.Logf("call gone %v after the slow-reader close", time.Since(closing).Round(time.Millisecond))
 }
 
 // TestSecurityTenantShare: one tenant's burst cannot take every waiting

@@ -160,6 +160,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Handlers:       handlers,
 		OriginPatterns: set.guard.origins(),
 	}
+	set.guard.limits.apply(&scfg) // audio limits, quarantine: serve_limits.go
 	if err := set.media.apply(&scfg); err != nil {
 		return err
 	}

@@ -27,11 +27,13 @@ type guardWiring struct {
 	// refused over the protocol, so it hears the truthful prompt and can
 	// take a callback or a handoff.
 	overloadHTTP bool
+	limits       *callerLimits // serve_limits.go
 }
 
 func newGuardWiring(fs *flag.FlagSet) *guardWiring {
 	w := &guardWiring{set: guard.DefaultSettings()}
 	w.set.Flags(fs)
+	w.limits = callerLimitFlags(fs)
 	fs.BoolVar(&w.overloadHTTP, "overload-http", false, "answer a new caller 503 with Retry-After before the upgrade when the session stage is full (default: refuse over the protocol with a prompt and a callback or handoff offer)")
 	return w
 }

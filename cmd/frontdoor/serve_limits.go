@@ -1,0 +1,30 @@
+package main
+
+import (
+	"flag"
+	"time"
+
+	"github.com/frontdoorhq/frontdoor/session"
+)
+
+// callerLimits are serve's flags for caller audio limits and backend
+// quarantine (docs/SECURITY.md).
+type callerLimits struct {
+	audio      session.AudioLimits
+	quarantine int
+}
+
+func callerLimitFlags(fs *flag.FlagSet) *callerLimits {
+	l := &callerLimits{}
+	fs.IntVar(&l.audio.MaxFrame, "audio-max-frame", session.DefaultMaxAudioFrame, "largest caller audio frame in bytes (larger: `error` too_large, the frame is dropped)")
+	fs.IntVar(&l.audio.MaxRate, "audio-max-rate", 0, "caller audio allowed in bytes per second over -audio-window (over it: `error` audio_rate, close 1008); 0: twice the call's real-time rate")
+	fs.DurationVar(&l.audio.Window, "audio-window", 2*time.Second, "how far caller audio may run ahead of -audio-max-rate")
+	fs.IntVar(&l.quarantine, "quarantine-after", 0, "quarantine a backend stage whose cleanups exceed -cleanup-timeout this many times in a row: new work refused closed, /readyz 503, leases held, until every overdue cleanup is confirmed (0: off)")
+	return l
+}
+
+// apply puts the limits in the session server's configuration.
+func (l *callerLimits) apply(c *session.Config) {
+	c.Audio = l.audio
+	c.QuarantineAfter = l.quarantine
+}
