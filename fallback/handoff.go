@@ -132,19 +132,37 @@ func (s *Service) RequestHandoff(ctx context.Context, req HandoffRequest) (*Hand
 	if len(req.Summary) > MaxSummary {
 		req.Summary = strings.ToValidUTF8(req.Summary[:MaxSummary], "")
 	}
+	ticket := newTicket("ho_")
+	if s.hb != nil { // the fleet-wide bound first, outside the lock: it may wait on Redis
+		if h, d, ok := s.liveHandoff(req.Call); ok {
+			return h, d, nil
+		}
+		if d, err := s.hb.Reserve(ctx, ticket); d != stages.Admitted {
+			if d == 0 || err != nil {
+				d = stages.Closed
+			}
+			s.log.Info("handoff refused by the fleet's bound", "call", req.Call, "turn", req.Turn, "disposition", d, "err", err)
+			return nil, d, nil
+		}
+	}
 	s.ho.mu.Lock()
 	defer s.ho.mu.Unlock()
-	if s.ho.closing {
-		return nil, stages.Closed, nil
-	}
-	if st := s.ho.byCall[req.Call]; st != nil {
-		return st.h, stages.Queued, nil
+	if h, d, ok := s.liveHandoffLocked(req.Call); ok {
+		if s.hb != nil {
+			s.hb.Free(ticket)
+		}
+		return h, d, nil
 	}
 	now := s.clock.Now()
-	h := &Handoff{Ticket: newTicket("ho_"), Call: req.Call, Turn: req.Turn, Summary: req.Summary, Born: now, s: s, done: make(chan struct{})}
+	h := &Handoff{Ticket: ticket, Call: req.Call, Turn: req.Turn, Summary: req.Summary, Born: now, s: s, done: make(chan struct{})}
 	st := &hstate{h: h, job: jobID(h.Ticket, 0)}
 	d, expired, err := s.hq.offer(stages.Job{ID: st.job, Owner: h.Ticket, Born: now})
 	s.handoffsExpiredLocked(expired)
+	if err != nil || d != stages.Queued {
+		if s.hb != nil {
+			s.hb.Free(ticket)
+		}
+	}
 	if err != nil {
 		return nil, 0, err
 	}
@@ -159,6 +177,24 @@ func (s *Service) RequestHandoff(ctx context.Context, req HandoffRequest) (*Hand
 	return h, stages.Queued, nil
 }
 
+// liveHandoff answers a request that needs no new handoff: the service is
+// closing, or the call already has one.
+func (s *Service) liveHandoff(call string) (*Handoff, stages.Disposition, bool) {
+	s.ho.mu.Lock()
+	defer s.ho.mu.Unlock()
+	return s.liveHandoffLocked(call)
+}
+
+func (s *Service) liveHandoffLocked(call string) (*Handoff, stages.Disposition, bool) {
+	if s.ho.closing {
+		return nil, stages.Closed, true
+	}
+	if st := s.ho.byCall[call]; st != nil {
+		return st.h, stages.Queued, true
+	}
+	return nil, 0, false
+}
+
 // resolveLocked resolves st exactly once: it leaves the maps first, so no
 // second path can find it. Under ho.mu.
 func (s *Service) resolveLocked(st *hstate, out HandoffOutcome) {
@@ -167,6 +203,9 @@ func (s *Service) resolveLocked(st *hstate, out HandoffOutcome) {
 	}
 	delete(s.ho.byTicket, st.h.Ticket)
 	delete(s.ho.byCall, st.h.Call)
+	if s.hb != nil {
+		s.hb.Free(st.h.Ticket)
+	}
 	st.h.outcome = out
 	close(st.h.done)
 	s.log.Info("handoff resolved", "call", st.h.Call, "ticket", st.h.Ticket, "disposition", out.Disposition, "agent", out.Agent)

@@ -30,6 +30,7 @@ type Service struct {
 	cb  callbacks
 	hq  *claimQueue
 	ho  handoffs
+	hb  HandoffBound // optional fleet-wide bound on live handoffs
 
 	synth backend.Synthesizer
 	audio *lru.Cache[string, backend.Audio]
@@ -56,6 +57,22 @@ func WithClock(c stages.Clock) Option { return func(s *Service) { s.clock = c } 
 // WithStore replaces the SQLite callback store (Config.DataDir is then
 // unused). The Service does not close a store it was given.
 func WithStore(st CallbackStore) Option { return func(s *Service) { s.store = st } }
+
+// HandoffBound bounds live handoffs beyond this process (fleet mode: every
+// replica reserves through one Redis). Reserve answers Admitted when ticket
+// took a place, Overloaded when none is free, Closed (with the error) when
+// the bound cannot be reached: the handoff is then refused, never admitted
+// unbounded. Free gives ticket's place back; it is called with the
+// service's lock held, so it must not block (do the work asynchronously).
+type HandoffBound interface {
+	Reserve(ctx context.Context, ticket string) (stages.Disposition, error)
+	Free(ticket string)
+}
+
+// WithHandoffBound makes every handoff also reserve a place in b from the
+// moment it is requested until it resolves. The handoff queue itself (its
+// order, agents' claims) stays in this process.
+func WithHandoffBound(b HandoffBound) Option { return func(s *Service) { s.hb = b } }
 
 // PromptCacheSize is the number of rendered prompts kept by PromptAudio.
 const PromptCacheSize = 512

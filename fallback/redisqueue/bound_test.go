@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/fallback/redisqueue"
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/redisstage"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage/redistest"
 )
 
@@ -67,5 +69,74 @@ func TestCallbackBoundFleetWide(t *testing.T) {
 	res, err = svcs[0].RequestCallback(ctx, fallback.CallbackRequest{Call: "later", Turn: "t1", Number: "+15550198", Consent: true})
 	if err != nil || res.Disposition != stages.Overloaded {
 		t.Fatalf("full again: %+v %v", res, err)
+	}
+}
+
+// Three replicas' handoffs share one fleet-wide bound through a redisstage
+// stage: under concurrent requests exactly the bound is queued, the rest
+// are refused Overloaded, and a handoff that resolves (the caller hung up)
+// gives its place back to any replica.
+func TestHandoffBoundFleetWide(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	const bound, replicas, each = 4, 3, 4
+	var svcs []*fallback.Service
+	for range replicas {
+		st, err := redisstage.New(srv.Client(t), "handoff", stages.Limits{Slots: bound, Waiting: 1, MaxAge: time.Minute},
+			redisstage.Options{LeaseTTL: 2 * time.Second, Warmup: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hb := redisqueue.NewHandoffBound(redisstage.NewDispatcher(st, redisstage.DispatcherOptions{}), time.Second)
+		cfg := workerConfig()
+		cfg.HandoffQueue = replicas * each // each replica alone would take them all
+		svc, err := fallback.New(ctx, cfg, nil, nil, fallback.WithStore(redisqueue.NewCallbackStore(srv.Client(t), "callbacks")),
+			fallback.WithHandoffBound(hb))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { svc.Close(); hb.Stop() })
+		svcs = append(svcs, svc)
+	}
+	var mu sync.Mutex
+	got := map[stages.Disposition]int{}
+	var queued []*fallback.Handoff
+	var wg sync.WaitGroup
+	for r, svc := range svcs {
+		for i := range each {
+			wg.Go(func() {
+				h, d, err := svc.RequestHandoff(ctx, fallback.HandoffRequest{Call: fmt.Sprint("c", r, "-", i), Turn: "t1"})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				got[d]++
+				if h != nil {
+					queued = append(queued, h)
+				}
+				mu.Unlock()
+			})
+		}
+	}
+	wg.Wait()
+	if got[stages.Queued] != bound || got[stages.Overloaded] != replicas*each-bound {
+		t.Fatalf("dispositions %v, want %d queued and the rest overloaded", got, bound)
+	}
+	queued[0].Cancel()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		h, d, err := svcs[2].RequestHandoff(ctx, fallback.HandoffRequest{Call: "late", Turn: "t1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d == stages.Queued {
+			h.Cancel()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cancelled handoff's place never came back: %v", d)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
