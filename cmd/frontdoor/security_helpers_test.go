@@ -69,7 +69,9 @@ var quickStubs = []string{"-synth", "stub", "-stub-model-delay", "1ms", "-stub-t
 func startServe(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
 	bin := buildOnce(t)
-	all := append([]string{"serve", "-listen", "127.0.0.1:0", "-log-format", "json"}, quickStubs...)
+	// A data directory of its own (a later -data-dir in args wins), so no
+	// test writes into the source tree or shares another's callbacks.
+	all := append([]string{"serve", "-listen", "127.0.0.1:0", "-log-format", "json", "-data-dir", t.TempDir()}, quickStubs...)
 	all = append(all, args...)
 	cmd := exec.Command(bin, all...)
 	cmd.Env = append(os.Environ(), env...)
