@@ -134,7 +134,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer fl.Close()
-	svc, err := fallback.New(ctx, set.fallback, be.Synthesizer, log, fl.fallbackOptions()...)
+	fopts, err := fl.fallbackOptions(set.fallback)
+	if err != nil {
+		return err
+	}
+	svc, err := fallback.New(ctx, set.fallback, be.Synthesizer, log, fopts...)
 	if err != nil {
 		return err
 	}

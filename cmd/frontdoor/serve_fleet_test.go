@@ -335,3 +335,155 @@ func TestFleetOfThreeReplicas(t *testing.T) {
 	}
 	http.DefaultClient.CloseIdleConnections()
 }
+
+// modelAdmitted reads until the model stage's disposition is admitted (or
+// another final one), returning it.
+func (c *fleetCall) modelAdmitted() (string, error) {
+	for {
+		m, _, err := c.until("disposition", true)
+		if err != nil {
+			return "", err
+		}
+		if m["stage"] == session.StageModel {
+			d, _ := m["disposition"].(string)
+			return d, nil
+		}
+	}
+}
+
+// TestFleetKilledReplicaLeases kills with SIGKILL a frontdoor serve replica
+// holding every model lease of the fleet (its model never answers). Its
+// leases stay held, sampled from Redis, until their TTL runs out on the
+// server's clock — never before: a caller on the surviving replica waits
+// in the queue meanwhile (capacity reduced, not over-admitted) — and then
+// the survivor admits it.
+func TestFleetKilledReplicaLeases(t *testing.T) {
+	t.Cleanup(func() {
+		http.DefaultClient.CloseIdleConnections()
+		goleak.VerifyNone(t)
+	})
+	start := time.Now()
+	srv := redistest.Start(t)
+	bin := filepath.Join(t.TempDir(), "frontdoor")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	const ttl = 2 * time.Second
+	modelLim := stages.Limits{Slots: 2, Waiting: 2, MaxAge: 20 * time.Second}
+	args := []string{"-store", srv.URL(0), "-store-lease-ttl", ttl.String(), "-store-timeout", "500ms", "-drain-timeout", "1s",
+		"-session-slots", "4", "-session-queue", "4", "-session-max-wait", "20s",
+		"-model-slots", "2", "-model-queue", "2", "-model-max-wait", "20s",
+		"-synth", "stub", "-stub-model-delay", "1h", "-pace=false"}
+	doomed, survivor := startReplica(t, bin, args...), startReplica(t, bin, args...)
+	waitReady(t, 200, doomed, survivor)
+	t.Logf("built and started: %v", time.Since(start))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := range modelLim.Slots {
+		c, _ := dialCall(ctx, t, doomed)
+		if c == nil {
+			t.Fatal("no call on the doomed replica")
+		}
+		defer c.conn.CloseNow()
+		if m, _, err := c.until("session", true); err != nil || m["disposition"] != "admitted" {
+			t.Fatalf("session: %v %v", m, err)
+		}
+		if err := c.conn.Write(ctx, websocket.MessageText, []byte(`{"type":"turn","id":"t`+strconv.Itoa(i)+`","text":"hold"}`)); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := c.modelAdmitted(); err != nil || d != "admitted" {
+			t.Fatalf("model on the doomed replica: %s %v", d, err)
+		}
+	}
+	rdb := srv.Client(t)
+	models, err := redisstage.New(rdb, session.StageModel, modelLim, redisstage.Options{LeaseTTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sn, err := models.FleetSnapshot(ctx, time.Now()); err != nil || sn.Leased != modelLim.Slots {
+		t.Fatalf("before the kill: %+v %v", sn, err)
+	}
+
+	if err := doomed.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	// The dead replica's last renewals set these expiries (server ms).
+	exp, err := rdb.ZRangeWithScores(ctx, "fd:{"+session.StageModel+"}:lease", 0, 0).Result()
+	if err != nil || len(exp) != 1 {
+		t.Fatalf("lease expiries: %v %v", exp, err)
+	}
+	earliest := time.UnixMilli(int64(exp[0].Score))
+
+	// A caller on the survivor waits: the fleet's slots are still held.
+	c, _ := dialCall(ctx, t, survivor)
+	if c == nil {
+		t.Fatal("no call on the survivor")
+	}
+	defer c.conn.CloseNow()
+	if m, _, err := c.until("session", true); err != nil || m["disposition"] != "admitted" {
+		t.Fatalf("survivor session: %v %v", m, err)
+	}
+	if err := c.conn.Write(ctx, websocket.MessageText, []byte(`{"type":"turn","id":"s1","text":"after"}`)); err != nil {
+		t.Fatal(err)
+	}
+	admitted := make(chan string, 1)
+	go func() {
+		d, err := c.modelAdmitted()
+		if err != nil {
+			d = err.Error()
+		}
+		admitted <- d
+	}()
+
+	// Sample the fleet until the leases are back: no sample may show a
+	// free slot while the server's clock is before the earliest expiry.
+	held := 0 // samples after the kill that still showed every lease
+	for {
+		sn, err := models.FleetSnapshot(ctx, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		now, err := rdb.Time(ctx).Result() // read after the snapshot
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sn.Leased == modelLim.Slots {
+			held++
+		} else if now.Before(earliest) {
+			t.Fatalf("a lease came back by server time %v, before its expiry %v: %+v", now, earliest, sn)
+		}
+		if sn.Ledger.Lost >= uint64(modelLim.Slots) {
+			break
+		}
+		if time.Since(killed) > 3*ttl {
+			t.Fatalf("leases not back 3 TTLs after the kill: %+v", sn)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	back := time.Since(killed)
+	if held == 0 {
+		t.Fatal("no sample saw the dead replica's leases held")
+	}
+	select {
+	case d := <-admitted:
+		if d != "admitted" {
+			t.Fatalf("survivor's model turn: %s", d)
+		}
+	case <-time.After(3 * ttl):
+		t.Fatal("the survivor did not admit once the leases came back")
+	}
+	fs, err := models.FleetSnapshot(ctx, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fs.Leased != 1 || fs.Ledger.Lost != uint64(modelLim.Slots) {
+		t.Fatalf("after: %+v", fs)
+	}
+	if err := fs.Check(); err != nil {
+		t.Fatalf("fleet ledger: %v (%+v)", err, fs.Ledger)
+	}
+	t.Logf("leases back %v after the kill (TTL %v, %d samples held); total %v", back, ttl, held, time.Since(start))
+	c.conn.CloseNow()
+}
