@@ -17,15 +17,20 @@ type AudioLimits struct {
 	// goes on.
 	MaxFrame int
 	// MaxRate is the caller audio allowed, in bytes per second averaged
-	// over Window (0: twice the real-time rate of the call's declared
-	// format: 64000 B/s for the default 16 kHz PCM16, 16000 B/s for 8 kHz
+	// over Window (0: four times the real-time rate of the call's declared
+	// format: 128000 B/s for the default 16 kHz PCM16, 32000 B/s for 8 kHz
 	// µ-law). Over it the caller is told `error` audio_rate and the call
 	// ends with close 1008.
 	MaxRate int
-	// Window is how long a burst may run ahead of MaxRate (0: 2s): the
-	// allowance is a token bucket of MaxRate × Window bytes.
+	// Window is how long a burst may run ahead of MaxRate (0:
+	// DefaultAudioWindow): the allowance is a token bucket of MaxRate ×
+	// Window bytes. The default lets a client send a recording of some
+	// 40 s at once (tests, uploads) and still cuts a flood within a second.
 	Window time.Duration
 }
+
+// DefaultAudioWindow is the default AudioLimits.Window.
+const DefaultAudioWindow = 10 * time.Second
 
 // DefaultMaxAudioFrame is the default AudioLimits.MaxFrame: 32 KiB, about
 // a third of a second of 48 kHz PCM16, a second at 16 kHz.
@@ -76,10 +81,10 @@ func (c *Call) audioAllowed(b []byte) bool {
 // window's worth (at least one frame of maxFrame).
 func newAudioLimiter(perSec int, w time.Duration, maxFrame int, f media.Format) *rate.Limiter {
 	if perSec <= 0 {
-		perSec = 2 * realTimeBytes(f)
+		perSec = 4 * realTimeBytes(f)
 	}
 	if w <= 0 {
-		w = 2 * time.Second
+		w = DefaultAudioWindow
 	}
 	burst := max(int(float64(perSec)*w.Seconds()), maxFrame)
 	return rate.NewLimiter(rate.Limit(perSec), burst)

@@ -166,6 +166,13 @@ func (c *Call) end(cause error, admitted bool, writerDone <-chan struct{}, io *s
 		}
 	}
 	c.s.session.adm.Forget(c.id)
+	if status == ClosePolicy { // the caller broke a rule: its handshake gets closeGrace
+		select {
+		case <-closed:
+		case <-time.After(closeGrace):
+			ioCancel() // ends the reader, which drops the connection
+		}
+	}
 	<-closed
 	ioCancel() // in case the transport's Close did not end its Recv
 	io.Wait()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/coder/websocket"
 )
@@ -84,6 +85,11 @@ func (w *WebSocket) Close(status CloseStatus, reason string) {
 // full, a close frame cannot get through and the handshake would only wait
 // out its timeouts (5 s to write, 5 s for the answer).
 func (w *WebSocket) Abort() { _ = w.Conn.CloseNow() }
+
+// closeGrace bounds the close handshake of a call ended for a policy
+// violation (1008): a caller flooding audio or turns need not read, and its
+// call should not stay counted for the handshake's 5 s + 5 s.
+const closeGrace = time.Second
 
 // aborter is a Transport that can drop its connection at once.
 type aborter interface{ Abort() }
