@@ -44,8 +44,13 @@ func newFake(t *testing.T, h http.HandlerFunc) *fake {
 		f.headers = append(f.headers, r.Header.Clone())
 		f.mu.Unlock()
 		stop := context.AfterFunc(r.Context(), func() { f.gone <- time.Now() })
-		defer stop()
 		f.handler(w, r)
+		// A handler that returned on the disconnect may get here before the
+		// context runs its AfterFunc: then stop prevents it, and the
+		// disconnect is reported here instead.
+		if stop() && r.Context().Err() != nil {
+			f.gone <- time.Now()
+		}
 	}))
 	t.Cleanup(func() {
 		close(f.done)
