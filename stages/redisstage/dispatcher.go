@@ -324,18 +324,24 @@ func (d *Dispatcher) renewLoop(ctx context.Context, t *Ticket) {
 		case <-tick.C:
 		}
 		sent := time.Now()
-		rctx, cancel := context.WithTimeout(ctx, d.renew)
+		// A renewal may take up to half a TTL: on a loaded machine a round
+		// trip can outlast the renewal period, and giving up on it early
+		// would let the lease run out while the holder is alive.
+		rctx, cancel := context.WithTimeout(ctx, d.s.opt.LeaseTTL/2)
 		cancelled, err := d.s.Renew(rctx, t.lease)
 		cancel()
 		switch {
 		case err == nil:
 			expiry.Reset(d.s.opt.LeaseTTL - time.Since(sent))
+			tick.Reset(d.renew)
 			if cancelled {
 				t.markCancelled()
 			}
 		case errors.Is(err, stages.ErrFenced):
 			t.markLost()
 			return
+		default: // retry soon rather than a whole period later
+			tick.Reset(d.renew / 4)
 		}
 	}
 }

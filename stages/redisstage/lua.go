@@ -103,7 +103,8 @@ local function take(now)
   redis.call('ZADD', P .. 'lease', MS + LEASE, id)
   redis.call('HSET', r, 's', ACTIVE, 't', tok)
   redis.call('HINCRBY', P .. 'ledger', 'admitted', 1)
-  redis.call('PUBLISH', P .. 'ev', 'a|' .. id .. '|' .. tok)
+  -- %d, not ..: concatenation would print a 16-digit token as 1.76e+15
+  redis.call('PUBLISH', P .. 'ev', 'a|' .. id .. '|' .. string.format('%d', tok))
   return ADMITTED, id, tok
 end
 
