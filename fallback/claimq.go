@@ -17,11 +17,9 @@ type claimQueue struct {
 	clock    stages.Clock
 	onExpire func(ids []string) // called without mu, from the timer
 
-	mu       sync.Mutex
-	timer    stages.Timer
-	deadline time.Time
-	armed    uint64
-	stopped  bool
+	mu      sync.Mutex
+	alarm   stages.Alarm // the head's deadline
+	stopped bool
 }
 
 func newClaimQueue(l stages.Limits, clock stages.Clock) (*claimQueue, error) {
@@ -145,32 +143,18 @@ func (q *claimQueue) arm(now time.Time) {
 	}
 	w := q.c.Waiting(now)
 	if len(w) == 0 {
-		if q.timer != nil {
-			q.timer.Stop()
-			q.timer, q.deadline = nil, time.Time{}
-		}
+		q.alarm.Clear()
 		return
 	}
-	deadline := now.Add(q.c.Limits().MaxAge - w[0].Age + time.Nanosecond)
-	if q.timer != nil && q.deadline.Equal(deadline) {
-		return
-	}
-	if q.timer != nil {
-		q.timer.Stop()
-	}
-	q.deadline = deadline
-	q.armed++
-	seq := q.armed
-	q.timer = q.clock.AfterFunc(deadline.Sub(now), func() { q.fire(seq) })
+	q.alarm.Set(q.clock, now.Add(q.c.Limits().MaxAge-w[0].Age+time.Nanosecond), now, q.fire)
 }
 
 func (q *claimQueue) fire(seq uint64) {
 	q.mu.Lock()
-	if q.stopped || seq != q.armed {
+	if q.stopped || !q.alarm.Fired(seq) {
 		q.mu.Unlock()
 		return
 	}
-	q.timer, q.deadline = nil, time.Time{}
 	now := q.clock.Now()
 	expired := q.expire(now)
 	q.arm(now)
@@ -185,8 +169,5 @@ func (q *claimQueue) stop() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.stopped = true
-	if q.timer != nil {
-		q.timer.Stop()
-		q.timer = nil
-	}
+	q.alarm.Clear()
 }

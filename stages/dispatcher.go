@@ -19,12 +19,10 @@ type Dispatcher struct {
 	c     *Controller
 	clock Clock
 
-	mu       sync.Mutex
-	waiting  map[string]*Ticket
-	timer    Timer
-	deadline time.Time // when timer fires; zero when none is set
-	armed    uint64    // counts arms, so that a superseded timer's call is ignored
-	stopped  bool
+	mu      sync.Mutex
+	waiting map[string]*Ticket
+	alarm   Alarm // the head's deadline
+	stopped bool
 }
 
 // NewDispatcher returns a Dispatcher for c. A nil clock is SystemClock.
@@ -161,10 +159,7 @@ func (d *Dispatcher) Stop() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.stopped = true
-	if d.timer != nil {
-		d.timer.Stop()
-		d.timer, d.deadline = nil, time.Time{}
-	}
+	d.alarm.Clear()
 }
 
 func (d *Dispatcher) cancelled(now time.Time) func(string, bool) {
@@ -205,32 +200,18 @@ func (d *Dispatcher) arm(now time.Time) {
 	maxAge := d.c.eff.MaxAge
 	d.c.mu.Unlock()
 	if !ok || maxAge == time.Duration(math.MaxInt64) {
-		if d.timer != nil {
-			d.timer.Stop()
-			d.timer, d.deadline = nil, time.Time{}
-		}
+		d.alarm.Clear()
 		return
 	}
 	// Expiry is strictly after MaxAge, so wake just past the deadline.
-	deadline := born.Add(maxAge + time.Nanosecond)
-	if d.timer != nil && d.deadline.Equal(deadline) {
-		return
-	}
-	if d.timer != nil {
-		d.timer.Stop()
-	}
-	d.deadline = deadline
-	d.armed++
-	seq := d.armed
-	d.timer = d.clock.AfterFunc(deadline.Sub(now), func() { d.fire(seq) })
+	d.alarm.Set(d.clock, born.Add(maxAge+time.Nanosecond), now, d.fire)
 }
 
 func (d *Dispatcher) fire(seq uint64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.stopped || seq != d.armed {
+	if d.stopped || !d.alarm.Fired(seq) {
 		return
 	}
-	d.timer, d.deadline = nil, time.Time{}
 	d.pump(d.clock.Now())
 }

@@ -39,13 +39,11 @@ type Dispatcher struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu       sync.Mutex
-	stopped  bool
-	waiting  map[string]*Ticket
-	held     map[string]*Ticket
-	timer    stages.Timer
-	deadline time.Time
-	armed    uint64
+	mu      sync.Mutex
+	stopped bool
+	waiting map[string]*Ticket
+	held    map[string]*Ticket
+	alarm   stages.Alarm // the head's deadline
 }
 
 var _ stages.Gate = (*Dispatcher)(nil)
@@ -202,10 +200,7 @@ func (d *Dispatcher) Ready(ctx context.Context) error { return d.s.Ready(ctx) }
 func (d *Dispatcher) Stop() {
 	d.mu.Lock()
 	d.stopped = true
-	if d.timer != nil {
-		d.timer.Stop()
-		d.timer = nil
-	}
+	d.alarm.Clear()
 	d.mu.Unlock()
 	d.cancel()
 	d.wg.Wait()
@@ -260,32 +255,19 @@ func (d *Dispatcher) arm(deadline, now time.Time) {
 		return
 	}
 	if deadline.IsZero() {
-		if d.timer != nil {
-			d.timer.Stop()
-			d.timer, d.deadline = nil, time.Time{}
-		}
+		d.alarm.Clear()
 		return
 	}
-	deadline = deadline.Add(time.Nanosecond) // expiry is strictly after MaxAge
-	if d.timer != nil && d.deadline.Equal(deadline) {
-		return
-	}
-	if d.timer != nil {
-		d.timer.Stop()
-	}
-	d.deadline = deadline
-	d.armed++
-	seq := d.armed
-	d.timer = d.clock.AfterFunc(deadline.Sub(now), func() { d.fire(seq) })
+	// Expiry is strictly after MaxAge, so wake just past the deadline.
+	d.alarm.Set(d.clock, deadline.Add(time.Nanosecond), now, d.fire)
 }
 
 func (d *Dispatcher) fire(seq uint64) {
 	d.mu.Lock()
-	if d.stopped || seq != d.armed {
+	if d.stopped || !d.alarm.Fired(seq) {
 		d.mu.Unlock()
 		return
 	}
-	d.timer, d.deadline = nil, time.Time{}
 	d.wg.Add(1)
 	d.mu.Unlock()
 	defer d.wg.Done()
