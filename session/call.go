@@ -30,6 +30,7 @@ type Call struct {
 	t   Transport
 	log *slog.Logger
 	out *outbound
+	w   writerState // the writer's own, across its runs
 
 	gen     atomic.Uint64 // current generation; the writer reads it before every write
 	ctx     context.Context
@@ -101,9 +102,7 @@ func (c *Call) run(parent context.Context) {
 	ioCtx, ioCancel := context.WithCancel(parent)
 	defer ioCancel()
 	var io sync.WaitGroup
-	writerDone := make(chan struct{})
-	io.Go(func() {
-		defer close(writerDone)
+	c.out.serve(func() { // the writer runs while there is something to write
 		if err := c.writeLoop(ioCtx); err != nil {
 			c.stop(err)
 		}
@@ -120,14 +119,14 @@ func (c *Call) run(parent context.Context) {
 	} else {
 		c.stop(errRefused)
 	}
-	c.end(context.Cause(ctx), admitted, writerDone, &io, ioCancel)
+	c.end(context.Cause(ctx), admitted, &io, ioCancel)
 }
 
 // end takes the call down in order: its turn stages forget it, the writer
 // stops (after the refusal's prompt, if any), the connection closes, the
 // call's backends return and release their leases, and only then is the
 // session lease released.
-func (c *Call) end(cause error, admitted bool, writerDone <-chan struct{}, io *sync.WaitGroup, ioCancel context.CancelFunc) {
+func (c *Call) end(cause error, admitted bool, io *sync.WaitGroup, ioCancel context.CancelFunc) {
 	if errors.Is(cause, ErrSlowReader) {
 		c.s.m.slowReaders.Inc()
 		c.log.Warn("caller not reading: closing (1008)", "queued_bytes_max", c.out.maxBytes.Load())
@@ -153,7 +152,7 @@ func (c *Call) end(cause error, admitted bool, writerDone <-chan struct{}, io *s
 	if errors.Is(cause, ErrSlowReader) {
 		abort(c.t, ioCancel) // it reads nothing: no close handshake to wait for
 	}
-	<-writerDone
+	c.out.wait() // the writer, if one runs; none starts after close
 	// The close handshake may wait for a caller who does not answer; the
 	// session lease waits only for the call's backend work.
 	closed := make(chan struct{})

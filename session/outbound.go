@@ -70,6 +70,12 @@ type outbound struct {
 	space  chan struct{} // cap 1: frames were removed
 	done   chan struct{} // closed by close
 
+	// The writer runs on demand (serve): a goroutine while frames are
+	// queued, gone once the queue has stayed empty for writerLinger.
+	write   func()         // the writer's body; nil until serve
+	writing bool           // a writer is running (or starting)
+	writers sync.WaitGroup // the running writer, for wait
+
 	grown    time.Time    // last growth of q
 	maxBytes atomic.Int64 // high-water mark, for tests and metrics
 	stale    atomic.Int64 // frames dropped as stale
@@ -115,8 +121,10 @@ func (o *outbound) push(ctx context.Context, f frame) error {
 			if b := int64(o.bytes); b > o.maxBytes.Load() {
 				o.maxBytes.Store(b)
 			}
+			start := o.startLocked()
 			o.mu.Unlock()
 			signal(o.ready)
+			start()
 			return nil
 		}
 		o.mu.Unlock()
@@ -131,6 +139,22 @@ func (o *outbound) push(ctx context.Context, f frame) error {
 
 // pop removes the next frame, waiting until one is queued or ctx ends.
 func (o *outbound) pop(ctx context.Context) (frame, bool) {
+	f, r := o.take(ctx, nil)
+	return f, r == popFrame
+}
+
+// Results of take.
+const (
+	popFrame = iota // a frame was removed
+	popEnd          // the queue is closed and drained, or ctx ended
+	popIdle         // nothing came within the linger: the writer is to stop
+)
+
+// take is pop for the on-demand writer: when linger is not nil, it is
+// called before each wait for a frame, and when its channel fires first
+// with nothing queued, the writer counts as stopped (the next push starts
+// another) and take returns popIdle.
+func (o *outbound) take(ctx context.Context, linger func() <-chan time.Time) (frame, int) {
 	for {
 		o.mu.Lock()
 		if o.n > 0 {
@@ -144,20 +168,71 @@ func (o *outbound) pop(ctx context.Context) (frame, bool) {
 			}
 			o.mu.Unlock()
 			signal(o.space)
-			return f, true
+			return f, popFrame
 		}
 		closed := o.closed
 		o.mu.Unlock()
 		if closed {
-			return frame{}, false
+			return frame{}, popEnd
+		}
+		var idle <-chan time.Time
+		if linger != nil {
+			idle = linger()
 		}
 		select {
 		case <-o.ready:
+		case <-idle:
+			o.mu.Lock()
+			if o.n == 0 && !o.closed {
+				o.writing = false
+				o.mu.Unlock()
+				return frame{}, popIdle
+			}
+			o.mu.Unlock()
 		case <-ctx.Done():
-			return frame{}, false
+			return frame{}, popEnd
 		}
 	}
 }
+
+// serve makes write the queue's writer, run in a goroutine of its own
+// whenever frames are queued and no writer is running: an idle call holds
+// no writer goroutine (and its stack). write returns when take says
+// popEnd or popIdle, or on a failed write. Frames queued before serve are
+// written now.
+func (o *outbound) serve(write func()) {
+	o.mu.Lock()
+	o.write = write
+	start := func() {}
+	if o.n > 0 {
+		start = o.startLocked()
+	}
+	o.mu.Unlock()
+	start()
+}
+
+// startLocked marks a writer as running when none is and frames are
+// queued; the function it returns starts it (after mu is released). The
+// writer is counted in writers under mu, before close can be called, so
+// that wait sees it.
+func (o *outbound) startLocked() func() {
+	if o.write == nil || o.writing || o.closed {
+		return func() {}
+	}
+	o.writing = true
+	o.writers.Add(1)
+	write := o.write
+	return func() {
+		go func() {
+			defer o.writers.Done()
+			write()
+		}()
+	}
+}
+
+// wait returns once no writer runs; after close or discard none starts
+// again.
+func (o *outbound) wait() { o.writers.Wait() }
 
 // close refuses further frames; the writer drains what is queued.
 func (o *outbound) close() {

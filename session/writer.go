@@ -7,16 +7,49 @@ import (
 	"github.com/frontdoorhq/frontdoor/stages/backend"
 )
 
-// writeLoop is the call's single writer. The generation check right before
-// each write is what keeps an older generation off the wire once
-// `interrupted` has been queued.
+// writerLinger is how long the call's writer waits for a next frame
+// before its goroutine ends (the next frame starts another): long enough
+// that a reply's frames, or a turn's messages, keep one writer; an idle
+// call holds none.
+const writerLinger = time.Second
+
+// writerState is what the call's writer keeps from one run of writeLoop to
+// the next. Only the running writer touches it; the outbound queue's
+// mutex orders one run before the next.
+type writerState struct {
+	lastGen uint64 // generation of the last frame written
+	lastAt  time.Time
+	pc      pacer
+	idle    *time.Timer
+}
+
+// linger arms the idle timer for one wait of the writer.
+func (w *writerState) linger() <-chan time.Time {
+	if w.idle == nil {
+		w.idle = time.NewTimer(writerLinger)
+	} else {
+		w.idle.Reset(writerLinger)
+	}
+	return w.idle.C
+}
+
+// writeLoop is the call's single writer, started by the outbound queue
+// when frames are queued and none runs; it returns when the queue has
+// stayed empty for writerLinger, is closed and drained, or ctx ends. The
+// generation check right before each write is what keeps an older
+// generation off the wire once `interrupted` has been queued.
 func (c *Call) writeLoop(ctx context.Context) error {
-	var lastGen uint64
-	var lastAt time.Time
-	var pc pacer
+	w := &c.w
+	pc := &w.pc
 	for {
-		f, ok := c.out.pop(ctx)
-		if !ok {
+		f, r := c.out.take(ctx, w.linger)
+		if r == popIdle {
+			return nil // the next push starts another writer, which takes over w
+		}
+		if r != popFrame { // no writer starts after this one
+			if w.idle != nil {
+				w.idle.Stop()
+			}
 			return nil
 		}
 		if c.stale(f) {
@@ -43,8 +76,8 @@ func (c *Call) writeLoop(ctx context.Context) error {
 				c.history.Add(backend.Message{Role: backend.RoleAssistant, Content: im.Heard.Text})
 			}
 			var d time.Duration
-			if lastGen != 0 && lastGen < im.Generation && lastAt.After(f.bargeAt) {
-				d = lastAt.Sub(f.bargeAt)
+			if w.lastGen != 0 && w.lastGen < im.Generation && w.lastAt.After(f.bargeAt) {
+				d = w.lastAt.Sub(f.bargeAt)
 			}
 			c.s.m.bargeToLast.Observe(d.Seconds())
 		}
@@ -69,7 +102,7 @@ func (c *Call) writeLoop(ctx context.Context) error {
 			return errGone
 		}
 		if f.gen != 0 {
-			lastGen, lastAt = f.gen, time.Now()
+			w.lastGen, w.lastAt = f.gen, time.Now()
 		}
 		if f.turn != nil {
 			f.turn.sentUS.Add(f.ms)
