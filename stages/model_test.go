@@ -186,7 +186,7 @@ func TestProperties(t *testing.T) {
 			},
 			"release": func(t *rapid.T) {
 				if len(known) == 0 {
-					t.Skip("nothing offered")
+					return // nothing offered yet: releasing is a no-op step
 				}
 				id := rapid.SampledFrom(known).Draw(t, "id")
 				want, ok := m.release(id)
