@@ -75,15 +75,13 @@ func (w *twWire) message() (*Message, error) {
 			return nil, err
 		}
 	case EventDTMF:
-		if w.DTMF == nil || w.DTMF.Digit == "" {
-			return nil, missing(w.Event, "dtmf.digit")
+		if m.DTMF, err = decodeDTMF(w.Event, w.DTMF); err != nil {
+			return nil, err
 		}
-		m.DTMF = &DTMF{Track: w.DTMF.Track, Digit: w.DTMF.Digit}
 	case EventMark:
-		if w.Mark == nil || w.Mark.Name == "" {
-			return nil, missing(w.Event, "mark.name")
+		if m.Mark, err = decodeMark(w.Event, w.Mark); err != nil {
+			return nil, err
 		}
-		m.Mark = &Mark{Name: w.Mark.Name}
 	case EventStop:
 		m.Stop = &Stop{}
 		if w.Stop != nil {
@@ -127,15 +125,13 @@ func (w *txWire) message() (*Message, error) {
 			return nil, err
 		}
 	case EventDTMF:
-		if w.DTMF == nil || w.DTMF.Digit == "" {
-			return nil, missing(w.Event, "dtmf.digit")
+		if m.DTMF, err = decodeDTMF(w.Event, w.DTMF); err != nil {
+			return nil, err
 		}
-		m.DTMF = &DTMF{Track: w.DTMF.Track, Digit: w.DTMF.Digit}
 	case EventMark:
-		if w.Mark == nil || w.Mark.Name == "" {
-			return nil, missing(w.Event, "mark.name")
+		if m.Mark, err = decodeMark(w.Event, w.Mark); err != nil {
+			return nil, err
 		}
-		m.Mark = &Mark{Name: w.Mark.Name}
 	case EventStop:
 		m.Stop = &Stop{}
 		if w.Stop != nil {
@@ -150,6 +146,21 @@ func (w *txWire) message() (*Message, error) {
 		return nil, &DecodeError{Event: w.Event, Err: fmt.Errorf("%w %q", ErrUnknownEvent, w.Event)}
 	}
 	return m, nil
+}
+
+// decodeDTMF and decodeMark serve both dialects, which spell these alike.
+func decodeDTMF(event string, w *wDTMF) (*DTMF, error) {
+	if w == nil || w.Digit == "" {
+		return nil, missing(event, "dtmf.digit")
+	}
+	return &DTMF{Track: w.Track, Digit: w.Digit}, nil
+}
+
+func decodeMark(event string, w *wMark) (*Mark, error) {
+	if w == nil || w.Name == "" {
+		return nil, missing(event, "mark.name")
+	}
+	return &Mark{Name: w.Name}, nil
 }
 
 func decodeMedia(event string, w *wMedia) (*Media, error) {
