@@ -28,6 +28,9 @@ func TestQuarantine(t *testing.T) {
 	for i, id := range []string{"a1", "a2"} {
 		a.send(map[string]any{"type": "turn", "id": id, "text": "x"})
 		a.until(func(m msg) bool { return m.Type == "disposition" && m.Disposition == "admitted" && m.Turn == id })
+		// Barge in only once the backend is running: work cancelled between
+		// admission and its start is released at once, never overdue.
+		waitFor(t, "model running", func() bool { return r.model.Running() == i+1 })
 		a.send(map[string]any{"type": "barge_in"})
 		a.expect("interrupted")
 		waitFor(t, "overdue", func() bool { return r.stage(StageModel).CleanupOverdue == int64(i+1) })
