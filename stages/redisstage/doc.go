@@ -7,7 +7,10 @@
 // The queue, every owner's generation and ordering history, the tombstones
 // (bounded by Limits.Tombstones) and the ledger live in Redis under one key
 // prefix, so a barge-in handled by one replica cancels that call's work
-// queued through another.
+// queued through another. So do the per-tenant counts of queued work: a
+// tenant's share of the queue (Limits.TenantWaiting) is checked and taken in
+// the offer's script, and given back by whichever script removes the work
+// from the queue (admission, expiry, Rotate, Forget, Cancel).
 //
 // Leases carry a TTL measured by the Redis server's clock and a fencing token
 // from a monotonic counter. A Dispatcher renews the leases it holds from a

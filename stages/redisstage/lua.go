@@ -11,6 +11,11 @@ import "github.com/redis/go-redis/v9"
 // ARGV[1] key prefix, [2] lease TTL ms, [3] tombstone bound, [4] warm-up ms,
 // [5] slots, [6] waiting, [7] owner idle ms, [8] pump bound (0: no pump),
 // [9] now (20 digits); operation arguments follow from ARGV[10].
+//
+// Waiting work per tenant (Limits.TenantWaiting) is the hash tw, tenant ->
+// count of its queued jobs, holding only nonzero counts: a tenant with
+// nothing queued leaves no field, and an empty queue leaves no key. Every
+// script that removes a queued job gives its tenant's place back (unqueue).
 const prelude = `
 local P = ARGV[1]
 local LEASE = tonumber(ARGV[2])
@@ -25,6 +30,27 @@ local QUEUED, ADMITTED, OVERLOADED, EXPIRED, STALE, OOO, CLOSED, BUSY, EMPTY, AC
 local t = redis.call('TIME')
 local MS = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
+-- recount rebuilds the tenant counts from the queue that survived a loss
+-- (a failover can keep the queue but lose the epoch): counts then match
+-- what is queued, not what an older dataset had.
+local function recount()
+  redis.call('DEL', P .. 'tw')
+  for _, id in ipairs(redis.call('LRANGE', P .. 'q', 0, -1)) do
+    local tn = redis.call('HGET', P .. 'r:' .. id, 'tn')
+    if tn and tn ~= '' then redis.call('HINCRBY', P .. 'tw', tn, 1) end
+  end
+end
+
+-- unqueue gives back the place of tenant's job that has just left the
+-- queue. An empty queue holds no tenant's work, so the hash goes too: that
+-- also corrects counts a replica of an older version left behind.
+local function unqueue(tenant)
+  if tenant and tenant ~= '' and redis.call('HINCRBY', P .. 'tw', tenant, -1) <= 0 then
+    redis.call('HDEL', P .. 'tw', tenant)
+  end
+  if redis.call('LLEN', P .. 'q') == 0 then redis.call('DEL', P .. 'tw') end
+end
+
 -- After the dataset is lost (Redis restarted without persistence), leases
 -- held before are unknown: stay closed for a warm-up so they run out, and
 -- restart the fencing counter above every token issued before.
@@ -32,6 +58,7 @@ local function warm()
   local e = redis.call('GET', P .. 'epoch')
   if not e then
     redis.call('SET', P .. 'epoch', MS)
+    recount()
     local f = tonumber(redis.call('GET', P .. 'fence') or '0')
     if f < MS * 1000 then redis.call('SET', P .. 'fence', MS * 1000) end
     return WARM <= 0
@@ -88,10 +115,11 @@ local function take(now)
     return EMPTY
   end
   local r = P .. 'r:' .. id
-  local born, dl, owner = unpack(redis.call('HMGET', r, 'b', 'dl', 'o'))
+  local born, dl, owner, tenant = unpack(redis.call('HMGET', r, 'b', 'dl', 'o', 'tn'))
   if now < born then return -3, id end
   if now > dl then
     redis.call('LPOP', P .. 'q')
+    unqueue(tenant)
     terminal(id, owner, EXPIRED)
     redis.call('HINCRBY', P .. 'ledger', 'expired', 1)
     redis.call('PUBLISH', P .. 'ev', 'x|' .. id)
@@ -99,6 +127,7 @@ local function take(now)
   end
   if not WARMED or redis.call('ZCARD', P .. 'lease') >= SLOTS then return BUSY end
   redis.call('LPOP', P .. 'q')
+  unqueue(tenant)
   local tok = redis.call('INCR', P .. 'fence')
   redis.call('ZADD', P .. 'lease', MS + LEASE, id)
   redis.call('HSET', r, 's', ACTIVE, 't', tok)
@@ -135,8 +164,10 @@ local function cancelActive(id, now)
 end
 
 local function cancelQueued(id, owner)
+  local tenant = redis.call('HGET', P .. 'r:' .. id, 'tn')
   terminal(id, owner, CANCELLED)
   redis.call('LREM', P .. 'q', 0, id)
+  unqueue(tenant)
   redis.call('HINCRBY', P .. 'ledger', 'cq', 1)
   redis.call('PUBLISH', P .. 'ev', 'c|' .. id)
 end
@@ -165,6 +196,7 @@ end
 var (
 	offerScript = redis.NewScript(prelude + `
 local id, owner, gen, born, dl = ARGV[10], ARGV[11], ARGV[12], ARGV[13], ARGV[14]
+local tenant, share = ARGV[15], tonumber(ARGV[16])
 if redis.call('EXISTS', P .. 'r:' .. id) == 1 or redis.call('HEXISTS', P .. 'tombd', id) == 1 then
   return {-1, '', pump()}
 end
@@ -177,6 +209,10 @@ elseif lb and lb ~= '' and born < lb then d = OOO
 elseif NOW > dl then d = EXPIRED
 elseif closed() then d = CLOSED
 elseif redis.call('LLEN', P .. 'q') >= WAITING then d = OVERLOADED
+elseif tenant ~= '' and share > 0 and tonumber(redis.call('HGET', P .. 'tw', tenant) or '0') >= share then
+  -- over the tenant's share: Overloaded, and counted as over_share too
+  d = OVERLOADED
+  redis.call('HINCRBY', P .. 'ledger', 'os', 1)
 else d = QUEUED end
 if d ~= QUEUED then
   redis.call('HINCRBY', P .. 'ledger', 'r' .. d, 1)
@@ -185,8 +221,9 @@ end
 redis.call('HSET', o, 'lb', born)
 redis.call('SADD', P .. 'ol:' .. owner, id)
 touch(owner)
-redis.call('HSET', P .. 'r:' .. id, 'o', owner, 'g', gen, 'b', born, 'dl', dl, 's', QUEUED)
+redis.call('HSET', P .. 'r:' .. id, 'o', owner, 'g', gen, 'b', born, 'dl', dl, 's', QUEUED, 'tn', tenant)
 redis.call('RPUSH', P .. 'q', id)
+if tenant ~= '' then redis.call('HINCRBY', P .. 'tw', tenant, 1) end
 redis.call('HINCRBY', P .. 'ledger', 'queued', 1)
 return {QUEUED, '', pump()}
 `)

@@ -83,6 +83,8 @@ func (s *Store) FleetSnapshot(ctx context.Context, now time.Time) (Snapshot, err
 			l.Refused.OutOfOrder = n
 		case "r7":
 			l.Refused.Closed = n
+		case "os":
+			l.Refused.OverShare = n
 		}
 	}
 	borns, _ := v[6].([]any)

@@ -178,8 +178,10 @@ func (s *Store) offer(ctx context.Context, job stages.Job, now time.Time, pump i
 	if job.ID == "" || job.Owner == "" || job.Born.IsZero() || job.Born.After(now) || job.Born.UnixNano() < 0 {
 		return 0, reply{}, fmt.Errorf("%w: id %q owner %q born %v now %v", stages.ErrJob, job.ID, job.Owner, job.Born, now)
 	}
+	// The tenant and its share travel with the offer, so that the count and
+	// the refusal are one script: the share holds fleet-wide.
 	r, err := s.run(ctx, offerScript, pump, now, job.ID, job.Owner, genString(job.Generation),
-		stamp(job.Born), stamp(deadline(job.Born, s.limits.MaxAge)))
+		stamp(job.Born), stamp(deadline(job.Born, s.limits.MaxAge)), job.Tenant, s.limits.TenantWaiting)
 	if err != nil {
 		return stages.Closed, r, err
 	}
@@ -189,8 +191,10 @@ func (s *Store) offer(ctx context.Context, job stages.Job, now time.Time, pump i
 	return stages.Disposition(r.code), r, nil
 }
 
-// Offer asks to queue job at now, as stages.Controller.Offer. When Redis
-// cannot be reached it returns Closed and an error wrapping
+// Offer asks to queue job at now, as stages.Controller.Offer, including the
+// per-tenant share of the queue (Limits.TenantWaiting) counted fleet-wide:
+// over it the offer is Overloaded and counted in Ledger.Refused.OverShare.
+// When Redis cannot be reached it returns Closed and an error wrapping
 // stages.ErrUnavailable.
 func (s *Store) Offer(ctx context.Context, job stages.Job, now time.Time) (stages.Disposition, error) {
 	d, _, err := s.offer(ctx, job, now, 0)

@@ -22,8 +22,9 @@ type NewStore func(t *testing.T, l stages.Limits) stages.Store
 
 // RunStore runs the stages contract against stores made by newStore: the
 // named fixtures, Forget, Cancel, the equality boundaries, invalid input,
-// bounded tombstones, the ledger and a concurrent limit check. Every store
-// implementation (stages.Local, redisstage.Store) must pass it unchanged.
+// bounded tombstones, the per-tenant share of the queue, the ledger and a
+// concurrent limit check. Every store implementation (stages.Local,
+// redisstage.Store) must pass it unchanged.
 func RunStore(t *testing.T, newStore NewStore) {
 	tests := []struct {
 		name string
@@ -39,6 +40,8 @@ func RunStore(t *testing.T, newStore NewStore) {
 		{"Boundaries", storeBoundaries},
 		{"InvalidInput", storeInvalid},
 		{"Tombstones", storeTombstones},
+		{"TenantShare", storeTenantShare},
+		{"TenantShareExits", storeTenantShareExits},
 		{"Concurrent", storeConcurrent},
 	}
 	for _, tt := range tests {

@@ -14,7 +14,8 @@ type NewGate func(t *testing.T, l stages.Limits, clock *Clock) stages.Gate
 // RunGate runs the dispatcher contract against gates made by newGate:
 // release wakes waiting work at once, expiry is reported at the head's
 // deadline while every slot is busy, a rotation resolves queued tickets
-// before it returns, and refused work gets no ticket.
+// before it returns, refused work gets no ticket, and the tenant's share of
+// the queue reaches the store.
 func RunGate(t *testing.T, newGate NewGate) {
 	tests := []struct {
 		name string
@@ -24,6 +25,7 @@ func RunGate(t *testing.T, newGate NewGate) {
 		{"ExpiresAtDeadlineWhileBusy", gateExpires},
 		{"RotateCancelsQueued", gateRotate},
 		{"Refusals", gateRefusals},
+		{"TenantShare", gateTenantShare},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.f(t, newGate) })
