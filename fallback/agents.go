@@ -48,6 +48,7 @@ type agent struct {
 	out    chan agentMessage // replies; full means the agent stopped reading
 	dirty  chan struct{}     // the waiting list changed (coalesced)
 	cancel context.CancelFunc
+	holds  map[string]int // fleet mode: claims held, ticket to attempt; under ho.mu
 }
 
 // send queues a reply without blocking; an agent that stopped reading is
@@ -132,7 +133,7 @@ func (s *Service) serveAgent(parent context.Context, c *websocket.Conn, id strin
 	c.SetReadLimit(agentReadLimit)
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
-	a := &agent{id: id, out: make(chan agentMessage, agentOutbox), dirty: make(chan struct{}, 1), cancel: cancel}
+	a := &agent{id: id, out: make(chan agentMessage, agentOutbox), dirty: make(chan struct{}, 1), cancel: cancel, holds: map[string]int{}}
 	s.ho.mu.Lock()
 	if s.ho.closing {
 		s.ho.mu.Unlock()
@@ -162,6 +163,9 @@ func (s *Service) serveAgent(parent context.Context, c *websocket.Conn, id strin
 		}
 	}
 	s.ho.mu.Unlock()
+	if s.hfq != nil {
+		s.releaseAgentHolds(a)
+	}
 	s.log.Info("agent disconnected", "agent", id, "err", err)
 	if errors.Is(err, websocket.ErrMessageTooBig) {
 		return // the library closed it with 1009
@@ -178,6 +182,10 @@ func (s *Service) agentReader(ctx context.Context, c *websocket.Conn, a *agent) 
 		var m agentMessage
 		if typ != websocket.MessageText || json.Unmarshal(b, &m) != nil {
 			s.replyError(a, "bad_message", "want a JSON text message with a type")
+			continue
+		}
+		if s.hfq != nil {
+			s.fleetAgentMessage(ctx, a, m)
 			continue
 		}
 		s.ho.mu.Lock()
@@ -201,7 +209,7 @@ func (s *Service) agentReader(ctx context.Context, c *websocket.Conn, a *agent) 
 				s.abandonLocked(st)
 				a.send(agentMessage{Type: "released", Ticket: m.Ticket})
 			} else {
-				a.send(agentMessage{Type: "error", Ticket: m.Ticket, Code: "not_yours", Message: errNotYours.Error()})
+				a.send(agentMessage{Type: "error", Ticket: m.Ticket, Code: "not_yours", Message: ErrHandoffNotYours.Error()})
 			}
 		default:
 			a.send(agentMessage{Type: "error", Code: "unknown_type", Message: "want claim, ack or release"})
@@ -218,16 +226,18 @@ func (s *Service) replyError(a *agent, code, msg string) {
 
 func claimCode(err error) string {
 	switch {
-	case errors.Is(err, errUnknownTicket):
+	case errors.Is(err, ErrHandoffUnknown):
 		return "unknown_ticket"
-	case errors.Is(err, errTaken):
+	case errors.Is(err, ErrHandoffTaken):
 		return "taken"
-	case errors.Is(err, errNotNext):
+	case errors.Is(err, ErrHandoffNotNext):
 		return "not_next"
-	case errors.Is(err, errNotYours):
+	case errors.Is(err, ErrHandoffNotYours):
 		return "not_yours"
 	case errors.Is(err, ErrSlotsBusy):
 		return "slots_busy"
+	case errors.Is(err, ErrHandoffLost):
+		return "lost"
 	}
 	return "internal"
 }
@@ -242,6 +252,14 @@ func (s *Service) agentWriter(ctx context.Context, c *websocket.Conn, a *agent) 
 			return
 		case m = <-a.out:
 		case <-a.dirty:
+			if s.hfq != nil {
+				l, ok := s.fleetList(ctx)
+				if !ok {
+					continue // the queue is away; the next change or poll tries again
+				}
+				m = agentMessage{Type: "waiting", Handoffs: l}
+				break
+			}
 			s.ho.mu.Lock()
 			m = agentMessage{Type: "waiting", Handoffs: s.listLocked()}
 			s.ho.mu.Unlock()

@@ -109,6 +109,9 @@ func (s *Service) RequestCallback(ctx context.Context, req CallbackRequest) (Cal
 	if s.closed.Load() {
 		return CallbackResult{Disposition: stages.Closed}, nil
 	}
+	if s.cq != nil {
+		return s.requestFleetCallback(ctx, req, number)
+	}
 	s.cb.mu.Lock()
 	defer s.cb.mu.Unlock()
 	// A repeated request is answered from the store, without a new offer.

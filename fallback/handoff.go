@@ -70,6 +70,11 @@ func (h *Handoff) Position() (int, bool) {
 	if st == nil {
 		return 0, false
 	}
+	if h.s.hfq != nil {
+		h.s.ho.mu.Lock()
+		defer h.s.ho.mu.Unlock()
+		return st.position, st.position > 0
+	}
 	return h.s.hq.c.Position(st.job)
 }
 
@@ -77,6 +82,10 @@ func (h *Handoff) Position() (int, bool) {
 // Cancelled unless it already resolved; an agent holding it is told.
 func (h *Handoff) Cancel() {
 	s := h.s
+	if s.hfq != nil {
+		s.cancelFleetHandoff(h)
+		return
+	}
 	s.ho.mu.Lock()
 	defer s.ho.mu.Unlock()
 	st := s.ho.byTicket[h.Ticket]
@@ -95,6 +104,10 @@ type hstate struct {
 	job     string // current job id in the handoff stage
 	attempt int
 	agent   *agent // the agent holding the claim, nil while waiting
+
+	// Fleet mode: the caller's side of a handoff in the shared queue.
+	timer    stages.Timer // expires it at Born + HandoffMaxWait
+	position int          // last known place among waiting handoffs, 0 once claimed
 }
 
 type handoffs struct {
@@ -133,24 +146,12 @@ func (s *Service) RequestHandoff(ctx context.Context, req HandoffRequest) (*Hand
 		req.Summary = strings.ToValidUTF8(req.Summary[:MaxSummary], "")
 	}
 	ticket := newTicket("ho_")
-	if s.hb != nil { // the fleet-wide bound first, outside the lock: it may wait on Redis
-		if h, d, ok := s.liveHandoff(req.Call); ok {
-			return h, d, nil
-		}
-		if d, err := s.hb.Reserve(ctx, ticket); d != stages.Admitted {
-			if d == 0 || err != nil {
-				d = stages.Closed
-			}
-			s.log.Info("handoff refused by the fleet's bound", "call", req.Call, "turn", req.Turn, "disposition", d, "err", err)
-			return nil, d, nil
-		}
+	if s.hfq != nil {
+		return s.requestFleetHandoff(ctx, req, ticket)
 	}
 	s.ho.mu.Lock()
 	defer s.ho.mu.Unlock()
 	if h, d, ok := s.liveHandoffLocked(req.Call); ok {
-		if s.hb != nil {
-			s.hb.Free(ticket)
-		}
 		return h, d, nil
 	}
 	now := s.clock.Now()
@@ -158,11 +159,6 @@ func (s *Service) RequestHandoff(ctx context.Context, req HandoffRequest) (*Hand
 	st := &hstate{h: h, job: jobID(h.Ticket, 0)}
 	d, expired, err := s.hq.offer(stages.Job{ID: st.job, Owner: h.Ticket, Born: now})
 	s.handoffsExpiredLocked(expired)
-	if err != nil || d != stages.Queued {
-		if s.hb != nil {
-			s.hb.Free(ticket)
-		}
-	}
 	if err != nil {
 		return nil, 0, err
 	}
@@ -203,8 +199,8 @@ func (s *Service) resolveLocked(st *hstate, out HandoffOutcome) {
 	}
 	delete(s.ho.byTicket, st.h.Ticket)
 	delete(s.ho.byCall, st.h.Call)
-	if s.hb != nil {
-		s.hb.Free(st.h.Ticket)
+	if st.timer != nil {
+		st.timer.Stop()
 	}
 	st.h.outcome = out
 	close(st.h.done)
@@ -227,12 +223,15 @@ func (s *Service) handoffsExpiredLocked(ids []string) {
 	}
 }
 
-// Errors an agent's claim can get.
+// Errors an agent's claim can get. A HandoffQueue returns them too.
 var (
-	errUnknownTicket = errors.New("no such waiting handoff")
-	errTaken         = errors.New("handoff already claimed")
-	errNotNext       = errors.New("an older handoff is waiting: claim the first in the list")
-	errNotYours      = errors.New("handoff not claimed by you")
+	ErrHandoffUnknown  = errors.New("no such waiting handoff")
+	ErrHandoffTaken    = errors.New("handoff already claimed")
+	ErrHandoffNotNext  = errors.New("an older handoff is waiting: claim the first in the list")
+	ErrHandoffNotYours = errors.New("handoff not claimed by you")
+	// ErrHandoffLost: the claim was taken over (its agent's process
+	// stopped renewing it) or the handoff resolved meanwhile.
+	ErrHandoffLost = errors.New("handoff claim lost")
 )
 
 // claimHandoff gives ticket (or the first waiting handoff when ticket is
@@ -242,10 +241,10 @@ func (s *Service) claimHandoffLocked(a *agent, ticket string) (*hstate, error) {
 	if ticket != "" {
 		st := s.ho.byTicket[ticket]
 		if st == nil {
-			return nil, errUnknownTicket
+			return nil, ErrHandoffUnknown
 		}
 		if st.agent != nil {
-			return nil, errTaken
+			return nil, ErrHandoffTaken
 		}
 		want = st.job
 	}
@@ -257,19 +256,19 @@ func (s *Service) claimHandoffLocked(a *agent, ticket string) (*hstate, error) {
 	switch d {
 	case stages.Admitted:
 	case stages.Queued:
-		return nil, errNotNext
+		return nil, ErrHandoffNotNext
 	case stages.Busy:
 		return nil, ErrSlotsBusy
 	case stages.Expired:
-		return nil, errUnknownTicket // resolved above
+		return nil, ErrHandoffUnknown // resolved above
 	default:
-		return nil, errUnknownTicket
+		return nil, ErrHandoffUnknown
 	}
 	t, _, _ := strings.Cut(id, "/")
 	st := s.ho.byTicket[t]
 	if st == nil || st.job != id { // cannot happen: every job has a state
 		s.hq.cancel(id, t)
-		return nil, errUnknownTicket
+		return nil, ErrHandoffUnknown
 	}
 	st.agent = a
 	s.log.Info("handoff claimed", "call", st.h.Call, "ticket", t, "agent", a.id)
@@ -281,10 +280,10 @@ func (s *Service) claimHandoffLocked(a *agent, ticket string) (*hstate, error) {
 func (s *Service) ackHandoffLocked(a *agent, ticket string) error {
 	st := s.ho.byTicket[ticket]
 	if st == nil {
-		return errUnknownTicket
+		return ErrHandoffUnknown
 	}
 	if st.agent != a {
-		return errNotYours
+		return ErrHandoffNotYours
 	}
 	if _, err := s.hq.release(st.job, ticket); err != nil {
 		return err

@@ -26,6 +26,13 @@ func (s *Service) ClaimCallback(ctx context.Context, operator string) (Callback,
 	if s.closed.Load() {
 		return Callback{}, ErrClosed
 	}
+	if s.cq != nil {
+		c, err := s.cq.Next(ctx, operator, s.clock.Now())
+		if err == nil {
+			s.log.Info("callback claimed", "ticket", c.Ticket, "operator", operator, "attempt", c.Attempt)
+		}
+		return c, err
+	}
 	s.cb.mu.Lock()
 	defer s.cb.mu.Unlock()
 	defer s.refillLocked(ctx)
@@ -70,6 +77,13 @@ func (s *Service) ClaimCallback(ctx context.Context, operator string) (Callback,
 func (s *Service) FinishCallback(ctx context.Context, ticket string, attempt int, to Status, note string) (Callback, error) {
 	if len(note) > 1024 {
 		note = note[:1024]
+	}
+	if s.cq != nil {
+		c, err := s.store.Finish(ctx, ticket, attempt, to, note, s.clock.Now())
+		if err == nil {
+			s.log.Info("callback finished", "ticket", ticket, "status", c.Status, "attempt", c.Attempt)
+		}
+		return c, err
 	}
 	s.cb.mu.Lock()
 	defer s.cb.mu.Unlock()

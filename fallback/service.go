@@ -30,7 +30,12 @@ type Service struct {
 	cb  callbacks
 	hq  *claimQueue
 	ho  handoffs
-	hb  HandoffBound // optional fleet-wide bound on live handoffs
+
+	// Fleet mode: the queues are shared by every process and bound
+	// themselves; the local stages above then stay empty.
+	cq    CallbackQueue // the store, when it is also the queue
+	hfq   HandoffQueue
+	fleet fleetState
 
 	synth backend.Synthesizer
 	audio *lru.Cache[string, backend.Audio]
@@ -58,21 +63,10 @@ func WithClock(c stages.Clock) Option { return func(s *Service) { s.clock = c } 
 // unused). The Service does not close a store it was given.
 func WithStore(st CallbackStore) Option { return func(s *Service) { s.store = st } }
 
-// HandoffBound bounds live handoffs beyond this process (fleet mode: every
-// replica reserves through one Redis). Reserve answers Admitted when ticket
-// took a place, Overloaded when none is free, Closed (with the error) when
-// the bound cannot be reached: the handoff is then refused, never admitted
-// unbounded. Free gives ticket's place back; it is called with the
-// service's lock held, so it must not block (do the work asynchronously).
-type HandoffBound interface {
-	Reserve(ctx context.Context, ticket string) (stages.Disposition, error)
-	Free(ticket string)
-}
-
-// WithHandoffBound makes every handoff also reserve a place in b from the
-// moment it is requested until it resolves. The handoff queue itself (its
-// order, agents' claims) stays in this process.
-func WithHandoffBound(b HandoffBound) Option { return func(s *Service) { s.hb = b } }
+// WithHandoffQueue puts handoffs in q, shared by every process of a fleet,
+// instead of this process's handoff stage: an agent on any process sees and
+// claims every caller's handoff.
+func WithHandoffQueue(q HandoffQueue) Option { return func(s *Service) { s.hfq = q } }
 
 // PromptCacheSize is the number of rendered prompts kept by PromptAudio.
 const PromptCacheSize = 512
@@ -117,9 +111,15 @@ func New(ctx context.Context, cfg Config, synth backend.Synthesizer, log *slog.L
 	s.ho.init()
 	s.cbq.onExpire = s.callbacksExpired
 	s.hq.onExpire = s.handoffsExpired
-	if err := s.restore(ctx); err != nil {
-		s.Close()
-		return nil, err
+	s.cq, _ = s.store.(CallbackQueue)
+	if s.cq == nil {
+		if err := s.restore(ctx); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	if s.cq != nil || s.hfq != nil {
+		s.startFleet()
 	}
 	if synth != nil {
 		s.wg.Add(1)
@@ -148,6 +148,7 @@ func (s *Service) Close() error {
 	s.hq.stop()
 	s.cb.stopTimers()
 	s.ho.closeAgents()
+	s.closeFleetHandoffs()
 	s.ho.mu.Lock()
 	for _, st := range s.ho.byTicket {
 		if st.agent != nil {
@@ -179,10 +180,20 @@ func (s *Service) Store() CallbackStore { return s.store }
 // Acceptance checks again: room now is not a reservation.
 func (s *Service) Available() []Kind {
 	var out []Kind
-	if s.cbq.room() && !s.cb.hasBacklog() {
+	switch {
+	case s.cq != nil:
+		if s.fleet.callbackRoom.Load() {
+			out = append(out, KindCallback)
+		}
+	case s.cbq.room() && !s.cb.hasBacklog():
 		out = append(out, KindCallback)
 	}
-	if s.hq.room() {
+	switch {
+	case s.hfq != nil:
+		if s.fleet.handoffRoom.Load() {
+			out = append(out, KindHandoff)
+		}
+	case s.hq.room():
 		out = append(out, KindHandoff)
 	}
 	return out

@@ -196,3 +196,33 @@ func (s *Server) AddController(name string, c *stages.Controller) {
 	s.extra = append(s.extra, st)
 	s.mu.Unlock()
 }
+
+// viewAdmitter shows a stage known only by its snapshots, such as a
+// fleet-wide fallback queue in Redis whose waiting list lives there.
+type viewAdmitter struct {
+	snap func() stages.Snapshot
+}
+
+func (a viewAdmitter) Submit(stages.Job) (Ticket, stages.Disposition, error) {
+	return nil, 0, errNotDispatched
+}
+func (a viewAdmitter) Release(string) (stages.Disposition, error) { return 0, errNotDispatched }
+func (a viewAdmitter) Rotate(string, uint64) error                { return errNotDispatched }
+func (a viewAdmitter) Forget(string)                              {}
+func (a viewAdmitter) Cancel(string) (stages.Disposition, error)  { return 0, errNotDispatched }
+func (a viewAdmitter) Close()                                     {}
+func (a viewAdmitter) Snapshot() stages.Snapshot                  { return a.snap() }
+func (a viewAdmitter) Waiting() []stages.Waiter                   { return nil }
+func (a viewAdmitter) Stop()                                      {}
+
+// AddView shows a stage owned elsewhere by its snapshots alone, in
+// /v1/stages and /metrics: the fleet-wide fallback queues, whose inventory
+// and ledger are in Redis. snap is called on every scrape; it must not
+// wait long.
+func (s *Server) AddView(name string, snap func() stages.Snapshot) {
+	st := &stage{name: name, adm: viewAdmitter{snap: snap}, timeout: s.cfg.CleanupTimeout,
+		log: s.log, m: s.m, viewOnly: true}
+	s.mu.Lock()
+	s.extra = append(s.extra, st)
+	s.mu.Unlock()
+}

@@ -172,8 +172,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	srv.AddController("callback", svc.CallbackStage())
-	srv.AddController("handoff", svc.HandoffStage())
+	if svc.Fleet() { // the fleet's queues, from Redis
+		srv.AddView("callback", func() stages.Snapshot { return svc.Snapshot(fallback.KindCallback) })
+		srv.AddView("handoff", func() stages.Snapshot { return svc.Snapshot(fallback.KindHandoff) })
+	} else {
+		srv.AddController("callback", svc.CallbackStage())
+		srv.AddController("handoff", svc.HandoffStage())
+	}
 	hs, served, err := set.guard.serve(ln, srv, reg, log)
 	if err != nil {
 		return err

@@ -38,8 +38,6 @@ type fleet struct {
 	set   storeSettings
 	log   *slog.Logger
 	gates []stages.Gate
-
-	handoffs *redisqueue.HandoffBound // stopped by Close, after the fallback service
 }
 
 // openFleet connects to -store; it returns nil, nil without it. It does not
@@ -85,21 +83,16 @@ func (f *fleet) admitter(policy stages.Policy) func(string, stages.Limits, stage
 	}
 }
 
-// fallbackOptions put callbacks in Redis in fleet mode, with the pending
-// callbacks (-callback-queue) and live handoffs (-handoff-queue plus
-// -handoff-slots) bounded fleet-wide.
+// fallbackOptions put the callback and handoff queues in Redis Streams in
+// fleet mode, bounded and claimed fleet-wide (redisqueue).
 func (f *fleet) fallbackOptions(cfg fallback.Config) ([]fallback.Option, error) {
 	if f == nil {
 		return nil, nil
 	}
-	cb := redisqueue.NewCallbackStore(f.rdb, "callbacks").Bound(cfg.CallbackQueue)
-	st, err := redisstage.New(f.rdb, "handoff", stages.Limits{Slots: cfg.HandoffQueue + cfg.HandoffSlots, Waiting: 1,
-		MaxAge: cfg.HandoffMaxWait}, redisstage.Options{LeaseTTL: f.set.leaseTTL})
-	if err != nil {
-		return nil, err
-	}
-	f.handoffs = redisqueue.NewHandoffBound(redisstage.NewDispatcher(st, redisstage.DispatcherOptions{}), f.set.timeout)
-	return []fallback.Option{fallback.WithStore(cb), fallback.WithHandoffBound(f.handoffs)}, nil
+	return []fallback.Option{
+		fallback.WithStore(redisqueue.NewCallbackStore(f.rdb, "callbacks", cfg)),
+		fallback.WithHandoffQueue(redisqueue.NewHandoffQueue(f.rdb, "handoffs", cfg, f.set.leaseTTL)),
+	}, nil
 }
 
 // ready is the /readyz check: every stage can decide admission.
@@ -128,9 +121,6 @@ func (f *fleet) readyFunc() func(context.Context) error {
 // Close closes the client, after the session server stopped its stages.
 func (f *fleet) Close() {
 	if f != nil {
-		if f.handoffs != nil {
-			f.handoffs.Stop()
-		}
 		_ = f.rdb.Close()
 	}
 }

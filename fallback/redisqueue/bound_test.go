@@ -2,6 +2,7 @@ package redisqueue_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -10,7 +11,6 @@ import (
 	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/fallback/redisqueue"
 	"github.com/frontdoorhq/frontdoor/stages"
-	"github.com/frontdoorhq/frontdoor/stages/redisstage"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage/redistest"
 )
 
@@ -23,9 +23,12 @@ func TestCallbackBoundFleetWide(t *testing.T) {
 	ctx := context.Background()
 	const bound, replicas, each = 5, 3, 6
 	var svcs []*fallback.Service
+	cfg := workerConfig()
+	cfg.CallbackQueue = bound
+	cfg.CallbackSlots = 2
 	for range replicas {
-		st := redisqueue.NewCallbackStore(srv.Client(t), "callbacks").Bound(bound)
-		svc, err := fallback.New(ctx, workerConfig(), nil, nil, fallback.WithStore(st))
+		st := redisqueue.NewCallbackStore(srv.Client(t), "callbacks", cfg)
+		svc, err := fallback.New(ctx, cfg, nil, nil, fallback.WithStore(st))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,32 +73,43 @@ func TestCallbackBoundFleetWide(t *testing.T) {
 	if err != nil || res.Disposition != stages.Overloaded {
 		t.Fatalf("full again: %+v %v", res, err)
 	}
+	// Claim slots are the fleet's too: one claim is held, so each other
+	// replica gets one more and then none.
+	if _, err := svcs[2].ClaimCallback(ctx, "op2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svcs[0].ClaimCallback(ctx, "op3"); !errors.Is(err, fallback.ErrSlotsBusy) {
+		t.Fatalf("third claim with 2 slots in the fleet: %v", err)
+	}
+	sn := svcs[0].Snapshot(fallback.KindCallback)
+	deadline := time.Now().Add(5 * time.Second)
+	for sn.Leased != 2 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		sn = svcs[0].Snapshot(fallback.KindCallback)
+	}
+	if sn.Leased != 2 || sn.Queued != bound-1 || sn.Ledger.Check(sn.Queued, sn.Leased) != nil {
+		t.Fatalf("fleet snapshot %+v: %v", sn, sn.Ledger.Check(sn.Queued, sn.Leased))
+	}
 }
 
-// Three replicas' handoffs share one fleet-wide bound through a redisstage
-// stage: under concurrent requests exactly the bound is queued, the rest
-// are refused Overloaded, and a handoff that resolves (the caller hung up)
-// gives its place back to any replica.
+// Three replicas' handoffs share one fleet-wide queue: under concurrent
+// requests exactly the waiting bound is queued, the rest are refused
+// Overloaded, and a handoff that resolves (the caller hung up) gives its
+// place back to any replica at once.
 func TestHandoffBoundFleetWide(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	const bound, replicas, each = 4, 3, 4
+	cfg := workerConfig()
+	cfg.HandoffQueue = bound
 	var svcs []*fallback.Service
 	for range replicas {
-		st, err := redisstage.New(srv.Client(t), "handoff", stages.Limits{Slots: bound, Waiting: 1, MaxAge: time.Minute},
-			redisstage.Options{LeaseTTL: 2 * time.Second, Warmup: -1})
+		svc, err := fallback.New(ctx, cfg, nil, nil, fallback.WithStore(redisqueue.NewCallbackStore(srv.Client(t), "callbacks", cfg)),
+			fallback.WithHandoffQueue(redisqueue.NewHandoffQueue(srv.Client(t), "handoffs", cfg, time.Second)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		hb := redisqueue.NewHandoffBound(redisstage.NewDispatcher(st, redisstage.DispatcherOptions{}), time.Second)
-		cfg := workerConfig()
-		cfg.HandoffQueue = replicas * each // each replica alone would take them all
-		svc, err := fallback.New(ctx, cfg, nil, nil, fallback.WithStore(redisqueue.NewCallbackStore(srv.Client(t), "callbacks")),
-			fallback.WithHandoffBound(hb))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { svc.Close(); hb.Stop() })
+		t.Cleanup(func() { svc.Close() })
 		svcs = append(svcs, svc)
 	}
 	var mu sync.Mutex
@@ -123,20 +137,19 @@ func TestHandoffBoundFleetWide(t *testing.T) {
 	if got[stages.Queued] != bound || got[stages.Overloaded] != replicas*each-bound {
 		t.Fatalf("dispositions %v, want %d queued and the rest overloaded", got, bound)
 	}
-	queued[0].Cancel()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		h, d, err := svcs[2].RequestHandoff(ctx, fallback.HandoffRequest{Call: "late", Turn: "t1"})
-		if err != nil {
-			t.Fatal(err)
+	positions := map[int]bool{}
+	for _, h := range queued {
+		p, ok := h.Position()
+		if !ok || p < 1 || p > bound || positions[p] {
+			t.Fatalf("position %d %v among %v", p, ok, positions)
 		}
-		if d == stages.Queued {
-			h.Cancel()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the cancelled handoff's place never came back: %v", d)
-		}
-		time.Sleep(20 * time.Millisecond)
+		positions[p] = true
 	}
+	queued[0].Cancel()
+	h, d, err := svcs[2].RequestHandoff(ctx, fallback.HandoffRequest{Call: "late", Turn: "t1"})
+	if err != nil || d != stages.Queued {
+		t.Fatalf("the cancelled handoff's place did not come back: %v %v", d, err)
+	}
+	h.Cancel()
 }
+

@@ -10,60 +10,43 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/stages"
 )
 
-// CallbackStore is a fallback.CallbackStore on Redis, shared by every
-// replica of a fleet: a callback one replica accepted is found, listed and
-// claimed through any other, and outlives the replica (and the worker) that
-// accepted it. Each change is one Lua script, so two claims of one callback
-// cannot both win and a stale attempt cannot finish it.
+// CallbackStore is the fleet's callback queue on Redis: a
+// fallback.CallbackQueue (and so a fallback.CallbackStore) shared by every
+// replica. The queue is a Redis stream with a consumer group: a callback
+// one replica accepted is listed, claimed and finished through any other
+// and outlives the replica (and the operator) that accepted it. The
+// fleet's bounds are checked in the script that changes the queue:
+// pending callbacks at most Config.CallbackQueue (Accept refuses with
+// fallback.ErrQueueFull), claims at most Config.CallbackSlots
+// (fallback.ErrSlotsBusy). A claim is an entry in the group's pending list;
+// one left idle for Config.CallbackLease (its operator never finished it)
+// is taken over with XAUTOCLAIM by Sweep and goes back to its place in the
+// queue, and the superseded attempt is fenced. Finish acknowledges (XACK)
+// and removes the entry; records are kept after they finish, as the SQLite
+// store keeps them.
 //
 // Durability is Redis's: a change is durable once Redis has it only with
-// appendonly yes and appendfsync always (docs/FLEET.md). Records are kept
-// after they finish, as the SQLite store keeps them.
+// appendonly yes and appendfsync always (docs/FLEET.md).
 type CallbackStore struct {
 	rdb    redis.UniversalClient
 	prefix string
-	bound  int // pending callbacks the fleet holds at most (0: unbounded)
+	cfg    fallback.Config
 }
 
-// Bound makes Accept refuse a new callback, with an error wrapping
-// fallback.ErrQueueFull, while the fleet already holds pending (accepted,
-// not yet claimed) callbacks: the count and the append are one script, so
-// the bound holds across replicas. Serve passes -callback-queue. It returns
-// s; call it before use.
-func (s *CallbackStore) Bound(pending int) *CallbackStore {
-	s.bound = max(pending, 0)
-	return s
-}
+var _ fallback.CallbackQueue = (*CallbackStore)(nil)
 
-var _ fallback.CallbackStore = (*CallbackStore)(nil)
-
-// NewCallbackStore returns the callback store called name on rdb (one per
-// fleet; "callbacks" is the usual name). It does not contact Redis.
-func NewCallbackStore(rdb redis.UniversalClient, name string) *CallbackStore {
-	return &CallbackStore{rdb: rdb, prefix: "fdcb:{" + name + "}:"}
+// NewCallbackStore returns the callback queue called name on rdb (one per
+// fleet; "callbacks" is the usual name) with the callback limits of cfg,
+// which every replica must share. It does not contact Redis.
+func NewCallbackStore(rdb redis.UniversalClient, name string, cfg fallback.Config) *CallbackStore {
+	return &CallbackStore{rdb: rdb, prefix: "fdcb:{" + name + "}:", cfg: cfg}
 }
 
 // Close does nothing: the client belongs to the caller.
 func (s *CallbackStore) Close() error { return nil }
-
-// Times travel as 20-digit nanosecond strings: Lua numbers are doubles, and
-// fixed-width digit strings sort as the times they stand for.
-func ns(t time.Time) string {
-	if t.IsZero() {
-		return "0"
-	}
-	return fmt.Sprintf("%020d", t.UnixNano())
-}
-
-func unns(s string) time.Time {
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n)
-}
 
 // callKey keeps ("a:b", "c") and ("a", "b:c") apart.
 func callKey(call, turn string) string { return strconv.Itoa(len(call)) + ":" + call + ":" + turn }
@@ -73,15 +56,7 @@ func (s *CallbackStore) unavailable(op string, err error) error {
 }
 
 // parseCallback reads a flat HGETALL reply from a script.
-func parseCallback(v any) (fallback.Callback, bool) {
-	kv, _ := v.([]any)
-	m := make(map[string]string, len(kv)/2)
-	for i := 0; i+1 < len(kv); i += 2 {
-		k, _ := kv[i].(string)
-		m[k], _ = kv[i+1].(string)
-	}
-	return fromHash(m)
-}
+func parseCallback(v any) (fallback.Callback, bool) { return fromHash(flat(v)) }
 
 func fromHash(m map[string]string) (fallback.Callback, bool) {
 	if m["ticket"] == "" {
@@ -90,42 +65,41 @@ func fromHash(m map[string]string) (fallback.Callback, bool) {
 	attempt, _ := strconv.Atoi(m["attempt"])
 	return fallback.Callback{
 		Ticket: m["ticket"], Call: m["call"], Turn: m["turn"], Number: m["number"],
-		Status: fallback.Status(m["status"]), Accepted: unns(m["accepted"]), Attempt: attempt,
-		Operator: m["operator"], LeaseUntil: unns(m["lease"]), Updated: unns(m["updated"]), Note: m["note"],
+		Status: fallback.Status(m["status"]), Accepted: unns(m["born"]), Attempt: attempt,
+		Operator: m["holder"], LeaseUntil: unns(m["lease"]), Updated: unns(m["updated"]), Note: m["note"],
 	}, true
 }
 
 // ARGV[1] prefix, [2] ticket, [3] call key, [4] call, [5] turn, [6] number,
 // [7] accepted, [8] bound on pending callbacks (0: none).
-var acceptScript = redis.NewScript(`
-local P = ARGV[1]
+var acceptScript = script(`
 local existing = redis.call('GET', P .. 'ct:' .. ARGV[3])
 if existing then return {0, redis.call('HGETALL', P .. 't:' .. existing)} end
 local k = P .. 't:' .. ARGV[2]
-if redis.call('EXISTS', k) == 1 then return {-1, {}} end
-local bound = tonumber(ARGV[8])
-if bound > 0 and redis.call('ZCARD', P .. 's:pending') >= bound then return {-4, {}} end
-redis.call('HSET', k, 'ticket', ARGV[2], 'call', ARGV[4], 'turn', ARGV[5], 'number', ARGV[6],
-  'status', 'pending', 'accepted', ARGV[7], 'attempt', 0, 'operator', '', 'lease', '0',
-  'updated', ARGV[7], 'note', '')
+local lm = ARGV[7] .. ' ' .. ARGV[2]
+local r = enqueue(ARGV[2], tonumber(ARGV[8]), {'call', ARGV[4], 'turn', ARGV[5], 'number', ARGV[6],
+  'born', ARGV[7], 'lease', '0', 'updated', ARGV[7], 'note', '', 'lm', lm})
+if r < 0 then return {r, {}} end
 redis.call('SET', P .. 'ct:' .. ARGV[3], ARGV[2])
-redis.call('ZADD', P .. 's:pending', 0, ARGV[7] .. ' ' .. ARGV[2])
+redis.call('ZADD', P .. 'l:pending', 0, lm)
 return {1, redis.call('HGETALL', k)}
 `)
 
-// Accept implements fallback.CallbackStore.
+// Accept implements fallback.CallbackStore: it refuses with an error
+// wrapping fallback.ErrQueueFull while the fleet holds Config.CallbackQueue
+// pending callbacks.
 func (s *CallbackStore) Accept(ctx context.Context, c fallback.Callback) (fallback.Callback, bool, error) {
 	if c.Ticket == "" || c.Call == "" || c.Turn == "" || c.Accepted.IsZero() {
 		return fallback.Callback{}, false, fmt.Errorf("fallback: accept callback: empty ticket, call, turn or time")
 	}
 	v, err := acceptScript.Run(ctx, s.rdb, nil, s.prefix, c.Ticket, callKey(c.Call, c.Turn), c.Call, c.Turn, c.Number,
-		fmt.Sprintf("%020d", c.Accepted.UnixNano()), s.bound).Slice()
+		ns(c.Accepted), s.cfg.CallbackQueue).Slice()
 	if err != nil {
 		return fallback.Callback{}, false, s.unavailable("accept", err)
 	}
 	code, _ := v[0].(int64)
 	if code == -4 {
-		return fallback.Callback{}, false, fmt.Errorf("%w: %d callbacks pending in the fleet", fallback.ErrQueueFull, s.bound)
+		return fallback.Callback{}, false, fmt.Errorf("%w: %d callbacks pending in the fleet", fallback.ErrQueueFull, s.cfg.CallbackQueue)
 	}
 	if code == -1 {
 		return fallback.Callback{}, false, fmt.Errorf("fallback: accept callback: ticket %q exists for another call", c.Ticket)
@@ -173,7 +147,7 @@ local members = {}
 for i = 3, #ARGV do
   local stop = -1
   if limit > 0 then stop = limit - 1 end
-  for _, m in ipairs(redis.call('ZRANGE', P .. 's:' .. ARGV[i], 0, stop)) do
+  for _, m in ipairs(redis.call('ZRANGE', P .. 'l:' .. ARGV[i], 0, stop)) do
     members[#members + 1] = m
   end
 end
@@ -215,38 +189,49 @@ func (s *CallbackStore) List(ctx context.Context, limit int, statuses ...fallbac
 	return out, nil
 }
 
-// One conditional transition. ARGV[1] prefix, [2] ticket, [3] from status,
-// [4] to status, [5] attempt that must be current (-1: any), [6] "1" to
-// start a new attempt, [7] now; field, value pairs follow.
-var transitionScript = redis.NewScript(`
-local P = ARGV[1]
-local k = P .. 't:' .. ARGV[2]
+// One transition of a callback. ARGV[1] prefix, [2] op, [3] ticket, [4]
+// attempt that must be current (0: any), [5] now, [6] target status, [7]
+// note or operator, [8] lease until, [9] claim slots. It returns a code
+// (1 done, -1 no such ticket, -2 not in the state op needs, -3 attempt
+// superseded, -5 every claim slot busy, -6 nothing waiting) and the record.
+var transitionScript = script(`
+local op, t, want, now = ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
+if op == 'next' then
+  if redis.call('SCARD', H) >= tonumber(ARGV[9]) then return {-5, {}} end
+  local head = redis.call('ZRANGE', Q, 0, 0)
+  if #head == 0 then return {-6, {}} end
+  t = string.sub(head[1], 29)
+end
+local k = P .. 't:' .. t
 local st = redis.call('HGET', k, 'status')
 if not st then return {-1, {}} end
-if st ~= ARGV[3] then return {-2, redis.call('HGETALL', k)} end
-local want = tonumber(ARGV[5])
-if want >= 0 and tonumber(redis.call('HGET', k, 'attempt')) ~= want then return {-3, redis.call('HGETALL', k)} end
-if ARGV[6] == '1' then redis.call('HINCRBY', k, 'attempt', 1) end
-redis.call('HSET', k, 'status', ARGV[4], 'updated', ARGV[7])
-for i = 8, #ARGV, 2 do redis.call('HSET', k, ARGV[i], ARGV[i + 1]) end
-if ARGV[3] ~= ARGV[4] then
-  local m = redis.call('HGET', k, 'accepted') .. ' ' .. ARGV[2]
-  redis.call('ZREM', P .. 's:' .. ARGV[3], m)
-  redis.call('ZADD', P .. 's:' .. ARGV[4], 0, m)
+if op == 'claim' or op == 'next' then
+  if st ~= 'pending' then return {-2, redis.call('HGETALL', k)} end
+  if redis.call('SCARD', H) >= tonumber(ARGV[9]) then return {-5, redis.call('HGETALL', k)} end
+  take(t, ARGV[7])
+  redis.call('HSET', k, 'lease', ARGV[8], 'updated', now)
+  return {1, redis.call('HGETALL', k)}
+end
+if op == 'expire' then
+  if st ~= 'pending' then return {-2, redis.call('HGETALL', k)} end
+  finish(t, 'expired', 'expired', '', 0)
+  redis.call('HSET', k, 'updated', now)
+  return {1, redis.call('HGETALL', k)}
+end
+if st ~= 'claimed' then return {-2, redis.call('HGETALL', k)} end
+if want > 0 and tonumber(redis.call('HGET', k, 'attempt')) ~= want then return {-3, redis.call('HGETALL', k)} end
+if op == 'return' then
+  requeue(t, 'released_cancelled')
+  redis.call('HSET', k, 'lease', '0', 'updated', now)
+else
+  finish(t, ARGV[6], '', 'completed', 0)
+  redis.call('HSET', k, 'note', ARGV[7], 'lease', '0', 'updated', now)
 end
 return {1, redis.call('HGETALL', k)}
 `)
 
-func (s *CallbackStore) transition(ctx context.Context, op, ticket string, from, to fallback.Status, attempt int, next bool,
-	notLive error, now time.Time, fields ...string) (fallback.Callback, error) {
-	args := []any{s.prefix, ticket, string(from), string(to), attempt, "0", ns(now)}
-	if next {
-		args[5] = "1"
-	}
-	for _, f := range fields {
-		args = append(args, f)
-	}
-	v, err := transitionScript.Run(ctx, s.rdb, nil, args...).Slice()
+func (s *CallbackStore) transition(ctx context.Context, op, ticket string, attempt int, now time.Time, to fallback.Status, text string, until time.Time) (fallback.Callback, error) {
+	v, err := transitionScript.Run(ctx, s.rdb, nil, s.prefix, op, ticket, attempt, ns(now), string(to), text, ns(until), s.cfg.CallbackSlots).Slice()
 	if err != nil {
 		return fallback.Callback{}, s.unavailable(op, err)
 	}
@@ -255,23 +240,38 @@ func (s *CallbackStore) transition(ctx context.Context, op, ticket string, from,
 	case -1:
 		return fallback.Callback{}, fmt.Errorf("%w: %q", fallback.ErrNotFound, ticket)
 	case -2:
-		return fallback.Callback{}, fmt.Errorf("%w: %s %q: status %s, attempt %d", notLive, op, ticket, cur.Status, cur.Attempt)
+		if op == "return" || op == "finish" {
+			return fallback.Callback{}, fmt.Errorf("%w: %s %q: status %s, attempt %d", fallback.ErrLeaseLost, op, ticket, cur.Status, cur.Attempt)
+		}
+		return fallback.Callback{}, fmt.Errorf("%w: %s %q: status %s, attempt %d", fallback.ErrNotLive, op, ticket, cur.Status, cur.Attempt)
 	case -3:
 		return fallback.Callback{}, fmt.Errorf("%w: %s %q: status %s, attempt %d", fallback.ErrLeaseLost, op, ticket, cur.Status, cur.Attempt)
+	case -5:
+		return fallback.Callback{}, fmt.Errorf("%w: %d claims held in the fleet", fallback.ErrSlotsBusy, s.cfg.CallbackSlots)
+	case -6:
+		return fallback.Callback{}, fallback.ErrNoneWaiting
 	}
 	return cur, nil
 }
 
-// Claim implements fallback.CallbackStore.
+// Claim implements fallback.CallbackStore: it claims ticket wherever it
+// waits, within the fleet's claim slots.
 func (s *CallbackStore) Claim(ctx context.Context, ticket, operator string, now, until time.Time) (fallback.Callback, error) {
-	return s.transition(ctx, "claim", ticket, fallback.StatusPending, fallback.StatusClaimed, -1, true, fallback.ErrNotLive, now,
-		"operator", operator, "lease", ns(until))
+	return s.transition(ctx, "claim", ticket, 0, now, "", operator, until)
+}
+
+// Next implements fallback.CallbackQueue: the oldest waiting callback, in
+// the order the fleet accepted them (a returned claim keeps its place).
+func (s *CallbackStore) Next(ctx context.Context, operator string, now time.Time) (fallback.Callback, error) {
+	if err := s.Sweep(ctx, now); err != nil {
+		return fallback.Callback{}, err
+	}
+	return s.transition(ctx, "next", "", 0, now, "", operator, now.Add(s.cfg.CallbackLease))
 }
 
 // Return implements fallback.CallbackStore.
 func (s *CallbackStore) Return(ctx context.Context, ticket string, attempt int, now time.Time) error {
-	_, err := s.transition(ctx, "return", ticket, fallback.StatusClaimed, fallback.StatusPending, attempt, false, fallback.ErrLeaseLost, now,
-		"operator", "", "lease", "0")
+	_, err := s.transition(ctx, "return", ticket, attempt, now, "", "", time.Time{})
 	return err
 }
 
@@ -280,16 +280,41 @@ func (s *CallbackStore) Finish(ctx context.Context, ticket string, attempt int, 
 	if to != fallback.StatusCompleted && to != fallback.StatusFailed {
 		return fallback.Callback{}, fmt.Errorf("fallback: finish %q: bad status %q", ticket, to)
 	}
-	want := attempt
-	if attempt == 0 {
-		want = -1 // operator override
-	}
-	return s.transition(ctx, "finish", ticket, fallback.StatusClaimed, to, want, false, fallback.ErrLeaseLost, now,
-		"note", note, "lease", "0")
+	return s.transition(ctx, "finish", ticket, attempt, now, to, note, time.Time{})
 }
 
 // Expire implements fallback.CallbackStore.
 func (s *CallbackStore) Expire(ctx context.Context, ticket string, now time.Time) error {
-	_, err := s.transition(ctx, "expire", ticket, fallback.StatusPending, fallback.StatusExpired, -1, false, fallback.ErrNotLive, now)
+	_, err := s.transition(ctx, "expire", ticket, 0, now, "", "", time.Time{})
 	return err
+}
+
+// ARGV[1] prefix, [2] claim idle ms, [3] cutoff, [4] now.
+var sweepScript = script(`
+local out = sweep(tonumber(ARGV[2]), ARGV[3], 'expired', 0)
+for _, t in ipairs(out) do redis.call('HSET', P .. 't:' .. t, 'updated', ARGV[4]) end
+return out
+`)
+
+// Sweep implements fallback.CallbackQueue: claims idle for
+// Config.CallbackLease go back to their place (XAUTOCLAIM), and pending
+// callbacks accepted more than Config.CallbackMaxWait before now expire.
+func (s *CallbackStore) Sweep(ctx context.Context, now time.Time) error {
+	cutoff := now.Add(-s.cfg.CallbackMaxWait)
+	if s.cfg.CallbackMaxWait <= 0 {
+		cutoff = time.Time{}
+	}
+	if err := sweepScript.Run(ctx, s.rdb, nil, s.prefix, s.cfg.CallbackLease.Milliseconds(), ns(cutoff), ns(now)).Err(); err != nil {
+		return s.unavailable("sweep", err)
+	}
+	return nil
+}
+
+// Snapshot implements fallback.CallbackQueue.
+func (s *CallbackStore) Snapshot(ctx context.Context, now time.Time) (stages.Snapshot, error) {
+	sn, err := snapshot(ctx, s.rdb, s.prefix, stages.Limits{Slots: s.cfg.CallbackSlots, Waiting: s.cfg.CallbackQueue, MaxAge: s.cfg.CallbackMaxWait}, now)
+	if err != nil {
+		return sn, s.unavailable("snapshot", err)
+	}
+	return sn, nil
 }

@@ -22,7 +22,7 @@ var epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 func TestCallbackStoreContract(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
-	st := redisqueue.NewCallbackStore(srv.Client(t), "callbacks")
+	st := redisqueue.NewCallbackStore(srv.Client(t), "callbacks", workerConfig())
 	at := func(s int) time.Time { return epoch.Add(time.Duration(s) * time.Second) }
 
 	a, created, err := st.Accept(ctx, fallback.Callback{Ticket: "cb_a", Call: "c1", Turn: "t1", Number: "+15550100", Accepted: at(0)})
@@ -112,7 +112,7 @@ func TestCallbackStoreContract(t *testing.T) {
 
 func TestCallbackStoreUnavailable(t *testing.T) {
 	srv := redistest.Start(t)
-	st := redisqueue.NewCallbackStore(srv.Client(t), "callbacks")
+	st := redisqueue.NewCallbackStore(srv.Client(t), "callbacks", workerConfig())
 	srv.Stop()
 	_, _, err := st.Accept(context.Background(), fallback.Callback{Ticket: "cb_a", Call: "c1", Turn: "t1", Number: "+15550100", Accepted: epoch})
 	if !errors.Is(err, redisqueue.ErrUnavailable) {
@@ -133,7 +133,7 @@ func TestCallbackWorker(t *testing.T) {
 	rdb := redis.NewClient(redistest.Options(addr))
 	defer rdb.Close()
 	cfg := workerConfig()
-	svc, err := fallback.New(context.Background(), cfg, nil, nil, fallback.WithStore(redisqueue.NewCallbackStore(rdb, "callbacks")))
+	svc, err := fallback.New(context.Background(), cfg, nil, nil, fallback.WithStore(redisqueue.NewCallbackStore(rdb, "callbacks", cfg)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestCallbacksSurviveWorkerCrash(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	store := redisqueue.NewCallbackStore(srv.Client(t), "callbacks")
+	store := redisqueue.NewCallbackStore(srv.Client(t), "callbacks", workerConfig())
 	time.Sleep(workerConfig().CallbackLease) // the dead worker's claim runs out
 	svc, err := fallback.New(ctx, workerConfig(), nil, nil, fallback.WithStore(store))
 	if err != nil {

@@ -1,0 +1,300 @@
+package fallback
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/frontdoorhq/frontdoor/stages"
+)
+
+// Handoffs in fleet mode. The queue (order, bounds, claims) is the fleet's
+// HandoffQueue; this process keeps two sides of it. The caller's side: a
+// Handoff for each caller on this process, resolved when the queue says its
+// entry ended (an agent anywhere acknowledged it, it expired, ...). The
+// agent's side: the claims held by agents connected here, with their
+// attempts. Every queue call is made without ho.mu held.
+
+// requestFleetHandoff enqueues a handoff in the fleet's queue.
+func (s *Service) requestFleetHandoff(ctx context.Context, req HandoffRequest, ticket string) (*Handoff, stages.Disposition, error) {
+	if h, d, ok := s.liveHandoff(req.Call); ok {
+		return h, d, nil
+	}
+	now := s.clock.Now()
+	qctx, cancel := context.WithTimeout(ctx, fleetTimeout)
+	e, d, err := s.hfq.Enqueue(qctx, HandoffEntry{Ticket: ticket, Call: req.Call, Turn: req.Turn, Summary: req.Summary, Born: now})
+	cancel()
+	if err != nil {
+		// Fail closed: never a handoff nobody can see.
+		s.log.Warn("handoff refused: the fleet's queue cannot be reached", "call", req.Call, "turn", req.Turn, "err", err)
+		return nil, stages.Closed, nil
+	}
+	if d != stages.Queued {
+		s.log.Info("handoff refused by the fleet's queue", "call", req.Call, "turn", req.Turn, "disposition", d)
+		return nil, d, nil
+	}
+	s.ho.mu.Lock()
+	defer s.ho.mu.Unlock()
+	if h, d, ok := s.liveHandoffLocked(req.Call); ok { // closing, or a concurrent request won
+		s.wg.Go(func() { s.resolveRemote(ticket, HandoffCancelled) })
+		return h, d, nil
+	}
+	h := &Handoff{Ticket: ticket, Call: req.Call, Turn: req.Turn, Summary: req.Summary, Born: now, s: s, done: make(chan struct{})}
+	st := &hstate{h: h, position: e.Position}
+	st.timer = s.clock.AfterFunc(s.cfg.HandoffMaxWait, func() { s.expireFleetHandoff(ticket) })
+	s.ho.byTicket[ticket] = st
+	s.ho.byCall[req.Call] = st
+	s.log.Info("handoff queued", "call", req.Call, "turn", req.Turn, "ticket", ticket, "position", e.Position)
+	return h, stages.Queued, nil
+}
+
+// resolveRemote ends ticket in the fleet's queue, best effort: if the queue
+// cannot be reached, the sweep ends it once its caller's liveness runs out.
+func (s *Service) resolveRemote(ticket string, to HandoffState) {
+	ctx, cancel := context.WithTimeout(context.Background(), fleetTimeout)
+	defer cancel()
+	if _, err := s.hfq.Resolve(ctx, ticket, to); err != nil && !errors.Is(err, ErrHandoffUnknown) {
+		s.log.Warn("handoff resolve in the fleet's queue", "ticket", ticket, "to", to, "err", err)
+	}
+}
+
+// cancelFleetHandoff withdraws a caller's handoff: the caller left.
+func (s *Service) cancelFleetHandoff(h *Handoff) {
+	s.ho.mu.Lock()
+	st := s.ho.byTicket[h.Ticket]
+	if st != nil {
+		s.resolveLocked(st, HandoffOutcome{Disposition: stages.Cancelled})
+	}
+	s.ho.mu.Unlock()
+	if st != nil {
+		s.resolveRemote(h.Ticket, HandoffCancelled)
+	}
+}
+
+// expireFleetHandoff ends a handoff that waited HandoffMaxWait. One an agent
+// holds now is left to the agent, as in process.
+func (s *Service) expireFleetHandoff(ticket string) {
+	ctx, cancel := context.WithTimeout(s.ctx, fleetTimeout)
+	defer cancel()
+	prev, err := s.hfq.Resolve(ctx, ticket, HandoffExpired)
+	if err == nil && prev.State == HandoffClaimed {
+		return
+	}
+	if err != nil && !errors.Is(err, ErrHandoffUnknown) {
+		s.log.Warn("handoff expiry in the fleet's queue", "ticket", ticket, "err", err)
+	}
+	s.ho.mu.Lock()
+	defer s.ho.mu.Unlock()
+	if st := s.ho.byTicket[ticket]; st != nil {
+		s.resolveLocked(st, HandoffOutcome{Disposition: stages.Expired})
+	}
+}
+
+// reconcileHandoffs reads the queue's entries for this process's callers
+// and agents' claims, and acts on what other processes decided.
+func (s *Service) reconcileHandoffs(ctx context.Context) {
+	if s.hfq == nil {
+		return
+	}
+	s.ho.mu.Lock()
+	var tickets []string
+	for t := range s.ho.byTicket {
+		tickets = append(tickets, t)
+	}
+	for a := range s.ho.agents {
+		for t := range a.holds {
+			tickets = append(tickets, t)
+		}
+	}
+	s.ho.mu.Unlock()
+	if len(tickets) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, fleetTimeout)
+	defer cancel()
+	entries, err := s.hfq.Get(ctx, tickets)
+	if err != nil {
+		return // unreachable: the callers' timers still run; try again
+	}
+	got := make(map[string]HandoffEntry, len(entries))
+	for _, e := range entries {
+		got[e.Ticket] = e
+	}
+	s.ho.mu.Lock()
+	defer s.ho.mu.Unlock()
+	for a := range s.ho.agents {
+		for t, attempt := range a.holds {
+			e, ok := got[t]
+			if ok && e.State == HandoffClaimed && e.Attempt == attempt {
+				continue
+			}
+			delete(a.holds, t)
+			if ok && !e.State.Live() {
+				a.send(agentMessage{Type: "resolved", Ticket: t, Disposition: e.State.Disposition()})
+			} else {
+				a.send(agentMessage{Type: "error", Ticket: t, Code: "lost", Message: ErrHandoffLost.Error()})
+			}
+		}
+	}
+	for t, st := range s.ho.byTicket {
+		e, ok := got[t]
+		switch {
+		case !ok: // the queue lost it (Redis lost its data): nobody can take it
+			s.resolveLocked(st, HandoffOutcome{Disposition: stages.Closed})
+		case !e.State.Live():
+			s.resolveLocked(st, HandoffOutcome{Disposition: e.State.Disposition(), Agent: e.Agent})
+		default:
+			st.position = e.Position
+		}
+	}
+}
+
+// keepHandoffs renews this process's callers and claims in the queue.
+func (s *Service) keepHandoffs(ctx context.Context) {
+	s.ho.mu.Lock()
+	var callers []string
+	for t := range s.ho.byTicket {
+		callers = append(callers, t)
+	}
+	claims := map[string]int{}
+	for a := range s.ho.agents {
+		for t, n := range a.holds {
+			claims[t] = n
+		}
+	}
+	s.ho.mu.Unlock()
+	if len(callers) == 0 && len(claims) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, fleetTimeout)
+	defer cancel()
+	if err := s.hfq.Keep(ctx, callers, claims); err != nil && ctx.Err() == nil {
+		s.log.Warn("handoff renewal", "err", err)
+	}
+}
+
+// broadcast tells this process's agents that the fleet's list changed.
+func (s *Service) broadcast() {
+	s.ho.mu.Lock()
+	s.broadcastLocked()
+	s.ho.mu.Unlock()
+}
+
+// closeFleetHandoffs ends this process's callers' handoffs as Closed in the
+// queue (their local side resolves in Close). Agents' claims are released
+// as their connections end.
+func (s *Service) closeFleetHandoffs() {
+	if s.hfq == nil {
+		return
+	}
+	s.ho.mu.Lock()
+	var tickets []string
+	for t := range s.ho.byTicket {
+		tickets = append(tickets, t)
+	}
+	s.ho.mu.Unlock()
+	for _, t := range tickets {
+		s.resolveRemote(t, HandoffClosed)
+	}
+}
+
+// fleetAgentMessage serves one agent message in fleet mode.
+func (s *Service) fleetAgentMessage(ctx context.Context, a *agent, m agentMessage) {
+	ctx, cancel := context.WithTimeout(ctx, fleetTimeout)
+	defer cancel()
+	reply := func(r agentMessage) {
+		s.ho.mu.Lock()
+		a.send(r)
+		s.ho.mu.Unlock()
+	}
+	s.ho.mu.Lock()
+	attempt, held := a.holds[m.Ticket]
+	s.ho.mu.Unlock()
+	switch m.Type {
+	case "claim":
+		e, err := s.hfq.Claim(ctx, a.id, m.Ticket, s.clock.Now())
+		if err != nil {
+			reply(agentMessage{Type: "error", Ticket: m.Ticket, Code: claimCode(err), Message: err.Error()})
+			return
+		}
+		v := entryView(e, s.clock.Now())
+		s.ho.mu.Lock()
+		a.holds[e.Ticket] = e.Attempt
+		a.send(agentMessage{Type: "claimed", Ticket: e.Ticket, Handoff: &v})
+		s.ho.mu.Unlock()
+		s.log.Info("handoff claimed", "call", e.Call, "ticket", e.Ticket, "agent", a.id, "attempt", e.Attempt)
+	case "ack", "release":
+		if !held {
+			reply(agentMessage{Type: "error", Ticket: m.Ticket, Code: "not_yours", Message: ErrHandoffNotYours.Error()})
+			return
+		}
+		var err error
+		if m.Type == "ack" {
+			_, err = s.hfq.Ack(ctx, m.Ticket, attempt)
+		} else {
+			_, err = s.hfq.Release(ctx, m.Ticket, attempt, s.clock.Now())
+		}
+		s.ho.mu.Lock()
+		defer s.ho.mu.Unlock()
+		switch {
+		case errors.Is(err, ErrHandoffLost):
+			delete(a.holds, m.Ticket)
+			a.send(agentMessage{Type: "error", Ticket: m.Ticket, Code: "lost", Message: err.Error()})
+		case err != nil: // unreachable: the claim is still ours, try again
+			a.send(agentMessage{Type: "error", Ticket: m.Ticket, Code: "unavailable", Message: err.Error()})
+		case m.Type == "ack":
+			delete(a.holds, m.Ticket)
+			a.send(agentMessage{Type: "resolved", Ticket: m.Ticket, Disposition: stages.Completed})
+			if st := s.ho.byTicket[m.Ticket]; st != nil { // the caller is here: no need to wait for the poll
+				s.resolveLocked(st, HandoffOutcome{Disposition: stages.Completed, Agent: a.id})
+			}
+		default:
+			delete(a.holds, m.Ticket)
+			a.send(agentMessage{Type: "released", Ticket: m.Ticket})
+		}
+	default:
+		reply(agentMessage{Type: "error", Code: "unknown_type", Message: "want claim, ack or release"})
+	}
+}
+
+// releaseAgentHolds returns the claims of an agent who left.
+func (s *Service) releaseAgentHolds(a *agent) {
+	s.ho.mu.Lock()
+	holds := a.holds
+	a.holds = map[string]int{}
+	s.ho.mu.Unlock()
+	for t, attempt := range holds {
+		ctx, cancel := context.WithTimeout(context.Background(), fleetTimeout)
+		if d, err := s.hfq.Release(ctx, t, attempt, s.clock.Now()); err != nil {
+			s.log.Warn("handoff abandoned by agent; the fleet takes it back after the TTL", "ticket", t, "err", err)
+		} else {
+			s.log.Warn("handoff abandoned by agent", "ticket", t, "disposition", d)
+		}
+		cancel()
+	}
+}
+
+// fleetList is the agents' view of the fleet's queue.
+func (s *Service) fleetList(ctx context.Context) ([]handoffView, bool) {
+	ctx, cancel := context.WithTimeout(ctx, fleetTimeout)
+	defer cancel()
+	entries, err := s.hfq.List(ctx)
+	if err != nil {
+		return nil, false
+	}
+	now := s.clock.Now()
+	out := make([]handoffView, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, entryView(e, now))
+	}
+	return out, true
+}
+
+func entryView(e HandoffEntry, now time.Time) handoffView {
+	v := handoffView{Ticket: e.Ticket, Call: e.Call, Turn: e.Turn, Summary: e.Summary, Position: e.Position, AgeMS: now.Sub(e.Born).Milliseconds()}
+	if e.State == HandoffClaimed {
+		v.Agent = e.Agent
+		v.Position = 0
+	}
+	return v
+}

@@ -1,0 +1,157 @@
+package fallback
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/frontdoorhq/frontdoor/stages"
+)
+
+// Fleet mode timing. The poll is the bound on how late an outcome decided
+// by another process reaches this one when its event was missed (events
+// are best effort); the sweep runs the fleet's timeouts.
+const (
+	fleetPoll    = 250 * time.Millisecond
+	fleetSweep   = time.Second
+	fleetTimeout = 2 * time.Second // one fleet step's wait for the queue
+	fleetRelist  = 2 * time.Second // agents' lists are re-sent this often (ages, missed events)
+)
+
+// fleetState is what this process knows of the fleet's queues between
+// polls.
+type fleetState struct {
+	callbackRoom atomic.Bool
+	handoffRoom  atomic.Bool
+	callbackSnap atomic.Pointer[stages.Snapshot]
+	handoffSnap  atomic.Pointer[stages.Snapshot]
+}
+
+// startFleet starts the loop that keeps this process's view of the fleet's
+// queues, renews its callers' handoffs and its agents' claims, and runs the
+// fleet's timeouts. It ends at Close.
+func (s *Service) startFleet() {
+	s.fleet.callbackRoom.Store(true)
+	s.fleet.handoffRoom.Store(true)
+	s.wg.Go(func() { s.fleetLoop(s.ctx) })
+}
+
+func (s *Service) fleetLoop(ctx context.Context) {
+	var changed <-chan struct{}
+	if s.hfq != nil {
+		changed = s.hfq.Watch(ctx)
+	}
+	poll := time.NewTicker(fleetPoll)
+	defer poll.Stop()
+	var lastSweep, lastKeep, lastList time.Time
+	for {
+		now := time.Now()
+		if s.hfq != nil && now.Sub(lastList) >= fleetRelist {
+			lastList = now
+			s.broadcast()
+		}
+		if now.Sub(lastSweep) >= fleetSweep {
+			lastSweep = now
+			s.fleetSweep(ctx)
+		}
+		if s.hfq != nil && now.Sub(lastKeep) >= s.hfq.TTL()/3 {
+			lastKeep = now
+			s.keepHandoffs(ctx)
+		}
+		s.refreshFleet(ctx)
+		s.reconcileHandoffs(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case _, ok := <-changed:
+			if !ok {
+				changed = nil
+			}
+			lastList = time.Now()
+			s.broadcast()
+		case <-poll.C:
+		}
+	}
+}
+
+func (s *Service) fleetSweep(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, fleetTimeout)
+	defer cancel()
+	now := s.clock.Now()
+	if s.cq != nil {
+		if err := s.cq.Sweep(ctx, now); err != nil && ctx.Err() == nil {
+			s.log.Warn("callback queue sweep", "err", err)
+		}
+	}
+	if s.hfq != nil {
+		if err := s.hfq.Sweep(ctx, now); err != nil && ctx.Err() == nil {
+			s.log.Warn("handoff queue sweep", "err", err)
+		}
+	}
+}
+
+// refreshFleet updates the offers' room and the stages' snapshots. While
+// the queue cannot be reached there is no room: an offer would fail.
+func (s *Service) refreshFleet(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, fleetTimeout)
+	defer cancel()
+	now := s.clock.Now()
+	if s.cq != nil {
+		sn, err := s.cq.Snapshot(ctx, now)
+		s.fleet.callbackSnap.Store(&sn)
+		s.fleet.callbackRoom.Store(err == nil && sn.Queued < sn.Limits.Waiting)
+	}
+	if s.hfq != nil {
+		sn, err := s.hfq.Snapshot(ctx, now)
+		s.fleet.handoffSnap.Store(&sn)
+		s.fleet.handoffRoom.Store(err == nil && sn.Queued < sn.Limits.Waiting)
+	}
+}
+
+// Snapshot reports the callback or the handoff stage for /v1/stages and
+// metrics: this process's stage, or in fleet mode the fleet's queue as last
+// read from it (closed while it cannot be reached).
+func (s *Service) Snapshot(k Kind) stages.Snapshot {
+	switch {
+	case k == KindCallback && s.cq != nil:
+		if p := s.fleet.callbackSnap.Load(); p != nil {
+			return *p
+		}
+		return stages.Snapshot{Limits: s.cfg.callbackLimits()}
+	case k == KindCallback:
+		return s.cbq.c.Snapshot()
+	case s.hfq != nil:
+		if p := s.fleet.handoffSnap.Load(); p != nil {
+			return *p
+		}
+		return stages.Snapshot{Limits: s.cfg.handoffLimits()}
+	}
+	return s.hq.c.Snapshot()
+}
+
+// Fleet reports whether the callback and handoff queues are shared by a
+// fleet (their Snapshot is then the fleet's).
+func (s *Service) Fleet() bool { return s.cq != nil || s.hfq != nil }
+
+// requestFleetCallback books a callback in the fleet's queue, which checks
+// its bound in the same step.
+func (s *Service) requestFleetCallback(ctx context.Context, req CallbackRequest, number string) (CallbackResult, error) {
+	if prev, ok, err := s.store.Find(ctx, req.Call, req.Turn); err != nil {
+		return s.notEstablished(req, err)
+	} else if ok {
+		return CallbackResult{Disposition: callbackDisposition(prev.Status), Ticket: prev.Ticket}, nil
+	}
+	got, created, err := s.store.Accept(ctx, Callback{Ticket: newTicket("cb_"), Call: req.Call, Turn: req.Turn, Number: number, Accepted: s.clock.Now()})
+	switch {
+	case errors.Is(err, ErrQueueFull):
+		s.log.Info("callback refused", "call", req.Call, "turn", req.Turn, "disposition", stages.Overloaded, "bound", "fleet")
+		return CallbackResult{Disposition: stages.Overloaded}, nil
+	case err != nil:
+		return s.notEstablished(req, err)
+	case !created:
+		return CallbackResult{Disposition: callbackDisposition(got.Status), Ticket: got.Ticket}, nil
+	}
+	s.log.Info("callback accepted", "call", req.Call, "turn", req.Turn, "ticket", got.Ticket)
+	return CallbackResult{Disposition: stages.Queued, Ticket: got.Ticket}, nil
+}
