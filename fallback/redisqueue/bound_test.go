@@ -152,4 +152,3 @@ func TestHandoffBoundFleetWide(t *testing.T) {
 	}
 	h.Cancel()
 }
-

@@ -132,7 +132,7 @@ func (q *HandoffQueue) Enqueue(ctx context.Context, e fallback.HandoffEntry) (fa
 	return got, stages.Queued, nil
 }
 
-// ARGV[1] prefix, [2] agent, [3] ticket ('' for the head), [4] slots.
+// ARGV[1] prefix, [2] agent, [3] ticket (” for the head), [4] slots.
 // Codes: 1 claimed, -1 unknown, -2 taken, -5 slots busy, -7 not next.
 var claimHandoff = handoffScript(`
 local t = ARGV[3]
