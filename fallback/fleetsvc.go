@@ -99,14 +99,26 @@ func (s *Service) refreshFleet(ctx context.Context) {
 	now := s.clock.Now()
 	if s.cq != nil {
 		sn, err := s.cq.Snapshot(ctx, now)
-		s.fleet.callbackSnap.Store(&sn)
+		storeSnapshot(&s.fleet.callbackSnap, sn, err)
 		s.fleet.callbackRoom.Store(err == nil && sn.Queued < sn.Limits.Waiting)
 	}
 	if s.hfq != nil {
 		sn, err := s.hfq.Snapshot(ctx, now)
-		s.fleet.handoffSnap.Store(&sn)
+		storeSnapshot(&s.fleet.handoffSnap, sn, err)
 		s.fleet.handoffRoom.Store(err == nil && sn.Queued < sn.Limits.Waiting)
 	}
+}
+
+// storeSnapshot keeps sn, or while the queue is away the last known
+// inventory, shown closed.
+func storeSnapshot(p *atomic.Pointer[stages.Snapshot], sn stages.Snapshot, err error) {
+	if err != nil {
+		if last := p.Load(); last != nil {
+			sn = *last
+		}
+		sn.Closed = true
+	}
+	p.Store(&sn)
 }
 
 // Snapshot reports the callback or the handoff stage for /v1/stages and
