@@ -2,8 +2,13 @@ package session
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
@@ -70,8 +75,21 @@ func TestLostLeaseStopsWork(t *testing.T) {
 	if err := fs.Check(); err != nil {
 		t.Fatalf("%v: %+v", err, fs.Ledger)
 	}
+	// Operators see it in /metrics too, as the model stage's "lost".
+	waitFor(t, "the lost lease in /metrics", func() bool {
+		return strings.Contains(scrape(t, r), `frontdoor_stage_dispositions_total{disposition="lost",stage="model"} 1`)
+	})
 	a.send(map[string]any{"type": "turn", "id": "t2", "text": "x"})
 	a.until(func(m msg) bool {
 		return m.Type == "disposition" && m.Stage == StageModel && m.Disposition == "admitted"
 	})
+}
+
+// scrape is /metrics as text.
+func scrape(t *testing.T, r *rig) string {
+	t.Helper()
+	h := promhttp.HandlerFor(r.srv.Registry(), promhttp.HandlerOpts{})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	return rec.Body.String()
 }

@@ -119,6 +119,7 @@ func (c *stageCollector) Collect(ch chan<- prometheus.Metric) {
 			"cancelled":    l.CancelledQueued + l.CancelledActive,
 			"completed":    l.Completed,
 			"released":     l.Completed + l.ReleasedCancelled,
+			"lost":         l.Lost, // fleet mode: leases that ended by their TTL, not by Release
 		} {
 			ch <- prometheus.MustNewConstMetric(c.dispositions, prometheus.CounterValue, float64(v), st.name, name)
 		}
