@@ -36,7 +36,9 @@ func (s *Service) requestFleetHandoff(ctx context.Context, req HandoffRequest, t
 	s.ho.mu.Lock()
 	defer s.ho.mu.Unlock()
 	if h, d, ok := s.liveHandoffLocked(req.Call); ok { // closing, or a concurrent request won
-		s.wg.Go(func() { s.resolveRemote(ticket, HandoffCancelled) })
+		s.ho.mu.Unlock()
+		s.resolveRemote(context.Background(), ticket, HandoffCancelled)
+		s.ho.mu.Lock()
 		return h, d, nil
 	}
 	h := &Handoff{Ticket: ticket, Call: req.Call, Turn: req.Turn, Summary: req.Summary, Born: now, s: s, done: make(chan struct{})}
@@ -50,8 +52,8 @@ func (s *Service) requestFleetHandoff(ctx context.Context, req HandoffRequest, t
 
 // resolveRemote ends ticket in the fleet's queue, best effort: if the queue
 // cannot be reached, the sweep ends it once its caller's liveness runs out.
-func (s *Service) resolveRemote(ticket string, to HandoffState) {
-	ctx, cancel := context.WithTimeout(context.Background(), fleetTimeout)
+func (s *Service) resolveRemote(ctx context.Context, ticket string, to HandoffState) {
+	ctx, cancel := context.WithTimeout(ctx, fleetTimeout)
 	defer cancel()
 	if _, err := s.hfq.Resolve(ctx, ticket, to); err != nil && !errors.Is(err, ErrHandoffUnknown) {
 		s.log.Warn("handoff resolve in the fleet's queue", "ticket", ticket, "to", to, "err", err)
@@ -67,7 +69,7 @@ func (s *Service) cancelFleetHandoff(h *Handoff) {
 	}
 	s.ho.mu.Unlock()
 	if st != nil {
-		s.resolveRemote(h.Ticket, HandoffCancelled)
+		s.resolveRemote(context.Background(), h.Ticket, HandoffCancelled)
 	}
 }
 
@@ -120,12 +122,18 @@ func (s *Service) reconcileHandoffs(ctx context.Context) {
 	for _, e := range entries {
 		got[e.Ticket] = e
 	}
+	asked := make(map[string]bool, len(tickets))
+	for _, t := range tickets {
+		asked[t] = true
+	}
 	s.ho.mu.Lock()
 	defer s.ho.mu.Unlock()
+	// Claims and callers that appeared since the tickets were gathered
+	// are not in the answer: they wait for the next round.
 	for a := range s.ho.agents {
 		for t, attempt := range a.holds {
 			e, ok := got[t]
-			if ok && e.State == HandoffClaimed && e.Attempt == attempt {
+			if !asked[t] || ok && e.State == HandoffClaimed && e.Attempt == attempt {
 				continue
 			}
 			delete(a.holds, t)
@@ -139,6 +147,7 @@ func (s *Service) reconcileHandoffs(ctx context.Context) {
 	for t, st := range s.ho.byTicket {
 		e, ok := got[t]
 		switch {
+		case !asked[t]:
 		case !ok: // the queue lost it (Redis lost its data): nobody can take it
 			s.resolveLocked(st, HandoffOutcome{Disposition: stages.Closed})
 		case !e.State.Live():
@@ -193,8 +202,10 @@ func (s *Service) closeFleetHandoffs() {
 		tickets = append(tickets, t)
 	}
 	s.ho.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), fleetTimeout) // one deadline for all: Redis may be away
+	defer cancel()
 	for _, t := range tickets {
-		s.resolveRemote(t, HandoffClosed)
+		s.resolveRemote(ctx, t, HandoffClosed)
 	}
 }
 

@@ -29,12 +29,28 @@ type fleetState struct {
 }
 
 // startFleet starts the loop that keeps this process's view of the fleet's
-// queues, renews its callers' handoffs and its agents' claims, and runs the
-// fleet's timeouts. It ends at Close.
+// queues and runs the fleet's timeouts, and the one that renews its
+// callers' handoffs and its agents' claims. Both end at Close.
 func (s *Service) startFleet() {
 	s.fleet.callbackRoom.Store(true)
 	s.fleet.handoffRoom.Store(true)
 	s.wg.Go(func() { s.fleetLoop(s.ctx) })
+	if s.hfq != nil {
+		// Renewals have their own goroutine: a slow sweep or snapshot
+		// must not let this process's callers and claims run out.
+		s.wg.Go(func() {
+			t := time.NewTicker(s.hfq.TTL() / 3)
+			defer t.Stop()
+			for {
+				select {
+				case <-s.ctx.Done():
+					return
+				case <-t.C:
+					s.keepHandoffs(s.ctx)
+				}
+			}
+		})
+	}
 }
 
 func (s *Service) fleetLoop(ctx context.Context) {
@@ -44,7 +60,7 @@ func (s *Service) fleetLoop(ctx context.Context) {
 	}
 	poll := time.NewTicker(fleetPoll)
 	defer poll.Stop()
-	var lastSweep, lastKeep, lastList time.Time
+	var lastSweep, lastList time.Time
 	for {
 		now := time.Now()
 		if s.hfq != nil && now.Sub(lastList) >= fleetRelist {
@@ -54,10 +70,6 @@ func (s *Service) fleetLoop(ctx context.Context) {
 		if now.Sub(lastSweep) >= fleetSweep {
 			lastSweep = now
 			s.fleetSweep(ctx)
-		}
-		if s.hfq != nil && now.Sub(lastKeep) >= s.hfq.TTL()/3 {
-			lastKeep = now
-			s.keepHandoffs(ctx)
 		}
 		s.refreshFleet(ctx)
 		s.reconcileHandoffs(ctx)

@@ -17,7 +17,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/stages/redisstage/redistest"
 )
 
-const handoffTTL = time.Second
+const handoffTTL = 2 * time.Second
 
 func handoffConfig() fallback.Config {
 	cfg := workerConfig()
@@ -245,10 +245,10 @@ func TestHandoffDeadReplicas(t *testing.T) {
 		t.Fatalf("entries: %+v %v", got, err)
 	}
 	// The live claim is renewed: it outlives the TTL.
-	time.Sleep(3 * handoffTTL)
+	time.Sleep(2 * handoffTTL)
 	agentA.send("ack", ha.Ticket)
 	if m := agentA.reply("resolved"); m.Disposition != stages.Completed {
-		t.Fatalf("ack after 3 TTLs: %+v", m)
+		t.Fatalf("ack after 2 TTLs: %+v", m)
 	}
 	sn, err := dead.Snapshot(ctx, time.Now())
 	if err != nil || sn.Ledger.Lost != 1 || sn.Ledger.Check(sn.Queued, sn.Leased) != nil {
