@@ -97,6 +97,14 @@ func (l *Listener) Accept() (net.Conn, error) {
 
 // conn counts itself out once closed and, with idle set, makes every Read
 // give up after idle (or the deadline its user set, if earlier).
+//
+// mu is held while the socket's read deadline is set, by Read as by
+// SetReadDeadline: a deadline set while Read arms its idle deadline must
+// not be overwritten by it. net/http's Hijack (the WebSocket upgrade) stops
+// the server's background read by setting a deadline in the past and waits
+// for that Read to return; a Read that put its own deadline back after it
+// would wait for the caller's next byte, and the upgrade with it, while
+// the caller (already answered 101) waits for its first message.
 type conn struct {
 	net.Conn
 	l    *Listener
@@ -109,28 +117,28 @@ type conn struct {
 
 func (c *conn) Read(b []byte) (int, error) {
 	if c.idle > 0 {
-		d := time.Now().Add(c.idle)
 		c.mu.Lock()
+		d := time.Now().Add(c.idle)
 		if !c.deadline.IsZero() && c.deadline.Before(d) {
 			d = c.deadline
 		}
-		c.mu.Unlock()
 		_ = c.Conn.SetReadDeadline(d)
+		c.mu.Unlock()
 	}
 	return c.Conn.Read(b)
 }
 
 func (c *conn) SetReadDeadline(t time.Time) error {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.deadline = t
-	c.mu.Unlock()
 	return c.Conn.SetReadDeadline(t)
 }
 
 func (c *conn) SetDeadline(t time.Time) error {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.deadline = t
-	c.mu.Unlock()
 	return c.Conn.SetDeadline(t)
 }
 
