@@ -52,13 +52,13 @@ var (
 // CallbackStore is the durable record of callbacks. Every method that
 // returns nil has made its change durable: Accept returning nil is what
 // lets the caller hear that a callback is booked. Implementations must be
-// safe for concurrent use. The SQLite store (OpenSQLite) is the default; a
-// Redis Streams store can implement the same contract.
+// safe for concurrent use. The SQLite store (OpenSQLite) is the default.
 //
-// The callback stage's bound is its stages.Controller, re-filled from the
-// store at start-up; that bound is per process. A store shared by several
-// processes may also bound pending callbacks for all of them: its Accept
-// then refuses with ErrQueueFull.
+// With a plain store the callback stage's bound is the Service's
+// stages.Controller, re-filled from the store at start-up: a bound per
+// process. A store shared by a fleet is also the queue (CallbackQueue,
+// such as redisqueue.CallbackStore) and bounds the fleet's callbacks
+// itself: its Accept refuses with ErrQueueFull.
 type CallbackStore interface {
 	// Accept records c as pending unless a callback for (c.Call, c.Turn)
 	// exists; it returns the stored callback and whether it was created.
