@@ -21,6 +21,11 @@
 // callback bound holds across restarts. Handoffs live only as long as the
 // caller stays on the line.
 //
+// In fleet mode both queues belong to the fleet instead (CallbackQueue,
+// HandoffQueue; Redis Streams in fallback/redisqueue): bounds, order and
+// claims hold for every process at once, and an agent connected to any
+// process works the handoffs of callers held by all of them.
+//
 // PromptFor is the table of caller-facing sentences; docs/PROMPTS.md is
 // generated from it. PromptAudio renders those sentences once, outside the
 // synthesis stage, and serves them from a cache so that a prompt is heard
