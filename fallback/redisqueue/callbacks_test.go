@@ -221,3 +221,55 @@ func TestCallbacksSurviveWorkerCrash(t *testing.T) {
 		t.Fatalf("dead worker's attempt finishing: %v", err)
 	}
 }
+
+// A callback nobody claimed within -callback-max-wait expires in the sweep
+// (and only then); a claim whose lease ran out goes back to its place, ahead
+// of later callbacks, and its attempt is fenced. The ledger balances.
+func TestCallbackQueueTimeouts(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	cfg := workerConfig() // lease 500ms
+	cfg.CallbackMaxWait = time.Hour
+	st := redisqueue.NewCallbackStore(srv.Client(t), "callbacks", cfg)
+	now := time.Now()
+	for i, tk := range []string{"cb_1", "cb_2", "cb_3"} {
+		if _, _, err := st.Accept(ctx, fallback.Callback{Ticket: tk, Call: tk, Turn: "t", Number: "+15550100", Accepted: now.Add(time.Duration(i) * time.Millisecond)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, err := st.Next(ctx, "op-gone", now)
+	if err != nil || first.Ticket != "cb_1" {
+		t.Fatalf("next: %+v %v", first, err)
+	}
+	if second, err := st.Next(ctx, "op", now); err != nil || second.Ticket != "cb_2" {
+		t.Fatalf("next: %+v %v", second, err)
+	}
+	time.Sleep(cfg.CallbackLease + 100*time.Millisecond) // both leases run out on the Redis clock
+	if _, err := st.Finish(ctx, "cb_2", 1, fallback.StatusCompleted, "in time? no", time.Now()); err != nil {
+		t.Fatalf("finish after the lease but before any sweep: %v", err) // no one took it yet
+	}
+	again, err := st.Next(ctx, "op2", time.Now()) // sweeps: cb_1 back first
+	if err != nil || again.Ticket != "cb_1" || again.Attempt != 2 {
+		t.Fatalf("after the lease ran out: %+v %v", again, err)
+	}
+	if _, err := st.Finish(ctx, "cb_1", 1, fallback.StatusCompleted, "late", time.Now()); !errors.Is(err, fallback.ErrLeaseLost) {
+		t.Fatalf("the old attempt: %v", err)
+	}
+	// cb_3 expires once the sweep runs past its max wait, not before.
+	if err := st.Sweep(ctx, now.Add(cfg.CallbackMaxWait)); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := st.Get(ctx, "cb_3"); c.Status != fallback.StatusPending {
+		t.Fatalf("cb_3 at its max wait: %s", c.Status)
+	}
+	if err := st.Sweep(ctx, now.Add(cfg.CallbackMaxWait+time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := st.Get(ctx, "cb_3"); c.Status != fallback.StatusExpired {
+		t.Fatalf("cb_3 past its max wait: %s", c.Status)
+	}
+	sn, err := st.Snapshot(ctx, time.Now())
+	if err != nil || sn.Queued != 0 || sn.Leased != 1 || sn.Ledger.Expired != 1 || sn.Ledger.Lost != 1 || sn.Ledger.Check(sn.Queued, sn.Leased) != nil {
+		t.Fatalf("snapshot %+v %v", sn, err)
+	}
+}
