@@ -273,3 +273,35 @@ func TestCallbackQueueTimeouts(t *testing.T) {
 		t.Fatalf("snapshot %+v %v", sn, err)
 	}
 }
+
+// An operator may claim any pending callback by ticket (the CallbackStore
+// contract), not only the oldest: the ones it passes over in the stream
+// keep their places for the next claims.
+func TestCallbackClaimByTicketKeepsOrder(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	st := redisqueue.NewCallbackStore(srv.Client(t), "callbacks", workerConfig())
+	now := time.Now()
+	for _, tk := range []string{"cb_1", "cb_2", "cb_3", "cb_4"} {
+		if _, _, err := st.Accept(ctx, fallback.Callback{Ticket: tk, Call: tk, Turn: "t", Number: "+15550100", Accepted: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c, err := st.Claim(ctx, "cb_3", "op", now, now.Add(time.Minute)); err != nil || c.Attempt != 1 {
+		t.Fatalf("claim cb_3: %+v %v", c, err)
+	}
+	var got []string
+	for range 3 {
+		c, err := st.Next(ctx, "op", now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, c.Ticket)
+	}
+	if strings.Join(got, ",") != "cb_1,cb_2,cb_4" {
+		t.Fatalf("next after claiming cb_3: %v", got)
+	}
+	if _, err := st.Next(ctx, "op", now); !errors.Is(err, fallback.ErrSlotsBusy) {
+		t.Fatalf("fifth claim with 4 slots: %v", err)
+	}
+}
