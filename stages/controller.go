@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-
-	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
 
 // DefaultTombstones is the number of terminal records a Controller retains
@@ -56,6 +54,13 @@ type Job struct {
 // record is a queued or leased piece of work. Records live in a slab sized
 // Slots+Waiting, so queueing and admitting work costs no allocation and the
 // queue refers to records by index without hashing identities.
+//
+// Every retained identity, live or terminal, has one entry in the
+// Controller's ids map: the index of its record in the slab (>= 0), or the
+// complement (^slot, < 0) of its slot in the tombstone ring. One map serves
+// the duplicate check, the lookups by identity and the move from live to
+// terminal, so each operation hashes an identity once where it used to hash
+// it for a live map and again for a tombstone map.
 type record struct {
 	id        string
 	owner     string
@@ -87,11 +92,11 @@ type Controller struct {
 	queue      ring
 	recs       []record
 	free       []int32
-	live       map[string]int32
+	ids        map[string]int // retained identities: record index, or ^tombstone slot
 	owners     map[string]*owner
 	leased     int
 	cleanup    int
-	tombstones *simplelru.LRU[string, Disposition]
+	tombstones tombstones
 	ledger     Ledger
 	tenants    map[string]int // waiting work per tenant, only while nonzero
 }
@@ -113,20 +118,16 @@ func New(l Limits, opts ...Option) (*Controller, error) {
 	if l.Tombstones == 0 {
 		l.Tombstones = DefaultTombstones
 	}
-	tomb, err := simplelru.NewLRU[string, Disposition](l.Tombstones, nil)
-	if err != nil {
-		return nil, fmt.Errorf("stages: tombstones: %w", err)
-	}
 	c := &Controller{
 		limits:     l,
 		clock:      time.Now,
 		queue:      newRing(l.Waiting),
 		recs:       make([]record, l.Slots+l.Waiting),
 		free:       make([]int32, 0, l.Slots+l.Waiting),
-		live:       make(map[string]int32, l.Slots+l.Waiting),
+		ids:        make(map[string]int, l.Slots+l.Waiting),
 		tenants:    make(map[string]int),
 		owners:     make(map[string]*owner),
-		tombstones: tomb,
+		tombstones: newTombstones(l.Tombstones),
 	}
 	for i := len(c.recs) - 1; i >= 0; i-- {
 		c.free = append(c.free, int32(i))
@@ -244,10 +245,7 @@ func (c *Controller) Offer(job Job, now time.Time) (Disposition, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.live[job.ID]; ok {
-		return 0, fmt.Errorf("%w: %q", ErrDuplicate, job.ID)
-	}
-	if c.tombstones.Contains(job.ID) {
+	if _, ok := c.ids[job.ID]; ok { // queued, leased or a tombstone
 		return 0, fmt.Errorf("%w: %q", ErrDuplicate, job.ID)
 	}
 	c.ledger.Offered++
@@ -266,7 +264,7 @@ func (c *Controller) Offer(job Job, now time.Time) (Disposition, error) {
 	c.free = c.free[:len(c.free)-1]
 	c.recs[ref] = record{id: job.ID, owner: job.Owner, tenant: job.Tenant, own: o, gen: job.Generation, born: job.Born, state: Queued}
 	o.live = append(o.live, ref)
-	c.live[job.ID] = ref
+	c.ids[job.ID] = int(ref)
 	c.queue.push(ref)
 	if job.Tenant != "" {
 		c.tenants[job.Tenant]++
@@ -342,13 +340,13 @@ func (c *Controller) take(now time.Time) (Disposition, string, error) {
 func (c *Controller) Release(id string) (Disposition, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ref, ok := c.live[id]
-	if !ok || c.recs[ref].state == Queued {
+	ref, ok := c.ids[id]
+	if !ok || ref < 0 || c.recs[ref].state == Queued {
 		return 0, fmt.Errorf("%w: %q", ErrNoLease, id)
 	}
 	r := &c.recs[ref]
 	if r.returned { // ReleaseOnCancel counted this release at the cancel
-		c.finish(ref, Cancelled)
+		c.finish(int32(ref), Cancelled)
 		return Cancelled, nil
 	}
 	c.leased--
@@ -360,7 +358,7 @@ func (c *Controller) Release(id string) (Disposition, error) {
 	} else {
 		c.ledger.Completed++
 	}
-	c.finish(ref, d)
+	c.finish(int32(ref), d)
 	return d, nil
 }
 
@@ -376,12 +374,16 @@ func (c *Controller) unqueue(r *record) {
 	}
 }
 
-// finish moves a record from the live set to the tombstones and frees its
-// slab entry.
+// finish moves a record from the slab to the tombstones and frees its slab
+// entry. The identity's entry in c.ids is overwritten in place to point at
+// its tombstone; only the evicted oldest tombstone, if any, is deleted.
 func (c *Controller) finish(ref int32, d Disposition) {
 	r := &c.recs[ref]
-	delete(c.live, r.id)
-	c.tombstones.Add(r.id, d)
+	slot, evicted, full := c.tombstones.add(r.id, d)
+	if full {
+		delete(c.ids, evicted)
+	}
+	c.ids[r.id] = ^slot
 	o := r.own
 	for i, v := range o.live {
 		if v == ref {
@@ -417,10 +419,14 @@ func (c *Controller) Reopen() {
 func (c *Controller) State(id string) (Disposition, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if ref, ok := c.live[id]; ok {
-		return c.recs[ref].state, true
+	ref, ok := c.ids[id]
+	switch {
+	case !ok:
+		return 0, false
+	case ref < 0:
+		return c.tombstones.at(^ref), true
 	}
-	return c.tombstones.Peek(id)
+	return c.recs[ref].state, true
 }
 
 // Generation reports owner's current generation.
@@ -445,20 +451,20 @@ func (c *Controller) Cancel(id string) (Disposition, error) {
 func (c *Controller) CancelAt(id string, now time.Time) (Disposition, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ref, ok := c.live[id]
-	if !ok {
-		if d, ok := c.tombstones.Peek(id); ok {
-			return d, nil
-		}
+	ref, ok := c.ids[id]
+	switch {
+	case !ok:
 		return 0, fmt.Errorf("%w: unknown identity %q", ErrJob, id)
+	case ref < 0:
+		return c.tombstones.at(^ref), nil
 	}
 	r := &c.recs[ref]
 	switch r.state {
 	case Queued:
 		c.unqueue(r)
-		c.finish(ref, Cancelled)
+		c.finish(int32(ref), Cancelled)
 		c.ledger.CancelledQueued++
-		c.queue.filter(func(v int32) bool { return v != ref })
+		c.queue.filter(func(v int32) bool { return v != int32(ref) })
 	case Active:
 		c.cancelActive(r, now)
 	}

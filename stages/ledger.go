@@ -116,7 +116,7 @@ func (c *Controller) SnapshotAt(now time.Time) Snapshot {
 		Leased:         c.leased,
 		CleanupPending: c.cleanup,
 		Owners:         len(c.owners),
-		Tombstones:     c.tombstones.Len(),
+		Tombstones:     c.tombstones.len(),
 		Ledger:         c.ledger,
 		At:             now,
 	}
@@ -126,8 +126,8 @@ func (c *Controller) SnapshotAt(now time.Time) Snapshot {
 		}
 	}
 	if c.cleanup > 0 {
-		for _, ref := range c.live {
-			if r := c.recs[ref]; r.state == Cancelled && !r.returned {
+		for i := range c.recs { // free entries are zero: never Cancelled
+			if r := &c.recs[i]; r.state == Cancelled && !r.returned {
 				if age := now.Sub(r.cancelled); age > s.OldestCleanup {
 					s.OldestCleanup = age
 				}
