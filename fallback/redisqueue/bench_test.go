@@ -85,32 +85,48 @@ func benchCallbackConfig() fallback.Config {
 
 // BenchmarkCallbackCycle is one callback's whole life per op: accepted,
 // claimed by an operator (the oldest waiting), finished as completed. The
-// queue is empty between ops. store/* call the stores directly; service/*
+// queue is empty between ops. store=* call the stores directly; service=*
 // go through fallback.Service (RequestCallback, ClaimCallback,
 // FinishCallback), which is what a caller and an operator cost: with the
 // default SQLite store and the process's own stage, and in fleet mode with
-// the Redis store.
+// the Redis store. The SQLite store fsyncs every write (synchronous=FULL);
+// redis is a server without persistence, redis-aof one with appendonly yes
+// and appendfsync always, the setting under which a callback on Redis is
+// as durable as on SQLite (docs/FLEET.md).
 func BenchmarkCallbackCycle(b *testing.B) {
-	srv := redistest.Start(b)
-	rdb, rt := countedClient(b, srv)
 	ctx := context.Background()
+	type server struct {
+		name string
+		rdb  *redis.Client
+		rt   *commandCounter
+	}
+	var servers []server
+	for _, s := range []struct {
+		name  string
+		start func(testing.TB) *redistest.Server
+	}{{"redis", redistest.Start}, {"redis-aof", redistest.StartPersistent}} {
+		rdb, rt := countedClient(b, s.start(b))
+		servers = append(servers, server{s.name, rdb, rt})
+	}
 
-	b.Run("store=redis", func(b *testing.B) {
-		st := redisqueue.NewCallbackStore(rdb, benchName("cb"), benchCallbackConfig())
-		measure(b, rt, func(i int) {
-			ticket := fmt.Sprint("cb_", i)
-			if _, created, err := st.Accept(ctx, fallback.Callback{Ticket: ticket, Call: fmt.Sprint("call", i), Turn: "t1", Number: "+15550100", Accepted: benchEpoch}); err != nil || !created {
-				b.Fatal(created, err)
-			}
-			c, err := st.Next(ctx, "op1", benchEpoch)
-			if err != nil || c.Ticket != ticket {
-				b.Fatal(c.Ticket, err)
-			}
-			if _, err := st.Finish(ctx, ticket, c.Attempt, fallback.StatusCompleted, "called back", benchEpoch); err != nil {
-				b.Fatal(err)
-			}
+	for _, srv := range servers {
+		b.Run("store="+srv.name, func(b *testing.B) {
+			st := redisqueue.NewCallbackStore(srv.rdb, benchName("cb"), benchCallbackConfig())
+			measure(b, srv.rt, func(i int) {
+				ticket := fmt.Sprint("cb_", i)
+				if _, created, err := st.Accept(ctx, fallback.Callback{Ticket: ticket, Call: fmt.Sprint("call", i), Turn: "t1", Number: "+15550100", Accepted: benchEpoch}); err != nil || !created {
+					b.Fatal(created, err)
+				}
+				c, err := st.Next(ctx, "op1", benchEpoch)
+				if err != nil || c.Ticket != ticket {
+					b.Fatal(c.Ticket, err)
+				}
+				if _, err := st.Finish(ctx, ticket, c.Attempt, fallback.StatusCompleted, "called back", benchEpoch); err != nil {
+					b.Fatal(err)
+				}
+			})
 		})
-	})
+	}
 
 	// The SQLite store has no Next (the Service's stage orders claims), so
 	// this claims by ticket.
@@ -162,15 +178,17 @@ func BenchmarkCallbackCycle(b *testing.B) {
 		serviceCycle(b, svc, nil)
 	})
 
-	b.Run("service=redis", func(b *testing.B) {
-		cfg := benchCallbackConfig()
-		svc, err := fallback.New(ctx, cfg, nil, nil, fallback.WithStore(redisqueue.NewCallbackStore(rdb, benchName("cb"), cfg)))
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { svc.Close() })
-		serviceCycle(b, svc, rt)
-	})
+	for _, srv := range servers {
+		b.Run("service="+srv.name, func(b *testing.B) {
+			cfg := benchCallbackConfig()
+			svc, err := fallback.New(ctx, cfg, nil, nil, fallback.WithStore(redisqueue.NewCallbackStore(srv.rdb, benchName("cb"), cfg)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { svc.Close() })
+			serviceCycle(b, svc, srv.rt)
+		})
+	}
 }
 
 // BenchmarkHandoffCycle is one handoff's queue cycle per op: a caller
