@@ -45,7 +45,8 @@ func (s *Server) serveTwilio(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t := &twilioTransport{s: s, conn: conn, start: start, speaks: s.fallbackSpeaks(),
-		log: s.log.With("stream", start.StreamSID, "twilio_call", start.CallSID), byTurn: map[string]string{}}
+		log: s.log.With("stream", start.StreamSID, "twilio_call", start.CallSID), byTurn: map[string]string{},
+		menu: newTwilioMenu(s.cfg.Fallback, start.CustomParameters)}
 	t.log.Info("twilio: stream started", "params", len(start.CustomParameters))
 	runCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -116,6 +117,7 @@ type twilioTransport struct {
 	start  *twilio.Start
 	log    *slog.Logger
 	speaks bool // the Fallback sends prompt audio itself
+	menu   *twilioMenu
 
 	hello bool // the reader's: hello was delivered
 
@@ -155,7 +157,14 @@ func (t *twilioTransport) Recv(ctx context.Context) (ClientEvent, error) {
 			t.log.Info("twilio: stop")
 			return ClientEvent{Kind: EventHangup, Type: "hangup"}, nil
 		case twilio.EventDTMF:
-			t.log.Info("twilio: dtmf", "digit", m.DTMF.Digit)
+			digit := m.DTMF.Digit
+			if len(digit) > 4 {
+				digit = digit[:4] // a log line, not a place for the gateway's bytes
+			}
+			t.log.Info("twilio: dtmf", "digit", digit)
+			if ev, ok := t.pressed(ctx, m.DTMF.Digit); ok {
+				return ev, nil
+			}
 		case twilio.EventMark:
 			if p := m.Progress; p != nil {
 				t.log.Debug("twilio: mark", "utterance", p.Utterance, "played_ms", p.Played.Milliseconds(), "done", p.Done, "cleared", p.Cleared)
@@ -168,6 +177,7 @@ func (t *twilioTransport) Recv(ctx context.Context) (ClientEvent, error) {
 
 // Send implements Transport.
 func (t *twilioTransport) Send(ctx context.Context, msg any) error {
+	t.noteSent(msg)
 	switch m := msg.(type) {
 	case *AudioStartMsg:
 		conv, err := newToMulaw(m.Encoding, m.Rate)
@@ -210,6 +220,13 @@ func (t *twilioTransport) Send(ctx context.Context, msg any) error {
 		t.log.Info("twilio: interrupted", "generation", m.Generation, "cancelled", m.Cancelled, "heard_ms", heard)
 	case *SessionMsg:
 		t.log.Info("twilio: session", "disposition", m.Disposition, "position", m.Position)
+	case *OfferMsg:
+		t.offered(m)
+	case *FallbackMsg:
+		t.answered(m)
+	case *ErrorMsg:
+		t.log.Debug("twilio: error", "code", m.Code, "message", m.Message)
+		t.answerFailed(m)
 	default:
 		t.log.Debug("twilio: event", "msg", fmt.Sprintf("%T", msg))
 	}
@@ -288,10 +305,12 @@ func (t *twilioTransport) Interrupt(ctx context.Context, turn string) (time.Dura
 }
 
 // Close implements Transport. A refused or expired call first hears its
-// prompt: Close waits (bounded) for the prompt to be rendered, played and
-// its mark echoed, then closes with 1013.
+// prompt (and the keypad menu's outcome, twilio_menu.go): Close waits
+// (bounded) for the prompt to be rendered, played and its mark echoed, then
+// closes with 1013.
 func (t *twilioTransport) Close(status CloseStatus, reason string) {
 	t.once.Do(func() {
+		t.menuClosing(status)
 		if status == CloseTryLater {
 			t.waitPlayed(5 * time.Second)
 		}
