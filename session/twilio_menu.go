@@ -40,9 +40,9 @@ const (
 	keyHandoff  = "2"
 )
 
-// CallerParam is the start custom parameter that carries the caller's own
+// callerParam is the start custom parameter that carries the caller's own
 // number (E.164), the number a keypad callback calls back.
-const CallerParam = "caller"
+const callerParam = "caller"
 
 // twilioKeyWait is how long the menu waits for a key once it has played
 // (a variable so that tests can shorten it). The offer window of the
@@ -108,7 +108,7 @@ func newTwilioMenu(fb Fallback, params map[string]string) *twilioMenu {
 	if k, ok := fb.(keypadFallback); ok {
 		m.fb = k
 	}
-	if n, err := fallback.NormalizeNumber(params[CallerParam]); err == nil {
+	if n, err := fallback.NormalizeNumber(params[callerParam]); err == nil {
 		m.number = n
 	}
 	return m
@@ -275,7 +275,8 @@ func (t *twilioTransport) answered(f *FallbackMsg) {
 // the caller hears so and the call ends. Errors about the stream itself are
 // not the answer's.
 func (t *twilioTransport) answerFailed(e *ErrorMsg) {
-	if e.Code != CodeBadField && e.Code != CodeOutOfOrder || strings.HasPrefix(e.Message, "twilio:") || strings.HasPrefix(e.Message, "caller audio:") {
+	if (e.Code != CodeBadField && e.Code != CodeOutOfOrder) ||
+		strings.HasPrefix(e.Message, "twilio:") || strings.HasPrefix(e.Message, "caller audio:") {
 		return
 	}
 	m := t.menu

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -34,6 +35,7 @@ type keypadOptions struct {
 	window  time.Duration // Offers.OfferWindow
 	keyWait time.Duration // 0: the default
 	config  func(*fallback.Config)
+	opts    []fallback.Option
 }
 
 func newKeypad(t *testing.T, o keypadOptions) *keypad {
@@ -51,7 +53,7 @@ func newKeypad(t *testing.T, o keypadOptions) *keypad {
 			o.config(&fc)
 		}
 		// Prompts of 200 ms: short, but long enough to be paced and marked.
-		svc, err := fallback.New(context.Background(), fc, stub.NewSynthesizer(stub.Settings{FrameCount: 10, Rate: 16000}), nil)
+		svc, err := fallback.New(context.Background(), fc, stub.NewSynthesizer(stub.Settings{FrameCount: 10, Rate: 16000}), nil, o.opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +81,7 @@ func (k *keypad) dialRefused(ctx context.Context, t *testing.T, caller string) *
 	t.Helper()
 	params := map[string]string{"tenant": "acme"}
 	if caller != "" {
-		params[CallerParam] = caller
+		params[callerParam] = caller
 	}
 	g := k.gateway(ctx, twiliotest.Options{Speed: -1, CustomParameters: params})
 	if _, err := g.Wait(ctx, func(s twiliotest.Snapshot) bool { return echoed(s, "menu~") }); err != nil {
@@ -164,6 +166,104 @@ func TestTwilioKeypadCallback(t *testing.T) {
 	if out := k.logs.find("twilio: keypad outcome"); len(out) != 1 || out[0]["ticket"] != cbs[0].Ticket {
 		t.Fatalf("outcome %v, ticket %s", out, cbs[0].Ticket)
 	}
+}
+
+// refusingStore is a callback store whose writes fail.
+type refusingStore struct{ fallback.CallbackStore }
+
+func (refusingStore) Accept(context.Context, fallback.Callback) (fallback.Callback, bool, error) {
+	return fallback.Callback{}, false, errors.New("disk full")
+}
+
+// TestTwilioKeypadNotEstablished: a key whose fallback cannot be had after
+// all (the callback list or the handoff queue filled up since the offer, or
+// the store fails) establishes nothing, and the caller hears the matching
+// prompt, never that a callback is booked or a person is sought; then 1013.
+func TestTwilioKeypadNotEstablished(t *testing.T) {
+	t.Run("list full", func(t *testing.T) {
+		k := newKeypad(t, keypadOptions{window: 10 * time.Second, config: func(c *fallback.Config) { c.CallbackQueue = 1 }})
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		g := k.dialRefused(ctx, t, "+15550146")
+		// Another caller takes the last place between the offer and the key.
+		if r, err := k.svc.RequestCallback(ctx, fallback.CallbackRequest{Call: "other", Turn: "t1", Number: "+15550147", Consent: true}); err != nil || r.Disposition != stages.Queued {
+			t.Fatalf("other callback %+v %v", r, err)
+		}
+		if err := g.SendDTMF(ctx, "1"); err != nil {
+			t.Fatal(err)
+		}
+		closedAfter(ctx, t, g, "callback-overloaded~")
+		want := fallback.PromptFor(fallback.StageCallback, stages.Overloaded, nil).Text
+		if got := k.saidText("callback-overloaded~"); got != want {
+			t.Fatalf("outcome %q, want %q", got, want)
+		}
+		if k.saidText("callback-queued~") != "" {
+			t.Fatal("said booked")
+		}
+		if cbs, _ := k.svc.ListCallbacks(ctx, 0); len(cbs) != 1 || cbs[0].Call != "other" {
+			t.Fatalf("callbacks %+v", cbs)
+		}
+	})
+	t.Run("handoff queue full", func(t *testing.T) {
+		k := newKeypad(t, keypadOptions{window: 10 * time.Second, config: func(c *fallback.Config) { c.HandoffQueue = 1 }})
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		g := k.dialRefused(ctx, t, "+15550149")
+		h, d, err := k.svc.RequestHandoff(ctx, fallback.HandoffRequest{Call: "other", Turn: "t1"})
+		if err != nil || d != stages.Queued {
+			t.Fatalf("other handoff %v %v", d, err)
+		}
+		defer h.Cancel()
+		if err := g.SendDTMF(ctx, "2"); err != nil {
+			t.Fatal(err)
+		}
+		closedAfter(ctx, t, g, "handoff-overloaded~")
+		want := fallback.PromptFor(fallback.StageHandoff, stages.Overloaded, nil).Text
+		if got := k.saidText("handoff-overloaded~"); got != want {
+			t.Fatalf("outcome %q, want %q", got, want)
+		}
+		if k.saidText("handoff-queued~") != "" {
+			t.Fatal("said a person is being looked for")
+		}
+	})
+	t.Run("store fails", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		db, err := fallback.OpenSQLite(ctx, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		k := newKeypad(t, keypadOptions{window: 10 * time.Second, opts: []fallback.Option{fallback.WithStore(refusingStore{db})}})
+		g := k.dialRefused(ctx, t, "+15550148")
+		prompts := func(s twiliotest.Snapshot) int {
+			n := 0
+			for _, m := range s.Echoed {
+				if strings.HasPrefix(m, StageSession+"~") {
+					n++
+				}
+			}
+			return n
+		}
+		before := prompts(g.Snapshot())
+		if err := g.SendDTMF(ctx, "1"); err != nil {
+			t.Fatal(err)
+		}
+		s := closedAfter(ctx, t, g, "")
+		if prompts(s) != before+1 {
+			t.Fatalf("the failure prompt was not played: echoed %v", s.Echoed)
+		}
+		p := k.logs.find("twilio: prompt")
+		if last := p[len(p)-1]; last["stage"] != fallback.StageCallback || last["reason"] != fallback.ReasonFailed {
+			t.Fatalf("prompts %v", p)
+		}
+		if k.saidText("callback-") != "" {
+			t.Fatalf("said %v", k.said())
+		}
+		if cbs, _ := db.List(ctx, 0); len(cbs) != 0 {
+			t.Fatalf("callbacks %+v", cbs)
+		}
+	})
 }
 
 // agentConn is a human agent on /v1/agents.
