@@ -16,6 +16,10 @@ func buildReport(cfg Config, recs []*callerRec, start, ended time.Time) *Report 
 	if cfg.Arrival == Burst {
 		r.Config.BurstSize = cfg.BurstSize
 	}
+	if cfg.Dialect == Twilio {
+		r.Config.Utterance, r.Config.Settle = Millis(cfg.Utterance), Millis(cfg.Settle)
+		r.Config.Signed = cfg.TwilioAuthToken != ""
+	}
 	r.generator(cfg, recs)
 	r.callers(recs)
 	r.turns(cfg, recs)
@@ -29,7 +33,11 @@ func buildReport(cfg Config, recs []*callerRec, start, ended time.Time) *Report 
 		r.warn("client ledger does not balance")
 	}
 	if r.BargeIn.StaleAfter > 0 {
-		r.warn("%d frames of an older generation arrived after `interrupted`", r.BargeIn.StaleAfter)
+		if cfg.Dialect == Twilio {
+			r.warn("%d media frames of an interrupted reply arrived after `clear`", r.BargeIn.StaleAfter)
+		} else {
+			r.warn("%d frames of an older generation arrived after `interrupted`", r.BargeIn.StaleAfter)
+		}
 	}
 	if r.Goodput.Untyped > 0 {
 		r.warn("%d turns ended without a typed disposition", r.Goodput.Untyped)
@@ -372,6 +380,8 @@ func clientLedgers(r *Report) map[string]Ledger {
 				l.Refused.Stale = uint64(n)
 			case "out-of-order":
 				l.Refused.OutOfOrder = uint64(n)
+			case dRefused:
+				l.Refused.Unknown = uint64(n)
 			}
 		}
 		out[sc.Stage] = l

@@ -26,16 +26,26 @@ const (
 // Dialect is the wire protocol the callers speak.
 type Dialect string
 
-// Dialects. Only the native protocol is spoken so far: the server has no
-// Twilio endpoint yet, and Twilio callers speak audio, not turn text.
+// Dialects.
 const (
+	// Native speaks GET /v1/session (docs/PROTOCOL.md): text turns, JSON
+	// events, binary reply audio.
 	Native Dialect = "native"
+	// Twilio speaks GET /v1/twilio as a Twilio Media Streams gateway would
+	// (docs/TELEPHONY.md): connected and start, then 20 ms µ-law media in
+	// real time. A turn is speech-like audio followed by silence; replies
+	// are media followed by a mark, which the caller echoes once played;
+	// a barge-in is speech over a reply, answered by clear.
+	Twilio Dialect = "twilio"
 )
 
 // Limits of one run: a run is bounded in count and time.
 const (
 	MaxCallers  = 100000
 	MaxDuration = time.Hour
+	// MaxUtterance bounds a Twilio turn's speech, below the server's cut
+	// of one utterance (30 s).
+	MaxUtterance = 20 * time.Second
 )
 
 // Errors of Config validation.
@@ -87,6 +97,22 @@ type Config struct {
 	StreamAudio bool
 	// Text is what each turn says (zero: a short question).
 	Text string
+
+	// Utterance is how long each turn's synthetic speech lasts (Twilio
+	// only; 0: 800ms). The server hears the turn when 500 ms of quiet
+	// have followed it.
+	Utterance time.Duration
+	// Settle is how long a Twilio caller listens after start before it
+	// speaks (0: 500ms). The Twilio wire has no admission message: a caller
+	// that hears nothing in that time takes itself as admitted, and one
+	// that hears audio first takes it as the queue or refusal prompt.
+	Settle time.Duration
+	// TwilioAuthToken, when set, signs each Twilio upgrade with
+	// X-Twilio-Signature, as Twilio does (the server's -twilio-auth-token).
+	TwilioAuthToken string
+	// TwilioURL is the stream URL the signature covers, exactly as the
+	// server's -twilio-public-url (zero: the ws:// URL dialed).
+	TwilioURL string
 
 	// Deadline is the useful deadline: a turn is goodput when its first
 	// audio reaches the caller within Deadline of sending it (0: 2s).
@@ -154,6 +180,12 @@ func (c Config) withDefaults() Config {
 	if c.BargeAfter <= 0 {
 		c.BargeAfter = 200 * time.Millisecond
 	}
+	if c.Utterance <= 0 {
+		c.Utterance = 800 * time.Millisecond
+	}
+	if c.Settle <= 0 {
+		c.Settle = 500 * time.Millisecond
+	}
 	return c
 }
 
@@ -174,17 +206,20 @@ func (c Config) validate() error {
 		return bad("probabilities must be in [0, 1]")
 	case c.Think < 0 || c.Hold < 0 || c.Patience < 0:
 		return bad("negative duration")
-	case c.Dialect != Native:
-		return bad("dialect %q: only %q is spoken (the server has no Twilio endpoint yet)", c.Dialect, Native)
+	case c.Dialect != Native && c.Dialect != Twilio:
+		return bad("protocol %q: want %q or %q", c.Dialect, Native, Twilio)
+	case c.Utterance > MaxUtterance:
+		return bad("utterance %v over %v", c.Utterance, MaxUtterance)
 	case c.Arrival != Poisson && c.Arrival != Burst && c.Arrival != Steady:
 		return bad("arrival %q: want poisson, burst or steady", c.Arrival)
 	}
 	return nil
 }
 
-// endpoints returns the HTTP base URL and the session WebSocket URL of
-// target, refusing a non-loopback host unless allowRemote.
-func endpoints(target string, allowRemote bool) (base, ws string, err error) {
+// endpoints returns the HTTP base URL and the WebSocket URL of the
+// dialect's endpoint at target, refusing a non-loopback host unless
+// allowRemote.
+func endpoints(target string, d Dialect, allowRemote bool) (base, ws string, err error) {
 	if !strings.Contains(target, "://") {
 		target = "http://" + target
 	}
@@ -208,6 +243,9 @@ func endpoints(target string, allowRemote bool) (base, ws string, err error) {
 	w := *u
 	w.Scheme = map[string]string{"http": "ws", "https": "wss"}[u.Scheme]
 	w.Path = "/v1/session"
+	if d == Twilio {
+		w.Path = "/v1/twilio"
+	}
 	return base, w.String(), nil
 }
 

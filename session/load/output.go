@@ -29,9 +29,16 @@ func (r *Report) Summary() string {
 	fmt.Fprintf(&b, "completed: %d turns, %.1f/s from the first turn sent to the last completed\n", g.Completed, g.CompletedPerSecond)
 	fmt.Fprintf(&b, "first audio p50/p95/p99 %s; queue wait %s\n", r.FirstAud, r.QueueWait)
 	fmt.Fprintf(&b, "generator: lag %s, %.1f of %.1f callers/s\n", r.Generator.Lag, r.Generator.AchievedRate, r.Generator.TargetRate)
-	if r.BargeIn.Sent > 0 {
+	switch {
+	case r.BargeIn.Sent > 0 && r.Config.Dialect == Twilio:
+		fmt.Fprintf(&b, "barge-in: %d spoken over a reply, %d cleared, %d stale frames after clear; server last old write p99 <= %.3g ms\n",
+			r.BargeIn.Sent, r.BargeIn.Interrupted, r.BargeIn.StaleAfter, r.Server.BargeIn.P99Max)
+	case r.BargeIn.Sent > 0:
 		fmt.Fprintf(&b, "barge-in: %d sent, %d interrupted, %d stale frames after interrupted; server last old write p99 <= %.3g ms\n",
 			r.BargeIn.Sent, r.BargeIn.Interrupted, r.BargeIn.StaleAfter, r.Server.BargeIn.P99Max)
+	}
+	if r.Config.Dialect == Twilio {
+		r.twilioSummary(&b)
 	}
 	for _, w := range r.Warnings {
 		fmt.Fprintf(&b, "WARNING: %s\n", w)

@@ -58,6 +58,11 @@ type ReportConfig struct {
 	Duration    Millis  `json:"duration_ms"`
 	Seed        uint64  `json:"seed"`
 	Label       string  `json:"label,omitempty"`
+	// Twilio only: each turn's speech, the quiet taken as admission, and
+	// whether upgrades were signed.
+	Utterance Millis `json:"utterance_ms,omitempty"`
+	Settle    Millis `json:"settle_ms,omitempty"`
+	Signed    bool   `json:"signed,omitempty"`
 }
 
 // Generator reports whether the offered load was the load asked for.

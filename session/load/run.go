@@ -25,7 +25,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	base, ws, err := endpoints(cfg.Target, cfg.AllowRemote)
+	base, ws, err := endpoints(cfg.Target, cfg.Dialect, cfg.AllowRemote)
 	if err != nil {
 		return nil, err
 	}
@@ -85,10 +85,14 @@ launch:
 		stats.lag.Store(int64(time.Since(at)))
 		c := &caller{cfg: &cfg, ws: ws, hc: hc, rec: recs[i], stats: stats,
 			rnd: rand.New(rand.NewPCG(seeds[i], uint64(i)))}
+		run := c.run
+		if cfg.Dialect == Twilio {
+			run = (&twilioCaller{caller: c}).run
+		}
 		wg.Go(func() {
 			defer func() { <-sem }()
 			defer stats.done.Add(1)
-			c.run(runCtx)
+			run(runCtx)
 		})
 	}
 	wg.Wait()
@@ -102,6 +106,9 @@ launch:
 	r := buildReport(cfg, recs, start, ended)
 	r.Server = compareServer(r, before, beforeErr, after, afterErr)
 	r.Server.BargeIn = bargeMetric(metricsBefore, metricsAfter)
+	if cfg.Dialect == Twilio {
+		r.twilioNotes()
+	}
 	if cfg.Progress != nil {
 		cfg.Progress(Progress{Elapsed: ended.Sub(start), Duration: cfg.Duration, Scheduled: int(stats.scheduled.Load()),
 			Offered: r.Callers.Offered, Callers: cfg.Callers, Done: int(stats.done.Load()),

@@ -52,10 +52,15 @@ type Refused struct {
 	Expired    uint64 `json:"expired"`
 	Closed     uint64 `json:"closed"`
 	Overloaded uint64 `json:"overloaded"`
+	// Unknown are refusals whose kind the callers could not tell (the
+	// Twilio wire does not say); the server's own ledger never has any.
+	Unknown uint64 `json:"unknown,omitempty"`
 }
 
 // Total is the number of refused offers.
-func (r Refused) Total() uint64 { return r.Stale + r.OutOfOrder + r.Expired + r.Closed + r.Overloaded }
+func (r Refused) Total() uint64 {
+	return r.Stale + r.OutOfOrder + r.Expired + r.Closed + r.Overloaded + r.Unknown
+}
 
 // Terminal is the number of identities in a terminal state.
 func (l Ledger) Terminal() uint64 {
@@ -66,7 +71,7 @@ func (l Ledger) sub(o Ledger) Ledger {
 	return Ledger{Offered: l.Offered - o.Offered,
 		Refused: Refused{Stale: l.Refused.Stale - o.Refused.Stale, OutOfOrder: l.Refused.OutOfOrder - o.Refused.OutOfOrder,
 			Expired: l.Refused.Expired - o.Refused.Expired, Closed: l.Refused.Closed - o.Refused.Closed,
-			Overloaded: l.Refused.Overloaded - o.Refused.Overloaded},
+			Overloaded: l.Refused.Overloaded - o.Refused.Overloaded, Unknown: l.Refused.Unknown - o.Refused.Unknown},
 		Queued: l.Queued - o.Queued, Admitted: l.Admitted - o.Admitted, Expired: l.Expired - o.Expired,
 		CancelledQueued: l.CancelledQueued - o.CancelledQueued, CancelledActive: l.CancelledActive - o.CancelledActive,
 		Completed: l.Completed - o.Completed, ReleasedCancelled: l.ReleasedCancelled - o.ReleasedCancelled}

@@ -54,12 +54,15 @@ const (
 	dExpired    = "expired"
 	dOverloaded = "overloaded"
 	dClosed     = "closed"
+	// dRefused is a refusal whose kind the caller could not hear: the
+	// Twilio wire closes a refused call with 1013 and no word.
+	dRefused = "refused"
 )
 
 // refusal reports whether d turns work away (the typed refusals).
 func refusal(d string) bool {
 	switch d {
-	case dOverloaded, dExpired, dClosed, "stale", "out-of-order":
+	case dOverloaded, dExpired, dClosed, "stale", "out-of-order", dRefused:
 		return true
 	}
 	return false
