@@ -53,16 +53,12 @@ type Job struct {
 
 // record is a queued or leased piece of work. Records live in a slab sized
 // Slots+Waiting, so queueing and admitting work costs no allocation and the
-// queue refers to records by index without hashing identities.
-//
-// Every retained identity, live or terminal, has one entry in the
-// Controller's ids map: the index of its record in the slab (>= 0), or the
-// complement (^slot, < 0) of its slot in the tombstone ring. One map serves
-// the duplicate check, the lookups by identity and the move from live to
-// terminal, so each operation hashes an identity once where it used to hash
-// it for a live map and again for a tombstone map.
+// queue refers to records by index without hashing identities. The
+// identity itself is retained, from Offer until its tombstone is evicted, in
+// the Controller's identities (see identities).
 type record struct {
 	id        string
+	ent       int32 // the identity's entry in Controller.ids
 	owner     string
 	tenant    string
 	own       *owner
@@ -83,22 +79,21 @@ type owner struct {
 // Controller is a bounded admission controller for one stage. The zero value
 // is not usable; call New.
 type Controller struct {
-	mu         sync.Mutex
-	limits     Limits // as configured
-	eff        Limits // as the policy enforces them
-	policy     Policy
-	clock      func() time.Time
-	closed     bool
-	queue      ring
-	recs       []record
-	free       []int32
-	ids        map[string]int // retained identities: record index, or ^tombstone slot
-	owners     map[string]*owner
-	leased     int
-	cleanup    int
-	tombstones tombstones
-	ledger     Ledger
-	tenants    map[string]int // waiting work per tenant, only while nonzero
+	mu      sync.Mutex
+	limits  Limits // as configured
+	eff     Limits // as the policy enforces them
+	policy  Policy
+	clock   func() time.Time
+	closed  bool
+	queue   ring
+	recs    []record
+	free    []int32
+	ids     identities // every retained identity, live or tombstone
+	owners  map[string]*owner
+	leased  int
+	cleanup int
+	ledger  Ledger
+	tenants map[string]int // waiting work per tenant, only while nonzero
 }
 
 // Option configures a Controller.
@@ -119,15 +114,14 @@ func New(l Limits, opts ...Option) (*Controller, error) {
 		l.Tombstones = DefaultTombstones
 	}
 	c := &Controller{
-		limits:     l,
-		clock:      time.Now,
-		queue:      newRing(l.Waiting),
-		recs:       make([]record, l.Slots+l.Waiting),
-		free:       make([]int32, 0, l.Slots+l.Waiting),
-		ids:        make(map[string]int, l.Slots+l.Waiting),
-		tenants:    make(map[string]int),
-		owners:     make(map[string]*owner),
-		tombstones: newTombstones(l.Tombstones),
+		limits:  l,
+		clock:   time.Now,
+		queue:   newRing(l.Waiting),
+		recs:    make([]record, l.Slots+l.Waiting),
+		free:    make([]int32, 0, l.Slots+l.Waiting),
+		ids:     newIdentities(l.Slots+l.Waiting, l.Tombstones),
+		tenants: make(map[string]int),
+		owners:  make(map[string]*owner),
 	}
 	for i := len(c.recs) - 1; i >= 0; i-- {
 		c.free = append(c.free, int32(i))
@@ -245,7 +239,7 @@ func (c *Controller) Offer(job Job, now time.Time) (Disposition, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.ids[job.ID]; ok { // queued, leased or a tombstone
+	if _, ok := c.ids.index[job.ID]; ok { // queued, leased or a tombstone
 		return 0, fmt.Errorf("%w: %q", ErrDuplicate, job.ID)
 	}
 	c.ledger.Offered++
@@ -262,9 +256,8 @@ func (c *Controller) Offer(job Job, now time.Time) (Disposition, error) {
 	}
 	ref := c.free[len(c.free)-1]
 	c.free = c.free[:len(c.free)-1]
-	c.recs[ref] = record{id: job.ID, owner: job.Owner, tenant: job.Tenant, own: o, gen: job.Generation, born: job.Born, state: Queued}
+	c.recs[ref] = record{id: job.ID, ent: c.ids.add(job.ID, ref), owner: job.Owner, tenant: job.Tenant, own: o, gen: job.Generation, born: job.Born, state: Queued}
 	o.live = append(o.live, ref)
-	c.ids[job.ID] = int(ref)
 	c.queue.push(ref)
 	if job.Tenant != "" {
 		c.tenants[job.Tenant]++
@@ -340,13 +333,14 @@ func (c *Controller) take(now time.Time) (Disposition, string, error) {
 func (c *Controller) Release(id string) (Disposition, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ref, ok := c.ids[id]
-	if !ok || ref < 0 || c.recs[ref].state == Queued {
+	e, ok := c.ids.lookup(id)
+	if !ok || e.rec < 0 || c.recs[e.rec].state == Queued {
 		return 0, fmt.Errorf("%w: %q", ErrNoLease, id)
 	}
+	ref := e.rec
 	r := &c.recs[ref]
 	if r.returned { // ReleaseOnCancel counted this release at the cancel
-		c.finish(int32(ref), Cancelled)
+		c.finish(ref, Cancelled)
 		return Cancelled, nil
 	}
 	c.leased--
@@ -358,7 +352,7 @@ func (c *Controller) Release(id string) (Disposition, error) {
 	} else {
 		c.ledger.Completed++
 	}
-	c.finish(int32(ref), d)
+	c.finish(ref, d)
 	return d, nil
 }
 
@@ -374,16 +368,10 @@ func (c *Controller) unqueue(r *record) {
 	}
 }
 
-// finish moves a record from the slab to the tombstones and frees its slab
-// entry. The identity's entry in c.ids is overwritten in place to point at
-// its tombstone; only the evicted oldest tombstone, if any, is deleted.
+// finish makes a record's identity a tombstone and frees its slab entry.
 func (c *Controller) finish(ref int32, d Disposition) {
 	r := &c.recs[ref]
-	slot, evicted, full := c.tombstones.add(r.id, d)
-	if full {
-		delete(c.ids, evicted)
-	}
-	c.ids[r.id] = ^slot
+	c.ids.retire(r.ent, d)
 	o := r.own
 	for i, v := range o.live {
 		if v == ref {
@@ -419,14 +407,14 @@ func (c *Controller) Reopen() {
 func (c *Controller) State(id string) (Disposition, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ref, ok := c.ids[id]
+	e, ok := c.ids.lookup(id)
 	switch {
 	case !ok:
 		return 0, false
-	case ref < 0:
-		return c.tombstones.at(^ref), true
+	case e.rec < 0:
+		return e.d, true
 	}
-	return c.recs[ref].state, true
+	return c.recs[e.rec].state, true
 }
 
 // Generation reports owner's current generation.
@@ -451,20 +439,21 @@ func (c *Controller) Cancel(id string) (Disposition, error) {
 func (c *Controller) CancelAt(id string, now time.Time) (Disposition, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ref, ok := c.ids[id]
+	e, ok := c.ids.lookup(id)
 	switch {
 	case !ok:
 		return 0, fmt.Errorf("%w: unknown identity %q", ErrJob, id)
-	case ref < 0:
-		return c.tombstones.at(^ref), nil
+	case e.rec < 0:
+		return e.d, nil
 	}
+	ref := e.rec
 	r := &c.recs[ref]
 	switch r.state {
 	case Queued:
 		c.unqueue(r)
-		c.finish(int32(ref), Cancelled)
+		c.finish(ref, Cancelled)
 		c.ledger.CancelledQueued++
-		c.queue.filter(func(v int32) bool { return v != int32(ref) })
+		c.queue.filter(func(v int32) bool { return v != ref })
 	case Active:
 		c.cancelActive(r, now)
 	}

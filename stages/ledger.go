@@ -116,7 +116,7 @@ func (c *Controller) SnapshotAt(now time.Time) Snapshot {
 		Leased:         c.leased,
 		CleanupPending: c.cleanup,
 		Owners:         len(c.owners),
-		Tombstones:     c.tombstones.len(),
+		Tombstones:     c.ids.tombstones(),
 		Ledger:         c.ledger,
 		At:             now,
 	}

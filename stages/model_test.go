@@ -10,10 +10,13 @@ import (
 )
 
 // model is the reference semantics written as plainly as possible: slices
-// and maps, no ring, no tombstone eviction, no per-owner index.
+// and maps, no ring, no per-owner index. Terminal identities are kept in the
+// order they became terminal, and the oldest is forgotten when there are more
+// than the limit: an identity forgotten may be offered again.
 type model struct {
 	slots, waiting int
 	maxAge         time.Duration
+	tombstones     int
 	closed         bool
 	queue          []string
 	leases         map[string]bool
@@ -21,11 +24,27 @@ type model struct {
 	state          map[string]Disposition
 	gen            map[string]uint64
 	lastBorn       map[string]time.Time
+	terminal       []string // oldest first
 }
 
 func newModel(l Limits) *model {
-	return &model{slots: l.Slots, waiting: l.Waiting, maxAge: l.MaxAge, leases: map[string]bool{},
+	tombstones := l.Tombstones
+	if tombstones == 0 {
+		tombstones = DefaultTombstones
+	}
+	return &model{slots: l.Slots, waiting: l.Waiting, maxAge: l.MaxAge, tombstones: tombstones, leases: map[string]bool{},
 		jobs: map[string]Job{}, state: map[string]Disposition{}, gen: map[string]uint64{}, lastBorn: map[string]time.Time{}}
+}
+
+// retire records that id reached its terminal state d.
+func (m *model) retire(id string, d Disposition) {
+	m.state[id] = d
+	m.terminal = append(m.terminal, id)
+	if len(m.terminal) > m.tombstones {
+		delete(m.jobs, m.terminal[0])
+		delete(m.state, m.terminal[0])
+		m.terminal = m.terminal[1:]
+	}
 }
 
 func (m *model) rotate(owner string, g uint64) bool {
@@ -42,12 +61,30 @@ func (m *model) rotate(owner string, g uint64) bool {
 }
 
 func (m *model) cancelOwner(owner string) {
-	for id, j := range m.jobs {
-		if j.Owner == owner && (m.state[id] == Queued || m.state[id] == Active) {
-			m.state[id] = Cancelled
+	for id := range m.leases {
+		if m.jobs[id].Owner == owner {
+			m.state[id] = Cancelled // the lease stays until release
+		}
+	}
+	for _, id := range m.queue { // in arrival order: the order they retire
+		if m.jobs[id].Owner == owner {
+			m.retire(id, Cancelled)
 		}
 	}
 	m.queue = slices.DeleteFunc(m.queue, func(id string) bool { return m.state[id] != Queued })
+}
+
+func (m *model) cancel(id string) (Disposition, bool) {
+	switch d, ok := m.state[id]; {
+	case !ok:
+		return 0, false
+	case d == Queued:
+		m.retire(id, Cancelled)
+		m.queue = slices.DeleteFunc(m.queue, func(q string) bool { return q == id })
+	case d == Active:
+		m.state[id] = Cancelled
+	}
+	return m.state[id], true
 }
 
 func (m *model) forget(owner string) {
@@ -98,7 +135,7 @@ func (m *model) take(now time.Time) (Disposition, string, bool) {
 	}
 	if now.Sub(j.Born) > m.maxAge {
 		m.queue = m.queue[1:]
-		m.state[id] = Expired
+		m.retire(id, Expired)
 		return Expired, id, true
 	}
 	if len(m.leases) >= m.slots {
@@ -115,10 +152,12 @@ func (m *model) release(id string) (Disposition, bool) {
 		return 0, false
 	}
 	delete(m.leases, id)
-	if m.state[id] == Active {
-		m.state[id] = Completed
+	d := Completed
+	if m.state[id] == Cancelled {
+		d = Cancelled
 	}
-	return m.state[id], true
+	m.retire(id, d)
+	return d, true
 }
 
 // TestProperties runs random sequences of every operation against the model,
@@ -129,6 +168,8 @@ func TestProperties(t *testing.T) {
 			Slots:   rapid.IntRange(1, 3).Draw(t, "slots"),
 			Waiting: rapid.IntRange(1, 4).Draw(t, "waiting"),
 			MaxAge:  time.Duration(rapid.IntRange(0, 5).Draw(t, "maxAge")) * time.Second,
+			// Small bounds may evict tombstones within a run; 0 is the default.
+			Tombstones: rapid.SampledFrom([]int{0, 1, 2, 3, 5, 8}).Draw(t, "tombstones"),
 		}
 		c, err := New(l)
 		if err != nil {
@@ -195,6 +236,17 @@ func TestProperties(t *testing.T) {
 					t.Fatalf("Release(%s) = %v, %v; model %v, %v", id, got, err, want, ok)
 				}
 			},
+			"cancel": func(t *rapid.T) {
+				if len(known) == 0 {
+					return
+				}
+				id := rapid.SampledFrom(known).Draw(t, "id")
+				want, ok := m.cancel(id)
+				got, err := c.CancelAt(id, now)
+				if (err == nil) != ok || got != want {
+					t.Fatalf("Cancel(%s) = %v, %v; model %v, %v", id, got, err, want, ok)
+				}
+			},
 			"close": func(t *rapid.T) {
 				m.closed = true
 				c.Close()
@@ -203,34 +255,122 @@ func TestProperties(t *testing.T) {
 				m.closed = false
 				c.Reopen()
 			},
-			"": func(t *rapid.T) {
-				s := c.SnapshotAt(now)
-				if s.Leased > l.Slots || s.Queued > l.Waiting {
-					t.Fatalf("limits broken: %+v", s)
-				}
-				if s.Leased != len(m.leases) || s.Queued != len(m.queue) {
-					t.Fatalf("inventory %d leased %d queued; model %d %d", s.Leased, s.Queued, len(m.leases), len(m.queue))
-				}
-				if err := s.Ledger.Check(s.Queued, s.Leased); err != nil {
-					t.Fatal(err)
-				}
-				pending := 0
-				for id := range m.leases {
-					if m.state[id] == Cancelled {
-						pending++
-					}
-				}
-				if s.CleanupPending != pending {
-					t.Fatalf("cleanup pending %d, model %d", s.CleanupPending, pending)
-				}
-				for _, id := range known {
-					got, gok := c.State(id)
-					want, wok := m.state[id]
-					if gok != wok || got != want {
-						t.Fatalf("State(%s) = %v %v; model %v %v", id, got, gok, want, wok)
+			"": func(t *rapid.T) { verify(t, c, m, l, known, now) },
+		})
+	})
+}
+
+// verify checks the controller against the model at now: the limits, the
+// inventory and tombstone count, the ledger, pending cleanup, and the state
+// of every identity in known.
+func verify(t *rapid.T, c *Controller, m *model, l Limits, known []string, now time.Time) {
+	s := c.SnapshotAt(now)
+	if s.Leased > l.Slots || s.Queued > l.Waiting || s.Tombstones > m.tombstones {
+		t.Fatalf("limits broken: %+v", s)
+	}
+	if s.Leased != len(m.leases) || s.Queued != len(m.queue) || s.Tombstones != len(m.terminal) {
+		t.Fatalf("inventory %d leased %d queued %d tombstones; model %d %d %d",
+			s.Leased, s.Queued, s.Tombstones, len(m.leases), len(m.queue), len(m.terminal))
+	}
+	if err := s.Ledger.Check(s.Queued, s.Leased); err != nil {
+		t.Fatal(err)
+	}
+	pending := 0
+	for id := range m.leases {
+		if m.state[id] == Cancelled {
+			pending++
+		}
+	}
+	if s.CleanupPending != pending {
+		t.Fatalf("cleanup pending %d, model %d", s.CleanupPending, pending)
+	}
+	for _, id := range known {
+		got, gok := c.State(id)
+		want, wok := m.state[id]
+		if gok != wok || got != want {
+			t.Fatalf("State(%s) = %v %v; model %v %v", id, got, gok, want, wok)
+		}
+	}
+}
+
+// TestTombstoneProperties drives a controller with few tombstones and a small
+// pool of identities against the model, with operations that each retire
+// several identities, so that most runs evict tombstones and offer evicted
+// identities again: eviction must be oldest first, and an evicted identity
+// unknown to State, Cancel, Release and the duplicate check.
+func TestTombstoneProperties(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		l := Limits{
+			Slots:      rapid.IntRange(1, 2).Draw(t, "slots"),
+			Waiting:    rapid.IntRange(1, 3).Draw(t, "waiting"),
+			MaxAge:     2 * time.Second,
+			Tombstones: rapid.IntRange(1, 4).Draw(t, "tombstones"),
+		}
+		c, err := New(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := newModel(l)
+		now := t0
+		owners := []string{"a", "b"}
+		for _, o := range owners {
+			m.rotate(o, 1)
+			c.RotateAt(o, 1, now)
+		}
+		pool := []string{"j0", "j1", "j2", "j3", "j4", "j5"}
+		t.Repeat(map[string]func(*rapid.T){
+			"offer": func(t *rapid.T) {
+				for range rapid.IntRange(1, 3).Draw(t, "n") {
+					o := rapid.SampledFrom(owners).Draw(t, "owner")
+					j := Job{ID: rapid.SampledFrom(pool).Draw(t, "id"), Owner: o, Generation: m.gen[o], Born: now}
+					want, ok := m.offer(j, now)
+					if got, err := c.Offer(j, now); (err == nil) != ok || got != want {
+						t.Fatalf("Offer(%+v) = %v, %v; model %v, %v", j, got, err, want, ok)
 					}
 				}
 			},
+			"take and release": func(t *rapid.T) {
+				for range rapid.IntRange(1, 3).Draw(t, "n") {
+					want, wid, _ := m.take(now)
+					got, id, err := c.Take(now)
+					if err != nil || got != want || id != wid {
+						t.Fatalf("Take = %v %q %v; model %v %q", got, id, err, want, wid)
+					}
+				}
+				for _, id := range pool {
+					if m.leases[id] && rapid.Bool().Draw(t, "release") {
+						want, _ := m.release(id)
+						if got, err := c.Release(id); err != nil || got != want {
+							t.Fatalf("Release(%s) = %v, %v; model %v", id, got, err, want)
+						}
+					}
+				}
+			},
+			"release or cancel any": func(t *rapid.T) {
+				id := rapid.SampledFrom(pool).Draw(t, "id")
+				if rapid.Bool().Draw(t, "cancel") {
+					want, ok := m.cancel(id)
+					if got, err := c.CancelAt(id, now); (err == nil) != ok || got != want {
+						t.Fatalf("Cancel(%s) = %v, %v; model %v, %v", id, got, err, want, ok)
+					}
+					return
+				}
+				want, ok := m.release(id)
+				if got, err := c.Release(id); (err == nil) != ok || got != want {
+					t.Fatalf("Release(%s) = %v, %v; model %v, %v", id, got, err, want, ok)
+				}
+			},
+			"rotate": func(t *rapid.T) {
+				o := rapid.SampledFrom(owners).Draw(t, "owner")
+				m.rotate(o, m.gen[o]+1)
+				if err := c.RotateAt(o, m.gen[o], now); err != nil {
+					t.Fatal(err)
+				}
+			},
+			"advance": func(t *rapid.T) {
+				now = now.Add(time.Duration(rapid.IntRange(0, 3000).Draw(t, "ms")) * time.Millisecond)
+			},
+			"": func(t *rapid.T) { verify(t, c, m, l, pool, now) },
 		})
 	})
 }

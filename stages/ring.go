@@ -13,15 +13,20 @@ func newRing(n int) ring { return ring{buf: make([]int32, n)} }
 func (r *ring) len() int { return r.count }
 
 func (r *ring) push(id int32) {
-	if r.count == len(r.buf) { // only the unbounded baselines outgrow the ring
-		grown := make([]int32, 2*len(r.buf))
-		for i := 0; i < r.count; i++ {
-			grown[i] = r.at(i)
-		}
-		r.buf, r.head = grown, 0
+	if r.count == len(r.buf) { // only the unbounded baselines outgrow the queue
+		r.grow(max(2*len(r.buf), 1))
 	}
 	r.buf[(r.head+r.count)%len(r.buf)] = id
 	r.count++
+}
+
+// grow moves the ring into storage for n indices, n >= len.
+func (r *ring) grow(n int) {
+	grown := make([]int32, n)
+	for i := 0; i < r.count; i++ {
+		grown[i] = r.at(i)
+	}
+	r.buf, r.head = grown, 0
 }
 
 func (r *ring) peek() (int32, bool) {
