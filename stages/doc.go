@@ -27,6 +27,20 @@
 // when the head of the queue reaches its deadline, so expiry is reported
 // promptly without polling.
 //
+// # Memory
+//
+// The work a Controller retains is bounded by its limits, not by how much it
+// has seen: queued and leased work lives in a slab of Slots+Waiting records,
+// and terminal records (tombstones, kept so that State can still report an
+// outcome and Offer can refuse a reused identity) in a first-in-first-out
+// ring of at most Limits.Tombstones, the oldest evicted first. One map from
+// identity to a stable entry serves live work and tombstones alike, so an
+// admission cycle hashes each identity once per operation and, once the ring
+// has grown to its bound, allocates nothing. (The tombstones used to live in
+// golang-lru's simplelru; a tombstone is never looked up by recency nor added
+// twice, so FIFO eviction is the same eviction, without an allocation per
+// terminal record.)
+//
 // # Deadlines across stages
 //
 // Work that one stage hands to the next keeps the Born of the turn that
