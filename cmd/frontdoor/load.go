@@ -41,8 +41,16 @@ func loadFlags(fs *flag.FlagSet) *loadSettings {
 	fs.Float64Var(&c.BargeIn, "barge-in", 0.1, "probability that a caller barges in during a reply")
 	fs.DurationVar(&c.BargeAfter, "barge-after", 200*time.Millisecond, "a barge-in comes up to this long after the reply's first audio")
 	fs.Float64Var(&c.Callback, "callback", 0.5, "probability that a caller accepts an offered callback")
-	fs.BoolVar(&c.StreamAudio, "stream-audio", false, "callers send 20 ms frames of audio while on the line")
-	fs.StringVar(&c.Text, "text", "", "what each turn says")
+	fs.BoolVar(&c.StreamAudio, "stream-audio", false, "callers send 20 ms frames of audio while on the line (-protocol native; Twilio callers always do)")
+	fs.StringVar(&c.Text, "text", "", "what each turn says (-protocol native)")
+	fs.StringVar((*string)(&c.Dialect), "protocol", string(load.Native),
+		"what the callers speak: native (GET /v1/session, text turns) or twilio (GET /v1/twilio as a Twilio Media Streams gateway: "+
+			"20 ms µ-law media in real time, a turn is synthetic speech then silence, marks echoed once played, barge-in is speech over a reply; "+
+			"the server needs a recognizer)")
+	fs.DurationVar(&c.Utterance, "utterance", 800*time.Millisecond, "-protocol twilio: how long each turn's speech lasts")
+	fs.DurationVar(&c.Settle, "settle", 500*time.Millisecond, "-protocol twilio: a caller that hears nothing this long after start takes itself as admitted (the wire has no admission message)")
+	fs.StringVar(&c.TwilioAuthToken, "twilio-auth-token", "", "-protocol twilio: sign each upgrade with X-Twilio-Signature using this auth token (the server's -twilio-auth-token; or FRONTDOOR_TWILIO_AUTH_TOKEN)")
+	fs.StringVar(&c.TwilioURL, "twilio-url", "", "-protocol twilio: the stream URL the signature covers, as the server's -twilio-public-url (default: the ws:// URL dialed)")
 	fs.DurationVar(&c.Deadline, "deadline", 2*time.Second, "useful deadline: a turn is goodput if its first audio arrives within it")
 	fs.DurationVar(&c.Duration, "duration", time.Minute, fmt.Sprintf("the run ends by itself after this long (at most %v)", load.MaxDuration))
 	fs.Uint64Var(&c.Seed, "seed", 1, "seed of arrivals and caller choices")
