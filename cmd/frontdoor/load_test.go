@@ -90,3 +90,79 @@ func TestLoadRefusesRemoteTarget(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, stderr.String())
 	}
 }
+
+// TestLoadTwilio runs `frontdoor load -protocol twilio` against an
+// in-process server whose /v1/twilio checks signatures: the callers sign
+// their upgrades, speak, and their turns reach the server's recognizer.
+func TestLoadTwilio(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	const token, public = "cli-test-token-0123456789", "wss://frontdoor.example.com/v1/twilio"
+	st := stub.Settings{ModelDelay: 10 * time.Millisecond, Tokens: 2, SynthDelay: 10 * time.Millisecond, FrameCount: 10}
+	model, synth, rec := stub.NewModel(st), stub.NewSynthesizer(st), stub.NewRecognizer(st)
+	srv, err := session.New(session.Config{ModelBackend: model, Synthesizer: synth, Recognizer: rec,
+		Twilio: session.TwilioConfig{AuthToken: token, PublicURL: public}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	defer func() {
+		hs.CloseClientConnections()
+		srv.Close()
+		hs.Close()
+		model.Close()
+		synth.Close()
+		rec.Close()
+	}()
+
+	dir := t.TempDir()
+	jsonOut := filepath.Join(dir, "r.json")
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"load", "-target", hs.URL, "-protocol", "twilio",
+		"-twilio-auth-token", token, "-twilio-url", public, "-callers", "2", "-rate", "100",
+		"-turns", "1", "-barge-in", "0", "-utterance", "300ms", "-settle", "200ms", "-duration", "10s",
+		"-json", jsonOut}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	b, err := os.ReadFile(jsonOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Config struct {
+			Dialect string `json:"dialect"`
+			Signed  bool   `json:"signed"`
+		} `json:"config"`
+		Callers struct {
+			ByEnd map[string]int `json:"by_end"`
+		} `json:"callers"`
+		Goodput struct {
+			Completed int `json:"completed"`
+		} `json:"goodput"`
+		Server struct {
+			Matches bool `json:"matches"`
+			Stages  []struct {
+				Stage string `json:"stage"`
+				Delta struct {
+					Completed int `json:"completed"`
+				} `json:"delta"`
+			} `json:"stages"`
+		} `json:"server"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("JSON report: %v", err)
+	}
+	recognized := 0
+	for _, s := range r.Server.Stages {
+		if s.Stage == "recognize" {
+			recognized = s.Delta.Completed
+		}
+	}
+	if r.Config.Dialect != "twilio" || !r.Config.Signed || r.Callers.ByEnd["served"] != 2 || r.Goodput.Completed != 2 ||
+		recognized != 2 || !r.Server.Matches {
+		t.Errorf("report: %+v\n%s", r, stdout.String())
+	}
+	if !strings.Contains(stdout.String(), "server turn stages: recognize offered 2") {
+		t.Errorf("summary: %s", stdout.String())
+	}
+}
