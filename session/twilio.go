@@ -110,7 +110,8 @@ func (s *Server) twilioStart(ctx context.Context, conn *twilio.Conn) (*twilio.St
 // twilioTransport carries a Call over a Media Streams connection. Session
 // events have no place on the wire: audio_start and audio_end bracket an
 // utterance (a mark follows it), `interrupted` becomes a clear, prompts are
-// heard as audio, and everything is logged.
+// heard as audio, an `offer` after a session refusal becomes the keypad menu
+// (twilio_menu.go), and everything is logged.
 type twilioTransport struct {
 	s      *Server
 	conn   *twilio.Conn

@@ -98,7 +98,6 @@ type twilioMenu struct {
 	handoff  bool // key 2 is on offer
 	chosen   fallback.Kind
 	timer    *time.Timer
-	closed   bool
 	cut      uint64        // bumped when a key clears what was playing
 	speech   chan struct{} // closed when the latest spoken line was queued
 }
@@ -133,7 +132,7 @@ func (t *twilioTransport) noteSent(msg any) {
 func (t *twilioTransport) offered(o *OfferMsg) {
 	m := t.menu
 	m.mu.Lock()
-	if m.fb == nil || m.state != menuIdle || m.stage != StageSession || m.call == "" || m.closed {
+	if m.fb == nil || m.state != menuIdle || m.stage != StageSession || m.call == "" {
 		m.mu.Unlock()
 		t.log.Debug("twilio: offer not on the keypad", "kinds", o.Kinds)
 		return
@@ -181,7 +180,7 @@ func (t *twilioTransport) armMenu(d time.Duration) {
 	m := t.menu
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.state != menuOpen || m.closed {
+	if m.state != menuOpen {
 		return
 	}
 	m.timer = time.AfterFunc(d, func() { t.decline("no key") })
@@ -311,9 +310,6 @@ func (t *twilioTransport) menuClosing(status CloseStatus) {
 		t.log.Info("twilio: handoff hold ended with the call")
 		t.say("handoff-expired", p.Text, nil)
 	}
-	m.mu.Lock()
-	m.closed = true
-	m.mu.Unlock()
 }
 
 // say renders text as a prompt (outside the synthesis stage) and queues it

@@ -360,7 +360,7 @@ func TestTwilioKeypadHandoff(t *testing.T) {
 // bounded: once the offer window ends, the caller hears that the search
 // stopped, the handoff is withdrawn, and the stream ends with 1013.
 func TestTwilioKeypadHandoffNoAgent(t *testing.T) {
-	k := newKeypad(t, keypadOptions{window: 1500 * time.Millisecond})
+	k := newKeypad(t, keypadOptions{window: 3 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	g := k.dialRefused(ctx, t, "+15550144")
