@@ -35,8 +35,8 @@
 // outcome and Offer can refuse a reused identity) in a first-in-first-out
 // ring of at most Limits.Tombstones, the oldest evicted first. One map from
 // identity to a stable entry serves live work and tombstones alike, so an
-// admission cycle hashes each identity once per operation and, once the ring
-// has grown to its bound, allocates nothing. (The tombstones used to live in
+// identity is looked up in one map, not two, and an admission cycle, once the
+// ring has grown to its bound, allocates nothing. (The tombstones used to live in
 // golang-lru's simplelru; a tombstone is never looked up by recency nor added
 // twice, so FIFO eviction is the same eviction, without an allocation per
 // terminal record.)

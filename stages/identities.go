@@ -2,10 +2,9 @@ package stages
 
 // identities holds every identity a Controller retains, live or terminal,
 // each in an entry whose index stays the same from Offer until the identity
-// is forgotten, so one map from identity to entry serves the duplicate check,
-// every lookup by identity and the move from live to terminal: an operation
-// hashes an identity once, where a live map and a separate tombstone map
-// hashed it once for each.
+// is forgotten, so one map from identity to entry serves the duplicate check
+// and every lookup by identity, where a live map and a separate tombstone map
+// each hashed it, and the move from live to terminal touches no map at all.
 //
 // Terminal entries are the tombstones: a FIFO ring of at most max entry
 // indices, oldest first. When it is full, retiring one more identity evicts
