@@ -2,8 +2,11 @@
 // what they got.
 //
 // It is a black-box client: it speaks the wire protocol of GET /v1/session
-// (docs/PROTOCOL.md) over real WebSockets and reads GET /v1/stages and
-// GET /metrics, and it imports nothing from package session. Callers arrive
+// (docs/PROTOCOL.md), or with Config.Dialect Twilio that of a Twilio Media
+// Streams gateway on GET /v1/twilio (docs/TELEPHONY.md; see twilioCaller
+// for what a caller can and cannot tell on that wire), over real
+// WebSockets, reads GET /v1/stages and GET /metrics, and imports nothing
+// from package session. Callers arrive
 // in bursts or as a steady Poisson stream at a target rate; each waits for
 // its session, speaks its turns with think times between them, barges in
 // with a given probability, accepts a callback when one is offered with a

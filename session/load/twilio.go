@@ -26,10 +26,14 @@ import (
 //     Config.Settle after start takes itself as admitted; one that hears
 //     audio first has heard the queue prompt (or the refusal's). A close
 //     with 1013 before any reply has played to its end is the session
-//     stage's refusal: with two prompts heard (the queue's, then the
-//     expiry's) it expired in the queue, else it was refused at once. The
-//     turns it spoke were not heard (the server ignores the audio of a
-//     caller it has not admitted) and are not counted.
+//     stage's refusal, of a kind the caller cannot tell: refused at once
+//     and expired in the queue both hear prompts (and, from a server with
+//     the fallback service, a keypad menu) and then 1013, so the report
+//     counts them together (dRefused) and checks their sum against the
+//     server's ledger. The turns such a caller spoke were not heard (the
+//     server ignores the audio of a caller it has not admitted) and are not
+//     counted. A caller that heard a prompt and was then answered was
+//     queued.
 //   - Turns. A turn is Config.Utterance of speech; the server takes it when
 //     500 ms of quiet have followed, with its Born at the end of the speech,
 //     so the turn counts as sent at its last speech frame. The audio that
@@ -68,7 +72,6 @@ type twilioCaller struct {
 	start       time.Time // start sent
 	spoken      bool      // the caller has begun to speak
 	queued      bool      // it heard audio before it spoke
-	marks       int       // marks heard before the session was certain
 	prompts     int       // utterances heard that answered no turn
 	replyMark   string    // the mark that ended the latest reply
 	replyPlayed time.Time // when a reply first played to its end
@@ -588,14 +591,8 @@ func (c *twilioCaller) refusedSession() {
 		}
 	}
 	c.rec.turns, c.cur = nil, nil
-	expired := c.queued && c.marks >= 2
-	c.rec.queued = expired
-	if expired {
-		c.rec.sessDisp, c.rec.end = dExpired, EndExpired
-	} else {
-		c.rec.sessDisp, c.rec.end = dRefused, EndRefused
-	}
-	c.rec.err = ""
+	c.rec.queued = false // whether it waited first does not show
+	c.rec.sessDisp, c.rec.end, c.rec.err = dRefused, EndRefused, ""
 }
 
 // observe records one event.
@@ -628,9 +625,6 @@ func (c *twilioCaller) observe(ev twEvent) {
 		t.frames++
 	case twMark:
 		c.play.mark(ev.at, ev.mark)
-		if c.replyPlayed.IsZero() {
-			c.marks++
-		}
 		if c.stale(ev.at) {
 			return
 		}

@@ -5,11 +5,14 @@ import (
 	"strings"
 )
 
+// turnStages are the stages a speech turn passes.
+var turnStages = map[string]bool{"recognize": true, "model": true, "synthesis": true}
+
 // twilioNotes warns of what the Twilio wire hides from the callers.
 func (r *Report) twilioNotes() {
 	var n uint64
 	for _, s := range r.Server.Stages {
-		if s.Stage != "session" {
+		if turnStages[s.Stage] {
 			n += s.Delta.Refused.Total() + s.Delta.Expired
 		}
 	}
@@ -23,7 +26,7 @@ func (r *Report) twilioNotes() {
 func (r *Report) twilioSummary(b *strings.Builder) {
 	var parts []string
 	for _, s := range r.Server.Stages {
-		if s.Stage == "session" {
+		if !turnStages[s.Stage] {
 			continue
 		}
 		d := s.Delta
