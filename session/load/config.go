@@ -90,12 +90,14 @@ type Config struct {
 	BargeIn    float64
 	BargeAfter time.Duration
 	// Callback is the probability in [0,1] that a caller accepts a
-	// callback when the server offers one.
+	// callback when the server offers one (native only: the Twilio wire
+	// carries no offer).
 	Callback float64
 	// StreamAudio makes admitted callers send 20 ms PCM16 frames of caller
-	// audio while on the line (both directions streaming).
+	// audio while on the line (both directions streaming). Twilio callers
+	// always stream.
 	StreamAudio bool
-	// Text is what each turn says (zero: a short question).
+	// Text is what each turn says (native only; zero: a short question).
 	Text string
 
 	// Utterance is how long each turn's synthetic speech lasts (Twilio

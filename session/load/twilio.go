@@ -703,7 +703,11 @@ func (p *playback) media(now time.Time, d time.Duration) { p.end = later(p.end, 
 func (p *playback) mark(now time.Time, name string) {
 	at := later(p.end, now)
 	if len(p.marks) >= maxPending {
-		at = now // a gateway overrun echoes at once rather than grow
+		// Overrun: echo what is pending at once rather than grow. Due
+		// times stay in order, as after a clear.
+		for i := range p.marks {
+			p.marks[i].at = now
+		}
 	}
 	p.marks = append(p.marks, pendingMark{name: name, at: at})
 }

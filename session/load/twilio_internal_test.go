@@ -83,3 +83,22 @@ func TestPlayback(t *testing.T) {
 		t.Fatalf("audio after clear plays until %v, want 550ms", p.end.Sub(t0))
 	}
 }
+
+// A server that sends marks without end cannot grow the caller's queue:
+// past maxPending, what is pending falls due at once, in order.
+func TestPlaybackOverrun(t *testing.T) {
+	now := time.Unix(1000, 0)
+	var p playback
+	p.media(now, time.Minute)
+	for i := range 3 * maxPending {
+		p.mark(now, fmt.Sprint(i))
+		for {
+			if _, ok := p.pop(now); !ok {
+				break
+			}
+		}
+	}
+	if len(p.marks) > maxPending {
+		t.Fatalf("%d marks pending", len(p.marks))
+	}
+}
