@@ -99,10 +99,7 @@ func (s *Service) reconcileHandoffs(ctx context.Context) {
 		return
 	}
 	s.ho.mu.Lock()
-	var tickets []string
-	for t := range s.ho.byTicket {
-		tickets = append(tickets, t)
-	}
+	tickets := s.callersLocked()
 	for a := range s.ho.agents {
 		for t := range a.holds {
 			tickets = append(tickets, t)
@@ -158,13 +155,19 @@ func (s *Service) reconcileHandoffs(ctx context.Context) {
 	}
 }
 
+// callersLocked lists the tickets of this process's callers. Under ho.mu.
+func (s *Service) callersLocked() []string {
+	out := make([]string, 0, len(s.ho.byTicket))
+	for t := range s.ho.byTicket {
+		out = append(out, t)
+	}
+	return out
+}
+
 // keepHandoffs renews this process's callers and claims in the queue.
 func (s *Service) keepHandoffs(ctx context.Context) {
 	s.ho.mu.Lock()
-	var callers []string
-	for t := range s.ho.byTicket {
-		callers = append(callers, t)
-	}
+	callers := s.callersLocked()
 	claims := map[string]int{}
 	for a := range s.ho.agents {
 		for t, n := range a.holds {
@@ -197,10 +200,7 @@ func (s *Service) closeFleetHandoffs() {
 		return
 	}
 	s.ho.mu.Lock()
-	var tickets []string
-	for t := range s.ho.byTicket {
-		tickets = append(tickets, t)
-	}
+	tickets := s.callersLocked()
 	s.ho.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), fleetTimeout) // one deadline for all: Redis may be away
 	defer cancel()
