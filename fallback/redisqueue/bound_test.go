@@ -26,6 +26,7 @@ func TestCallbackBoundFleetWide(t *testing.T) {
 	cfg := workerConfig()
 	cfg.CallbackQueue = bound
 	cfg.CallbackSlots = 2
+	cfg.CallbackLease = time.Minute // the claims below must not lapse while the test runs
 	for range replicas {
 		st := redisqueue.NewCallbackStore(srv.Client(t), "callbacks", cfg)
 		svc, err := fallback.New(ctx, cfg, nil, nil, fallback.WithStore(st))
