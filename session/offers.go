@@ -44,7 +44,8 @@ type Offers struct {
 type offerState struct {
 	turn     string
 	kinds    []fallback.Kind
-	answered chan struct{} // closed once an answer reached a final outcome
+	answered chan struct{}     // closed once an answer reached a final outcome
+	handoff  *fallback.Handoff // the handoff asked for (under Offers.mu), for the keypad menu to withdraw
 	once     sync.Once
 }
 
@@ -66,6 +67,14 @@ func (o *Offers) Refused(ctx context.Context, r Refusal, out Sender) {
 		p = fallback.Prompt{Reason: TurnFailed, Stage: r.Stage, Text: PromptText(r)}
 	} else {
 		p = fallback.PromptFor(r.Stage, r.Disposition, o.svc.Available())
+		if len(p.Offer) > 0 {
+			// A phone caller answers with its keypad: it is offered only
+			// what its menu can take now, and nothing (no offer sentence)
+			// when no menu can open. Other callers get p unchanged.
+			if keys, ok := keypadOffer(out, p.Offer); ok {
+				p = fallback.PromptFor(r.Stage, r.Disposition, keys)
+			}
+		}
 	}
 	_ = out.Send(ctx, &PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text})
 	o.speak(ctx, r.Turn, p.Text, out)
@@ -183,6 +192,9 @@ func (o *Offers) Message(ctx context.Context, call string, ev ClientEvent, out S
 			st.done()
 			return true
 		}
+		o.mu.Lock()
+		st.handoff = h
+		o.mu.Unlock()
 		pos, _ := h.Position()
 		_ = out.Send(ctx, &FallbackMsg{Type: "handoff", Disposition: d, Ticket: h.Ticket, Position: pos})
 		o.wg.Go(func() {

@@ -60,6 +60,7 @@ func (s *Server) serveTwilio(w http.ResponseWriter, r *http.Request) {
 	stop()
 	wg.Wait()
 	t.prompts.Wait()
+	t.bg.Wait()
 }
 
 // twilioCaller gives the call the tenant named in the TwiML's <Parameter
@@ -110,8 +111,8 @@ func (s *Server) twilioStart(ctx context.Context, conn *twilio.Conn) (*twilio.St
 // twilioTransport carries a Call over a Media Streams connection. Session
 // events have no place on the wire: audio_start and audio_end bracket an
 // utterance (a mark follows it), `interrupted` becomes a clear, prompts are
-// heard as audio, an `offer` after a session refusal becomes the keypad menu
-// (twilio_menu.go), and everything is logged.
+// heard as audio, an `offer` becomes the keypad menu (twilio_menu.go), and
+// everything is logged.
 type twilioTransport struct {
 	s      *Server
 	conn   *twilio.Conn
@@ -128,7 +129,9 @@ type twilioTransport struct {
 	conv    *toMulaw          // its conversion to µ-law
 	byTurn  map[string]string // turn -> its latest utterance
 	last    string            // the last utterance queued
+	closing bool              // Close began: no more prompts are started
 	prompts sync.WaitGroup    // prompt rendering
+	bg      sync.WaitGroup    // a close the transport starts itself (a transfer)
 	once    sync.Once
 }
 
@@ -245,6 +248,10 @@ func (t *twilioTransport) endUtterance(utt string) {
 // as an utterance of its own.
 func (t *twilioTransport) speak(text string) {
 	t.mu.Lock()
+	if t.closing {
+		t.mu.Unlock()
+		return
+	}
 	t.n++
 	utt := fmt.Sprintf("prompt~%d", t.n)
 	t.prompts.Add(1)
@@ -308,10 +315,15 @@ func (t *twilioTransport) Interrupt(ctx context.Context, turn string) (time.Dura
 // Close implements Transport. A refused or expired call first hears its
 // prompt (and the keypad menu's outcome, twilio_menu.go): Close waits
 // (bounded) for the prompt to be rendered, played and its mark echoed, then
-// closes with 1013.
+// closes with 1013. The keypad menu also closes a conversation this way
+// when a person took the call. Prompts asked for once Close began are not
+// started: the rendering Close waits for is all there will be.
 func (t *twilioTransport) Close(status CloseStatus, reason string) {
 	t.once.Do(func() {
 		t.menuClosing(status)
+		t.mu.Lock()
+		t.closing = true
+		t.mu.Unlock()
 		if status == CloseTryLater {
 			t.waitPlayed(5 * time.Second)
 		}

@@ -18,13 +18,23 @@ import (
 )
 
 // A phone caller cannot send `callback` or `handoff` messages, so on
-// /v1/twilio the `offer` that follows a session refusal becomes a spoken
-// keypad menu (docs/TELEPHONY.md): 1 books a callback to the caller's own
-// number (the `caller` custom parameter), 2 asks for a person. The key is
-// turned into the native answer and goes through the same Fallback, so the
-// offer's rules (room re-checked, durable booking, one ticket per call) are
-// the native path's; only what the caller hears differs: the outcome is
-// spoken, since there is no text channel.
+// /v1/twilio the `offer` that follows a refusal becomes a spoken keypad menu
+// (docs/TELEPHONY.md): 1 books a callback to the caller's own number (the
+// `caller` custom parameter), 2 asks for a person. The key is turned into
+// the native answer and goes through the same Fallback, so the offer's rules
+// (room re-checked, durable booking, one ticket per call) are the native
+// path's; only what the caller hears differs: the outcome is spoken, since
+// there is no text channel.
+//
+// The menu follows a refusal of the call (the session stage), after which
+// the call ends, and a refusal of a turn in an admitted conversation, after
+// which the conversation goes on: a callback is booked and the caller keeps
+// talking; a person who takes the call ends the stream (1013) so that the
+// TwiML after <Connect> transfers it; a hold that runs out, or no key, and
+// the conversation simply continues. A caller is only ever offered what its
+// keypad can take right now (keypadOffer): one menu at a time, and no
+// callback without the caller's number. With nothing to take, the prompt
+// has no offer sentence at all.
 
 // Menu sentences. They are said after the refusal prompt, which already
 // names the fallbacks; the menu only says which key does what.
@@ -45,8 +55,8 @@ const (
 const callerParam = "caller"
 
 // twilioKeyWait is how long the menu waits for a key once it has played
-// (a variable so that tests can shorten it). The offer window of the
-// Fallback bounds the whole wait as well.
+// (a variable so that tests can shorten it). After a session refusal the
+// offer window of the Fallback bounds the whole wait as well.
 var twilioKeyWait atomic.Int64
 
 func init() { twilioKeyWait.Store(int64(10 * time.Second)) }
@@ -59,6 +69,13 @@ type keypadFallback interface {
 	// renderPrompt returns a prompt's speech, rendered outside the
 	// synthesis stage.
 	renderPrompt(ctx context.Context, text string) (backend.Audio, error)
+	// offerWindow bounds a hold for a person: from the offer, as long as
+	// a refused call waits for an answer.
+	offerWindow() time.Duration
+	// withdrawHandoff cancels the call's handoff. It reports false when
+	// the handoff had already resolved otherwise (an agent took it): its
+	// outcome is then on its way to the call.
+	withdrawHandoff(call string) bool
 }
 
 func (o *Offers) endOffer(call string) {
@@ -74,10 +91,55 @@ func (o *Offers) renderPrompt(ctx context.Context, text string) (backend.Audio, 
 	return o.svc.PromptAudio(ctx, text)
 }
 
+func (o *Offers) offerWindow() time.Duration {
+	if o.OfferWindow <= 0 {
+		return 30 * time.Second
+	}
+	return o.OfferWindow
+}
+
+func (o *Offers) withdrawHandoff(call string) bool {
+	o.mu.Lock()
+	var h *fallback.Handoff
+	if st := o.calls[call]; st != nil {
+		h = st.handoff
+	}
+	o.mu.Unlock()
+	if h == nil {
+		return true
+	}
+	h.Cancel()
+	select {
+	case <-h.Done():
+		return h.Outcome().Disposition == stages.Cancelled
+	default:
+		return true
+	}
+}
+
+// keypadOffer narrows the fallbacks a refusal would offer (kinds) to those
+// the caller's keypad menu can take, when out is a call over /v1/twilio,
+// and reserves the menu for them; ok is false for any other caller, who
+// answers with messages and is offered kinds unchanged. Offers calls it
+// before it words the prompt, so that a phone caller is never asked a
+// question that nothing listens for.
+func keypadOffer(out Sender, kinds []fallback.Kind) (keys []fallback.Kind, ok bool) {
+	c, ok := out.(*Call)
+	if !ok {
+		return kinds, false
+	}
+	t, ok := c.t.(*twilioTransport)
+	if !ok {
+		return kinds, false
+	}
+	return t.menu.reserve(kinds), true
+}
+
 type menuState int
 
 const (
 	menuIdle     menuState = iota // no offer to answer
+	menuOffering                  // an offer of keys is on its way (reserve)
 	menuOpen                      // the menu was said; a key is awaited
 	menuAnswered                  // a key was taken; its outcome is awaited
 	menuHolding                   // a handoff waits for an agent
@@ -92,12 +154,16 @@ type twilioMenu struct {
 
 	mu       sync.Mutex
 	call     string // the call's id, from its `session` message
-	stage    string // the stage of the latest prompt
+	admitted bool   // the call was admitted: a menu is part of a conversation
 	state    menuState
+	midcall  bool // the menu was offered in a conversation, which goes on after it
+	offerAt  time.Time
+	replied  bool // audio other than the menu's was queued since it opened
 	callback bool // key 1 is on offer
 	handoff  bool // key 2 is on offer
 	chosen   fallback.Kind
-	timer    *time.Timer
+	timer    *time.Timer   // the key wait
+	hold     *time.Timer   // a mid-call hold's end
 	cut      uint64        // bumped when a key clears what was playing
 	speech   chan struct{} // closed when the latest spoken line was queued
 }
@@ -113,6 +179,29 @@ func newTwilioMenu(fb Fallback, params map[string]string) *twilioMenu {
 	return m
 }
 
+// reserve returns the kinds of an offer that the menu can take now, and
+// keeps the menu for them until their `offer` arrives. Only one menu is
+// open at a time: while one is open or its answer is under way, nothing
+// more can be offered. A callback needs the caller's number.
+func (m *twilioMenu) reserve(kinds []fallback.Kind) []fallback.Kind {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fb == nil || (m.state != menuIdle && m.state != menuDone) {
+		return nil
+	}
+	var keys []fallback.Kind
+	for _, k := range kinds {
+		if k == fallback.KindCallback && m.number == "" {
+			continue
+		}
+		keys = append(keys, k)
+	}
+	if len(keys) > 0 {
+		m.state = menuOffering
+	}
+	return keys
+}
+
 // noteSent follows the call's messages that the menu depends on.
 func (t *twilioTransport) noteSent(msg any) {
 	m := t.menu
@@ -121,22 +210,30 @@ func (t *twilioTransport) noteSent(msg any) {
 	switch v := msg.(type) {
 	case *SessionMsg:
 		m.call = v.Session
+		m.admitted = m.admitted || v.Disposition == stages.Admitted
+	case *AudioStartMsg:
+		m.replied = true
 	case *PromptMsg:
-		m.stage = v.Stage
+		// A callback the store failed to take is answered with this
+		// prompt alone (its audio is the Fallback's): the answer is over.
+		if m.state == menuAnswered && v.Reason == fallback.ReasonFailed && v.Stage == string(m.chosen) {
+			m.state = menuDone
+		}
 	}
 }
 
-// offered opens the menu for an `offer` after a session refusal: only the
-// keys the caller can use (a callback needs the caller's number). With no
-// usable key the call ends as it would have without an offer.
+// offered opens the menu for an `offer` of the keys reserved for it: only
+// those the caller can use. With no usable key a refused call ends as it
+// would have without an offer.
 func (t *twilioTransport) offered(o *OfferMsg) {
 	m := t.menu
 	m.mu.Lock()
-	if m.fb == nil || m.state != menuIdle || m.stage != StageSession || m.call == "" {
+	if m.fb == nil || m.state != menuOffering || m.call == "" {
 		m.mu.Unlock()
 		t.log.Debug("twilio: offer not on the keypad", "kinds", o.Kinds)
 		return
 	}
+	m.callback, m.handoff = false, false
 	for _, k := range o.Kinds {
 		switch k {
 		case fallback.KindCallback:
@@ -163,9 +260,10 @@ func (t *twilioTransport) offered(o *OfferMsg) {
 		return
 	}
 	m.state = menuOpen
-	callback, handoff := m.callback, m.handoff
+	m.midcall, m.offerAt, m.replied = m.admitted, time.Now(), false
+	callback, handoff, midcall := m.callback, m.handoff, m.midcall
 	m.mu.Unlock()
-	t.log.Info("twilio: keypad menu", "callback", callback, "handoff", handoff)
+	t.log.Info("twilio: keypad menu", "callback", callback, "handoff", handoff, "midcall", midcall)
 	t.say("menu", text, func(ok bool) {
 		if !ok { // the menu could not be said: no key was offered
 			t.decline("menu not rendered")
@@ -187,8 +285,8 @@ func (t *twilioTransport) armMenu(d time.Duration) {
 }
 
 // decline ends an open menu: the caller pressed another key or none in
-// time. The refused call then closes after what is playing, as without an
-// offer.
+// time. A refused call then closes after what is playing, as without an
+// offer; a conversation simply goes on.
 func (t *twilioTransport) decline(why string) {
 	m := t.menu
 	m.mu.Lock()
@@ -209,7 +307,9 @@ func (t *twilioTransport) decline(why string) {
 // pressed handles a keypress. A key on offer becomes the native answer (a
 // `callback` with consent and the caller's number, or a `handoff`), which
 // the call hands to its Fallback; any other key while the menu is open
-// declines it. Keys at other times are ignored.
+// declines it. Keys at other times are ignored. A key stops the rest of
+// the menu: a clear, unless other audio (a reply the conversation went on
+// with) was queued after the menu, which a clear would cut as well.
 func (t *twilioTransport) pressed(ctx context.Context, digit string) (ClientEvent, bool) {
 	m := t.menu
 	m.mu.Lock()
@@ -236,21 +336,30 @@ func (t *twilioTransport) pressed(ctx context.Context, digit string) (ClientEven
 		m.timer.Stop()
 	}
 	m.cut++ // the rest of the menu is not said
+	clear := !m.replied
 	m.mu.Unlock()
 	t.log.Info("twilio: keypad answer", "kind", ev.Type)
-	if _, err := t.conn.Clear(ctx); err != nil {
-		t.log.Debug("twilio: clear", "err", err)
+	if clear {
+		if _, err := t.conn.Clear(ctx); err != nil {
+			t.log.Debug("twilio: clear", "err", err)
+		}
 	}
 	return ev, true
 }
 
 // answered speaks the outcome of the caller's answer: the sentence of the
 // prompt table for it (for a callback, "booked" only once it was durably
-// queued). A handoff in the queue is held until its outcome.
+// queued). A handoff in the queue is held until its outcome; in a
+// conversation the hold ends with the offer window (holdEnded). A handoff
+// an agent took mid-call ends the stream once that was said, as after a
+// session refusal, so that the TwiML after <Connect> transfers the call.
+// A cancelled handoff was withdrawn here (the hold ended) or with the call,
+// and whoever withdrew it speaks.
 func (t *twilioTransport) answered(f *FallbackMsg) {
 	m := t.menu
 	m.mu.Lock()
-	if (m.state != menuAnswered && m.state != menuHolding) || string(m.chosen) != f.Type {
+	if (m.state != menuAnswered && m.state != menuHolding) || string(m.chosen) != f.Type ||
+		f.Disposition == stages.Cancelled {
 		m.mu.Unlock()
 		return
 	}
@@ -260,19 +369,65 @@ func (t *twilioTransport) answered(f *FallbackMsg) {
 	}
 	if m.chosen == fallback.KindHandoff && f.Disposition == stages.Queued {
 		m.state = menuHolding
+		if m.midcall && m.hold == nil {
+			m.hold = time.AfterFunc(time.Until(m.offerAt.Add(m.fb.offerWindow())), t.holdEnded)
+		}
 	} else {
 		m.state = menuDone
+		if m.hold != nil {
+			m.hold.Stop()
+			m.hold = nil
+		}
 	}
+	transfer := m.midcall && stage == fallback.StageHandoff && f.Disposition == stages.Completed
 	m.mu.Unlock()
 	p := fallback.PromptFor(stage, f.Disposition, nil)
 	t.log.Info("twilio: keypad outcome", "kind", f.Type, "disposition", f.Disposition, "ticket", f.Ticket, "agent", f.Agent)
-	t.say(stage+"-"+f.Disposition.String(), p.Text, nil)
+	var then func(bool)
+	if transfer {
+		// Said or not, the person has the call: the stream ends.
+		then = func(bool) {
+			t.bg.Go(func() {
+				t.log.Info("twilio: handed to a person: closing for the transfer")
+				t.Close(CloseTryLater, "transferred to a person")
+			})
+		}
+	}
+	t.say(stage+"-"+f.Disposition.String(), p.Text, then)
+}
+
+// holdEnded ends a mid-call hold for a person at the end of the offer
+// window: the handoff is withdrawn, the caller hears that the search
+// stopped, and the conversation goes on. A handoff an agent took just
+// before is left to its outcome.
+func (t *twilioTransport) holdEnded() {
+	m := t.menu
+	m.mu.Lock()
+	if m.state != menuHolding {
+		m.mu.Unlock()
+		return
+	}
+	call := m.call
+	m.mu.Unlock()
+	if !m.fb.withdrawHandoff(call) {
+		return
+	}
+	m.mu.Lock()
+	if m.state != menuHolding {
+		m.mu.Unlock()
+		return
+	}
+	m.state = menuDone
+	m.hold = nil
+	m.mu.Unlock()
+	t.log.Info("twilio: handoff hold ended: the conversation goes on")
+	t.say("handoff-expired", fallback.PromptFor(fallback.StageHandoff, stages.Expired, nil).Text, nil)
 }
 
 // answerFailed handles an error the Fallback gave the caller's answer
 // (the handoff queue could not be asked, say): nothing was established,
-// the caller hears so and the call ends. Errors about the stream itself are
-// not the answer's.
+// the caller hears so, and a refused call ends (a conversation goes on).
+// Errors about the stream itself are not the answer's.
 func (t *twilioTransport) answerFailed(e *ErrorMsg) {
 	if (e.Code != CodeBadField && e.Code != CodeOutOfOrder) ||
 		strings.HasPrefix(e.Message, "twilio:") || strings.HasPrefix(e.Message, "caller audio:") {
@@ -292,16 +447,19 @@ func (t *twilioTransport) answerFailed(e *ErrorMsg) {
 	m.fb.endOffer(call)
 }
 
-// menuClosing runs as the stream closes: the menu's timer stops, and a
+// menuClosing runs as the stream closes: the menu's timers stop, and a
 // caller still holding for a person when a refused call ends (the offer
 // window ran out; the handoff is withdrawn with the call) hears that the
 // search stopped.
 func (t *twilioTransport) menuClosing(status CloseStatus) {
 	m := t.menu
 	m.mu.Lock()
-	holding := m.state == menuHolding
+	holding := m.state == menuHolding && !m.midcall
 	if m.timer != nil {
 		m.timer.Stop()
+	}
+	if m.hold != nil {
+		m.hold.Stop()
 	}
 	m.state = menuDone
 	m.mu.Unlock()
@@ -315,10 +473,17 @@ func (t *twilioTransport) menuClosing(status CloseStatus) {
 // say renders text as a prompt (outside the synthesis stage) and queues it
 // as an utterance of its own, after any line said before it. queued, when
 // set, learns whether it was queued. A line started before a key cleared
-// the playback is dropped.
+// the playback is dropped, and so is one asked for once the stream closes.
 func (t *twilioTransport) say(name, text string, queued func(ok bool)) {
 	m := t.menu
 	t.mu.Lock()
+	if t.closing {
+		t.mu.Unlock()
+		if queued != nil {
+			queued(false)
+		}
+		return
+	}
 	t.n++
 	utt := fmt.Sprintf("%s~%d", name, t.n)
 	t.prompts.Add(1)

@@ -419,9 +419,11 @@ func TestTwilioKeypadNoKey(t *testing.T) {
 }
 
 // TestTwilioKeypadNoNumber: a caller without a valid number is not offered
-// option 1: the menu names only 2, and pressing 1 books nothing and ends the
-// call politely. When a callback is all there is, no menu is said and the
-// call closes after the prompt without waiting for the offer window.
+// a callback: the prompt offers only a person, the menu names only 2, and
+// pressing 1 books nothing and ends the call politely. When a callback is
+// all there is, the prompt offers nothing (no question is asked), no menu
+// is said and the call closes after the prompt without waiting for the
+// offer window.
 func TestTwilioKeypadNoNumber(t *testing.T) {
 	t.Run("handoff left", func(t *testing.T) {
 		k := newKeypad(t, keypadOptions{window: 20 * time.Second})
@@ -430,6 +432,10 @@ func TestTwilioKeypadNoNumber(t *testing.T) {
 		g := k.dialRefused(ctx, t, "0100") // not E.164
 		if got := k.saidText("menu~"); got != menuHandoff {
 			t.Fatalf("menu %q, want %q", got, menuHandoff)
+		}
+		want := fallback.PromptFor(StageSession, stages.Expired, []fallback.Kind{fallback.KindHandoff}).Text
+		if p := k.logs.find("twilio: prompt"); len(p) != 2 || p[1]["text"] != want {
+			t.Fatalf("prompts %v, want the last %q", p, want)
 		}
 		if err := g.SendDTMF(ctx, "1"); err != nil {
 			t.Fatal(err)
@@ -464,8 +470,12 @@ func TestTwilioKeypadNoNumber(t *testing.T) {
 		if s.Received == 0 || len(k.said()) != 0 {
 			t.Fatalf("heard %v, said %v", s.Received, k.said())
 		}
-		if o := k.logs.find("twilio: no keypad option"); len(o) != 1 || o[0]["has_number"] != false {
-			t.Fatalf("no keypad option logged %v", o)
+		want := fallback.PromptFor(StageSession, stages.Expired, nil).Text
+		if p := k.logs.find("twilio: prompt"); len(p) != 2 || p[1]["text"] != want {
+			t.Fatalf("prompts %v, want the last %q", p, want)
+		}
+		if m := k.logs.find("twilio: keypad menu"); len(m) != 0 {
+			t.Fatalf("a menu was offered: %v", m)
 		}
 		if cbs, _ := k.svc.ListCallbacks(ctx, 0); len(cbs) != 0 {
 			t.Fatalf("callbacks %+v", cbs)
