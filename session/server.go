@@ -286,6 +286,13 @@ func placeholder(w http.ResponseWriter, _ *http.Request) {
 See <a href="/v1/stages">/v1/stages</a>, <a href="/metrics">/metrics</a>, <a href="/readyz">/readyz</a>.</p>`)
 }
 
+// serveSession accepts the WebSocket and returns: the call runs on in a
+// goroutine of its own (counted in callsWG, so that Drain and Close wait
+// for it). A handler that stayed for the whole call would keep net/http's
+// request, response and connection state (with their buffers) and its own
+// deep stack alive for as long as an idle caller holds the line. What the
+// layer in front undoes when this handler returns (the tenant's count of
+// calls at once) it undoes when the call ends instead: WithCallEnd.
 func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.cfg.OriginPatterns})
 	if err != nil {
@@ -293,7 +300,24 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.SetReadLimit(MaxMessageBytes)
-	s.Run(r.Context(), &WebSocket{Conn: c})
+	// net/http cancels the request's context when the handler returns; the
+	// call keeps its values (the Caller) but not that cancellation. (A
+	// hijacked connection's context was never cancelled by the caller
+	// leaving: the call sees that on its socket.)
+	ctx := context.WithoutCancel(r.Context())
+	ended := holdCallEnd(ctx)
+	t := &WebSocket{Conn: c}
+	call := s.newCall(t)
+	if call == nil {
+		t.Close(CloseTryLater, "server closed")
+		ended()
+		return
+	}
+	go func() {
+		defer ended()
+		defer s.endCall(call)
+		call.run(ctx)
+	}()
 }
 
 // Run serves one call on t until it ends and every piece of its backend
@@ -307,6 +331,54 @@ func (s *Server) Run(ctx context.Context, t Transport) {
 	}
 	defer s.endCall(c)
 	c.run(ctx)
+}
+
+// WithCallEnd is for a handler in front of the server's (package
+// session/guard) that has something to undo once the call a request
+// started has ended, such as counting a tenant's calls at once: undo used
+// to run when the wrapped handler returned, but the native WebSocket
+// handler returns as soon as its call is accepted and the call runs on. It
+// returns the request's context to pass on and handlerDone, to be called
+// once when the wrapped handler has returned:
+//
+//	ctx, handlerDone := session.WithCallEnd(r.Context(), undo)
+//	next.ServeHTTP(w, r.WithContext(ctx))
+//	handlerDone()
+//
+// undo runs once, after handlerDone and after the end of the call the
+// handler left running, if any (the handlers that serve their call to its
+// end, such as Twilio's and WebRTC's, leave none).
+func WithCallEnd(ctx context.Context, undo func()) (context.Context, func()) {
+	e := &callEnd{undo: undo}
+	e.refs.Store(1)
+	return context.WithValue(ctx, callEndKey{}, e), e.done
+}
+
+type callEndKey struct{}
+
+// callEnd runs undo when its last holder is done: the handler, and the
+// call that outlives it.
+type callEnd struct {
+	refs atomic.Int32
+	undo func()
+}
+
+func (e *callEnd) done() {
+	if e.refs.Add(-1) == 0 && e.undo != nil {
+		e.undo()
+	}
+}
+
+// holdCallEnd makes a call that outlives its handler a holder of the
+// request's callEnd, if it has one; the call calls the function returned
+// when it has ended. It must be called before the handler returns.
+func holdCallEnd(ctx context.Context) func() {
+	e, ok := ctx.Value(callEndKey{}).(*callEnd)
+	if !ok {
+		return func() {}
+	}
+	e.refs.Add(1)
+	return e.done
 }
 
 func (s *Server) newCall(t Transport) *Call {

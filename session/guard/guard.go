@@ -170,13 +170,18 @@ func (g *Guard) Handler(next http.Handler, l Side) http.Handler {
 			g.refuse(w, http.StatusTooManyRequests, "rate_limited", "rate_limited", "your tenant is at its cap of calls at once")
 			return
 		}
-		defer release()
 		if g.cfg.Busy != nil && g.cfg.Busy() {
+			release()
 			g.retryAfter(w)
 			g.refuse(w, http.StatusServiceUnavailable, "overloaded", "overloaded", "the service is full; try again later")
 			return
 		}
-		ctx := session.WithCaller(r.Context(), session.Caller{Tenant: id.Tenant, AllowTurn: g.turnAllower(id.Tenant)})
+		// The call counts against its tenant until it has ended, which
+		// may be after next returns (the native WebSocket handler returns
+		// once its call is accepted): session.WithCallEnd releases it then.
+		ctx, handlerDone := session.WithCallEnd(r.Context(), release)
+		defer handlerDone()
+		ctx = session.WithCaller(ctx, session.Caller{Tenant: id.Tenant, AllowTurn: g.turnAllower(id.Tenant)})
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
