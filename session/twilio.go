@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -122,6 +123,11 @@ type twilioTransport struct {
 	menu   *twilioMenu
 
 	hello bool // the reader's: hello was delivered
+	// handedOff: a person took the call (twilio_menu.go). The
+	// conversation is over on this stream while it closes for the
+	// transfer: the caller's audio is not listened to, and no more audio
+	// of the call's is sent after the line that says so.
+	handedOff atomic.Bool
 
 	mu      sync.Mutex
 	n       int
@@ -156,6 +162,9 @@ func (t *twilioTransport) Recv(ctx context.Context) (ClientEvent, error) {
 			if m.Media.Track != "" && m.Media.Track != "inbound" && m.Media.Track != "inbound_track" {
 				continue
 			}
+			if t.handedOff.Load() {
+				continue // the call is a person's now
+			}
 			return ClientEvent{Kind: EventAudio, Type: "media", Data: m.Media.Payload}, nil
 		case twilio.EventStop:
 			t.log.Info("twilio: stop")
@@ -184,6 +193,9 @@ func (t *twilioTransport) Send(ctx context.Context, msg any) error {
 	t.noteSent(msg)
 	switch m := msg.(type) {
 	case *AudioStartMsg:
+		if t.handedOff.Load() {
+			return nil // no utterance: its audio and end are dropped
+		}
 		conv, err := newToMulaw(m.Encoding, m.Rate)
 		if err != nil {
 			return err

@@ -385,6 +385,7 @@ func (t *twilioTransport) answered(f *FallbackMsg) {
 	t.log.Info("twilio: keypad outcome", "kind", f.Type, "disposition", f.Disposition, "ticket", f.Ticket, "agent", f.Agent)
 	var then func(bool)
 	if transfer {
+		t.handedOff.Store(true)
 		// Said or not, the person has the call: the stream ends.
 		then = func(bool) {
 			t.bg.Go(func() {

@@ -1,0 +1,447 @@
+package session
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/media/twilio/twiliotest"
+	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/backend"
+	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
+)
+
+// gatedModel holds turns whose text is "hold" until its gate opens (or
+// their call ends), so that a test keeps the model stage full for as long
+// as it needs and then frees it.
+type gatedModel struct {
+	backend.Model
+	gate chan struct{}
+	once sync.Once
+}
+
+func (g *gatedModel) Reply(ctx context.Context, t backend.Turn, emit func(string) error) error {
+	if t.Text == "hold" {
+		select {
+		case <-g.gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return g.Model.Reply(ctx, t, emit)
+}
+
+func (g *gatedModel) open() { g.once.Do(func() { close(g.gate) }) }
+
+// midcall is a server with room for calls, a model stage of one slot and
+// one waiting place, a stub recognizer, and package fallback (SQLite
+// callbacks in a temporary directory, agents on /v1/agents) as its
+// Fallback.
+type midcall struct {
+	*rig
+	svc    *fallback.Service
+	offers *Offers
+	logs   *logRecords
+	model  *gatedModel
+}
+
+func newMidcall(t *testing.T, o keypadOptions) *midcall {
+	t.Helper()
+	if o.keyWait > 0 {
+		old := twilioKeyWait.Load()
+		twilioKeyWait.Store(int64(o.keyWait))
+		t.Cleanup(func() { twilioKeyWait.Store(old) })
+	}
+	k := &midcall{logs: &logRecords{}}
+	wire := func(c *Config, s *stub.Settings) {
+		fc := fallback.DefaultConfig()
+		fc.DataDir = t.TempDir()
+		if o.config != nil {
+			o.config(&fc)
+		}
+		svc, err := fallback.New(context.Background(), fc, stub.NewSynthesizer(stub.Settings{FrameCount: 10, Rate: 16000}), nil, o.opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k.svc = svc
+		k.offers = NewOffers(svc)
+		k.offers.OfferWindow = o.window
+		c.Fallback = k.offers
+		c.Handlers = map[string]http.Handler{"GET /v1/agents": svc.AgentHandler(nil)}
+		c.Model = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 10 * time.Second}
+		c.Recognizer = stub.NewRecognizer(stub.Settings{})
+		c.Logger = slog.New(k.logs)
+		s.Rate, s.FrameCount = 16000, 10 // 200 ms replies
+	}
+	after := func() {
+		k.offers.Wait()
+		k.svc.Close()
+	}
+	k.rig = newRig(t, wire, rigAfter(after))
+	k.model = &gatedModel{Model: k.srv.cfg.ModelBackend, gate: make(chan struct{})}
+	k.srv.cfg.ModelBackend = k.model
+	t.Cleanup(k.model.open) // before the rig closes: cleanups run last first
+	return k
+}
+
+// fillModel has two native callers take the model stage's slot and its
+// waiting place until the gate opens: a third turn is refused (overloaded).
+func (k *midcall) fillModel() {
+	k.t.Helper()
+	a := k.admitted()
+	a.send(map[string]any{"type": "turn", "id": "a1", "text": "hold"})
+	a.until(func(m msg) bool {
+		return m.Type == "disposition" && m.Stage == StageModel && m.Disposition == "admitted"
+	})
+	b := k.admitted()
+	b.send(map[string]any{"type": "turn", "id": "b1", "text": "hold"})
+	b.until(func(m msg) bool { return m.Type == "disposition" && m.Stage == StageModel && m.Disposition == "queued" })
+}
+
+// dialAdmitted connects a gateway whose caller has the number caller ("":
+// none) and returns once its call was admitted.
+func (k *midcall) dialAdmitted(ctx context.Context, t *testing.T, caller string) *twiliotest.Gateway {
+	t.Helper()
+	params := map[string]string{"tenant": "acme"}
+	if caller != "" {
+		params[callerParam] = caller
+	}
+	g := k.gateway(ctx, twiliotest.Options{Speed: -1, CustomParameters: params})
+	waitFor(t, "the call admitted", func() bool { return len(k.logs.find("twilio: session")) > 0 })
+	return g
+}
+
+// speak sends one utterance ("hello", then the quiet that ends it): a
+// speech turn.
+func speak(ctx context.Context, t *testing.T, g *twiliotest.Gateway) {
+	t.Helper()
+	if err := g.SendPCM(ctx, speech(t, "hello-8k.wav", 8000)); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.SendSilence(ctx, 600*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// heard waits until the utterance named prefix was played (its mark echoed).
+func heard(ctx context.Context, t *testing.T, g *twiliotest.Gateway, prefix string, said func() []string) twiliotest.Snapshot {
+	t.Helper()
+	s, err := g.Wait(ctx, func(s twiliotest.Snapshot) bool { return echoed(s, prefix) || s.Err != nil })
+	if err != nil || s.Err != nil {
+		t.Fatalf("%q not played: %v, stream %v (echoed %v, said %v)", prefix, err, s.Err, s.Echoed, said())
+	}
+	return s
+}
+
+// refused has the gateway's caller speak while the model stage is full and
+// waits until the keypad menu that follows was played.
+func (k *midcall) refused(ctx context.Context, t *testing.T, caller string) *twiliotest.Gateway {
+	t.Helper()
+	k.fillModel()
+	g := k.dialAdmitted(ctx, t, caller)
+	speak(ctx, t, g)
+	heard(ctx, t, g, "menu~", k.said)
+	return g
+}
+
+func (k *midcall) said() []string { return (&keypad{logs: k.logs}).said() }
+
+func (k *midcall) saidText(prefix string) string { return (&keypad{logs: k.logs}).saidText(prefix) }
+
+// prompts returns the texts of the prompts the stream was given, in order.
+func (k *midcall) prompts(stage string) []string {
+	var out []string
+	for _, r := range k.logs.find("twilio: prompt") {
+		if r["stage"] == stage {
+			out = append(out, r["text"].(string))
+		}
+	}
+	return out
+}
+
+var bothKinds = []fallback.Kind{fallback.KindCallback, fallback.KindHandoff}
+
+// TestTwilioMidcallCallback: a caller in conversation whose turn the model
+// stage refuses hears the prompt offering a callback or a person and then
+// the keypad menu; 1 books a callback to its number (in the store) and it
+// hears that its callback is booked. The stream stays open: its next
+// utterance is admitted and answered, and a key with no menu open does
+// nothing.
+func TestTwilioMidcallCallback(t *testing.T) {
+	k := newMidcall(t, keypadOptions{window: 10 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	g := k.refused(ctx, t, "+1 555 0151")
+	want := fallback.PromptFor(StageModel, stages.Overloaded, bothKinds).Text
+	if p := k.prompts(StageModel); len(p) != 1 || p[0] != want {
+		t.Fatalf("prompts %q, want %q", p, want)
+	}
+	if got := k.saidText("menu~"); got != menuBoth {
+		t.Fatalf("menu %q, want %q", got, menuBoth)
+	}
+	k.model.open() // the model stage has room again
+	if err := g.SendDTMF(ctx, "1"); err != nil {
+		t.Fatal(err)
+	}
+	heard(ctx, t, g, "callback-queued~", k.said)
+	if got, want := k.saidText("callback-queued~"), fallback.PromptFor(fallback.StageCallback, stages.Queued, nil).Text; got != want {
+		t.Fatalf("confirmation %q, want %q", got, want)
+	}
+	cbs, err := k.svc.ListCallbacks(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cbs) != 1 || cbs[0].Number != "+15550151" || cbs[0].Status != fallback.StatusPending || cbs[0].Turn != "speech-1" {
+		t.Fatalf("callbacks %+v", cbs)
+	}
+
+	// The conversation goes on.
+	speak(ctx, t, g)
+	heard(ctx, t, g, "speech-2~", k.said)
+	if err := g.SendDTMF(ctx, "1"); err != nil { // no menu is open
+		t.Fatal(err)
+	}
+	speak(ctx, t, g)
+	heard(ctx, t, g, "speech-3~", k.said)
+	if a := k.logs.find("twilio: keypad answer"); len(a) != 1 {
+		t.Fatalf("answers %v", a)
+	}
+	if cbs, _ := k.svc.ListCallbacks(ctx, 0); len(cbs) != 1 {
+		t.Fatalf("callbacks %+v", cbs)
+	}
+	if err := g.SendStop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := g.Wait(ctx, func(s twiliotest.Snapshot) bool { return s.Err != nil })
+	if websocket.CloseStatus(s.Err) != websocket.StatusNormalClosure {
+		t.Fatalf("closed with %v after stop", s.Err)
+	}
+}
+
+// TestTwilioMidcallHandoff: 2 puts the caller in conversation on hold for
+// a person (while it holds, what it says is still answered); an agent on
+// /v1/agents claims and acknowledges the handoff; the caller hears that a
+// person has taken the call and the stream ends with 1013, so that the
+// TwiML after <Connect> transfers it.
+func TestTwilioMidcallHandoff(t *testing.T) {
+	k := newMidcall(t, keypadOptions{window: 10 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	g := k.refused(ctx, t, "+15550152")
+	k.model.open()
+	if err := g.SendDTMF(ctx, "2"); err != nil {
+		t.Fatal(err)
+	}
+	heard(ctx, t, g, "handoff-queued~", k.said)
+	// The hold does not stop the conversation: the caller is still answered.
+	speak(ctx, t, g)
+	heard(ctx, t, g, "speech-2~", k.said)
+
+	ws, _, err := websocket.Dial(ctx, k.wsURL("/v1/agents?agent=a1"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	a := &agentConn{t: t, ws: ws}
+	w := a.until(ctx, func(m agentMsg) bool { return m.Type == "waiting" && len(m.Handoffs) > 0 })
+	ticket := w.Handoffs[0].Ticket
+	a.send(ctx, map[string]string{"type": "claim", "ticket": ticket})
+	a.until(ctx, func(m agentMsg) bool { return m.Type == "claimed" && m.Ticket == ticket })
+	a.send(ctx, map[string]string{"type": "ack", "ticket": ticket})
+	if m := a.until(ctx, func(m agentMsg) bool { return m.Type == "resolved" }); m.Disposition != "completed" {
+		t.Fatalf("resolved %+v", m)
+	}
+
+	closedAfter(ctx, t, g, "handoff-completed~")
+	if got, want := k.saidText("handoff-completed~"), fallback.PromptFor(fallback.StageHandoff, stages.Completed, nil).Text; got != want {
+		t.Fatalf("outcome %q, want %q", got, want)
+	}
+	if out := k.logs.find("twilio: keypad outcome"); len(out) != 2 || out[1]["agent"] != "a1" {
+		t.Fatalf("outcomes %v", out)
+	}
+	if cbs, _ := k.svc.ListCallbacks(ctx, 0); len(cbs) != 0 {
+		t.Fatalf("a handoff booked callbacks: %+v", cbs)
+	}
+	_ = ws.Close(websocket.StatusNormalClosure, "")
+}
+
+// TestTwilioMidcallHoldEnds: with nobody to take the call, a mid-call hold
+// ends with the offer window: the handoff is withdrawn, the caller hears
+// that the search stopped, and the conversation goes on.
+func TestTwilioMidcallHoldEnds(t *testing.T) {
+	k := newMidcall(t, keypadOptions{window: 2 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	g := k.refused(ctx, t, "+15550153")
+	k.model.open()
+	if err := g.SendDTMF(ctx, "2"); err != nil {
+		t.Fatal(err)
+	}
+	heard(ctx, t, g, "handoff-queued~", k.said)
+	heard(ctx, t, g, "handoff-expired~", k.said)
+	waitFor(t, "the handoff withdrawn", func() bool { return k.svc.HandoffStage().Snapshot().Queued == 0 })
+	speak(ctx, t, g)
+	heard(ctx, t, g, "speech-2~", k.said)
+	if got := k.said(); len(got) != 3 {
+		t.Fatalf("said %v, want the menu, the hold and its end", got)
+	}
+}
+
+// TestTwilioMidcallNoKey: a caller who presses nothing, or a key not on
+// the menu, is not asked again; nothing is booked or queued, and its next
+// utterance is answered as usual.
+func TestTwilioMidcallNoKey(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		key  string
+		why  string
+	}{
+		{"no key", "", "no key"},
+		{"another key", "9", "other key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := newMidcall(t, keypadOptions{window: 20 * time.Second, keyWait: 300 * time.Millisecond})
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			g := k.refused(ctx, t, "+15550154")
+			if tc.key != "" {
+				if err := g.SendDTMF(ctx, tc.key); err != nil {
+					t.Fatal(err)
+				}
+			}
+			waitFor(t, "the menu declined", func() bool { return len(k.logs.find("twilio: keypad menu declined")) > 0 })
+			if d := k.logs.find("twilio: keypad menu declined"); len(d) != 1 || d[0]["why"] != tc.why {
+				t.Fatalf("declined %v", d)
+			}
+			k.model.open()
+			speak(ctx, t, g)
+			heard(ctx, t, g, "speech-2~", k.said)
+			if len(k.logs.find("twilio: keypad answer")) != 0 {
+				t.Fatal("an answer was taken")
+			}
+			if cbs, _ := k.svc.ListCallbacks(ctx, 0); len(cbs) != 0 {
+				t.Fatalf("callbacks %+v", cbs)
+			}
+			if v := k.svc.HandoffStage().Snapshot(); v.Queued != 0 || v.Ledger.Offered != 0 {
+				t.Fatalf("handoffs %+v", v)
+			}
+		})
+	}
+}
+
+// TestTwilioMidcallSpeechDuringMenu: the menu stays open for its key wait
+// while the conversation goes on. A turn refused while it is open gets a
+// prompt with no offer (one menu at a time, no second question); a turn
+// admitted meanwhile is answered; a key then still answers the menu.
+func TestTwilioMidcallSpeechDuringMenu(t *testing.T) {
+	k := newMidcall(t, keypadOptions{window: 20 * time.Second, keyWait: 8 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	g := k.refused(ctx, t, "+15550155")
+	speak(ctx, t, g) // refused again: the stage is still full
+	heard(ctx, t, g, "speech-2~", k.said)
+	want := []string{
+		fallback.PromptFor(StageModel, stages.Overloaded, bothKinds).Text,
+		fallback.PromptFor(StageModel, stages.Overloaded, nil).Text,
+	}
+	if p := k.prompts(StageModel); !slices.Equal(p, want) {
+		t.Fatalf("prompts %q, want %q", p, want)
+	}
+	k.model.open()
+	speak(ctx, t, g)
+	heard(ctx, t, g, "speech-3~", k.said)
+	if err := g.SendDTMF(ctx, "1"); err != nil {
+		t.Fatal(err)
+	}
+	s := heard(ctx, t, g, "callback-queued~", k.said)
+	if len(k.logs.find("twilio: keypad menu declined")) != 0 || len(k.logs.find("twilio: keypad menu")) != 1 {
+		t.Fatalf("menus %v", k.said())
+	}
+	for _, o := range s.Log {
+		if o.Event == "clear" {
+			t.Fatal("a key cleared the conversation's audio")
+		}
+	}
+	if cbs, _ := k.svc.ListCallbacks(ctx, 0); len(cbs) != 1 || cbs[0].Turn != "speech-1" {
+		t.Fatalf("callbacks %+v", cbs)
+	}
+}
+
+// TestTwilioMidcallNoNumber: a caller without a number is offered only a
+// person, and the menu names only 2; when a callback is all there is, the
+// prompt asks nothing (no offer sentence) and no menu follows.
+func TestTwilioMidcallNoNumber(t *testing.T) {
+	t.Run("handoff left", func(t *testing.T) {
+		k := newMidcall(t, keypadOptions{window: 10 * time.Second})
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		k.refused(ctx, t, "")
+		want := fallback.PromptFor(StageModel, stages.Overloaded, []fallback.Kind{fallback.KindHandoff}).Text
+		if p := k.prompts(StageModel); len(p) != 1 || p[0] != want {
+			t.Fatalf("prompts %q, want %q", p, want)
+		}
+		if got := k.saidText("menu~"); got != menuHandoff {
+			t.Fatalf("menu %q, want %q", got, menuHandoff)
+		}
+	})
+	t.Run("nothing to offer", func(t *testing.T) {
+		k := newMidcall(t, keypadOptions{window: 10 * time.Second, config: func(c *fallback.Config) { c.HandoffQueue = 1 }})
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		h, d, err := k.svc.RequestHandoff(ctx, fallback.HandoffRequest{Call: "other", Turn: "t1"})
+		if err != nil || d != stages.Queued {
+			t.Fatalf("handoff %v %v", d, err)
+		}
+		defer h.Cancel()
+		k.fillModel()
+		g := k.dialAdmitted(ctx, t, "")
+		speak(ctx, t, g)
+		heard(ctx, t, g, "speech-1~", k.said) // the prompt's audio
+		want := fallback.PromptFor(StageModel, stages.Overloaded, nil).Text
+		if p := k.prompts(StageModel); len(p) != 1 || p[0] != want || strings.HasSuffix(p[0], "?") {
+			t.Fatalf("prompts %q, want %q", p, want)
+		}
+		k.model.open()
+		speak(ctx, t, g)
+		heard(ctx, t, g, "speech-2~", k.said)
+		if len(k.said()) != 0 {
+			t.Fatalf("said %v", k.said())
+		}
+	})
+}
+
+// TestOffersMidcallNative: the native path is unchanged: a caller on
+// /v1/session whose turn the model stage refuses gets the prompt that
+// offers bothKinds fallbacks and the `offer`, books a callback with a
+// `callback` message, and its conversation goes on.
+func TestOffersMidcallNative(t *testing.T) {
+	k := newMidcall(t, keypadOptions{window: 10 * time.Second})
+	k.fillModel()
+	c := k.admitted()
+	c.send(map[string]any{"type": "turn", "id": "c1", "text": "x"})
+	all := c.until(isType("offer"))
+	p := lastOf(all, "prompt")
+	if want := fallback.PromptFor(StageModel, stages.Overloaded, bothKinds).Text; p.Stage != StageModel || p.Reason != "overloaded" || p.Text != want {
+		t.Fatalf("prompt %+v, want %q", p, want)
+	}
+	if o := lastOf(all, "offer"); !slices.Equal(o.Kinds, []string{"callback", "handoff"}) {
+		t.Fatalf("offer %+v", o)
+	}
+	c.send(map[string]any{"type": "callback", "consent": true, "number": "+15550156"})
+	if m := c.expect("callback"); m.Disposition != "queued" || m.Ticket == "" {
+		t.Fatalf("callback %+v", m)
+	}
+	k.model.open()
+	c.send(map[string]any{"type": "turn", "id": "c2", "text": "x"})
+	if end := lastOf(c.until(func(m msg) bool { return m.Type == "turn_end" && m.Turn == "c2" }), "turn_end"); end.Disposition != "completed" {
+		t.Fatalf("turn_end %+v", end)
+	}
+}
