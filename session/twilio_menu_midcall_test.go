@@ -21,17 +21,21 @@ import (
 
 // gatedModel holds turns whose text is "hold" until its gate opens (or
 // their call ends), so that a test keeps the model stage full for as long
-// as it needs and then frees it.
+// as it needs and then frees it. shut closes the gate again for turns that
+// come later.
 type gatedModel struct {
 	backend.Model
+	mu   sync.Mutex
 	gate chan struct{}
-	once sync.Once
 }
 
 func (g *gatedModel) Reply(ctx context.Context, t backend.Turn, emit func(string) error) error {
 	if t.Text == "hold" {
+		g.mu.Lock()
+		gate := g.gate
+		g.mu.Unlock()
 		select {
-		case <-g.gate:
+		case <-gate:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -39,7 +43,25 @@ func (g *gatedModel) Reply(ctx context.Context, t backend.Turn, emit func(string
 	return g.Model.Reply(ctx, t, emit)
 }
 
-func (g *gatedModel) open() { g.once.Do(func() { close(g.gate) }) }
+func (g *gatedModel) open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-g.gate:
+	default:
+		close(g.gate)
+	}
+}
+
+func (g *gatedModel) shut() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-g.gate:
+		g.gate = make(chan struct{})
+	default:
+	}
+}
 
 // midcall is a server with room for calls, a model stage of one slot and
 // one waiting place, a stub recognizer, and package fallback (SQLite
@@ -76,6 +98,7 @@ func newMidcall(t *testing.T, o keypadOptions) *midcall {
 		k.offers.OfferWindow = o.window
 		c.Fallback = k.offers
 		c.Handlers = map[string]http.Handler{"GET /v1/agents": svc.AgentHandler(nil)}
+		c.Session = stages.Limits{Slots: 8, Waiting: 1, MaxAge: 5 * time.Second}
 		c.Model = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 10 * time.Second}
 		c.Recognizer = stub.NewRecognizer(stub.Settings{})
 		c.Logger = slog.New(k.logs)
@@ -223,6 +246,56 @@ func TestTwilioMidcallCallback(t *testing.T) {
 	s, _ := g.Wait(ctx, func(s twiliotest.Snapshot) bool { return s.Err != nil })
 	if websocket.CloseStatus(s.Err) != websocket.StatusNormalClosure {
 		t.Fatalf("closed with %v after stop", s.Err)
+	}
+}
+
+// TestTwilioMidcallCallbackFails: when the store fails the booking, the
+// caller hears that nothing was scheduled and the conversation goes on; a
+// later refusal offers the menu again.
+func TestTwilioMidcallCallbackFails(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	db, err := fallback.OpenSQLite(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	k := newMidcall(t, keypadOptions{window: 10 * time.Second, opts: []fallback.Option{fallback.WithStore(refusingStore{db})}})
+	g := k.refused(ctx, t, "+15550157")
+	k.model.open()
+	if err := g.SendDTMF(ctx, "1"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the failure prompt", func() bool { return len(k.prompts(fallback.StageCallback)) > 0 })
+	if p := k.prompts(fallback.StageCallback); p[0] != fallback.PromptFailed(fallback.StageCallback, nil).Text {
+		t.Fatalf("prompts %q", p)
+	}
+	// Its audio is the Fallback's, as an utterance of the refused turn.
+	if _, err := g.Wait(ctx, func(s twiliotest.Snapshot) bool {
+		n := 0
+		for _, m := range s.Echoed {
+			if strings.HasPrefix(m, "speech-1~") {
+				n++
+			}
+		}
+		return n == 2 || s.Err != nil
+	}); err != nil || g.Snapshot().Err != nil {
+		t.Fatalf("failure prompt not played: %v %v", err, g.Snapshot())
+	}
+	if k.saidText("callback-") != "" {
+		t.Fatalf("said %v", k.said())
+	}
+
+	k.model.shut()
+	k.fillModel()
+	speak(ctx, t, g)
+	if _, err := g.Wait(ctx, func(s twiliotest.Snapshot) bool {
+		return len(k.logs.find("twilio: keypad menu")) == 2 || s.Err != nil
+	}); err != nil || g.Snapshot().Err != nil {
+		t.Fatalf("no second menu: %v, said %v", err, k.said())
+	}
+	if cbs, _ := db.List(ctx, 0); len(cbs) != 0 {
+		t.Fatalf("callbacks %+v", cbs)
 	}
 }
 
