@@ -291,6 +291,9 @@ func (t *twilioTransport) SendAudio(ctx context.Context, b []byte) error {
 	if conv == nil {
 		return nil // audio without audio_start: nothing to say it belongs to
 	}
+	if t.handedOff.Load() {
+		return nil // the rest of a reply begun before a person took the call
+	}
 	ulaw, err := conv.convert(b)
 	if err != nil {
 		return err
