@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	rtmetrics "runtime/metrics"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -85,6 +86,9 @@ func idleSessions(b *testing.B, r *rig, addr string, n int) {
 	b.ReportMetric(per(after.StackInuse, before.StackInuse), "stack-B/session")
 	b.ReportMetric(per(after.HeapAlloc+after.StackInuse, before.HeapAlloc+before.StackInuse), "live-B/session")
 	b.ReportMetric(float64(g1-g0)/float64(n), "goroutines/session")
+	start := []rtmetrics.Sample{{Name: "/gc/stack/starting-size:bytes"}}
+	rtmetrics.Read(start)
+	b.ReportMetric(float64(start[0].Value.Uint64()), "stack-start-B")
 	if dir := os.Getenv("FRONTDOOR_IDLE_PROFILE"); dir != "" {
 		writeIdleProfiles(b, dir)
 	}

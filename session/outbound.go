@@ -150,11 +150,19 @@ const (
 	popIdle         // nothing came within the linger: the writer is to stop
 )
 
-// take is pop for the on-demand writer: when linger is not nil, it is
-// called before each wait for a frame, and when its channel fires first
-// with nothing queued, the writer counts as stopped (the next push starts
-// another) and take returns popIdle.
-func (o *outbound) take(ctx context.Context, linger func() <-chan time.Time) (frame, int) {
+// lingerer is the on-demand writer's idle wait: wait arms it before each
+// wait for a frame; release lets go of what the writer keeps while it
+// waits, once it is to stop for idleness (called with mu held, before
+// another writer can start).
+type lingerer interface {
+	wait() <-chan time.Time
+	release()
+}
+
+// take is pop for the on-demand writer: when linger is not nil and its
+// wait fires first with nothing queued, the writer counts as stopped (the
+// next push starts another) and take returns popIdle.
+func (o *outbound) take(ctx context.Context, linger lingerer) (frame, int) {
 	for {
 		o.mu.Lock()
 		if o.n > 0 {
@@ -177,7 +185,7 @@ func (o *outbound) take(ctx context.Context, linger func() <-chan time.Time) (fr
 		}
 		var idle <-chan time.Time
 		if linger != nil {
-			idle = linger()
+			idle = linger.wait()
 		}
 		select {
 		case <-o.ready:
@@ -185,6 +193,8 @@ func (o *outbound) take(ctx context.Context, linger func() <-chan time.Time) (fr
 			o.mu.Lock()
 			if o.n == 0 && !o.closed {
 				o.writing = false
+				o.q, o.head = nil, 0 // an idle call holds no ring
+				linger.release()
 				o.mu.Unlock()
 				return frame{}, popIdle
 			}
@@ -260,12 +270,13 @@ func (o *outbound) discard() {
 	o.close()
 }
 
-// The ring starts empty and doubles on demand up to lim.Frames: an idle
-// call holds at most firstFrames (a full ring of 512 is 56 KiB, more than
-// the rest of an idle call), and a ring grown past keepFrames for a burst is given
-// back once the writer has drained it, unless it grew in the last
-// shrinkAfter: a writer that keeps catching up with a fast producer would
-// otherwise regrow the ring on every burst.
+// The ring starts empty and doubles on demand up to lim.Frames (a full
+// ring of 512 is 56 KiB, more than the rest of an idle call). A ring grown
+// past keepFrames for a burst is given back once the writer has drained
+// it, unless it grew in the last shrinkAfter: a writer that keeps catching
+// up with a fast producer would otherwise regrow the ring on every burst.
+// Any ring is given back when the writer stops for want of frames
+// (writerLinger), so an idle call holds none.
 const (
 	firstFrames = 8
 	keepFrames  = 64

@@ -23,8 +23,8 @@ type writerState struct {
 	idle    *time.Timer
 }
 
-// linger arms the idle timer for one wait of the writer.
-func (w *writerState) linger() <-chan time.Time {
+// wait arms the idle timer for one wait of the writer (lingerer).
+func (w *writerState) wait() <-chan time.Time {
 	if w.idle == nil {
 		w.idle = time.NewTimer(writerLinger)
 	} else {
@@ -32,6 +32,10 @@ func (w *writerState) linger() <-chan time.Time {
 	}
 	return w.idle.C
 }
+
+// release drops the idle timer (it has fired) when the writer stops for
+// idleness: an idle call keeps no timer (lingerer).
+func (w *writerState) release() { w.idle = nil }
 
 // writeLoop is the call's single writer, started by the outbound queue
 // when frames are queued and none runs; it returns when the queue has
@@ -42,7 +46,7 @@ func (c *Call) writeLoop(ctx context.Context) error {
 	w := &c.w
 	pc := &w.pc
 	for {
-		f, r := c.out.take(ctx, w.linger)
+		f, r := c.out.take(ctx, w)
 		if r == popIdle {
 			return nil // the next push starts another writer, which takes over w
 		}
