@@ -48,7 +48,12 @@ type Call struct {
 	speaking  *turn
 	inflight  map[string]bool
 	seq       uint64
-	wake      chan struct{}
+	// The conversation runs in a goroutine only while turns are pending
+	// or running (converse): talking once the call is admitted and owns
+	// its place in every turn stage, conversing while that goroutine
+	// runs, closing once the call's end waits for it (none starts after).
+	talking, conversing, closing bool
+	talk                         sync.WaitGroup // the conversation's goroutine
 
 	jobs  sync.WaitGroup // turn goroutines, until their backends returned
 	ears  *listener      // caller audio; the reader's own
@@ -59,7 +64,7 @@ func newCall(s *Server, id string, t Transport) *Call {
 	c := &Call{s: s, id: id, t: t, log: s.log.With("call", id),
 		history:  backend.NewHistory(0, 0),
 		format:   media.Format{Encoding: media.PCM16, Channels: 1},
-		inflight: map[string]bool{}, wake: make(chan struct{}, 1)}
+		inflight: map[string]bool{}}
 	c.out = newOutbound(s.cfg.Outbound, &c.gen)
 	return c
 }
@@ -87,9 +92,22 @@ func (c *Call) stop(cause error) {
 	}
 }
 
+// run serves the call until it has ended (Server.Run).
 func (c *Call) run(parent context.Context) {
+	ended := make(chan struct{})
+	c.start(parent, func() { close(ended) })
+	<-ended
+}
+
+// start sets the call going and returns. The call holds a goroutine only
+// while it has something to do: its reader always, its session admission
+// while that waits, its conversation while turns are pending or running
+// (converse), its writer while frames are queued. An idle call costs its
+// reader alone; another goroutine takes the call down once it is stopped
+// (end). ended is called when the call has ended and every piece of its
+// backend work has stopped.
+func (c *Call) start(parent context.Context, ended func()) {
 	ctx, stop := context.WithCancelCause(parent)
-	defer stop(nil)
 	c.mu.Lock()
 	c.ctx, c.stopper = ctx, stop
 	c.genCtx, c.genCancel = context.WithCancel(ctx)
@@ -100,7 +118,6 @@ func (c *Call) run(parent context.Context) {
 	// Read or Write whose context ends drops the connection, and the call
 	// must first close it with the right status.
 	ioCtx, ioCancel := context.WithCancel(parent)
-	defer ioCancel()
 	var io sync.WaitGroup
 	c.out.serve(func() { // the writer runs while there is something to write
 		if err := c.writeLoop(ioCtx); err != nil {
@@ -109,17 +126,35 @@ func (c *Call) run(parent context.Context) {
 	})
 	io.Go(func() { c.readLoop(ioCtx) })
 
-	admitted := c.admitSession(ctx)
-	if admitted {
+	var lead sync.WaitGroup
+	var admitted bool
+	lead.Go(func() {
+		admitted = c.admitSession(ctx)
+		if !admitted {
+			c.stop(errRefused)
+			return
+		}
 		c.log.Info("call admitted")
 		for _, st := range c.turnStages() {
 			_ = st.adm.Rotate(c.id, 1) // the call becomes an owner at generation 1
 		}
-		c.converse(ctx)
-	} else {
-		c.stop(errRefused)
-	}
-	c.end(context.Cause(ctx), admitted, &io, ioCancel)
+		c.mu.Lock()
+		c.talking = true
+		c.talkLocked() // turns sent before this point
+		c.mu.Unlock()
+	})
+	// Once the call is stopped: its admission and its conversation return
+	// (both watch ctx), then the call is taken down.
+	context.AfterFunc(ctx, func() {
+		lead.Wait()
+		c.mu.Lock()
+		c.closing = true
+		c.mu.Unlock()
+		c.talk.Wait()
+		c.end(context.Cause(ctx), admitted, &io, ioCancel)
+		ioCancel()
+		ended()
+	})
 }
 
 // end takes the call down in order: its turn stages forget it, the writer
@@ -381,7 +416,7 @@ func (c *Call) enqueue(r TurnRequest, speech *backend.Audio, spoke time.Time) *P
 		text: r.Text, speech: speech, format: c.format, done: make(chan struct{}), played: make(chan struct{})}
 	c.inflight[r.ID] = true
 	c.pending = append(c.pending, t)
-	signal(c.wake)
+	c.talkLocked()
 	return nil
 }
 
@@ -412,7 +447,6 @@ func (c *Call) bargeIn() {
 		}
 	}
 	c.mu.Unlock()
-	signal(c.wake)
 	c.s.m.bargeIns.Inc()
 	msg := &InterruptedMsg{Type: "interrupted", Generation: gen, Cancelled: cancelled}
 	_ = c.push(c.ctx, frame{msg: msg, interrupted: msg, speaking: speaking, bargeAt: at})
@@ -422,13 +456,25 @@ func (c *Call) bargeIn() {
 	stopOld()
 }
 
-// converse runs the call's turns in order until the call ends. A turn that
-// arrives while one runs waits behind it; a barge-in cancels both, and the
-// next turn starts without waiting for the cancelled one's cleanup (whose
-// leases stay held until its backends return).
-func (c *Call) converse(ctx context.Context) {
+// talkLocked starts the conversation's goroutine when turns are pending,
+// the call is talking and none runs. Called with c.mu held.
+func (c *Call) talkLocked() {
+	if !c.talking || c.conversing || c.closing || len(c.pending) == 0 {
+		return
+	}
+	c.conversing = true
+	c.talk.Go(c.converse)
+}
+
+// converse runs the call's turns in order until none is pending (the next
+// turn starts another converse). A turn that arrives while one runs waits
+// behind it; a barge-in cancels both, and the next turn starts without
+// waiting for the cancelled one's cleanup (whose leases stay held until
+// its backends return). Turns still pending when the call is stopped meet
+// their cancelled generation.
+func (c *Call) converse() {
 	for {
-		t := c.next(ctx)
+		t := c.next()
 		if t == nil {
 			return
 		}
@@ -452,23 +498,19 @@ func (c *Call) converse(ctx context.Context) {
 	}
 }
 
-func (c *Call) next(ctx context.Context) *turn {
-	for {
-		c.mu.Lock()
-		if len(c.pending) > 0 {
-			t := c.pending[0]
-			c.pending[0] = nil
-			c.pending = c.pending[1:]
-			c.mu.Unlock()
-			return t
-		}
-		c.mu.Unlock()
-		select {
-		case <-c.wake:
-		case <-ctx.Done():
-			return nil
-		}
+// next takes the first pending turn; with none, the conversation's
+// goroutine counts as ended and next returns nil.
+func (c *Call) next() *turn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.pending) == 0 {
+		c.pending, c.conversing = nil, false
+		return nil
 	}
+	t := c.pending[0]
+	c.pending[0] = nil
+	c.pending = c.pending[1:]
+	return t
 }
 
 // turnStages are the stages a turn passes, in order.

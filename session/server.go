@@ -120,8 +120,9 @@ type Server struct {
 	closed   bool
 }
 
-// New returns a Server. It starts no goroutine: calls run inside the HTTP
-// handlers (or Run) that serve them.
+// New returns a Server. It starts no goroutine: each call runs in
+// goroutines of its own, started by the handler that accepts it (or Run),
+// and Drain and Close wait for them.
 func New(cfg Config) (*Server, error) {
 	if cfg.ModelBackend == nil || cfg.Synthesizer == nil {
 		return nil, errors.New("session: Config needs ModelBackend and Synthesizer")
@@ -286,13 +287,14 @@ func placeholder(w http.ResponseWriter, _ *http.Request) {
 See <a href="/v1/stages">/v1/stages</a>, <a href="/metrics">/metrics</a>, <a href="/readyz">/readyz</a>.</p>`)
 }
 
-// serveSession accepts the WebSocket and returns: the call runs on in a
-// goroutine of its own (counted in callsWG, so that Drain and Close wait
-// for it). A handler that stayed for the whole call would keep net/http's
-// request, response and connection state (with their buffers) and its own
-// deep stack alive for as long as an idle caller holds the line. What the
-// layer in front undoes when this handler returns (the tenant's count of
-// calls at once) it undoes when the call ends instead: WithCallEnd.
+// serveSession accepts the WebSocket, starts the call and returns: the
+// call runs on in goroutines of its own (Call.start; counted in callsWG, so
+// that Drain and Close wait for it). A handler that stayed for the whole
+// call would keep net/http's request, response and connection state (with
+// their buffers) and its own deep stack alive for as long as an idle caller
+// holds the line. What the layer in front undoes when this handler returns
+// (the tenant's count of calls at once) it undoes when the call ends
+// instead: WithCallEnd.
 func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.cfg.OriginPatterns})
 	if err != nil {
@@ -313,11 +315,10 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 		ended()
 		return
 	}
-	go func() {
-		defer ended()
-		defer s.endCall(call)
-		call.run(ctx)
-	}()
+	call.start(ctx, func() {
+		s.endCall(call)
+		ended()
+	})
 }
 
 // Run serves one call on t until it ends and every piece of its backend
