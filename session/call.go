@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/backend"
@@ -124,7 +126,7 @@ func (c *Call) start(parent context.Context, ended func()) {
 			c.stop(err)
 		}
 	})
-	io.Go(func() { c.readLoop(ioCtx) })
+	io.Go(func() { c.readLoop(ioCtx, &io) })
 
 	var lead sync.WaitGroup
 	var admitted bool
@@ -313,20 +315,74 @@ func (c *Call) refuseSession(ctx context.Context, d stages.Disposition) {
 }
 
 // readLoop decodes client events until the caller is gone.
-func (c *Call) readLoop(ctx context.Context) {
+//
+// It minds its goroutine's stack, which an idle call keeps for as long as
+// it lasts. A reader waits for the next message deep in coder/websocket
+// (about 1.7 KiB of stack under Conn.Read), so a WebSocket's reader waits
+// in frames that hold no event (readWebSocket) and decodes and handles the
+// message only once the wait has returned (handleMessage): the wait then
+// fits a goroutine's starting stack (4 KiB). Decoding a JSON message does
+// not (encoding/json alone takes about 2.2 KiB), and a stack that has grown
+// never shrinks back while the wait uses that much of it; so after a text
+// message the reader hands over to a fresh goroutine (on a starting stack)
+// and ends, and a call that has gone quiet keeps a 4 KiB reader, not 8.
+func (c *Call) readLoop(ctx context.Context, io *sync.WaitGroup) {
+	ws, _ := c.t.(*WebSocket)
 	for {
-		ev, err := c.t.Recv(ctx)
+		var text bool
+		var err error
+		if ws != nil {
+			text, err = c.readWebSocket(ctx, ws)
+		} else {
+			err = c.readEvent(ctx)
+		}
 		if err != nil {
 			var pe *ProtocolError
-			if errors.As(err, &pe) {
-				c.badInput(pe)
-				continue
+			if !errors.As(err, &pe) {
+				c.stop(errGone)
+				return
 			}
-			c.stop(errGone)
+			c.badInput(pe)
+		}
+		if text {
+			io.Go(func() { c.readLoop(ctx, io) })
 			return
 		}
-		c.handle(ev)
 	}
+}
+
+// readEvent receives and handles one event of any Transport.
+func (c *Call) readEvent(ctx context.Context) error {
+	ev, err := c.t.Recv(ctx)
+	if err != nil {
+		return err
+	}
+	c.handle(ev)
+	return nil
+}
+
+// readWebSocket waits for a WebSocket message and handles it; its frame
+// holds no event (readLoop). text reports a text message.
+func (c *Call) readWebSocket(ctx context.Context, ws *WebSocket) (text bool, err error) {
+	typ, data, err := ws.Conn.Read(ctx)
+	if err != nil {
+		return false, err
+	}
+	return typ == websocket.MessageText, c.handleMessage(typ, data)
+}
+
+// handleMessage decodes and handles one WebSocket message. It is never
+// inlined into readWebSocket, whose frame would then hold the event while
+// waiting for the next message.
+//
+//go:noinline
+func (c *Call) handleMessage(typ websocket.MessageType, data []byte) error {
+	ev, err := decodeMessage(typ, data)
+	if err != nil {
+		return err
+	}
+	c.handle(ev)
+	return nil
 }
 
 func (c *Call) badInput(pe *ProtocolError) {

@@ -138,3 +138,22 @@ func TestOutboundIdleWriterGivesRingBack(t *testing.T) {
 		t.Fatalf("push after idle: %v, ring %d", err, len(o.q))
 	}
 }
+
+// The reader hands over to a fresh goroutine after every text message
+// (readLoop): messages are still handled one at a time, in order.
+func TestReaderHandOverKeepsOrder(t *testing.T) {
+	r := newRig(t)
+	c := r.admitted()
+	const n = 40
+	for i := range n {
+		c.sendRaw(`{"type":"x` + itoa(i) + `"}`)
+	}
+	c.send(map[string]any{"type": "turn", "id": "t1", "text": "hello"})
+	for i := range n {
+		m := c.expect("error")
+		if want := `unknown message type "x` + itoa(i) + `"`; m.Code != CodeUnknownType || m.Message != want {
+			t.Fatalf("error %d: %s %q, want %q", i, m.Code, m.Message, want)
+		}
+	}
+	c.expect("turn_end")
+}

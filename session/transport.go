@@ -49,12 +49,19 @@ type WebSocket struct {
 	Conn *websocket.Conn
 }
 
-// Recv implements Transport.
+// Recv implements Transport. (A call's reader does the same in two steps
+// of its own: Call.readLoop.)
 func (w *WebSocket) Recv(ctx context.Context) (ClientEvent, error) {
 	typ, data, err := w.Conn.Read(ctx)
 	if err != nil {
 		return ClientEvent{}, err
 	}
+	return decodeMessage(typ, data)
+}
+
+// decodeMessage decodes a message of the native protocol: binary audio or
+// a JSON event.
+func decodeMessage(typ websocket.MessageType, data []byte) (ClientEvent, error) {
 	if typ == websocket.MessageBinary {
 		return ClientEvent{Kind: EventAudio, Data: data}, nil
 	}
