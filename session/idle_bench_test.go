@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"os"
@@ -21,15 +22,19 @@ import (
 // BenchmarkIdleSessions holds N idle calls (default 1000; set
 // FRONTDOOR_IDLE_SESSIONS) against an in-process server over loopback and
 // reports, per session, the live heap, goroutine stacks and goroutines the
-// process gained, after a GC and once every call's writer has gone idle.
-// The callers are raw TCP connections that do the WebSocket handshake by
-// hand and keep nothing but the socket, so that the figures are almost all
-// the server's (a client's socket is a few hundred bytes of the heap).
-// With FRONTDOOR_IDLE_PROFILE set to a directory, heap.pprof and
-// goroutine.txt of the held sessions are written there:
+// process gained, after a GC and once every call's writer has gone idle:
+// "idle" callers say nothing once admitted; "after-a-turn" callers first
+// speak one turn and read its reply to turn_end. The callers are raw TCP
+// connections that do the WebSocket handshake by hand and keep nothing but
+// the socket, so that the figures are almost all the server's (a client's
+// socket is a few hundred bytes of the heap). Stacks include the holes
+// that goroutines which have ended (a call's writer, after a second) leave
+// in the runtime's stack spans, until new goroutines take them. With
+// FRONTDOOR_IDLE_PROFILE set to a directory, heap.pprof and goroutine.txt
+// of the held sessions are written there (in a directory per case):
 //
 //	FRONTDOOR_IDLE_PROFILE=/tmp/idle go test -run '^$' -bench IdleSessions -benchtime 1x ./session
-//	go tool pprof -sample_index=inuse_space -top /tmp/idle/heap.pprof
+//	go tool pprof -sample_index=inuse_space -top /tmp/idle/idle/heap.pprof
 func BenchmarkIdleSessions(b *testing.B) {
 	n := 1000
 	if v := os.Getenv("FRONTDOOR_IDLE_SESSIONS"); v != "" {
@@ -38,20 +43,30 @@ func BenchmarkIdleSessions(b *testing.B) {
 			b.Fatalf("FRONTDOOR_IDLE_SESSIONS=%q", v)
 		}
 	}
-	r := newRig(b, func(c *Config, _ *stub.Settings) {
-		c.Session = stages.Limits{Slots: n + 10, Waiting: 10, MaxAge: time.Minute}
-	})
-	addr := strings.TrimPrefix(r.http.URL, "http://")
-	if os.Getenv("FRONTDOOR_IDLE_PROFILE") != "" {
-		defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
-		runtime.MemProfileRate = 1 // every allocation, for the breakdown
-	}
-	for range b.N {
-		idleSessions(b, r, addr, n)
+	for _, turn := range []bool{false, true} {
+		name := "idle"
+		if turn {
+			name = "after-a-turn"
+		}
+		b.Run(name, func(b *testing.B) {
+			r := newRig(b, func(c *Config, _ *stub.Settings) {
+				c.Session = stages.Limits{Slots: n + 10, Waiting: 10, MaxAge: time.Minute}
+			})
+			addr := strings.TrimPrefix(r.http.URL, "http://")
+			dir := os.Getenv("FRONTDOOR_IDLE_PROFILE")
+			if dir != "" {
+				dir = filepath.Join(dir, name)
+				defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+				runtime.MemProfileRate = 1 // every allocation, for the breakdown
+			}
+			for range b.N {
+				idleSessions(b, r, addr, n, turn, dir)
+			}
+		})
 	}
 }
 
-func idleSessions(b *testing.B, r *rig, addr string, n int) {
+func idleSessions(b *testing.B, r *rig, addr string, n int, turn bool, dir string) {
 	conns := make([]net.Conn, 0, n)
 	defer func() {
 		for _, c := range conns {
@@ -68,7 +83,7 @@ func idleSessions(b *testing.B, r *rig, addr string, n int) {
 	}
 	before, g0 := settle(), runtime.NumGoroutine()
 	for range n {
-		c, err := dialIdle(addr)
+		c, err := dialIdle(addr, turn)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -89,7 +104,7 @@ func idleSessions(b *testing.B, r *rig, addr string, n int) {
 	start := []rtmetrics.Sample{{Name: "/gc/stack/starting-size:bytes"}}
 	rtmetrics.Read(start)
 	b.ReportMetric(float64(start[0].Value.Uint64()), "stack-start-B")
-	if dir := os.Getenv("FRONTDOOR_IDLE_PROFILE"); dir != "" {
+	if dir != "" {
 		writeIdleProfiles(b, dir)
 	}
 }
@@ -114,46 +129,106 @@ func writeIdleProfiles(b *testing.B, dir string) {
 }
 
 // dialIdle opens a /v1/session WebSocket by hand and reads until the
-// server's `session` admitted message, keeping only the socket.
-func dialIdle(addr string) (net.Conn, error) {
+// server's `session` admitted message (with turn, then sends a turn and
+// reads to its turn_end), keeping only the socket.
+func dialIdle(addr string, turn bool) (net.Conn, error) {
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
+	if err := handshakeIdle(c, addr, turn); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func handshakeIdle(c net.Conn, addr string, turn bool) error {
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 	req := "GET /v1/session HTTP/1.1\r\nHost: " + addr + "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
 		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
 	if _, err := c.Write([]byte(req)); err != nil {
-		c.Close()
-		return nil, err
+		return err
 	}
-	var buf [1024]byte
-	have := 0
-	for {
-		m, err := c.Read(buf[have:])
-		if err != nil {
-			c.Close()
-			return nil, fmt.Errorf("idle caller: %w after %q", err, buf[:have])
+	fr := &rawFrames{c: c}
+	for !bytes.Contains(fr.buf, []byte("\r\n\r\n")) {
+		if err := fr.more(); err != nil {
+			return fmt.Errorf("idle caller: %w after %q", err, fr.buf)
 		}
-		have += m
-		got := buf[:have]
-		i := bytes.Index(got, []byte("\r\n\r\n"))
-		if i < 0 {
-			continue
-		}
-		if !bytes.HasPrefix(got, []byte("HTTP/1.1 101")) {
-			c.Close()
-			return nil, fmt.Errorf("idle caller: %q", got)
-		}
-		f := got[i+4:]
-		if len(f) < 2 || len(f) < 2+int(f[1]&0x7f) {
-			continue // the `session` message (under 126 bytes) is not all here
-		}
-		if msg := f[2 : 2+int(f[1]&0x7f)]; !bytes.Contains(msg, []byte(`"admitted"`)) {
-			c.Close()
-			return nil, fmt.Errorf("idle caller: %s", msg)
-		}
-		_ = c.SetDeadline(time.Time{})
-		return c, nil
 	}
+	if !bytes.HasPrefix(fr.buf, []byte("HTTP/1.1 101")) {
+		return fmt.Errorf("idle caller: %q", fr.buf)
+	}
+	fr.buf = fr.buf[bytes.Index(fr.buf, []byte("\r\n\r\n"))+4:]
+	until := func(what string) error {
+		for {
+			op, msg, err := fr.next()
+			if err != nil {
+				return fmt.Errorf("idle caller: waiting for %s: %w", what, err)
+			}
+			if op == 1 && bytes.Contains(msg, []byte(what)) {
+				return nil
+			}
+		}
+	}
+	if err := until(`"admitted"`); err != nil {
+		return err
+	}
+	if turn {
+		// A client frame is masked; a zero key leaves the payload as is.
+		msg := `{"type":"turn","id":"t1","text":"good morning"}`
+		if _, err := c.Write(append([]byte{0x81, 0x80 | byte(len(msg)), 0, 0, 0, 0}, msg...)); err != nil {
+			return err
+		}
+		if err := until(`"turn_end"`); err != nil {
+			return err
+		}
+	}
+	return c.SetDeadline(time.Time{})
+}
+
+// rawFrames reads a server's (unmasked) WebSocket frames from c.
+type rawFrames struct {
+	c   net.Conn
+	buf []byte
+}
+
+func (f *rawFrames) more() error {
+	var b [4096]byte
+	n, err := f.c.Read(b[:])
+	f.buf = append(f.buf, b[:n]...)
+	return err
+}
+
+func (f *rawFrames) next() (op byte, payload []byte, err error) {
+	need := func(n int) error {
+		for len(f.buf) < n {
+			if err := f.more(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := need(2); err != nil {
+		return 0, nil, err
+	}
+	n, h := int(f.buf[1]&0x7f), 2
+	switch n {
+	case 126:
+		if err := need(4); err != nil {
+			return 0, nil, err
+		}
+		n, h = int(binary.BigEndian.Uint16(f.buf[2:4])), 4
+	case 127:
+		if err := need(10); err != nil {
+			return 0, nil, err
+		}
+		n, h = int(binary.BigEndian.Uint64(f.buf[2:10])), 10
+	}
+	if err := need(h + n); err != nil {
+		return 0, nil, err
+	}
+	op, payload = f.buf[0]&0x0f, f.buf[h:h+n]
+	f.buf = f.buf[h+n:]
+	return op, payload, nil
 }
