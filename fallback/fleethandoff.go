@@ -3,6 +3,7 @@ package fallback
 import (
 	"context"
 	"errors"
+	"maps"
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/stages"
@@ -100,7 +101,13 @@ func (s *Service) reconcileHandoffs(ctx context.Context) {
 	}
 	s.ho.mu.Lock()
 	tickets := s.callersLocked()
+	asked := make(map[string]bool, len(tickets))
+	for _, t := range tickets {
+		asked[t] = true
+	}
+	held := map[*agent]map[string]int{} // the claims as they were when asked
 	for a := range s.ho.agents {
+		held[a] = maps.Clone(a.holds)
 		for t := range a.holds {
 			tickets = append(tickets, t)
 		}
@@ -119,18 +126,16 @@ func (s *Service) reconcileHandoffs(ctx context.Context) {
 	for _, e := range entries {
 		got[e.Ticket] = e
 	}
-	asked := make(map[string]bool, len(tickets))
-	for _, t := range tickets {
-		asked[t] = true
-	}
 	s.ho.mu.Lock()
 	defer s.ho.mu.Unlock()
 	// Claims and callers that appeared since the tickets were gathered
-	// are not in the answer: they wait for the next round.
+	// may be newer than the answer: they wait for the next round. (A
+	// caller's ticket asked about is no proof for a claim of it made
+	// meanwhile: the answer may show it still waiting.)
 	for a := range s.ho.agents {
 		for t, attempt := range a.holds {
 			e, ok := got[t]
-			if !asked[t] || ok && e.State == HandoffClaimed && e.Attempt == attempt {
+			if was, asked := held[a][t]; !asked || was != attempt || ok && e.State == HandoffClaimed && e.Attempt == attempt {
 				continue
 			}
 			delete(a.holds, t)

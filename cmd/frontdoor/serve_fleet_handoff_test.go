@@ -149,7 +149,9 @@ func TestFleetHandoffAgentReplicaKilled(t *testing.T) {
 		t.Fatalf("claim on A: %+v", e)
 	}
 	onA.send(t, "ack", ticket)
-	onA.until(t, "resolved", func(e agentEvent) bool { return e.Type == "resolved" })
+	if e := onA.until(t, "resolved", func(e agentEvent) bool { return e.Type == "resolved" || e.Type == "error" }); e.Type != "resolved" {
+		t.Fatalf("ack on A: %+v", e)
+	}
 	m, _, err = caller.until("handoff", true)
 	if err != nil || m["disposition"] != "completed" || m["agent"] != "agent-a" {
 		t.Fatalf("the caller on A: %v %v", m, err)
