@@ -2,6 +2,7 @@ package stub
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -9,7 +10,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/stages/backend"
 )
 
-// Over capacity every job is stretched by running/N; within it, none is.
+// Over capacity the jobs are stretched by running/N; within it, none is.
 // Only lower bounds are checked: a loaded machine can only make it slower.
 func TestCapacityStretchesOverAdmittedJobs(t *testing.T) {
 	for _, tc := range []struct {
@@ -33,10 +34,11 @@ func TestCapacityStretchesOverAdmittedJobs(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		for i, d := range took {
-			if d < tc.min {
-				t.Errorf("%d jobs on 2: job %d took %v, want at least %v", tc.jobs, i, d, tc.min)
-			}
+		// The work is conserved: the jobs that started first ran a moment
+		// with fewer beside them, so only the last to finish must have
+		// taken the whole stretched time (one job alone takes 40 ms).
+		if longest := slices.Max(took); longest < tc.min {
+			t.Errorf("%d jobs on 2: the longest took %v, want at least %v", tc.jobs, longest, tc.min)
 		}
 		if got := c.MaxRunning(); got != tc.jobs {
 			t.Errorf("MaxRunning = %d, want %d", got, tc.jobs)
