@@ -22,6 +22,9 @@ var (
 	errGone      = errors.New("session: caller disconnected")
 	errGoingAway = errors.New("session: server shutting down")
 	errRefused   = errors.New("session: refused by the session stage")
+	// errTransferred: the transport ended the call because a person took
+	// it (a Twilio stream closed so that the TwiML transfers the call).
+	errTransferred = errors.New("session: call transferred to a person")
 )
 
 // Call is one caller's conversation: its session lease, its generation, its
@@ -233,6 +236,8 @@ func closeStatus(cause error) (CloseStatus, string) {
 		return ClosePolicy, "rate limited"
 	case errors.Is(cause, ErrAudioRate):
 		return ClosePolicy, "audio rate"
+	case errors.Is(cause, errTransferred):
+		return CloseTryLater, "transferred to a person"
 	}
 	return CloseNormal, ""
 }
@@ -251,6 +256,8 @@ func endName(cause error) string {
 		return "rate_limited"
 	case errors.Is(cause, ErrAudioRate):
 		return "audio_rate"
+	case errors.Is(cause, errTransferred):
+		return "transferred"
 	}
 	return "disconnected"
 }
@@ -339,7 +346,11 @@ func (c *Call) readLoop(ctx context.Context, io *sync.WaitGroup) {
 		if err != nil {
 			var pe *ProtocolError
 			if !errors.As(err, &pe) {
-				c.stop(errGone)
+				if errors.Is(err, errTransferred) {
+					c.stop(errTransferred)
+				} else {
+					c.stop(errGone)
+				}
 				return
 			}
 			c.badInput(pe)

@@ -155,6 +155,9 @@ func (t *twilioTransport) Recv(ctx context.Context) (ClientEvent, error) {
 			if errors.As(err, &de) {
 				return ClientEvent{}, protoErr(CodeBadField, "%v", de)
 			}
+			if t.handedOff.Load() { // the stream ends because a person took the call
+				return ClientEvent{}, fmt.Errorf("%w: %w", errTransferred, err)
+			}
 			return ClientEvent{}, err
 		}
 		switch m.Event {

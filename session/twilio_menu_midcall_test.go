@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/media/twilio/twiliotest"
@@ -343,6 +344,9 @@ func TestTwilioMidcallHandoff(t *testing.T) {
 	if cbs, _ := k.svc.ListCallbacks(ctx, 0); len(cbs) != 0 {
 		t.Fatalf("a handoff booked callbacks: %+v", cbs)
 	}
+	// Operators see the call end as a transfer, not as a lost caller.
+	transferred := k.srv.m.calls.WithLabelValues("transferred")
+	waitFor(t, "the call counted as transferred", func() bool { return testutil.ToFloat64(transferred) == 1 })
 	_ = ws.Close(websocket.StatusNormalClosure, "")
 }
 
