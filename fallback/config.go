@@ -54,10 +54,10 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 
 // Validate reports settings that cannot work.
 func (c Config) Validate() error {
-	if _, err := stages.New(c.callbackLimits()); err != nil {
+	if _, err := stages.New(c.CallbackLimits()); err != nil {
 		return fmt.Errorf("fallback: callback stage: %w", err)
 	}
-	if _, err := stages.New(c.handoffLimits()); err != nil {
+	if _, err := stages.New(c.HandoffLimits()); err != nil {
 		return fmt.Errorf("fallback: handoff stage: %w", err)
 	}
 	if c.CallbackLease <= 0 {
@@ -66,10 +66,14 @@ func (c Config) Validate() error {
 	return nil
 }
 
-func (c Config) callbackLimits() stages.Limits {
+// CallbackLimits are the callback stage's limits: claims, waiting
+// callbacks, their maximum wait.
+func (c Config) CallbackLimits() stages.Limits {
 	return stages.Limits{Slots: c.CallbackSlots, Waiting: c.CallbackQueue, MaxAge: c.CallbackMaxWait}
 }
 
-func (c Config) handoffLimits() stages.Limits {
+// HandoffLimits are the handoff stage's limits: claims, waiting callers,
+// their maximum wait.
+func (c Config) HandoffLimits() stages.Limits {
 	return stages.Limits{Slots: c.HandoffSlots, Waiting: c.HandoffQueue, MaxAge: c.HandoffMaxWait}
 }

@@ -142,14 +142,14 @@ func (s *Service) Snapshot(k Kind) stages.Snapshot {
 		if p := s.fleet.callbackSnap.Load(); p != nil {
 			return *p
 		}
-		return stages.Snapshot{Limits: s.cfg.callbackLimits()}
+		return stages.Snapshot{Limits: s.cfg.CallbackLimits()}
 	case k == KindCallback:
 		return s.cbq.c.Snapshot()
 	case s.hfq != nil:
 		if p := s.fleet.handoffSnap.Load(); p != nil {
 			return *p
 		}
-		return stages.Snapshot{Limits: s.cfg.handoffLimits()}
+		return stages.Snapshot{Limits: s.cfg.HandoffLimits()}
 	}
 	return s.hq.c.Snapshot()
 }

@@ -87,10 +87,10 @@ func New(ctx context.Context, cfg Config, synth backend.Synthesizer, log *slog.L
 		o(s)
 	}
 	var err error
-	if s.cbq, err = newClaimQueue(cfg.callbackLimits(), s.clock); err != nil {
+	if s.cbq, err = newClaimQueue(cfg.CallbackLimits(), s.clock); err != nil {
 		return nil, err
 	}
-	if s.hq, err = newClaimQueue(cfg.handoffLimits(), s.clock); err != nil {
+	if s.hq, err = newClaimQueue(cfg.HandoffLimits(), s.clock); err != nil {
 		return nil, err
 	}
 	if s.audio, err = lru.New[string, backend.Audio](PromptCacheSize); err != nil {

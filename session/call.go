@@ -346,11 +346,7 @@ func (c *Call) readLoop(ctx context.Context, io *sync.WaitGroup) {
 		if err != nil {
 			var pe *ProtocolError
 			if !errors.As(err, &pe) {
-				if errors.Is(err, errTransferred) {
-					c.stop(errTransferred)
-				} else {
-					c.stop(errGone)
-				}
+				c.stop(fmt.Errorf("%w: %w", errGone, err)) // err may say why (errTransferred)
 				return
 			}
 			c.badInput(pe)

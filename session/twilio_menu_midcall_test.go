@@ -2,8 +2,6 @@ package session
 
 import (
 	"context"
-	"log/slog"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -69,47 +67,19 @@ func (g *gatedModel) shut() {
 // callbacks in a temporary directory, agents on /v1/agents) as its
 // Fallback.
 type midcall struct {
-	*rig
-	svc    *fallback.Service
-	offers *Offers
-	logs   *logRecords
-	model  *gatedModel
+	*keypad
+	model *gatedModel
 }
 
 func newMidcall(t *testing.T, o keypadOptions) *midcall {
 	t.Helper()
-	if o.keyWait > 0 {
-		old := twilioKeyWait.Load()
-		twilioKeyWait.Store(int64(o.keyWait))
-		t.Cleanup(func() { twilioKeyWait.Store(old) })
-	}
-	k := &midcall{logs: &logRecords{}}
-	wire := func(c *Config, s *stub.Settings) {
-		fc := fallback.DefaultConfig()
-		fc.DataDir = t.TempDir()
-		if o.config != nil {
-			o.config(&fc)
-		}
-		svc, err := fallback.New(context.Background(), fc, stub.NewSynthesizer(stub.Settings{FrameCount: 10, Rate: 16000}), nil, o.opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		k.svc = svc
-		k.offers = NewOffers(svc)
-		k.offers.OfferWindow = o.window
-		c.Fallback = k.offers
-		c.Handlers = map[string]http.Handler{"GET /v1/agents": svc.AgentHandler(nil)}
+	kp := wireKeypad(t, o, func(c *Config, s *stub.Settings) {
 		c.Session = stages.Limits{Slots: 8, Waiting: 1, MaxAge: 5 * time.Second}
 		c.Model = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 10 * time.Second}
 		c.Recognizer = stub.NewRecognizer(stub.Settings{})
-		c.Logger = slog.New(k.logs)
 		s.Rate, s.FrameCount = 16000, 10 // 200 ms replies
-	}
-	after := func() {
-		k.offers.Wait()
-		k.svc.Close()
-	}
-	k.rig = newRig(t, wire, rigAfter(after))
+	})
+	k := &midcall{keypad: kp}
 	k.model = &gatedModel{Model: k.srv.cfg.ModelBackend, gate: make(chan struct{})}
 	k.srv.cfg.ModelBackend = k.model
 	t.Cleanup(k.model.open) // before the rig closes: cleanups run last first
@@ -175,10 +145,6 @@ func (k *midcall) refused(ctx context.Context, t *testing.T, caller string) *twi
 	heard(ctx, t, g, "menu~", k.said)
 	return g
 }
-
-func (k *midcall) said() []string { return (&keypad{logs: k.logs}).said() }
-
-func (k *midcall) saidText(prefix string) string { return (&keypad{logs: k.logs}).saidText(prefix) }
 
 // prompts returns the texts of the prompts the stream was given, in order.
 func (k *midcall) prompts(stage string) []string {

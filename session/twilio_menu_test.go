@@ -40,6 +40,19 @@ type keypadOptions struct {
 
 func newKeypad(t *testing.T, o keypadOptions) *keypad {
 	t.Helper()
+	k := wireKeypad(t, o, func(c *Config, _ *stub.Settings) {
+		c.Session = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 200 * time.Millisecond}
+	})
+	holder := k.admitted()
+	t.Cleanup(func() { holder.send(map[string]any{"type": "hangup"}) })
+	return k
+}
+
+// wireKeypad starts a rig with package fallback as its Fallback (SQLite
+// callbacks in a temporary directory, the agents' WebSocket on
+// /v1/agents, prompts of 200 ms) and the stage limits set by limits.
+func wireKeypad(t *testing.T, o keypadOptions, limits func(*Config, *stub.Settings)) *keypad {
+	t.Helper()
 	if o.keyWait > 0 {
 		old := twilioKeyWait.Load()
 		twilioKeyWait.Store(int64(o.keyWait))
@@ -62,16 +75,14 @@ func newKeypad(t *testing.T, o keypadOptions) *keypad {
 		k.offers.OfferWindow = o.window
 		c.Fallback = k.offers
 		c.Handlers = map[string]http.Handler{"GET /v1/agents": svc.AgentHandler(nil)}
-		c.Session = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 200 * time.Millisecond}
 		c.Logger = slog.New(k.logs)
+		limits(c, s)
 	}
 	after := func() {
 		k.offers.Wait()
 		k.svc.Close()
 	}
 	k.rig = newRig(t, wire, rigAfter(after))
-	holder := k.admitted()
-	t.Cleanup(func() { holder.send(map[string]any{"type": "hangup"}) })
 	return k
 }
 

@@ -312,7 +312,7 @@ func (s *CallbackStore) Sweep(ctx context.Context, now time.Time) error {
 
 // Snapshot implements fallback.CallbackQueue.
 func (s *CallbackStore) Snapshot(ctx context.Context, now time.Time) (stages.Snapshot, error) {
-	sn, err := snapshot(ctx, s.rdb, s.prefix, stages.Limits{Slots: s.cfg.CallbackSlots, Waiting: s.cfg.CallbackQueue, MaxAge: s.cfg.CallbackMaxWait}, now)
+	sn, err := snapshot(ctx, s.rdb, s.prefix, s.cfg.CallbackLimits(), now)
 	if err != nil {
 		return sn, s.unavailable("snapshot", err)
 	}

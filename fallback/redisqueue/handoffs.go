@@ -398,7 +398,7 @@ func (q *HandoffQueue) Watch(ctx context.Context) <-chan struct{} {
 
 // Snapshot implements fallback.HandoffQueue.
 func (q *HandoffQueue) Snapshot(ctx context.Context, now time.Time) (stages.Snapshot, error) {
-	sn, err := snapshot(ctx, q.rdb, q.prefix, stages.Limits{Slots: q.cfg.HandoffSlots, Waiting: q.cfg.HandoffQueue, MaxAge: q.cfg.HandoffMaxWait}, now)
+	sn, err := snapshot(ctx, q.rdb, q.prefix, q.cfg.HandoffLimits(), now)
 	if err != nil {
 		return sn, q.unavailable("snapshot", err)
 	}
