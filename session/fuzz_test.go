@@ -17,6 +17,8 @@ func FuzzDecodeText(f *testing.F) {
 		`{"type":"barge_in"}`, `{"type":"hangup"}`,
 		`{"type":"callback","consent":true,"number":"+15550123"}`,
 		`{`, `[]`, `null`, `{"type":7}`, `{"type":"turn","id":"x","text":7}`,
+		// age_ms whose conversion to nanoseconds wraps (issue 15).
+		`{"type":"turn","id":"t1","text":"x","age_ms":9223372036855}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -34,6 +36,9 @@ func FuzzDecodeText(f *testing.F) {
 		case EventTurn:
 			if ev.Turn.ID == "" || len(ev.Turn.ID) > MaxTurnID || !utf8.ValidString(ev.Turn.ID) {
 				t.Fatalf("turn id %q accepted", ev.Turn.ID)
+			}
+			if a := ev.Turn.AgeMS; a != nil && (*a < 0 || *a > MaxAge.Milliseconds()) {
+				t.Fatalf("turn age_ms %d accepted", *a)
 			}
 			if len(ev.Turn.Text) > MaxTurnText || ev.Turn.Age() < 0 || ev.Turn.Age() > MaxAge {
 				t.Fatalf("turn out of bounds accepted: %d bytes, age %v", len(ev.Turn.Text), ev.Turn.Age())

@@ -171,12 +171,15 @@ type TurnRequest struct {
 	AgeMS *int64 `json:"age_ms,omitempty"`
 }
 
-// Age is the time already spent upstream.
+// Age is the time already spent upstream. It is checked against the
+// bounds before it is converted (decodeTurn), and clamped here as well:
+// age_ms times 10^6 overflows int64 from 9223372036855 on, and a wrapped
+// age would pass any later check.
 func (t TurnRequest) Age() time.Duration {
-	if t.AgeMS == nil {
+	if t.AgeMS == nil || *t.AgeMS <= 0 {
 		return 0
 	}
-	return time.Duration(*t.AgeMS) * time.Millisecond
+	return time.Duration(min(*t.AgeMS, MaxAge.Milliseconds())) * time.Millisecond
 }
 
 // Error codes sent in ErrorMsg.
@@ -283,7 +286,7 @@ func decodeTurn(data []byte) (ClientEvent, error) {
 		return ClientEvent{}, protoErr(CodeBadField, "turn.id must be 1 to %d bytes of UTF-8", MaxTurnID)
 	case len(t.Text) > MaxTurnText:
 		return ClientEvent{}, protoErr(CodeTooLarge, "turn.text over %d bytes", MaxTurnText)
-	case t.AgeMS != nil && (*t.AgeMS < 0 || time.Duration(*t.AgeMS)*time.Millisecond > MaxAge):
+	case t.AgeMS != nil && (*t.AgeMS < 0 || *t.AgeMS > MaxAge.Milliseconds()): // compared before any conversion
 		return ClientEvent{}, protoErr(CodeBadField, "turn.age_ms must be in [0, %d]", MaxAge.Milliseconds())
 	}
 	return ClientEvent{Kind: EventTurn, Type: "turn", Turn: t}, nil
