@@ -68,7 +68,8 @@ func (g *gatedModel) shut() {
 // Fallback.
 type midcall struct {
 	*keypad
-	model *gatedModel
+	model  *gatedModel
+	waiter *client // the native caller whose turn holds the model stage's waiting place
 }
 
 func newMidcall(t *testing.T, o keypadOptions) *midcall {
@@ -98,6 +99,22 @@ func (k *midcall) fillModel() {
 	b := k.admitted()
 	b.send(map[string]any{"type": "turn", "id": "b1", "text": "hold"})
 	b.until(func(m msg) bool { return m.Type == "disposition" && m.Stage == StageModel && m.Disposition == "queued" })
+	k.waiter = b
+}
+
+// openModel opens the model backend's gate and returns once the turn that
+// held the stage's waiting place was admitted. Until then the stage is as
+// full as before (a1 finishing and b1 taking its slot take a moment), and a
+// turn sent at once would be refused.
+func (k *midcall) openModel() {
+	k.t.Helper()
+	k.model.open()
+	if b := k.waiter; b != nil {
+		k.waiter = nil
+		b.until(func(m msg) bool {
+			return m.Type == "disposition" && m.Stage == StageModel && m.Disposition == "admitted"
+		})
+	}
 }
 
 // dialAdmitted connects a gateway whose caller has the number caller ("":
@@ -177,7 +194,7 @@ func TestTwilioMidcallCallback(t *testing.T) {
 	if got := k.saidText("menu~"); got != menuBoth {
 		t.Fatalf("menu %q, want %q", got, menuBoth)
 	}
-	k.model.open() // the model stage has room again
+	k.openModel() // the model stage has room again
 	if err := g.SendDTMF(ctx, "1"); err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +246,7 @@ func TestTwilioMidcallCallbackFails(t *testing.T) {
 	t.Cleanup(func() { db.Close() })
 	k := newMidcall(t, keypadOptions{window: 10 * time.Second, opts: []fallback.Option{fallback.WithStore(refusingStore{db})}})
 	g := k.refused(ctx, t, "+15550157")
-	k.model.open()
+	k.openModel()
 	if err := g.SendDTMF(ctx, "1"); err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +293,7 @@ func TestTwilioMidcallHandoff(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	g := k.refused(ctx, t, "+15550152")
-	k.model.open()
+	k.openModel()
 	if err := g.SendDTMF(ctx, "2"); err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +341,7 @@ func TestTwilioMidcallHoldEnds(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	g := k.refused(ctx, t, "+15550153")
-	k.model.open()
+	k.openModel()
 	if err := g.SendDTMF(ctx, "2"); err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +381,7 @@ func TestTwilioMidcallNoKey(t *testing.T) {
 			if d := k.logs.find("twilio: keypad menu declined"); len(d) != 1 || d[0]["why"] != tc.why {
 				t.Fatalf("declined %v", d)
 			}
-			k.model.open()
+			k.openModel()
 			speak(ctx, t, g)
 			heard(ctx, t, g, "speech-2~", k.said)
 			if len(k.logs.find("twilio: keypad answer")) != 0 {
@@ -398,7 +415,7 @@ func TestTwilioMidcallSpeechDuringMenu(t *testing.T) {
 	if p := k.prompts(StageModel); !slices.Equal(p, want) {
 		t.Fatalf("prompts %q, want %q", p, want)
 	}
-	k.model.open()
+	k.openModel()
 	speak(ctx, t, g)
 	heard(ctx, t, g, "speech-3~", k.said)
 	if err := g.SendDTMF(ctx, "1"); err != nil {
@@ -452,7 +469,7 @@ func TestTwilioMidcallNoNumber(t *testing.T) {
 		if p := k.prompts(StageModel); len(p) != 1 || p[0] != want || strings.HasSuffix(p[0], "?") {
 			t.Fatalf("prompts %q, want %q", p, want)
 		}
-		k.model.open()
+		k.openModel()
 		speak(ctx, t, g)
 		heard(ctx, t, g, "speech-2~", k.said)
 		if len(k.said()) != 0 {
@@ -482,7 +499,7 @@ func TestOffersMidcallNative(t *testing.T) {
 	if m := c.expect("callback"); m.Disposition != "queued" || m.Ticket == "" {
 		t.Fatalf("callback %+v", m)
 	}
-	k.model.open()
+	k.openModel()
 	c.send(map[string]any{"type": "turn", "id": "c2", "text": "x"})
 	if end := lastOf(c.until(func(m msg) bool { return m.Type == "turn_end" && m.Turn == "c2" }), "turn_end"); end.Disposition != "completed" {
 		t.Fatalf("turn_end %+v", end)

@@ -158,25 +158,31 @@ func TestCallWithBargeIn(t *testing.T) {
 	if p.Utterance != "reply2" || !p.Cleared || p.Played <= 0 || p.Played >= 3*time.Second {
 		t.Fatalf("reply2 progress at clear = %+v", p)
 	}
-	// What frontdoor reports as heard matches what the gateway played, give or take a frame or two.
-	heard := snap.Heard - 600*time.Millisecond
-	if d := heard - p.Played; d < -100*time.Millisecond || d > 100*time.Millisecond {
-		t.Errorf("frontdoor says %v of reply2 was heard, the gateway played %v", p.Played, heard)
+	// What frontdoor counts as sent of reply2 is what reached the gateway
+	// before the clear (the clear follows every frame on the wire), and its
+	// estimate of what was heard lies within it. How close that estimate is to
+	// the gateway's own playback depends on two real-time clocks and the
+	// delays between them, so it is not asserted here (tracker_test checks
+	// the estimate on a manual clock).
+	if sent := snap.Received - 600*time.Millisecond; p.Sent != sent {
+		t.Errorf("frontdoor says it sent %v of reply2, the gateway got %v before the clear", p.Sent, sent)
+	}
+	if p.Played > p.Sent {
+		t.Errorf("frontdoor says %v of reply2 was heard, more than the %v it sent", p.Played, p.Sent)
 	}
 
-	// Nothing of the old generation arrives after the clear.
-	time.Sleep(200 * time.Millisecond)
-	after := g.Snapshot().Log[indexOf(snap.Log, twilio.EventClear)+1:]
-	for _, o := range after {
-		if o.Event == twilio.EventMedia {
-			t.Fatalf("media after clear: %d messages follow it", len(after))
-		}
-	}
 	if err := g.SendStop(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := g.Wait(ctx, func(s Snapshot) bool { return false }); err == nil || ctx.Err() != nil {
 		t.Fatalf("connection did not end after stop: %v", err)
+	}
+	// Nothing of the old generation arrived after the clear, up to the end.
+	after := g.Snapshot().Log[indexOf(snap.Log, twilio.EventClear)+1:]
+	for _, o := range after {
+		if o.Event == twilio.EventMedia {
+			t.Fatalf("media after clear: %d messages follow it", len(after))
+		}
 	}
 }
 
