@@ -1,9 +1,14 @@
 package stages
 
-import "time"
+import (
+	"sync"
+	"time"
+)
 
-// Clock is the source of time for a Dispatcher. Tests substitute a manual
-// clock (see package stagestest) so that expiry is deterministic.
+// Clock is the source of time for a Dispatcher and for everything that
+// waits on its behalf (the session layer, the fallback service). Tests
+// substitute a manual clock (see package stagestest) so that expiry and
+// every other timeout are deterministic.
 type Clock interface {
 	Now() time.Time
 	// AfterFunc calls f in its own goroutine once d has elapsed.
@@ -24,3 +29,102 @@ type systemClock struct{}
 func (systemClock) Now() time.Time { return time.Now() }
 
 func (systemClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+
+// Since returns the time elapsed on c since t.
+func Since(c Clock, t time.Time) time.Duration { return c.Now().Sub(t) }
+
+// ChanTimer is time.Timer on a Clock, for code that selects: C receives
+// once, when a duration has elapsed on the clock.
+type ChanTimer struct {
+	// C receives the clock's time when the timer fires. It has room for one
+	// value, so a timer nobody reads does not hold up the clock.
+	C     <-chan time.Time
+	c     chan time.Time
+	clock Clock
+	t     Timer
+}
+
+// NewTimer returns a ChanTimer that fires once d has elapsed on c.
+func NewTimer(c Clock, d time.Duration) *ChanTimer {
+	t := &ChanTimer{clock: c}
+	t.Reset(d)
+	return t
+}
+
+// Stop prevents the timer from firing; it reports whether it did. A value
+// already in C stays there, as with time.Timer.
+func (t *ChanTimer) Stop() bool {
+	if t.t == nil {
+		return false
+	}
+	return t.t.Stop()
+}
+
+// Reset stops the timer, drops a value not yet received from C, and arms it
+// to fire once d has elapsed.
+func (t *ChanTimer) Reset(d time.Duration) {
+	t.Stop()
+	if t.c == nil {
+		t.c = make(chan time.Time, 1)
+		t.C = t.c
+	}
+	select {
+	case <-t.c:
+	default:
+	}
+	ch, clock := t.c, t.clock
+	t.t = clock.AfterFunc(d, func() {
+		select {
+		case ch <- clock.Now():
+		default:
+		}
+	})
+}
+
+// Ticker is time.Ticker on a Clock: C receives the clock's time every
+// period until Stop; a receiver that falls behind misses ticks.
+type Ticker struct {
+	C <-chan time.Time
+
+	c      chan time.Time
+	clock  Clock
+	period time.Duration
+
+	mu      sync.Mutex
+	t       Timer
+	stopped bool
+}
+
+// NewTicker returns a Ticker on c; period must be positive.
+func NewTicker(c Clock, period time.Duration) *Ticker {
+	if period <= 0 {
+		panic("stages: non-positive Ticker period")
+	}
+	ch := make(chan time.Time, 1)
+	t := &Ticker{C: ch, c: ch, clock: c, period: period}
+	t.mu.Lock()
+	t.t = c.AfterFunc(period, t.tick)
+	t.mu.Unlock()
+	return t
+}
+
+func (t *Ticker) tick() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped {
+		return
+	}
+	select {
+	case t.c <- t.clock.Now():
+	default:
+	}
+	t.t = t.clock.AfterFunc(t.period, t.tick)
+}
+
+// Stop ends the ticks; it is safe to call more than once.
+func (t *Ticker) Stop() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.stopped = true
+	t.t.Stop()
+}
