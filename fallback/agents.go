@@ -14,9 +14,9 @@ import (
 
 // Agent WebSocket limits.
 const (
-	agentReadLimit = 4096 // an agent sends only small JSON messages
-	agentOutbox    = 32   // replies buffered per agent before it counts as stuck
-	agentWriteWait = 5 * time.Second
+	agentReadLimit = 4096            // an agent sends only small JSON messages
+	agentOutbox    = 32              // replies buffered per agent before it counts as stuck
+	agentWriteWait = 5 * time.Second // a context deadline for coder/websocket's write: on the wall clock
 	maxAgentID     = 128
 )
 

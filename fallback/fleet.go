@@ -94,9 +94,9 @@ type HandoffQueue interface {
 	// first. Errors: ErrSlotsBusy, ErrHandoffNotNext, ErrHandoffTaken,
 	// ErrHandoffUnknown.
 	Claim(ctx context.Context, agent, ticket string, now time.Time) (HandoffEntry, error)
-	// Ack completes the claim attempt of ticket (ErrHandoffLost if it was
-	// taken over).
-	Ack(ctx context.Context, ticket string, attempt int) (HandoffEntry, error)
+	// Ack completes the claim attempt of ticket at now (ErrHandoffLost if it
+	// was taken over).
+	Ack(ctx context.Context, ticket string, attempt int, now time.Time) (HandoffEntry, error)
 	// Release puts the claim attempt of ticket back at its place, or
 	// expires the handoff if it waited longer than Config.HandoffMaxWait:
 	// Queued or Expired.

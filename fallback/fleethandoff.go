@@ -246,7 +246,7 @@ func (s *Service) fleetAgentMessage(ctx context.Context, a *agent, m agentMessag
 		}
 		var err error
 		if m.Type == "ack" {
-			_, err = s.hfq.Ack(ctx, m.Ticket, attempt)
+			_, err = s.hfq.Ack(ctx, m.Ticket, attempt, s.clock.Now())
 		} else {
 			_, err = s.hfq.Release(ctx, m.Ticket, attempt, s.clock.Now())
 		}

@@ -11,7 +11,10 @@ import (
 
 // Fleet mode timing. The poll is the bound on how late an outcome decided
 // by another process reaches this one when its event was missed (events
-// are best effort); the sweep runs the fleet's timeouts.
+// are best effort); the sweep runs the fleet's timeouts. The poll, the
+// sweep and the relist run on the service's clock; fleetTimeout bounds a
+// Redis round trip as a context deadline, which the network stack keeps on
+// the wall clock (a manual clock does not reach the socket).
 const (
 	fleetPoll    = 250 * time.Millisecond
 	fleetSweep   = time.Second
@@ -39,7 +42,7 @@ func (s *Service) startFleet() {
 		// Renewals have their own goroutine: a slow sweep or snapshot
 		// must not let this process's callers and claims run out.
 		s.wg.Go(func() {
-			t := time.NewTicker(s.hfq.TTL() / 3)
+			t := stages.NewTicker(s.clock, s.hfq.TTL()/3)
 			defer t.Stop()
 			for {
 				select {
@@ -58,11 +61,11 @@ func (s *Service) fleetLoop(ctx context.Context) {
 	if s.hfq != nil {
 		changed = s.hfq.Watch(ctx)
 	}
-	poll := time.NewTicker(fleetPoll)
+	poll := stages.NewTicker(s.clock, fleetPoll)
 	defer poll.Stop()
 	var lastSweep, lastList time.Time
 	for {
-		now := time.Now()
+		now := s.clock.Now()
 		if s.hfq != nil && now.Sub(lastList) >= fleetRelist {
 			lastList = now
 			s.broadcast()
@@ -80,7 +83,7 @@ func (s *Service) fleetLoop(ctx context.Context) {
 			if !ok {
 				changed = nil
 			}
-			lastList = time.Now()
+			lastList = s.clock.Now()
 			s.broadcast()
 		case <-poll.C:
 		}

@@ -208,7 +208,7 @@ func BenchmarkHandoffCycle(b *testing.B) {
 		if err != nil || e.Ticket != ticket {
 			b.Fatal(e.Ticket, err)
 		}
-		if _, err := q.Ack(ctx, ticket, e.Attempt); err != nil {
+		if _, err := q.Ack(ctx, ticket, e.Attempt, time.Now()); err != nil {
 			b.Fatal(err)
 		}
 	})

@@ -211,8 +211,8 @@ func (q *HandoffQueue) settle(ctx context.Context, op, ticket string, attempt in
 }
 
 // Ack implements fallback.HandoffQueue.
-func (q *HandoffQueue) Ack(ctx context.Context, ticket string, attempt int) (fallback.HandoffEntry, error) {
-	e, _, err := q.settle(ctx, "ack", ticket, attempt, time.Now())
+func (q *HandoffQueue) Ack(ctx context.Context, ticket string, attempt int, now time.Time) (fallback.HandoffEntry, error) {
+	e, _, err := q.settle(ctx, "ack", ticket, attempt, now)
 	return e, err
 }
 

@@ -237,7 +237,7 @@ func TestHandoffDeadReplicas(t *testing.T) {
 	if m := agentA.reply("claimed"); m.Ticket != ha.Ticket {
 		t.Fatalf("reclaim: %+v", m)
 	}
-	if _, err := dead.Ack(ctx, ha.Ticket, 1); !errors.Is(err, fallback.ErrHandoffLost) {
+	if _, err := dead.Ack(ctx, ha.Ticket, 1, time.Now()); !errors.Is(err, fallback.ErrHandoffLost) {
 		t.Fatalf("the dead replica's attempt: %v", err)
 	}
 	got, err := dead.Get(ctx, []string{"ho_gone", ha.Ticket})

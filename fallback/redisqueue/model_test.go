@@ -122,7 +122,7 @@ func TestHandoffQueueModel(t *testing.T) {
 				tk := pick("settle")
 				var err error
 				if op == 3 {
-					_, err = q.Ack(ctx, tk, m.attempt[tk])
+					_, err = q.Ack(ctx, tk, m.attempt[tk], time.Now())
 				} else {
 					_, err = q.Release(ctx, tk, m.attempt[tk], time.Now())
 				}
@@ -149,7 +149,7 @@ func TestHandoffQueueModel(t *testing.T) {
 				if m.attempt[tk] == 0 {
 					break
 				}
-				if _, err := q.Ack(ctx, tk, m.attempt[tk]-1); !errors.Is(err, fallback.ErrHandoffLost) {
+				if _, err := q.Ack(ctx, tk, m.attempt[tk]-1, time.Now()); !errors.Is(err, fallback.ErrHandoffLost) {
 					rt.Fatalf("step %d stale ack %s: %v", step, tk, err)
 				}
 			}
