@@ -26,7 +26,8 @@
 // claims hold for every process at once, and an agent connected to any
 // process works the handoffs of callers held by all of them.
 //
-// PromptFor is the table of caller-facing sentences; docs/PROMPTS.md is
+// PromptOf is the table of caller-facing sentences, keyed by stage,
+// reason and whether the stage's backend had started; docs/PROMPTS.md is
 // generated from it. PromptAudio renders those sentences once, outside the
 // synthesis stage, and serves them from a cache so that a prompt is heard
 // even while synthesis is the overloaded stage.

@@ -1,6 +1,7 @@
 package fallback
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/frontdoorhq/frontdoor/stages"
@@ -38,16 +39,30 @@ const ReasonFailed = "failed"
 // it offers. Offer lists only kinds that were available when it was made;
 // the server sends it as the `offer` message after the `prompt`.
 type Prompt struct {
-	Reason string // a disposition name ("overloaded", "expired", ...) or ReasonFailed
-	Stage  string
-	Text   string
-	Offer  []Kind
+	Reason  string // a disposition name ("overloaded", "expired", ...) or ReasonFailed
+	Stage   string
+	Started bool // the prompt is about work whose backend had started (Outcome.Started)
+	Text    string
+	Offer   []Kind
+}
+
+// Outcome is what happened to the work a prompt is about: the stage, the
+// disposition it ended with (or ReasonFailed), and whether that stage's
+// backend had started on it. A refusal (overloaded, expired, closed, stale,
+// out-of-order) never started, since stages refuse or expire only work
+// that is still queued; a failure may have (the backend failed while it
+// worked) or not (the store could not admit the work).
+type Outcome struct {
+	Stage   string
+	Reason  string
+	Started bool
 }
 
 // entry is one row of the table: the sentence that states the outcome, the
 // fallbacks it may offer, and the closing sentence when none is offered.
 type entry struct {
 	stage, reason string
+	started       bool
 	text          string
 	may           []Kind
 	none          string
@@ -62,40 +77,57 @@ var (
 const (
 	tryLater  = "Please try again in a few minutes."
 	continueQ = "Would you like to carry on?"
+	askAgain  = "Please ask again in a moment."
+	sayAgain  = "Please say it again in a moment."
 )
 
-// table is the prompt table. Texts never claim that refused or expired work
-// is still in progress, and never say a callback is booked before the store
-// accepted it: the callback/queued row is used only after that.
+// table is the prompt table, keyed by stage, reason and whether the
+// stage's backend had started. Texts never claim that refused or expired
+// work is still in progress, never say that work which never started was
+// stopped, and never say a callback is booked before the store accepted
+// it: the callback/queued row is used only after that.
 var table = []entry{
-	{StageSession, "queued", "All of our lines are busy, so you are waiting in line. I will be with you as soon as one is free.", nil, ""},
-	{StageSession, "overloaded", "All of our lines are busy and the waiting line is full, so I cannot take your call right now.", both, tryLater},
-	{StageSession, "expired", "I am sorry, no line came free while you waited, so I cannot take your call right now.", both, tryLater},
-	{StageSession, "closed", "This service is temporarily unavailable.", callbackOnly, tryLater},
+	{StageSession, "queued", false, "All of our lines are busy, so you are waiting in line. I will be with you as soon as one is free.", nil, ""},
+	{StageSession, "overloaded", false, "All of our lines are busy and the waiting line is full, so I cannot take your call right now.", both, tryLater},
+	{StageSession, "expired", false, "I am sorry, no line came free while you waited, so I cannot take your call right now.", both, tryLater},
+	{StageSession, "closed", false, "This service is temporarily unavailable.", callbackOnly, tryLater},
+	{StageSession, ReasonFailed, false, "Something went wrong on our side, so I cannot take your call right now.", callbackOnly, tryLater},
 
-	{StageRecognize, "overloaded", "I could not process what you just said, because the system is busy. Nothing was done with it.", both, "Please say it again in a moment."},
-	{StageRecognize, "expired", "I took too long to process what you just said, so I stopped. Nothing was done with it.", both, continueQ},
-	{StageRecognize, "closed", "This service is temporarily unavailable, so I cannot process what you say.", callbackOnly, tryLater},
+	{StageRecognize, "overloaded", false, "I could not process what you just said, because the system is busy. Nothing was done with it.", both, sayAgain},
+	{StageRecognize, "expired", false, "I could not get to what you just said in time, so nothing was done with it.", both, continueQ},
+	{StageRecognize, "closed", false, "This service is temporarily unavailable, so I cannot process what you say.", callbackOnly, tryLater},
+	{StageRecognize, "stale", false, "What you said belonged to an earlier part of our conversation, so nothing was done with it.", nil, ""},
+	{StageRecognize, "out-of-order", false, "What you said arrived out of order, so nothing was done with it.", nil, sayAgain},
+	{StageRecognize, ReasonFailed, false, "Something went wrong on our side, so I could not process what you just said. Nothing was done with it.", both, sayAgain},
+	{StageRecognize, ReasonFailed, true, "Something went wrong on our side while I was listening to what you said, so nothing was done with it.", both, sayAgain},
 
-	{StageModel, "overloaded", "I cannot answer that right now, because the system is busy. I have not started working on it.", both, "Please ask again in a moment."},
-	{StageModel, "expired", "Answering that took too long, so I stopped working on it.", both, continueQ},
-	{StageModel, "closed", "This service is temporarily unavailable, so I cannot answer that.", callbackOnly, tryLater},
+	{StageModel, "overloaded", false, "I cannot answer that right now, because the system is busy. I have not started working on it.", both, askAgain},
+	{StageModel, "expired", false, "I could not get to your question in time, so I have not worked on it.", both, continueQ},
+	{StageModel, "closed", false, "This service is temporarily unavailable, so I cannot answer that.", callbackOnly, tryLater},
+	{StageModel, "stale", false, "That belonged to an earlier part of our conversation, so I did not start on it.", nil, ""},
+	{StageModel, "out-of-order", false, "That arrived out of order, so I did not start on it.", nil, askAgain},
+	{StageModel, ReasonFailed, false, "Something went wrong on our side, so I could not start on your question.", both, askAgain},
+	{StageModel, ReasonFailed, true, "Something went wrong on our side while I was answering that, so I stopped.", both, askAgain},
 
-	{StageSynthesis, "overloaded", "I have an answer but cannot speak it right now, because the system is busy.", both, "Please ask again in a moment."},
-	{StageSynthesis, "expired", "Speaking my answer took too long, so I stopped.", both, continueQ},
-	{StageSynthesis, "closed", "This service is temporarily unavailable, so I cannot speak my answer.", callbackOnly, tryLater},
+	{StageSynthesis, "overloaded", false, "I have an answer but cannot speak it right now, because the system is busy.", both, askAgain},
+	{StageSynthesis, "expired", false, "I have an answer, but I could not get to speaking it in time.", both, continueQ},
+	{StageSynthesis, "closed", false, "This service is temporarily unavailable, so I cannot speak my answer.", callbackOnly, tryLater},
+	{StageSynthesis, "stale", false, "I had an answer, but it belonged to an earlier part of our conversation, so I did not speak it.", nil, ""},
+	{StageSynthesis, "out-of-order", false, "I had an answer, but it arrived out of order, so I did not speak it.", nil, askAgain},
+	{StageSynthesis, ReasonFailed, false, "I have an answer, but something went wrong on our side, so I could not speak it.", both, askAgain},
+	{StageSynthesis, ReasonFailed, true, "Something went wrong on our side while I was speaking my answer, so I stopped.", both, askAgain},
 
-	{StageCallback, "queued", "Your callback is booked. We will call you back at the number you gave.", nil, ""},
-	{StageCallback, "overloaded", "Our callback list is full, so I could not book a callback. Nothing has been scheduled.", handoffOnly, tryLater},
-	{StageCallback, "closed", "Callbacks are temporarily unavailable, so I could not book one. Nothing has been scheduled.", handoffOnly, tryLater},
-	{StageCallback, ReasonFailed, "Something went wrong on our side and I could not book a callback. Nothing has been scheduled.", handoffOnly, tryLater},
+	{StageCallback, "queued", false, "Your callback is booked. We will call you back at the number you gave.", nil, ""},
+	{StageCallback, "overloaded", false, "Our callback list is full, so I could not book a callback. Nothing has been scheduled.", handoffOnly, tryLater},
+	{StageCallback, "closed", false, "Callbacks are temporarily unavailable, so I could not book one. Nothing has been scheduled.", handoffOnly, tryLater},
+	{StageCallback, ReasonFailed, false, "Something went wrong on our side and I could not book a callback. Nothing has been scheduled.", handoffOnly, tryLater},
 
-	{StageHandoff, "queued", "I am looking for a person to take your call. Please stay on the line.", nil, ""},
-	{StageHandoff, "completed", "A person has taken your call and is joining now.", nil, ""},
-	{StageHandoff, "overloaded", "Everyone who could take your call is busy and the waiting line is full, so I could not find you a person.", callbackOnly, tryLater},
-	{StageHandoff, "expired", "I am sorry, no one was free to take your call in time, so I have stopped looking.", callbackOnly, tryLater},
-	{StageHandoff, "closed", "Transfers to a person are temporarily unavailable.", callbackOnly, tryLater},
-	{StageHandoff, ReasonFailed, "Something went wrong on our side and I could not find you a person.", callbackOnly, tryLater},
+	{StageHandoff, "queued", false, "I am looking for a person to take your call. Please stay on the line.", nil, ""},
+	{StageHandoff, "completed", false, "A person has taken your call and is joining now.", nil, ""},
+	{StageHandoff, "overloaded", false, "Everyone who could take your call is busy and the waiting line is full, so I could not find you a person.", callbackOnly, tryLater},
+	{StageHandoff, "expired", false, "I am sorry, no one was free to take your call in time, so I have stopped looking.", callbackOnly, tryLater},
+	{StageHandoff, "closed", false, "Transfers to a person are temporarily unavailable.", callbackOnly, tryLater},
+	{StageHandoff, ReasonFailed, false, "Something went wrong on our side and I could not find you a person.", callbackOnly, tryLater},
 }
 
 // Offer sentences, by the kinds actually offered.
@@ -106,28 +138,32 @@ const (
 	fallbackText  = "I cannot do that right now."
 )
 
-// PromptFor returns the prompt for disposition d at stage, offering only
+// PromptFor returns the prompt for disposition d at stage (work that was
+// refused, expired or queued: its backend never started), offering only
 // the fallbacks that the row allows and that are in available (pass
 // Service.Available()). A combination outside the table gets a plain
 // sentence that claims nothing and offers nothing.
 func PromptFor(stage string, d stages.Disposition, available []Kind) Prompt {
-	return lookup(stage, d.String(), available)
+	return PromptOf(Outcome{Stage: stage, Reason: d.String()}, available)
 }
 
 // PromptFailed returns the prompt for a fallback (StageCallback or
 // StageHandoff) that could not be established because something failed: it
 // says so, and offers only the other fallback.
 func PromptFailed(stage string, available []Kind) Prompt {
-	return lookup(stage, ReasonFailed, available)
+	return PromptOf(Outcome{Stage: stage, Reason: ReasonFailed}, available)
 }
 
-func lookup(stage, reason string, available []Kind) Prompt {
+// PromptOf returns the prompt for o, offering only the fallbacks that its
+// row allows and that are in available. An outcome outside the table gets
+// a plain sentence that claims nothing and offers nothing.
+func PromptOf(o Outcome, available []Kind) Prompt {
 	for _, e := range table {
-		if e.stage == stage && e.reason == reason {
+		if e.stage == o.Stage && e.reason == o.Reason && e.started == o.Started {
 			return e.prompt(available)
 		}
 	}
-	return Prompt{Reason: reason, Stage: stage, Text: fallbackText}
+	return Prompt{Reason: o.Reason, Stage: o.Stage, Started: o.Started, Text: fallbackText}
 }
 
 func (e entry) prompt(available []Kind) Prompt {
@@ -137,7 +173,7 @@ func (e entry) prompt(available []Kind) Prompt {
 			offer = append(offer, k)
 		}
 	}
-	p := Prompt{Reason: e.reason, Stage: e.stage, Text: e.text, Offer: offer}
+	p := Prompt{Reason: e.reason, Stage: e.stage, Started: e.started, Text: e.text, Offer: offer}
 	switch {
 	case len(offer) == 2:
 		p.Text += " " + offerBoth
@@ -161,7 +197,7 @@ func AllPrompts() []Prompt {
 	for _, e := range table {
 		for _, avail := range subsets {
 			p := e.prompt(avail)
-			key := p.Stage + "\x00" + p.Reason + "\x00" + p.Text
+			key := fmt.Sprint(p.Stage, "\x00", p.Reason, "\x00", p.Started, "\x00", p.Text)
 			if !seen[key] {
 				seen[key] = true
 				out = append(out, p)

@@ -34,7 +34,7 @@ func TestPromptPaths(t *testing.T) {
 		{"session expired, nothing free", fallback.StageSession, stages.Expired, none, nil, []string{"no line came free", "try again"}},
 		{"session closed", fallback.StageSession, stages.Closed, both, callback, []string{"temporarily unavailable", "call you back"}},
 		{"model overloaded", fallback.StageModel, stages.Overloaded, handoff, handoff, []string{"not started", "put you through to a person"}},
-		{"model expired asks to continue", fallback.StageModel, stages.Expired, none, nil, []string{"stopped working on it", "Would you like to carry on?"}},
+		{"model expired asks to continue", fallback.StageModel, stages.Expired, none, nil, []string{"could not get to your question in time", "Would you like to carry on?"}},
 		{"synthesis overloaded", fallback.StageSynthesis, stages.Overloaded, callback, callback, []string{"cannot speak it", "call you back"}},
 		{"synthesis expired asks to continue", fallback.StageSynthesis, stages.Expired, none, nil, []string{"carry on"}},
 		{"recognize expired asks to continue", fallback.StageRecognize, stages.Expired, none, nil, []string{"carry on"}},
@@ -43,7 +43,8 @@ func TestPromptPaths(t *testing.T) {
 		{"handoff full offers callback only", fallback.StageHandoff, stages.Overloaded, both, callback, []string{"waiting line is full", "call you back"}},
 		{"handoff expired", fallback.StageHandoff, stages.Expired, none, nil, []string{"stopped looking"}},
 		{"callback booked", fallback.StageCallback, stages.Queued, both, nil, []string{"booked"}},
-		{"outside the table", fallback.StageModel, stages.Stale, both, nil, []string{"cannot do that right now"}},
+		{"model stale", fallback.StageModel, stages.Stale, both, nil, []string{"earlier part of our conversation"}},
+		{"outside the table", fallback.StageModel, stages.Completed, both, nil, []string{"cannot do that right now"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,6 +94,17 @@ func TestPromptRules(t *testing.T) {
 		if p.Reason == "expired" && p.Stage != fallback.StageSession && p.Stage != fallback.StageHandoff && len(p.Offer) == 0 && !strings.Contains(p.Text, "?") {
 			t.Errorf("%s/%s: an expired turn must ask whether to continue: %q", p.Stage, p.Reason, p.Text)
 		}
+		// Work whose backend never started was never stopped (issue 15: a
+		// turn that expired in the model queue was told "I stopped working
+		// on it").
+		turnOrCall := p.Stage != fallback.StageCallback && p.Stage != fallback.StageHandoff
+		if turnOrCall && !p.Started {
+			for _, s := range []string{"stopped", "while i was", "took too long"} {
+				if strings.Contains(strings.ToLower(p.Text), s) {
+					t.Errorf("%s/%s never started but says %q: %q", p.Stage, p.Reason, s, p.Text)
+				}
+			}
+		}
 		if p.Reason == "closed" && !strings.Contains(p.Text, "temporarily unavailable") {
 			t.Errorf("%s/closed must say temporarily unavailable: %q", p.Stage, p.Text)
 		}
@@ -108,11 +120,19 @@ func promptsDoc() string {
 	b.WriteString("# Prompts\n\n")
 	b.WriteString("<!-- Generated from fallback.AllPrompts by `go test ./fallback -run TestPromptsDoc -update`. Do not edit by hand. -->\n\n")
 	b.WriteString("Every sentence frontdoor says to a caller about a refusal, an expiry or a fallback, from the table in\n")
-	b.WriteString("`fallback/prompt.go` (`fallback.PromptFor(stage, disposition, available)` and `fallback.PromptFailed`).\n")
+	b.WriteString("`fallback/prompt.go` (`fallback.PromptOf(outcome, available)`; `PromptFor` and `PromptFailed` are shorthands).\n")
+	b.WriteString("A prompt is keyed by what happened: the stage, the reason (the disposition the work ended with, or `failed`)\n")
+	b.WriteString("and *Started*, whether that stage's backend had started on the work. A refusal or expiry never started (stages\n")
+	b.WriteString("refuse and expire only queued work), so an expired question is one \"I could not get to\", never one \"I stopped\";\n")
+	b.WriteString("a failure started when the backend failed while it worked, and did not when the store could not admit the work.\n")
 	b.WriteString("*Offered* lists the fallbacks offered when exactly those had room (`Service.Available`); the server sends\n")
 	b.WriteString("`prompt` with the text, then `offer` with these kinds when there are any.\n\n")
+	b.WriteString("Each prompt is spoken for a state of the call (queued, refused, offered, booked, ...). When the state changes,\n")
+	b.WriteString("the rest of a prompt spoken for the old state is cut at once and the next prompt follows (docs/PROTOCOL.md,\n")
+	b.WriteString("\"Prompts follow the call's state\").\n\n")
 	b.WriteString("Rules the table keeps (checked by `TestPromptRules`):\n\n")
 	b.WriteString("- Refused or expired work is never described as in progress.\n")
+	b.WriteString("- Work that never started is never described as stopped.\n")
 	b.WriteString("- \"Your callback is booked\" is said only after the store durably accepted it (`RequestCallback` returned Queued).\n")
 	b.WriteString("- A fallback is offered only while its queue has room, and acceptance checks again.\n")
 	b.WriteString("- When a fallback itself fails, the caller hears that nothing was established (reason `failed`).\n")
@@ -121,7 +141,7 @@ func promptsDoc() string {
 	for _, p := range fallback.AllPrompts() {
 		if p.Stage != stage {
 			stage = p.Stage
-			fmt.Fprintf(&b, "## %s\n\n| Reason | Offered | Text |\n|---|---|---|\n", stage)
+			fmt.Fprintf(&b, "## %s\n\n| Reason | Started | Offered | Text |\n|---|---|---|---|\n", stage)
 		}
 		offered := "—"
 		if len(p.Offer) > 0 {
@@ -131,10 +151,39 @@ func promptsDoc() string {
 			}
 			offered = strings.Join(s, ", ")
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", p.Reason, offered, p.Text)
+		started := "no"
+		if p.Started {
+			started = "yes"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", p.Reason, started, offered, p.Text)
 		_ = stage
 	}
 	return strings.ReplaceAll(b.String(), "|\n## ", "|\n\n## ") + "\n"
+}
+
+// TestEveryOutcomeHasAPrompt: every outcome the server can report to a
+// caller has its own row; none falls through to the plain sentence.
+func TestEveryOutcomeHasAPrompt(t *testing.T) {
+	var want []fallback.Outcome
+	for _, r := range []string{"queued", "overloaded", "expired", "closed", fallback.ReasonFailed} {
+		want = append(want, fallback.Outcome{Stage: fallback.StageSession, Reason: r})
+	}
+	for _, st := range []string{fallback.StageRecognize, fallback.StageModel, fallback.StageSynthesis} {
+		for _, d := range []stages.Disposition{stages.Overloaded, stages.Expired, stages.Closed, stages.Stale, stages.OutOfOrder} {
+			want = append(want, fallback.Outcome{Stage: st, Reason: d.String()})
+		}
+		want = append(want, fallback.Outcome{Stage: st, Reason: fallback.ReasonFailed},
+			fallback.Outcome{Stage: st, Reason: fallback.ReasonFailed, Started: true})
+	}
+	for _, o := range want {
+		p := fallback.PromptOf(o, both)
+		if p.Text == fallback.PromptOf(fallback.Outcome{Stage: "nowhere"}, nil).Text {
+			t.Errorf("%+v has no row", o)
+		}
+		if p.Stage != o.Stage || p.Reason != o.Reason || p.Started != o.Started {
+			t.Errorf("%+v answered by the row of %s/%s/%v", o, p.Stage, p.Reason, p.Started)
+		}
+	}
 }
 
 func TestPromptsDoc(t *testing.T) {

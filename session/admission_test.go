@@ -3,11 +3,13 @@ package session
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 
+	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
 )
@@ -65,6 +67,11 @@ func TestModelQueueExpiry(t *testing.T) {
 	got := types(all)
 	if len(got) != 4 || got[0] != want[0] || got[1] != want[1] || got[3] != want[3] || lastOf(all, "prompt").Reason != "expired" {
 		t.Fatalf("expiry sequence %v", got)
+	}
+	// Issue 15, case 2: nothing was ever worked on, and the prompt says so.
+	if p := lastOf(all, "prompt"); p.Text != fallback.PromptFor(StageModel, stages.Expired, nil).Text ||
+		!strings.Contains(p.Text, "could not get to your question in time") || strings.Contains(p.Text, "stopped") {
+		t.Fatalf("queued-then-expired prompt %q", p.Text)
 	}
 	// Born includes age_ms: a turn already too old expires at the offer.
 	c := r.admitted()

@@ -61,19 +61,13 @@ func (o *Offers) Wait() { o.wg.Wait() }
 
 // Refused implements Fallback.
 func (o *Offers) Refused(ctx context.Context, r Refusal, out Sender) {
-	var p fallback.Prompt
-	if r.Disposition == 0 {
-		// A backend failed: the table has no row for it; say so plainly.
-		p = fallback.Prompt{Reason: TurnFailed, Stage: r.Stage, Text: PromptText(r)}
-	} else {
-		p = fallback.PromptFor(r.Stage, r.Disposition, o.svc.Available())
-		if len(p.Offer) > 0 {
-			// A phone caller answers with its keypad: it is offered only
-			// what its menu can take now, and nothing (no offer sentence)
-			// when no menu can open. Other callers get p unchanged.
-			if keys, ok := keypadOffer(out, p.Offer); ok {
-				p = fallback.PromptFor(r.Stage, r.Disposition, keys)
-			}
+	p := fallback.PromptOf(r.Outcome(), o.svc.Available())
+	if len(p.Offer) > 0 {
+		// A phone caller answers with its keypad: it is offered only
+		// what its menu can take now, and nothing (no offer sentence)
+		// when no menu can open. Other callers get p unchanged.
+		if keys, ok := keypadOffer(out, p.Offer); ok {
+			p = fallback.PromptOf(r.Outcome(), keys)
 		}
 	}
 	_ = out.Send(ctx, &PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text})

@@ -2,20 +2,30 @@ package session
 
 import (
 	"context"
-	"fmt"
 
+	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
-// Refusal describes work a stage turned away or let expire, or a session
-// waiting in the queue (Disposition Queued, with its Position).
+// Refusal describes work a stage turned away or let expire, a backend
+// that failed, or a session waiting in the queue (Disposition Queued, with
+// its Position).
 type Refusal struct {
 	Call        string
-	Turn        string // empty for the session stage
-	Stage       string // StageSession, StageModel, StageSynthesis, ...
-	Disposition stages.Disposition
-	Position    int    // for a queued session
-	Reason      string // for a failed backend: its error kind
+	Turn        string             // empty for the session stage
+	Stage       string             // StageSession, StageModel, StageSynthesis, ...
+	Disposition stages.Disposition // 0 for a failure
+	Position    int                // for a queued session
+	Reason      string             // for a failed backend: its error kind
+	// Started: the stage's backend had started on the work before it
+	// failed (false for every refusal: stages refuse and expire only
+	// queued work, and for a store that could not admit it).
+	Started bool
+}
+
+// Outcome is what the prompt for r is keyed by (fallback.PromptOf).
+func (r Refusal) Outcome() fallback.Outcome {
+	return fallback.Outcome{Stage: r.Stage, Reason: reason(r), Started: r.Started}
 }
 
 // Sender sends server messages to one caller, through the call's outbound
@@ -58,35 +68,8 @@ func reason(r Refusal) string {
 	return r.Disposition.String()
 }
 
-// PromptText is the default prompt for r.
+// PromptText is the default prompt for r: the sentence of the prompt
+// table (docs/PROMPTS.md) for its outcome, without an offer.
 func PromptText(r Refusal) string {
-	if r.Stage == StageSession {
-		switch r.Disposition {
-		case stages.Queued:
-			return fmt.Sprintf("All our lines are busy. You are number %d in line; please stay on the line and we will connect you as soon as a line is free.", r.Position)
-		case stages.Overloaded:
-			return "All our lines are busy and the waiting line is full, so we cannot take your call right now. Please try again in a few minutes."
-		case stages.Expired:
-			return "We could not connect you within the time we allow for waiting, so we are ending this attempt. Please try again in a few minutes."
-		case stages.Closed:
-			return "This service is temporarily unavailable. Please try again later."
-		}
-	}
-	what := "answer"
-	if r.Stage == StageSynthesis {
-		what = "spoken reply"
-	}
-	switch r.Disposition {
-	case stages.Overloaded:
-		return fmt.Sprintf("Too many people are asking at once, so I could not start your %s. It was not started; please ask again in a moment.", what)
-	case stages.Expired:
-		return fmt.Sprintf("Your %s waited too long to start, so I stopped it before it began. Do you still want to continue?", what)
-	case stages.Closed:
-		return "This service is temporarily unavailable and is not taking new requests. Please call again later."
-	case stages.Stale:
-		return "That request belonged to an earlier part of our conversation, so I did not start it."
-	case stages.OutOfOrder:
-		return "That request arrived out of order, so I did not start it. Please say it again."
-	}
-	return "Something went wrong on our side and I could not finish that reply. Please ask again."
+	return fallback.PromptOf(r.Outcome(), nil).Text
 }

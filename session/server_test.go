@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
 )
 
@@ -121,6 +122,10 @@ func TestBackendFailure(t *testing.T) {
 	if d.Disposition != "completed" || d.Error != "unavailable" || p.Reason != TurnFailed ||
 		end.Disposition != TurnFailed || end.Stage != StageModel || end.Error != "unavailable" {
 		t.Fatalf("%v %+v %+v %+v", types(all), d, p, end)
+	}
+	// The backend had started: the prompt says it failed while working.
+	if want := fallback.PromptOf(fallback.Outcome{Stage: StageModel, Reason: TurnFailed, Started: true}, nil).Text; p.Text != want {
+		t.Fatalf("prompt %q, want %q", p.Text, want)
 	}
 	if s := r.stage(StageModel); s.Leased != 0 {
 		t.Fatalf("lease left %+v", s)

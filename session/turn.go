@@ -165,7 +165,7 @@ func (c *Call) finished(t *turn, st string, disp stages.Disposition, err error) 
 	case err != nil:
 		c.s.m.backendErrors.WithLabelValues(st, kind).Inc()
 		c.log.Warn("backend failed", "stage", st, "turn", t.id, "err", err)
-		c.s.cfg.Fallback.Refused(c.ctx, Refusal{Call: c.id, Turn: t.id, Stage: st, Reason: kind}, c)
+		c.s.cfg.Fallback.Refused(c.ctx, Refusal{Call: c.id, Turn: t.id, Stage: st, Reason: kind, Started: true}, c)
 		c.endTurn(t, TurnFailed, st, kind)
 		return false
 	}
