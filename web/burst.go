@@ -20,7 +20,8 @@ type Burst struct {
 }
 
 // Burster starts synthetic callers against the server's own address
-// (LoadBurster: the server's load generator, package session/load). Burst
+// (frontdoor serve wires the load generator, package cmd/frontdoor/load,
+// so that the page imports no client). Burst
 // runs the callers and returns once all of them have ended or ctx has. It
 // may call progress as it goes; the latest progress and the final report
 // (anything that encodes as JSON) are shown on the page.

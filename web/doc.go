@@ -9,9 +9,9 @@
 //	                   from any other host, and the Content-Security-Policy
 //	                   says so to the browser)
 //	POST   /v1/burst   {"callers": N, "rate": R, "turns": T} starts N
-//	                   synthetic callers through a Burster, normally
-//	                   LoadBurster (202, or 409 while one runs, 501 when
-//	                   none is configured)
+//	                   synthetic callers through a Burster (frontdoor
+//	                   serve's runs its load generator; 202, or 409
+//	                   while one runs, 501 when none is configured)
 //	GET    /v1/burst   the running or last burst
 //	DELETE /v1/burst   stops the running burst
 //

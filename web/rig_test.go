@@ -13,6 +13,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/frontdoorhq/frontdoor/cmd/frontdoor/load"
 	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/stages"
@@ -63,7 +64,7 @@ func newRig(t *testing.T, opts ...func(*rigConfig)) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.page = web.Handler(web.Options{Burster: web.LoadBurster(ln.Addr().String())})
+	r.page = web.Handler(web.Options{Burster: loadBurster("http://" + ln.Addr().String())})
 	cfg := rc.cfg
 	cfg.ModelBackend, cfg.Synthesizer = r.model, r.synth
 	cfg.Root = r.page
@@ -147,4 +148,22 @@ func (r *rig) holdModel(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// loadBurster runs the page's bursts with the load generator against
+// target, as frontdoor serve does (cmd/frontdoor/burst.go); the page shows
+// the whole report.
+func loadBurster(target string) web.Burster {
+	return web.BurstFunc(func(ctx context.Context, b web.Burst, progress func(any)) (any, error) {
+		r, err := load.Run(ctx, load.Config{
+			Target: target, Callers: b.Callers, Rate: b.Rate, Arrival: load.Steady, Turns: b.Turns,
+			Think: 300 * time.Millisecond, Patience: 15 * time.Second, BargeIn: 0.1, Callback: 0.5,
+			Duration: 30 * time.Second, Seed: 1,
+			Progress: func(p load.Progress) { progress(p) },
+		})
+		if r == nil {
+			return nil, err
+		}
+		return r, err
+	})
 }

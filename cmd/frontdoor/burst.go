@@ -1,11 +1,12 @@
-package web
+package main
 
 import (
 	"context"
 	"net"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/session/load"
+	"github.com/frontdoorhq/frontdoor/cmd/frontdoor/load"
+	"github.com/frontdoorhq/frontdoor/web"
 )
 
 // Settings of the synthetic callers a burst starts: they think between
@@ -19,11 +20,13 @@ const (
 	burstAfterArriv = 30 * time.Second // how long callers may stay after the last arrives
 )
 
-// LoadBurster runs bursts with the server's load generator (package
-// session/load) against addr, the address the server listens on. An
-// unspecified host (":8080", "0.0.0.0:8080", "[::]:8080") becomes
-// 127.0.0.1: the generator only dials loopback.
-func LoadBurster(addr string) Burster {
+// loadBurster runs the demo page's bursts (package web) with the load
+// generator (package load) against addr, the address the server listens
+// on. It is wired here, in the binary, so that the page, which is part of
+// the server, does not import a client. An unspecified host (":8080",
+// "0.0.0.0:8080", "[::]:8080") becomes 127.0.0.1: the generator only dials
+// loopback.
+func loadBurster(addr string) web.Burster {
 	host, port, err := net.SplitHostPort(addr)
 	if err == nil {
 		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
@@ -32,7 +35,7 @@ func LoadBurster(addr string) Burster {
 		addr = net.JoinHostPort(host, port)
 	}
 	target := "http://" + addr
-	return BurstFunc(func(ctx context.Context, b Burst, progress func(any)) (any, error) {
+	return web.BurstFunc(func(ctx context.Context, b web.Burst, progress func(any)) (any, error) {
 		window := time.Duration(float64(b.Callers) / b.Rate * float64(time.Second))
 		r, err := load.Run(ctx, load.Config{
 			Target:   target,

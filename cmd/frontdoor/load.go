@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/session/load"
+	"github.com/frontdoorhq/frontdoor/cmd/frontdoor/load"
 )
 
 // loadSettings are the flags of frontdoor load.

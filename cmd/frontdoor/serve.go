@@ -144,7 +144,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer svc.Close()
 	offers := session.NewOffers(svc)
-	page := web.Handler(web.Options{Burster: web.LoadBurster(ln.Addr().String()), Logger: log})
+	page := web.Handler(web.Options{Burster: loadBurster(ln.Addr().String()), Logger: log})
 	defer page.Close()
 	handlers := page.Routes()
 	handlers["GET /v1/agents"] = svc.AgentHandler(set.guard.agentAccept())

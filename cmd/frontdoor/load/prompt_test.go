@@ -11,7 +11,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/frontdoorhq/frontdoor/session/load"
+	"github.com/frontdoorhq/frontdoor/cmd/frontdoor/load"
 )
 
 // A refused turn's fallback prompt is spoken (audio_start, frames,

@@ -13,10 +13,10 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/frontdoorhq/frontdoor/cmd/frontdoor/load"
 	"github.com/frontdoorhq/frontdoor/media/g711"
 	"github.com/frontdoorhq/frontdoor/media/twilio"
 	"github.com/frontdoorhq/frontdoor/media/vad"
-	"github.com/frontdoorhq/frontdoor/session/load"
 )
 
 // scriptLog is what the scripted Twilio endpoint saw of the caller.
