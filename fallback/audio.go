@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/frontdoorhq/frontdoor/stages/backend"
+	"github.com/frontdoorhq/frontdoor/session/backend"
 )
 
 // ErrNoSynthesizer: the Service was built without a synthesizer.

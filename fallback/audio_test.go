@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/stages"
-	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
 )
 
 // TestPromptAudioWhileSynthesisSaturated: the synthesis stage refuses

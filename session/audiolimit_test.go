@@ -7,7 +7,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/frontdoorhq/frontdoor/media"
-	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 )
 
 // TestAudioLimits: a caller audio frame over the size limit is answered

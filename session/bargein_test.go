@@ -1,7 +1,7 @@
 package session
 
 import (
-	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"testing"
 	"time"
 

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/stages"
-	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
 )
 
 // BenchmarkTurn is one whole turn over a loopback WebSocket with stub

@@ -12,8 +12,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/frontdoorhq/frontdoor/media"
+	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/stages"
-	"github.com/frontdoorhq/frontdoor/stages/backend"
 )
 
 // Why a call ended.

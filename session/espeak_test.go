@@ -12,9 +12,9 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/media/pcm"
 	"github.com/frontdoorhq/frontdoor/media/vad"
+	"github.com/frontdoorhq/frontdoor/session/backend/espeak"
+	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/stages"
-	"github.com/frontdoorhq/frontdoor/stages/backend/espeak"
-	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
 )
 
 // TestEspeakCall is a whole call through the session server with the real

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/stages"
-	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
 )
 
 // A server with its own stage limits, a page at / and an extra handler.

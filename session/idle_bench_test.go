@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/stages"
-	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
 )
 
 // BenchmarkIdleSessions holds N idle calls (default 1000; set

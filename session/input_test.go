@@ -10,8 +10,8 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/stages"
-	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
 )
 
 func TestBadInput(t *testing.T) {

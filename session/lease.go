@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/stages"
-	"github.com/frontdoorhq/frontdoor/stages/backend"
 )
 
 // LeaseLoser is implemented by Tickets whose lease can be lost while the

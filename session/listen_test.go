@@ -8,7 +8,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/frontdoorhq/frontdoor/media/pcm"
-	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 )
 
 // audio sends ms of caller audio at 8 kHz in 20 ms frames: a tone, or silence.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/media/pcm"
 	"github.com/frontdoorhq/frontdoor/media/wav"
-	"github.com/frontdoorhq/frontdoor/stages/backend"
+	"github.com/frontdoorhq/frontdoor/session/backend"
 )
 
 // speech reads an espeak-ng fixture from media/testdata at rate.

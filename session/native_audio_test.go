@@ -7,7 +7,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/frontdoorhq/frontdoor/media/pcm"
-	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 )
 
 // TestNativeSpeechTurn: espeak speech in binary PCM16 frames on /v1/session,

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/stages"
-	"github.com/frontdoorhq/frontdoor/stages/backend"
 )
 
 // AudioSender is implemented by the Sender a Fallback is given: it queues

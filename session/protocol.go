@@ -8,8 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/frontdoorhq/frontdoor/media"
+	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/stages"
-	"github.com/frontdoorhq/frontdoor/stages/backend"
 )
 
 // Stage names as they appear in the protocol, metrics and /v1/stages.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 )
 
 // TestQuarantine: a model backend whose cleanups go overdue twice in a row

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/fallback"
-	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 )
 
 func TestNormalTurn(t *testing.T) {

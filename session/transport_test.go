@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/stages"
-	"github.com/frontdoorhq/frontdoor/stages/backend"
-	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
 )
 
 // chanTransport is a Transport over channels: what another wire protocol

@@ -13,9 +13,9 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/media/twilio/twiliotest"
+	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/stages"
-	"github.com/frontdoorhq/frontdoor/stages/backend"
-	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
 )
 
 // gatedModel holds turns whose text is "hold" until its gate opens (or

@@ -16,8 +16,8 @@ import (
 	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/media/twilio"
 	"github.com/frontdoorhq/frontdoor/media/twilio/twiliotest"
+	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/stages"
-	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
 )
 
 // keypad is a server whose session stage has one slot and turns a waiting

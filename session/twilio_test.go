@@ -13,9 +13,9 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/media/twilio"
 	"github.com/frontdoorhq/frontdoor/media/twilio/twiliotest"
+	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/stages"
-	"github.com/frontdoorhq/frontdoor/stages/backend"
-	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
 )
 
 func (r *rig) wsURL(path string) string {

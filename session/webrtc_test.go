@@ -12,7 +12,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/media/pcm"
 	"github.com/frontdoorhq/frontdoor/media/webrtc"
-	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 )
 
 // browser is the caller's side of a /v1/webrtc call: a second pion peer,

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/stages/backend"
+	"github.com/frontdoorhq/frontdoor/session/backend"
 )
 
 // writerLinger is how long the call's writer waits for a next frame

@@ -7,8 +7,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/stages"
-	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
 )
 
 // TestBrowser drives the page in one headless Chromium (a tab per case)

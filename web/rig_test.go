@@ -16,8 +16,8 @@ import (
 	"github.com/frontdoorhq/frontdoor/cmd/frontdoor/load"
 	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/stages"
-	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
 	"github.com/frontdoorhq/frontdoor/web"
 )
 

@@ -14,8 +14,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/stages"
-	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
 )
 
 // TestLoadSmoke runs `frontdoor load` against an in-process server: the

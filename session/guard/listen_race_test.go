@@ -15,8 +15,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/stages"
-	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
 )
 
 // armHook is a net.Conn whose SetReadDeadline calls hook first: a test can

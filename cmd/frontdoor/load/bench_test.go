@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/cmd/frontdoor/load"
+	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/stages"
-	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
 )
 
 // The benchmarks below run whole load runs against in-process servers, one

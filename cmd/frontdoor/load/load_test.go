@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/cmd/frontdoor/load"
+	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/stages"
-	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
 )
 
 var fast = stub.Settings{ModelDelay: 20 * time.Millisecond, TokenDelay: 2 * time.Millisecond, Tokens: 4,

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/stages"
-	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
 )
 
 // testServer is an in-process frontdoor session server on loopback with

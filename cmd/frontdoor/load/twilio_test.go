@@ -9,8 +9,8 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/cmd/frontdoor/load"
 	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/stages"
-	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
 )
 
 const (

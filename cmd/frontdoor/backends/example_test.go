@@ -4,7 +4,7 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/frontdoorhq/frontdoor/stages/backend/backends"
+	"github.com/frontdoorhq/frontdoor/cmd/frontdoor/backends"
 )
 
 // How frontdoor serve builds its backends from its command line.

@@ -3,7 +3,7 @@ package backend_test
 import (
 	"fmt"
 
-	"github.com/frontdoorhq/frontdoor/stages/backend"
+	"github.com/frontdoorhq/frontdoor/session/backend"
 )
 
 // A barge-in cut the reply short: the history keeps only what the caller

@@ -8,10 +8,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/frontdoorhq/frontdoor/stages/backend"
-	"github.com/frontdoorhq/frontdoor/stages/backend/espeak"
-	"github.com/frontdoorhq/frontdoor/stages/backend/openai"
-	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/backend/espeak"
+	"github.com/frontdoorhq/frontdoor/session/backend/openai"
+	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 )
 
 // Backend names.

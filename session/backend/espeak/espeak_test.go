@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/stages/backend"
+	"github.com/frontdoorhq/frontdoor/session/backend"
 )
 
 var _ backend.Synthesizer = (*Synthesizer)(nil)

@@ -11,7 +11,7 @@ import (
 
 	oai "github.com/openai/openai-go/v3"
 
-	"github.com/frontdoorhq/frontdoor/stages/backend"
+	"github.com/frontdoorhq/frontdoor/session/backend"
 )
 
 // DefaultMaxSpeechIn bounds the audio of one Recognize call.

@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/frontdoorhq/frontdoor/stages/backend"
-	"github.com/frontdoorhq/frontdoor/stages/backend/espeak"
+	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/backend/espeak"
 )
 
 func TestFlags(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/stages/backend"
+	"github.com/frontdoorhq/frontdoor/session/backend"
 )
 
 // Capacity is a processor-sharing model of the compute behind a backend: up

@@ -12,7 +12,7 @@ import (
 
 	oai "github.com/openai/openai-go/v3"
 
-	"github.com/frontdoorhq/frontdoor/stages/backend"
+	"github.com/frontdoorhq/frontdoor/session/backend"
 )
 
 // SpeechRate is the sample rate of response_format "pcm": 24 kHz PCM16 mono,

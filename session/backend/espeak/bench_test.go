@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/stages/backend"
+	"github.com/frontdoorhq/frontdoor/session/backend"
 )
 
 // BenchmarkSynthesizeSentence runs espeak-ng for one spoken sentence:

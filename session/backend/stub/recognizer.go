@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/frontdoorhq/frontdoor/stages/backend"
+	"github.com/frontdoorhq/frontdoor/session/backend"
 )
 
 // Recognizer is a deterministic backend.Recognizer: its transcript names the

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/stages/backend"
+	"github.com/frontdoorhq/frontdoor/session/backend"
 )
 
 var (

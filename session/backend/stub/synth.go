@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/stages/backend"
+	"github.com/frontdoorhq/frontdoor/session/backend"
 )
 
 // FrameDuration is the length of one stub audio frame.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"strings"
 
-	"github.com/frontdoorhq/frontdoor/stages/backend"
+	"github.com/frontdoorhq/frontdoor/session/backend"
 )
 
 // Model is a deterministic backend.Model: it echoes the words of the turn,

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/frontdoorhq/frontdoor/stages/backend"
-	"github.com/frontdoorhq/frontdoor/stages/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 )
 
 func ExampleModel() {

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/stages/backend"
+	"github.com/frontdoorhq/frontdoor/session/backend"
 )
 
 // Rate is espeak-ng's native sample rate.

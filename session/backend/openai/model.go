@@ -7,7 +7,7 @@ import (
 
 	oai "github.com/openai/openai-go/v3"
 
-	"github.com/frontdoorhq/frontdoor/stages/backend"
+	"github.com/frontdoorhq/frontdoor/session/backend"
 )
 
 // DefaultMaxReplyBytes bounds one streamed reply.
