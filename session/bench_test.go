@@ -36,7 +36,7 @@ func BenchmarkBargeIn(b *testing.B) {
 	})
 	tr := newChanTransport()
 	done := make(chan struct{})
-	go func() { r.srv.Run(context.Background(), tr); close(done) }()
+	go func() { r.srv.Run(context.Background(), tr, Capabilities{}); close(done) }()
 	<-tr.out // session admitted
 	var sent atomic.Int64
 	lat := make([]time.Duration, 0, b.N)

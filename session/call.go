@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/stages"
@@ -30,12 +28,13 @@ var (
 // Call is one caller's conversation: its session lease, its generation, its
 // turns and its single writer.
 type Call struct {
-	s   *Server
-	id  string
-	t   Transport
-	log *slog.Logger
-	out *outbound
-	w   writerState // the writer's own, across its runs
+	s    *Server
+	id   string
+	t    Transport
+	caps Capabilities // what t declared it can do beyond Transport
+	log  *slog.Logger
+	out  *outbound
+	w    writerState // the writer's own, across its runs
 
 	gen     atomic.Uint64 // current generation; the writer reads it before every write
 	ctx     context.Context
@@ -65,8 +64,8 @@ type Call struct {
 	audio audioMeter     // caller audio allowance; the reader's own
 }
 
-func newCall(s *Server, id string, t Transport) *Call {
-	c := &Call{s: s, id: id, t: t, log: s.log.With("call", id),
+func newCall(s *Server, id string, t Transport, caps Capabilities) *Call {
+	c := &Call{s: s, id: id, t: t, caps: caps, log: s.log.With("call", id),
 		history:  backend.NewHistory(0, 0),
 		format:   media.Format{Encoding: media.PCM16, Channels: 1},
 		inflight: map[string]bool{}}
@@ -76,6 +75,10 @@ func newCall(s *Server, id string, t Transport) *Call {
 
 // ID returns the call's identity (the owner in every stage).
 func (c *Call) ID() string { return c.id }
+
+// Keypad returns the keypad the call's transport declared
+// (Capabilities.Keypad), or nil (Sender).
+func (c *Call) Keypad() func(offered []string) []string { return c.caps.Keypad }
 
 // Send queues msg for the caller, in order with everything else the call
 // sends (Sender).
@@ -190,7 +193,7 @@ func (c *Call) end(cause error, admitted bool, io *sync.WaitGroup, ioCancel cont
 		c.out.discard()
 	}
 	if errors.Is(cause, ErrSlowReader) {
-		abort(c.t, ioCancel) // it reads nothing: no close handshake to wait for
+		c.abort(ioCancel) // it reads nothing: no close handshake to wait for
 	}
 	c.out.wait() // the writer, if one runs; none starts after close
 	// The close handshake may wait for a caller who does not answer; the
@@ -215,9 +218,7 @@ func (c *Call) end(cause error, admitted bool, io *sync.WaitGroup, ioCancel cont
 	<-closed
 	ioCancel() // in case the transport's Close did not end its Recv
 	io.Wait()
-	if ce, ok := c.s.cfg.Fallback.(CallEnder); ok {
-		ce.CallEnded(c.id)
-	}
+	c.s.cfg.Fallback.CallEnded(c.id)
 	end := endName(cause)
 	c.s.m.calls.WithLabelValues(end).Inc()
 	c.s.m.noteOutbound(c.out.maxBytes.Load())
@@ -325,21 +326,21 @@ func (c *Call) refuseSession(ctx context.Context, d stages.Disposition) {
 //
 // It minds its goroutine's stack, which an idle call keeps for as long as
 // it lasts. A reader waits for the next message deep in coder/websocket
-// (about 1.7 KiB of stack under Conn.Read), so a WebSocket's reader waits
-// in frames that hold no event (readWebSocket) and decodes and handles the
-// message only once the wait has returned (handleMessage): the wait then
+// (about 1.7 KiB of stack under Conn.Read), so a transport that declares
+// Capabilities.ReadNative (the WebSocket) is read in frames that hold no
+// event (readNative) and the message is decoded and handled only once the
+// wait has returned (handleMessage): the wait then
 // fits a goroutine's starting stack (4 KiB). Decoding a JSON message does
 // not (encoding/json alone takes about 2.2 KiB), and a stack that has grown
 // never shrinks back while the wait uses that much of it; so after a text
 // message the reader hands over to a fresh goroutine (on a starting stack)
 // and ends, and a call that has gone quiet keeps a 4 KiB reader, not 8.
 func (c *Call) readLoop(ctx context.Context, io *sync.WaitGroup) {
-	ws, _ := c.t.(*WebSocket)
 	for {
 		var text bool
 		var err error
-		if ws != nil {
-			text, err = c.readWebSocket(ctx, ws)
+		if c.caps.ReadNative != nil {
+			text, err = c.readNative(ctx)
 		} else {
 			err = c.readEvent(ctx)
 		}
@@ -368,23 +369,23 @@ func (c *Call) readEvent(ctx context.Context) error {
 	return nil
 }
 
-// readWebSocket waits for a WebSocket message and handles it; its frame
-// holds no event (readLoop). text reports a text message.
-func (c *Call) readWebSocket(ctx context.Context, ws *WebSocket) (text bool, err error) {
-	typ, data, err := ws.Conn.Read(ctx)
+// readNative waits for a native message and handles it; its frame holds
+// no event (readLoop). text reports a text message.
+func (c *Call) readNative(ctx context.Context) (text bool, err error) {
+	binary, data, err := c.caps.ReadNative(ctx)
 	if err != nil {
 		return false, err
 	}
-	return typ == websocket.MessageText, c.handleMessage(typ, data)
+	return !binary, c.handleMessage(binary, data)
 }
 
-// handleMessage decodes and handles one WebSocket message. It is never
-// inlined into readWebSocket, whose frame would then hold the event while
+// handleMessage decodes and handles one native message. It is never
+// inlined into readNative, whose frame would then hold the event while
 // waiting for the next message.
 //
 //go:noinline
-func (c *Call) handleMessage(typ websocket.MessageType, data []byte) error {
-	ev, err := decodeMessage(typ, data)
+func (c *Call) handleMessage(binary bool, data []byte) error {
+	ev, err := decodeMessage(binary, data)
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,9 @@
 //
 // A Transport carries typed client events in and server events and audio out,
 // so other wire protocols (Twilio Media Streams, WebRTC data channels) drive
-// the same Call. Stage admission goes through the Admitter interface so that
+// the same Call. What a transport can do beyond that (an undecoded reader,
+// Abort, Interrupt, a keypad) it declares in Capabilities when it starts its
+// call; the call never discovers abilities by type assertion. Stage admission goes through the Admitter interface so that
 // other admission policies can be measured against it. What a refused caller
 // hears comes from a Fallback. Server.Config takes extra HTTP handlers to
 // mount beside /v1/session.

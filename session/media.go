@@ -56,27 +56,19 @@ func (s *Server) mediaRoutes() {
 	}
 }
 
-// interrupter is a Transport that plays audio on the caller's side and can
-// say what was heard: on a barge-in the writer calls Interrupt before it
-// sends `interrupted`; it stops the caller's playback and returns how much
-// of the named turn's reply audio was played.
-type interrupter interface {
-	Interrupt(ctx context.Context, turn string) (played time.Duration, ok bool)
-}
-
-// interruptPlayback stops the caller's playback on transports that have
-// one, and reports what of speaking's reply was heard; nil leaves the
-// estimate from the audio sent.
+// interruptPlayback stops the caller's playback on transports that
+// declare Capabilities.Interrupt (the writer calls it before it sends
+// `interrupted`), and reports what of speaking's reply was heard; nil
+// leaves the estimate from the audio sent.
 func (c *Call) interruptPlayback(ctx context.Context, speaking *turn) *Heard {
-	ir, ok := c.t.(interrupter)
-	if !ok {
+	if c.caps.Interrupt == nil {
 		return nil
 	}
 	id := ""
 	if speaking != nil {
 		id = speaking.id
 	}
-	played, ok := ir.Interrupt(ctx, id)
+	played, ok := c.caps.Interrupt(ctx, id)
 	if !ok || speaking == nil {
 		return nil
 	}
@@ -99,20 +91,8 @@ func (t *turn) heardUpTo(played time.Duration) *Heard {
 	return h
 }
 
-// PromptSpeaker is implemented by a Fallback that sends its prompts as
-// audio itself. For one that does not (Prompts), transports without a text
-// channel (Twilio) speak the prompt text with the synthesizer.
-type PromptSpeaker interface {
-	SpeaksPrompts() bool
-}
-
-// SpeaksPrompts implements PromptSpeaker: Offers renders prompt audio.
+// SpeaksPrompts implements Fallback: Offers renders prompt audio.
 func (o *Offers) SpeaksPrompts() bool { return true }
-
-func (s *Server) fallbackSpeaks() bool {
-	ps, ok := s.cfg.Fallback.(PromptSpeaker)
-	return ok && ps.SpeaksPrompts()
-}
 
 // maxPrompt bounds the prompt audio a transport renders itself.
 const maxPrompt = 30 * time.Second

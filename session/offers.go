@@ -8,22 +8,8 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/fallback"
-	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
-
-// AudioSender is implemented by the Sender a Fallback is given: it queues
-// prompt audio (audio_start, binary frames, audio_end) in the call's format.
-// Prompt audio belongs to no generation, so a barge-in does not cut it.
-type AudioSender interface {
-	SendAudio(ctx context.Context, turn string, a backend.Audio) error
-}
-
-// CallEnder is implemented by a Fallback that keeps per-call state; the call
-// tells it when it has ended.
-type CallEnder interface {
-	CallEnded(call string)
-}
 
 // Offers is the Fallback backed by package fallback: the prompt table (with
 // prompt audio rendered outside the synthesis stage), an `offer` of only the
@@ -103,17 +89,13 @@ func (o *Offers) Refused(ctx context.Context, r Refusal, out Sender) {
 // speak sends the prompt's audio, rendered once and cached by package
 // fallback, when the call can take audio.
 func (o *Offers) speak(ctx context.Context, turn, text string, out Sender) {
-	as, ok := out.(AudioSender)
-	if !ok {
-		return
-	}
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	a, err := o.svc.PromptAudio(rctx, text)
 	if err != nil || len(a.Samples) == 0 {
 		return
 	}
-	_ = as.SendAudio(ctx, turn, a)
+	_ = out.SendAudio(ctx, turn, a)
 }
 
 // OfferMsg lists the fallbacks a refused caller may take now.
@@ -208,7 +190,7 @@ func (o *Offers) Message(ctx context.Context, call string, ev ClientEvent, out S
 	return true
 }
 
-// CallEnded implements CallEnder.
+// CallEnded implements Fallback.
 func (o *Offers) CallEnded(call string) {
 	o.mu.Lock()
 	delete(o.calls, call)

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -28,10 +29,18 @@ func (r Refusal) Outcome() fallback.Outcome {
 	return fallback.Outcome{Stage: r.Stage, Reason: reason(r), Started: r.Started}
 }
 
-// Sender sends server messages to one caller, through the call's outbound
-// queue (in order with everything else the call sends).
+// Sender is the call a Fallback speaks to: it sends server messages and
+// prompt audio to one caller, through the call's outbound queue (in order
+// with everything else the call sends), and says how the caller can answer.
 type Sender interface {
 	Send(ctx context.Context, msg any) error
+	// SendAudio queues prompt audio (audio_start, binary frames,
+	// audio_end) in the call's format. Prompt audio belongs to no
+	// generation, so a barge-in does not cut it.
+	SendAudio(ctx context.Context, turn string, a backend.Audio) error
+	// Keypad is the call's transport's declared keypad
+	// (Capabilities.Keypad); nil when the caller answers with messages.
+	Keypad() func(offered []string) []string
 }
 
 // Fallback decides what a caller hears after a refusal or expiry, and may
@@ -46,6 +55,13 @@ type Fallback interface {
 	// (such as "callback" or "handoff"). It reports false if it does not
 	// know them either; the caller then gets an unknown_type error.
 	Message(ctx context.Context, call string, ev ClientEvent, out Sender) bool
+	// SpeaksPrompts reports whether the Fallback sends its prompts as
+	// audio itself. When it does not (Prompts), transports without a text
+	// channel (Twilio) speak the prompt text with the synthesizer.
+	SpeaksPrompts() bool
+	// CallEnded tells a Fallback that keeps per-call state that the call
+	// has ended.
+	CallEnded(call string)
 }
 
 // Prompts is the default Fallback: a truthful sentence per stage and
@@ -60,6 +76,12 @@ func (Prompts) Refused(ctx context.Context, r Refusal, out Sender) {
 
 // Message implements Fallback.
 func (Prompts) Message(context.Context, string, ClientEvent, Sender) bool { return false }
+
+// SpeaksPrompts implements Fallback: Prompts sends text only.
+func (Prompts) SpeaksPrompts() bool { return false }
+
+// CallEnded implements Fallback: Prompts keeps no state.
+func (Prompts) CallEnded(string) {}
 
 func reason(r Refusal) string {
 	if r.Disposition == 0 {

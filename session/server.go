@@ -309,7 +309,7 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 	ctx := context.WithoutCancel(r.Context())
 	ended := holdCallEnd(ctx)
 	t := &WebSocket{Conn: c}
-	call := s.newCall(t)
+	call := s.newCall(t, t.capabilities())
 	if call == nil {
 		t.Close(CloseTryLater, "server closed")
 		ended()
@@ -323,9 +323,10 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 
 // Run serves one call on t until it ends and every piece of its backend
 // work has stopped. Other transports (Twilio, WebRTC) call it from their
-// own handlers. It closes t.
-func (s *Server) Run(ctx context.Context, t Transport) {
-	c := s.newCall(t)
+// own handlers, declaring what they can do beyond Transport in caps. It
+// closes t.
+func (s *Server) Run(ctx context.Context, t Transport, caps Capabilities) {
+	c := s.newCall(t, caps)
 	if c == nil {
 		t.Close(CloseTryLater, "server closed")
 		return
@@ -382,13 +383,13 @@ func holdCallEnd(ctx context.Context) func() {
 	return e.done
 }
 
-func (s *Server) newCall(t Transport) *Call {
+func (s *Server) newCall(t Transport, caps Capabilities) *Call {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil
 	}
-	c := newCall(s, newID(), t)
+	c := newCall(s, newID(), t, caps)
 	s.calls[c] = struct{}{}
 	s.callsWG.Add(1)
 	s.m.sessions.Inc()

@@ -43,6 +43,31 @@ type Transport interface {
 	Close(status CloseStatus, reason string)
 }
 
+// Capabilities are what a transport can do beyond the Transport contract.
+// A transport declares them when it starts its call (Server.Run); the call
+// uses what is declared and never looks for abilities by type assertion.
+// The zero value declares none.
+type Capabilities struct {
+	// ReadNative, when set, reads the native protocol's next message
+	// undecoded (binary audio, or a JSON text message), for the call's
+	// reader to decode once the wait has returned: a call that has gone
+	// quiet then waits on a small stack (Call.readLoop). Recv is not used.
+	ReadNative func(ctx context.Context) (binary bool, data []byte, err error)
+	// Abort drops the connection at once, without a close handshake, for
+	// a caller who stopped reading (nil: the call cancels the context of
+	// the transport's blocked Recv and Send instead).
+	Abort func()
+	// Interrupt stops the caller's playback on a barge-in, before
+	// `interrupted` is sent, and reports how much of turn's reply audio
+	// was played (nil: what was heard is estimated from the audio sent).
+	Interrupt func(ctx context.Context, turn string) (played time.Duration, ok bool)
+	// Keypad, when set, says that the caller answers offers with its
+	// keypad, not with messages: given the kinds of fallback a refusal
+	// would offer, it returns those its menu can take now and keeps the
+	// menu for them (a Fallback words its offer with those alone).
+	Keypad func(offered []string) []string
+}
+
 // WebSocket is the Transport of GET /v1/session: JSON text messages and
 // binary audio frames on a coder/websocket connection.
 type WebSocket struct {
@@ -56,13 +81,13 @@ func (w *WebSocket) Recv(ctx context.Context) (ClientEvent, error) {
 	if err != nil {
 		return ClientEvent{}, err
 	}
-	return decodeMessage(typ, data)
+	return decodeMessage(typ == websocket.MessageBinary, data)
 }
 
 // decodeMessage decodes a message of the native protocol: binary audio or
 // a JSON event.
-func decodeMessage(typ websocket.MessageType, data []byte) (ClientEvent, error) {
-	if typ == websocket.MessageBinary {
+func decodeMessage(binary bool, data []byte) (ClientEvent, error) {
+	if binary {
 		return ClientEvent{Kind: EventAudio, Data: data}, nil
 	}
 	return DecodeText(data)
@@ -87,6 +112,17 @@ func (w *WebSocket) Close(status CloseStatus, reason string) {
 	_ = w.Conn.Close(websocket.StatusCode(status), reason)
 }
 
+// capabilities are the WebSocket's: the undecoded reader and Abort.
+func (w *WebSocket) capabilities() Capabilities {
+	return Capabilities{ReadNative: w.readNative, Abort: w.Abort}
+}
+
+// readNative reads the next message undecoded (Capabilities.ReadNative).
+func (w *WebSocket) readNative(ctx context.Context) (binary bool, data []byte, err error) {
+	typ, data, err := w.Conn.Read(ctx)
+	return typ == websocket.MessageBinary, data, err
+}
+
 // Abort drops the connection without a close handshake (coder/websocket's
 // CloseNow): for a caller who stopped reading, whose socket buffers are
 // full, a close frame cannot get through and the handshake would only wait
@@ -98,15 +134,12 @@ func (w *WebSocket) Abort() { _ = w.Conn.CloseNow() }
 // call should not stay counted for the handshake's 5 s + 5 s.
 const closeGrace = time.Second
 
-// aborter is a Transport that can drop its connection at once.
-type aborter interface{ Abort() }
-
-// abort drops t's connection at once; a Transport without Abort has its
-// reader's and writer's context cancelled (ioCancel), which ends their
-// blocked calls.
-func abort(t Transport, ioCancel context.CancelFunc) {
-	if a, ok := t.(aborter); ok {
-		a.Abort()
+// abort drops the call's connection at once (Capabilities.Abort); without
+// it, the reader's and writer's context is cancelled (ioCancel), which ends
+// their blocked calls.
+func (c *Call) abort(ioCancel context.CancelFunc) {
+	if c.caps.Abort != nil {
+		c.caps.Abort()
 		return
 	}
 	ioCancel()

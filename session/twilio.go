@@ -45,7 +45,7 @@ func (s *Server) serveTwilio(w http.ResponseWriter, r *http.Request) {
 		s.log.Info("twilio: no stream", "err", err)
 		return
 	}
-	t := &twilioTransport{s: s, conn: conn, start: start, speaks: s.fallbackSpeaks(),
+	t := &twilioTransport{s: s, conn: conn, start: start, speaks: s.cfg.Fallback.SpeaksPrompts(),
 		log: s.log.With("stream", start.StreamSID, "twilio_call", start.CallSID), byTurn: map[string]string{},
 		menu: newTwilioMenu(s.cfg.Fallback, start.CustomParameters)}
 	t.log.Info("twilio: stream started", "params", len(start.CustomParameters))
@@ -57,7 +57,7 @@ func (s *Server) serveTwilio(w http.ResponseWriter, r *http.Request) {
 			_ = conn.Close(websocket.StatusInternalError, "send failed")
 		}
 	})
-	s.Run(twilioCaller(ctx, start), t)
+	s.Run(twilioCaller(ctx, start), t, Capabilities{Interrupt: t.Interrupt, Keypad: t.keypad})
 	stop()
 	wg.Wait()
 	t.prompts.Wait()
@@ -307,7 +307,7 @@ func (t *twilioTransport) SendAudio(ctx context.Context, b []byte) error {
 	return waitBuffered(ctx, t.conn.Buffered, mediaLead)
 }
 
-// Interrupt implements interrupter: clear, and what the caller heard of
+// Interrupt is the transport's Capabilities.Interrupt: clear, and what the caller heard of
 // turn's utterance by the tracker (marks and playback clock).
 func (t *twilioTransport) Interrupt(ctx context.Context, turn string) (time.Duration, bool) {
 	t.mu.Lock()

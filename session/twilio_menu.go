@@ -118,21 +118,38 @@ func (o *Offers) withdrawHandoff(call string) bool {
 }
 
 // keypadOffer narrows the fallbacks a refusal would offer (kinds) to those
-// the caller's keypad menu can take, when out is a call over /v1/twilio,
-// and reserves the menu for them; ok is false for any other caller, who
-// answers with messages and is offered kinds unchanged. Offers calls it
-// before it words the prompt, so that a phone caller is never asked a
-// question that nothing listens for.
+// the caller's keypad menu can take, when out's transport declared a
+// keypad (Capabilities.Keypad), which reserves the menu for them; ok is
+// false for any other caller, who answers with messages and is offered
+// kinds unchanged. Offers calls it before it words the prompt, so that a
+// phone caller is never asked a question that nothing listens for.
 func keypadOffer(out Sender, kinds []fallback.Kind) (keys []fallback.Kind, ok bool) {
-	c, ok := out.(*Call)
-	if !ok {
+	keypad := out.Keypad()
+	if keypad == nil {
 		return kinds, false
 	}
-	t, ok := c.t.(*twilioTransport)
-	if !ok {
-		return kinds, false
+	offered := make([]string, len(kinds))
+	for i, k := range kinds {
+		offered[i] = string(k)
 	}
-	return t.menu.reserve(kinds), true
+	for _, k := range keypad(offered) {
+		keys = append(keys, fallback.Kind(k))
+	}
+	return keys, true
+}
+
+// keypad is the transport's Capabilities.Keypad: the menu takes what it
+// can of the offered kinds.
+func (t *twilioTransport) keypad(offered []string) []string {
+	kinds := make([]fallback.Kind, len(offered))
+	for i, k := range offered {
+		kinds[i] = fallback.Kind(k)
+	}
+	var keys []string
+	for _, k := range t.menu.reserve(kinds) {
+		keys = append(keys, string(k))
+	}
+	return keys
 }
 
 type menuState int

@@ -79,7 +79,7 @@ func (s *Server) serveWebRTC(w http.ResponseWriter, r *http.Request) {
 		_ = ws.Close(websocket.StatusPolicyViolation, "no connection")
 		return
 	}
-	s.Run(ctx, t)
+	s.Run(ctx, t, Capabilities{Interrupt: t.Interrupt})
 }
 
 type rtcItem struct {
@@ -246,7 +246,7 @@ func (t *rtcTransport) SendAudio(ctx context.Context, b []byte) error {
 	return waitBuffered(ctx, t.peer.Buffered, mediaLead)
 }
 
-// Interrupt implements interrupter: the queued audio is dropped, and the
+// Interrupt is the transport's Capabilities.Interrupt: the queued audio is dropped, and the
 // turn was heard up to what had left for the track.
 func (t *rtcTransport) Interrupt(_ context.Context, turn string) (time.Duration, bool) {
 	dropped := t.peer.ClearAudio()

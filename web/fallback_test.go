@@ -93,3 +93,13 @@ func (f *offerFallback) Message(ctx context.Context, call string, ev session.Cli
 }
 
 func (f *offerFallback) wait() { f.wg.Wait() }
+
+// SpeaksPrompts implements session.Fallback: this one sends text only.
+func (f *offerFallback) SpeaksPrompts() bool { return false }
+
+// CallEnded implements session.Fallback.
+func (f *offerFallback) CallEnded(call string) {
+	f.mu.Lock()
+	delete(f.turns, call)
+	f.mu.Unlock()
+}
