@@ -336,7 +336,8 @@ func TestSecuritySlowClients(t *testing.T) {
 		t.Fatal("a client trickling headers was not cut off")
 	}
 
-	// Connections over -max-conns are answered 503 at once.
+	// A request on a connection over -max-conns is answered 503 (the
+	// connection is taken only to serve health checks, -probe-conns).
 	var held []net.Conn
 	defer func() {
 		for _, c := range held {
@@ -356,6 +357,7 @@ func TestSecuritySlowClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = over.SetReadDeadline(time.Now().Add(3 * time.Second))
+	_, _ = over.Write([]byte("GET /v1/session HTTP/1.1\r\nHost: x\r\n\r\n"))
 	line, _ := bufio.NewReader(over).ReadString('\n')
 	over.Close()
 	if !strings.Contains(line, "503") {

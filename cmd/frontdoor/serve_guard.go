@@ -22,6 +22,7 @@ import (
 type guardWiring struct {
 	set  guard.Settings
 	auth guard.Authenticator
+	lims guard.ServerLimits // set.Server with -trusted-proxies parsed
 	// overloadHTTP answers a new caller 503 before the upgrade when the
 	// session stage is full. Off by default: the caller is upgraded and
 	// refused over the protocol, so it hears the truthful prompt and can
@@ -46,6 +47,9 @@ func (w *guardWiring) prepare(set *serveSettings, log *slog.Logger, lookup func(
 		return err
 	}
 	w.auth = auth
+	if w.lims, err = w.set.Limits(); err != nil {
+		return err
+	}
 	for _, l := range []*struct {
 		name string
 		w    *int
@@ -67,7 +71,9 @@ func (w *guardWiring) prepare(set *serveSettings, log *slog.Logger, lookup func(
 	}
 	log.Info("guard", "auth", w.set.Auth, "allowed_origins", w.set.Origins(), "operator_listen", w.set.OperatorListen,
 		"tenant_sessions", w.set.TenantSessions, "tenant_turns_per_minute", w.set.TenantTurnsPerMinute,
-		"tenant_queue_share", w.set.TenantQueueShare, "max_conns", w.set.Server.MaxConns)
+		"tenant_queue_share", w.set.TenantQueueShare, "max_conns", w.set.Server.MaxConns,
+		"max_conns_per_addr", w.set.Server.MaxConnsPerAddr, "max_handshakes_per_addr", w.set.Server.MaxHandshakesPerAddr,
+		"trusted_proxies", w.set.TrustedProxies)
 	return nil
 }
 
@@ -110,7 +116,7 @@ func (w *guardWiring) serve(ln net.Listener, srv *session.Server, reg *prometheu
 	cfg.Logger = log
 	cfg.Registry = reg
 	g := guard.New(cfg)
-	lims := w.set.Server
+	lims := w.lims
 	type pair struct {
 		ln net.Listener
 		hs *http.Server

@@ -34,6 +34,9 @@ type Settings struct {
 	TenantQueueShare     string // fraction of each queue ("0.5") or a count ("10"); "0": none
 
 	Server ServerLimits
+	// TrustedProxies: comma-separated addresses and CIDR prefixes whose
+	// X-Forwarded-For is believed (Limits parses it into the ServerLimits).
+	TrustedProxies string
 }
 
 // DefaultSettings are frontdoor serve's defaults.
@@ -65,7 +68,22 @@ func (s *Settings) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&s.Server.IdleTimeout, "idle-timeout", s.Server.IdleTimeout, "keep-alive connection idle between requests")
 	fs.IntVar(&s.Server.MaxHeaderBytes, "max-header-bytes", s.Server.MaxHeaderBytes, "largest request header")
 	fs.IntVar(&s.Server.MaxConns, "max-conns", s.Server.MaxConns, "connections open at once per listener; the next is answered 503 and closed (0: no bound)")
+	fs.IntVar(&s.Server.MaxConnsPerAddr, "max-conns-per-addr", s.Server.MaxConnsPerAddr, "connections open at once from one source address; the next is answered 429 and closed (0: no bound)")
+	fs.IntVar(&s.Server.MaxHandshakesPerAddr, "max-handshakes-per-addr", s.Server.MaxHandshakesPerAddr, "connections from one source address still sending their first request (slowloris); the next is answered 429 and closed (0: no bound)")
+	fs.IntVar(&s.Server.ProbeConns, "probe-conns", s.Server.ProbeConns, "connections taken over -max-conns and the per-address caps to serve only /healthz, /readyz and /metrics (0: none)")
+	fs.StringVar(&s.TrustedProxies, "trusted-proxies", s.TrustedProxies, "comma-separated proxy addresses or CIDR prefixes whose X-Forwarded-For names the client for the per-address caps (empty: X-Forwarded-For is ignored)")
 	fs.DurationVar(&s.Server.ConnIdle, "conn-idle-timeout", s.Server.ConnIdle, "a connection (WebSocket included) from which nothing arrives for this long is cut (0: never)")
+}
+
+// Limits returns the server limits with -trusted-proxies parsed.
+func (s *Settings) Limits() (ServerLimits, error) {
+	l := s.Server
+	ps, err := ParsePrefixes(s.TrustedProxies)
+	if err != nil {
+		return l, fmt.Errorf("-trusted-proxies: %w", err)
+	}
+	l.TrustedProxies = ps
+	return l, nil
 }
 
 // Origins returns the -allowed-origins patterns.

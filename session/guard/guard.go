@@ -195,6 +195,10 @@ func (g *Guard) retryAfter(w http.ResponseWriter) {
 func (g *Guard) refuse(w http.ResponseWriter, status int, reason, code, msg string) {
 	g.refused.WithLabelValues(reason).Inc()
 	w.Header().Del("Sec-WebSocket-Protocol")
+	// A refused request's connection is not kept: a client without
+	// credentials must not hold idle keep-alive connections (each one
+	// counts against its address and the server's caps).
+	w.Header().Set("Connection", "close")
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
