@@ -61,7 +61,7 @@ type proc struct {
 }
 
 // quick stub timings: replies are short and fast unless a test says so.
-var quickStubs = []string{"-synth", "stub", "-stub-model-delay", "1ms", "-stub-token-delay", "1ms", "-stub-synth-delay", "1ms",
+var quickStubs = []string{"-synth", "stub", "-recognize", "stub", "-stub-model-delay", "1ms", "-stub-token-delay", "1ms", "-stub-synth-delay", "1ms",
 	"-stub-frame-delay", "0", "-stub-frame-count", "3", "-pace=false"}
 
 // startServe starts the binary on 127.0.0.1 with a free port and waits for

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/lmittmann/tint"
@@ -123,6 +124,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		log.Warn("baseline admission policy: for measurement only, not for callers", "policy", set.policy)
 	}
 	log.Info("backends", "model", be.ModelName, "synth", be.SynthName, "recognize", be.RecognizeName)
+	if be.RecognizeName == backends.Pocketsphinx && fs.Lookup("recognize-slots").Value.String() == fs.Lookup("recognize-slots").DefValue {
+		// Each local recognition keeps one core busy: more at once only
+		// makes all of them slower.
+		set.recognize.Slots = runtime.NumCPU()
+		log.Info("local recognizer: one recognition per core", "recognize_slots", set.recognize.Slots)
+	}
 	// Listen first: the page's burst control dials this address.
 	ln, err := net.Listen("tcp", set.listen)
 	if err != nil {
@@ -226,6 +233,13 @@ func backendConfig(fs *flag.FlagSet, set *serveSettings) (backends.Config, error
 	}
 	switch set.backend {
 	case backends.Stub:
+		// An explicit -backend=stub means stubs only; by default the
+		// recognizer is auto (pocketsphinx when installed).
+		explicit := false
+		fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "backend" })
+		if explicit && !given("recognize") {
+			bc.Recognize = backends.Stub
+		}
 	case backends.OpenAI:
 		if !given("model") {
 			bc.Model = backends.OpenAI

@@ -85,7 +85,7 @@ func TestFleetHandoffAgentReplicaKilled(t *testing.T) {
 	}
 	const ttl = 2 * time.Second
 	args := []string{"-store", srv.URL(0), "-store-lease-ttl", ttl.String(), "-store-timeout", "500ms", "-drain-timeout", "1s",
-		"-model-slots", "1", "-model-queue", "1", "-synth", "stub", "-stub-model-delay", "1h", "-pace=false"}
+		"-model-slots", "1", "-model-queue", "1", "-synth", "stub", "-recognize", "stub", "-stub-model-delay", "1h", "-pace=false"}
 	a, b := startReplica(t, bin, args...), startReplica(t, bin, args...)
 	waitReady(t, 200, a, b)
 

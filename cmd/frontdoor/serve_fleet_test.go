@@ -182,7 +182,7 @@ func TestFleetOfThreeReplicas(t *testing.T) {
 	args := []string{"-store", srv.URL(0), "-store-lease-ttl", "1s", "-store-timeout", "300ms", "-drain-timeout", "1s",
 		"-session-slots", "4", "-session-queue", "4", "-session-max-wait", "5s",
 		"-model-slots", "2", "-model-queue", "8", "-model-max-wait", "5s",
-		"-synth", "stub", "-stub-model-delay", "60ms", "-stub-token-delay", "1ms", "-stub-synth-delay", "1ms",
+		"-synth", "stub", "-recognize", "stub", "-stub-model-delay", "60ms", "-stub-token-delay", "1ms", "-stub-synth-delay", "1ms",
 		"-stub-frame-delay", "0", "-stub-frame-count", "3", "-pace=false"}
 	rs := []*replica{startReplica(t, bin, args...), startReplica(t, bin, args...), startReplica(t, bin, args...)}
 	t.Logf("built and started: %v", time.Since(start))
@@ -373,7 +373,7 @@ func TestFleetKilledReplicaLeases(t *testing.T) {
 	args := []string{"-store", srv.URL(0), "-store-lease-ttl", ttl.String(), "-store-timeout", "500ms", "-drain-timeout", "1s",
 		"-session-slots", "4", "-session-queue", "4", "-session-max-wait", "20s",
 		"-model-slots", "2", "-model-queue", "2", "-model-max-wait", "20s",
-		"-synth", "stub", "-stub-model-delay", "1h", "-pace=false"}
+		"-synth", "stub", "-recognize", "stub", "-stub-model-delay", "1h", "-pace=false"}
 	doomed, survivor := startReplica(t, bin, args...), startReplica(t, bin, args...)
 	waitReady(t, 200, doomed, survivor)
 	t.Logf("built and started: %v", time.Since(start))

@@ -31,7 +31,7 @@ func TestServeBinary(t *testing.T) {
 	cfg := filepath.Join(dir, "frontdoor.conf")
 	writeFile(t, cfg, "# test settings\nmodel-slots = 3\nstub-model-delay = 5ms\n")
 	cmd := exec.Command(bin, "serve", "-listen", "127.0.0.1:0", "-config", cfg, "-data-dir", filepath.Join(dir, "data"),
-		"-synth", "stub", "-stub-token-delay", "1ms", "-stub-synth-delay", "1ms", "-stub-frame-delay", "0", "-stub-frame-count", "5")
+		"-synth", "stub", "-recognize", "stub", "-stub-token-delay", "1ms", "-stub-synth-delay", "1ms", "-stub-frame-delay", "0", "-stub-frame-count", "5")
 	cmd.Env = append(os.Environ(), "FRONTDOOR_LOG_FORMAT=json", "FRONTDOOR_SYNTH_SLOTS=5")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

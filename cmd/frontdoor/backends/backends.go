@@ -11,6 +11,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/espeak"
 	"github.com/frontdoorhq/frontdoor/session/backend/openai"
+	"github.com/frontdoorhq/frontdoor/session/backend/pocketsphinx"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 )
 
@@ -19,7 +20,11 @@ const (
 	Stub   = "stub"
 	OpenAI = "openai"
 	Espeak = "espeak"
-	Auto   = "auto" // synthesizer: espeak when installed, else stub
+	// Pocketsphinx is the local recognizer (Debian's pocketsphinx).
+	Pocketsphinx = "pocketsphinx"
+	// Auto picks the local engine when installed, else the stub: espeak
+	// for -synth, pocketsphinx for -recognize.
+	Auto = "auto"
 )
 
 // Config selects and configures the backends. Its fields mirror the flags
@@ -27,7 +32,7 @@ const (
 type Config struct {
 	Model     string // -model: stub or openai
 	Synth     string // -synth: auto, stub, espeak or openai
-	Recognize string // -recognize: stub or openai
+	Recognize string // -recognize: auto, stub, pocketsphinx or openai
 
 	ModelURL       string // -model-url, e.g. http://127.0.0.1:11434/v1
 	ModelName      string // -model-name
@@ -55,12 +60,12 @@ type Config struct {
 }
 
 // DefaultConfig returns the settings of a fresh frontdoor serve: stub model
-// and recognizer with a quick, natural pace, and the auto synthesizer.
+// with a quick, natural pace, and the auto synthesizer and recognizer.
 func DefaultConfig() Config {
 	return Config{
 		Model:          Stub,
 		Synth:          Auto,
-		Recognize:      Stub,
+		Recognize:      Auto,
 		ModelURL:       "http://127.0.0.1:11434/v1",
 		ModelName:      "llama3.2",
 		SystemPrompt:   "You are a friendly phone assistant. Answer in one or two short spoken sentences.",
@@ -87,7 +92,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	}
 	fs.StringVar(&c.Model, "model", c.Model, "model backend: stub or openai")
 	fs.StringVar(&c.Synth, "synth", c.Synth, "synthesizer: auto (espeak when espeak-ng is installed, else stub), stub, espeak or openai")
-	fs.StringVar(&c.Recognize, "recognize", c.Recognize, "recognizer: stub or openai")
+	fs.StringVar(&c.Recognize, "recognize", c.Recognize, "recognizer: auto (pocketsphinx when installed, else stub), stub, pocketsphinx or openai")
 	fs.StringVar(&c.ModelURL, "model-url", c.ModelURL, "OpenAI-compatible API root for -model=openai (Ollama, vLLM, llama.cpp, OpenAI)")
 	fs.StringVar(&c.ModelName, "model-name", c.ModelName, "model name for -model=openai")
 	fs.StringVar(&c.ModelAPIKeyEnv, "model-api-key-env", c.ModelAPIKeyEnv, "name of the environment variable holding the model server's API key (empty: none)")
@@ -138,7 +143,7 @@ type Set struct {
 	Synthesizer backend.Synthesizer
 	Recognizer  backend.Recognizer
 	// Names of the chosen backends, with auto resolved: "stub", "openai",
-	// "espeak".
+	// "espeak", "pocketsphinx".
 	ModelName, SynthName, RecognizeName string
 	// The stubs, when chosen (nil otherwise), for their counters.
 	StubModel       *stub.Model
@@ -269,7 +274,26 @@ func (s *Set) synth(c Config) error {
 }
 
 func (s *Set) recognizer(c Config) error {
-	switch c.Recognize {
+	name := c.Recognize
+	if name == Auto {
+		name = Stub
+		if pocketsphinx.Available() {
+			name = Pocketsphinx
+		} else {
+			s.Notes = append(s.Notes, "pocketsphinx is not installed: recognition is a stub (it hears only how long you spoke); apt-get install pocketsphinx pocketsphinx-en-us, or -recognize=openai")
+		}
+	}
+	switch name {
+	case Pocketsphinx:
+		if !pocketsphinx.Available() {
+			return errors.New("-recognize=pocketsphinx: not installed (apt-get install pocketsphinx pocketsphinx-en-us)")
+		}
+		r, err := pocketsphinx.New(pocketsphinx.Options{})
+		if err != nil {
+			return fmt.Errorf("-recognize=pocketsphinx: %w", err)
+		}
+		s.Recognizer = r
+		s.closers = append(s.closers, r.Close)
 	case Stub:
 		r := stub.NewRecognizer(c.Stub)
 		s.Recognizer, s.StubRecognizer = r, r
@@ -285,8 +309,8 @@ func (s *Set) recognizer(c Config) error {
 		s.Recognizer = r
 		s.closers = append(s.closers, r.Close)
 	default:
-		return fmt.Errorf("-recognize=%q: want stub or openai", c.Recognize)
+		return fmt.Errorf("-recognize=%q: want auto, stub, pocketsphinx or openai", c.Recognize)
 	}
-	s.RecognizeName = c.Recognize
+	s.RecognizeName = name
 	return nil
 }

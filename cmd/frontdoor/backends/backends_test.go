@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/espeak"
+	"github.com/frontdoorhq/frontdoor/session/backend/pocketsphinx"
 )
 
 func TestFlags(t *testing.T) {
@@ -51,11 +53,48 @@ func TestDefaultSet(t *testing.T) {
 	if espeak.Available() {
 		want = Espeak
 	}
-	if s.ModelName != Stub || s.SynthName != want || s.RecognizeName != Stub || s.StubModel == nil {
+	wantRec := Stub
+	if pocketsphinx.Available() {
+		wantRec = Pocketsphinx
+	}
+	if s.ModelName != Stub || s.SynthName != want || s.RecognizeName != wantRec || s.StubModel == nil {
 		t.Fatalf("set %s %s %s", s.ModelName, s.SynthName, s.RecognizeName)
 	}
 	if want == Stub && len(s.Notes) == 0 {
 		t.Fatal("stub synthesizer chosen without a note")
+	}
+	if wantRec == Stub && !slices.ContainsFunc(s.Notes, func(n string) bool { return strings.Contains(n, "recognition is a stub") }) {
+		t.Fatalf("stub recognizer chosen without a note: %q", s.Notes)
+	}
+}
+
+// TestPocketsphinxRecognizes builds -recognize=pocketsphinx (CI installs it,
+// .ci/test) and has it hear espeak-ng.
+func TestPocketsphinxRecognizes(t *testing.T) {
+	if !pocketsphinx.Available() || !espeak.Available() {
+		t.Fatal("apt-get install pocketsphinx pocketsphinx-en-us espeak-ng")
+	}
+	c := DefaultConfig()
+	c.Recognize = Pocketsphinx
+	s, err := New(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	sy, err := espeak.New(espeak.Options{Voice: "en-us"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := backend.Audio{Rate: espeak.Rate}
+	if err := sy.Synthesize(context.Background(), "Please call me back tomorrow morning.", func(c backend.Audio) error {
+		a.Samples = append(a.Samples, c.Samples...)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	text, err := s.Recognizer.Recognize(context.Background(), a)
+	if err != nil || !strings.Contains(text, "call me back tomorrow") {
+		t.Fatalf("heard %q, %v", text, err)
 	}
 }
 
