@@ -8,9 +8,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -18,31 +20,41 @@ import (
 	"github.com/frontdoorhq/frontdoor/fallback"
 )
 
-const callbacksUsage = `usage: frontdoor callbacks list|claim|complete|fail [flags] [TICKET]
+const callbacksUsage = `Usage: frontdoor callbacks list|claim|complete|fail [flags] [TICKET]
 
-  list      [-status pending,claimed,...] [-json]     list callbacks, numbers redacted
-  claim     -operator NAME [-lease 15m]               claim the oldest waiting callback; prints its number
-  complete  [-attempt N] [-note TEXT] TICKET          record a callback made
-  fail      [-attempt N] [-reason TEXT] TICKET        record a callback given up
+  list      [-status pending,claimed,...] [-json]   list callbacks, numbers redacted
+  claim     -operator NAME [-callback-lease 15m]    claim the oldest waiting callback; prints its number
+  complete  [-attempt N] [-note TEXT] TICKET        record a callback made
+  fail      [-attempt N] [-reason TEXT] TICKET      record a callback given up
 
 With -server URL the command goes through a running server's HTTP API
 (/v1/callbacks); without it, it opens the database in -data-dir directly,
-which is for a stopped server (a running one keeps its own claim timers).
+which is for a stopped server (a running one keeps its own claim timers),
+and refuses a folder without a database unless -create.
 -attempt is the claim's fencing token printed by claim; 0 overrides it.
 `
 
 // runCallbacks drains the durable callback queue.
 func runCallbacks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		fmt.Fprint(stderr, callbacksUsage)
-		return errors.New("want list, claim, complete or fail")
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+			fmt.Fprint(stderr, callbacksUsage)
+			return flag.ErrHelp
+		}
+		return usageError{errors.New("want list, claim, complete or fail (frontdoor callbacks -h)")}
 	}
 	verb := args[0]
+	switch verb {
+	case "list", "claim", "complete", "fail":
+	default:
+		return usageError{fmt.Errorf("unknown callbacks command %q: want list, claim, complete or fail", verb)}
+	}
 	fs := flag.NewFlagSet("callbacks "+verb, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, callbacksUsage); fs.PrintDefaults() }
+	fs.Usage = commandUsage(stderr, fs, callbacksUsage)
 	cfg := fallback.DefaultConfig()
-	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory of the durable callback database")
+	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory of the durable callback database (the server's -data-dir)")
+	create := fs.Bool("create", false, "direct mode: create an empty database when -data-dir has none")
 	fs.DurationVar(&cfg.CallbackLease, "callback-lease", cfg.CallbackLease, "claim lease (direct mode)")
 	fs.String("config", "", "config file of name = value lines")
 	server := fs.String("server", "", "base URL of a running server, e.g. http://127.0.0.1:8080")
@@ -59,6 +71,9 @@ func runCallbacks(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *server != "" {
 		ops = &httpOps{base: strings.TrimRight(*server, "/"), client: &http.Client{Timeout: 30 * time.Second}}
 	} else {
+		if err := checkDatabase(cfg.DataDir, *create); err != nil {
+			return err
+		}
 		st, err := fallback.OpenSQLite(ctx, cfg.DataDir)
 		if err != nil {
 			return err
@@ -81,7 +96,7 @@ func runCallbacks(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return printCallbacks(stdout, list, *asJSON)
 	case "claim":
 		if *operator == "" {
-			return errors.New("claim needs -operator")
+			return usageError{errors.New("claim needs -operator NAME")}
 		}
 		c, ok, err := ops.claim(ctx, *operator)
 		if err != nil {
@@ -99,7 +114,7 @@ func runCallbacks(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return nil
 	case "complete", "fail":
 		if fs.NArg() != 1 {
-			return fmt.Errorf("%s needs one TICKET", verb)
+			return usageError{fmt.Errorf("%s needs one TICKET (as list prints it)", verb)}
 		}
 		to, text := fallback.StatusCompleted, *note
 		if verb == "fail" {
@@ -112,8 +127,25 @@ func runCallbacks(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stdout, "%s %s\n", c.Ticket, c.Status)
 		return nil
 	}
-	fmt.Fprint(stderr, callbacksUsage)
-	return fmt.Errorf("unknown callbacks command %q", verb)
+	panic("unreachable: verb checked above")
+}
+
+// checkDatabase refuses a -data-dir without a callback database, unless
+// create: a typo in the folder, or a command run from elsewhere, would
+// otherwise list an empty new database as if no caller had asked.
+func checkDatabase(dir string, create bool) error {
+	path, err := filepath.Abs(filepath.Join(dir, fallback.DatabaseFile))
+	if err != nil {
+		return fmt.Errorf("-data-dir %s: %w", dir, err)
+	}
+	switch _, err := os.Stat(path); {
+	case err == nil || create:
+		return nil
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("no callback database at %s: give the server's -data-dir, or -server URL for a running server (-create makes an empty one)", path)
+	default:
+		return fmt.Errorf("-data-dir %s: %w", dir, err)
+	}
 }
 
 func printCallbacks(w io.Writer, list []fallback.Callback, asJSON bool) error {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -16,8 +17,11 @@ import (
 //
 // The config file holds one "name = value" per line; blank lines and lines
 // starting with # are ignored. Names are flag names without the dash.
+//
+// Only -h prints fs.Usage: a mistyped flag is one line naming it, not the
+// whole list.
 func parseFlags(fs *flag.FlagSet, args []string, lookupEnv func(string) (string, bool)) error {
-	if err := fs.Parse(args); err != nil {
+	if err := parseQuiet(fs, args); err != nil {
 		return err
 	}
 	set := map[string]bool{}
@@ -49,6 +53,31 @@ func parseFlags(fs *flag.FlagSet, args []string, lookupEnv func(string) (string,
 	}
 	defer f.Close()
 	return applyConfig(fs, f, set, cfg.Value.String())
+}
+
+// parseQuiet parses args into fs. On -h it prints fs.Usage and returns
+// flag.ErrHelp; on a bad flag it prints nothing and returns a usageError
+// that names the flag and where the list is.
+func parseQuiet(fs *flag.FlagSet, args []string) error {
+	usage, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.Usage = usage
+	fs.SetOutput(out)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		if usage != nil {
+			usage()
+		} else {
+			fmt.Fprintf(out, "Usage of %s:\n", fs.Name())
+			fs.PrintDefaults()
+		}
+		return err
+	case err != nil:
+		return usageError{fmt.Errorf("%w (frontdoor %s -h lists the flags)", err, fs.Name())}
+	}
+	return nil
 }
 
 func applyConfig(fs *flag.FlagSet, r io.Reader, set map[string]bool, name string) error {

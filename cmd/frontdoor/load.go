@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,6 +13,13 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/cmd/frontdoor/load"
 )
+
+const loadUsage = `Usage: frontdoor load [flags]
+
+Offers synthetic callers to a running server (-target), each speaking -turns
+turns, and reports what they got: a summary on stdout, -json and -html
+reports on request.
+`
 
 // loadSettings are the flags of frontdoor load.
 type loadSettings struct {
@@ -70,11 +78,12 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := flag.NewFlagSet("load", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	s := loadFlags(fs)
+	fs.Usage = commandUsage(stderr, fs, loadUsage)
 	if err := parseFlags(fs, args, os.LookupEnv); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+		return usageError{fmt.Errorf("unexpected arguments %q (load takes only flags)", fs.Args())}
 	}
 	s.cfg.Arrival = load.Arrival(s.arrival)
 	var bar *progressBar
@@ -83,6 +92,12 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		s.cfg.Progress = bar.update
 	}
 	r, err := load.Run(ctx, s.cfg)
+	switch {
+	case errors.Is(err, load.ErrRemoteTarget):
+		return usageError{fmt.Errorf("-target %s is not a loopback address; add -allow-remote to load another host", s.cfg.Target)}
+	case errors.Is(err, load.ErrBadConfig): // its message names the flag
+		return usageError{errors.New(strings.TrimPrefix(err.Error(), load.ErrBadConfig.Error()+": "))}
+	}
 	if err != nil {
 		return err
 	}

@@ -24,16 +24,20 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.DurationVar(&l.MaxAge, "max-age", 2*time.Second, "oldest age still eligible")
 	fs.IntVar(&l.Tombstones, "tombstones", 0, "terminal records retained (0: default)")
 	fs.String("config", "", "settings file (name = value lines)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: frontdoor replay [flags] TRACE.jsonl   (- reads standard input)")
-		fs.PrintDefaults()
-	}
+	fs.Usage = commandUsage(stderr, fs, `Usage: frontdoor replay [flags] TRACE.jsonl   (- reads standard input)
+
+Runs a recorded trace of stage operations through a controller with the
+limits given here, to try a limit change against real traffic.
+`)
 	if err := parseFlags(fs, args, os.LookupEnv); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		fs.Usage()
-		return errors.New("want exactly one trace file")
+		return usageError{errors.New("want exactly one trace file (frontdoor replay -h)")}
+	}
+	if err := checkFlags(fs, flagRule{"slots", atLeastOne}, flagRule{"waiting", atLeastOne},
+		flagRule{"max-age", nonNegative}, flagRule{"tombstones", nonNegative}); err != nil {
+		return err
 	}
 	c, err := stages.New(l)
 	if err != nil {

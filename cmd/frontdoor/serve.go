@@ -30,7 +30,7 @@ type serveSettings struct {
 	pace                             bool
 	backend                          string
 	backends                         backends.Config
-	logFormat, config                string
+	logFormat, logLevel, config      string
 	fallback                         fallback.Config
 	policy                           stages.Policy
 	store                            *storeSettings
@@ -54,6 +54,7 @@ func serveFlags(fs *flag.FlagSet) *serveSettings {
 	s.fallback = fallback.DefaultConfig()
 	s.fallback.Flags(fs)
 	fs.StringVar(&s.logFormat, "log-format", "auto", "log format: auto (text with colour on a terminal, JSON otherwise), text or json")
+	fs.StringVar(&s.logLevel, "log-level", "info", "least level logged: debug, info, warn or error (info has a line per call and per turn)")
 	fs.StringVar(&s.config, "config", "", "optional config file of name = value lines")
 	s.guard = newGuardWiring(fs)
 	s.store = storeFlags(fs) // -store and its settings: serve_store.go
@@ -73,19 +74,24 @@ func stageFlags(fs *flag.FlagSet, name string, l *stages.Limits, def stages.Limi
 	fs.DurationVar(&l.MaxAge, name+"-max-wait", def.MaxAge, "oldest age of waiting "+long+" still eligible (measured from "+from+")")
 }
 
-func newLogger(format string, w io.Writer) (*slog.Logger, error) {
+// newLogger is serve's logger: -log-format and -log-level.
+func newLogger(format, level string, w io.Writer) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("-log-level %q: want debug, info, warn or error", level)
+	}
 	switch format {
 	case "auto":
 		if f, ok := w.(*os.File); ok {
 			if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-				return slog.New(tint.NewTextHandler(w, &tint.Options{TimeFormat: time.TimeOnly})), nil
+				return slog.New(tint.NewTextHandler(w, &tint.Options{TimeFormat: time.TimeOnly, Level: lv})), nil
 			}
 		}
-		return slog.New(slog.NewJSONHandler(w, nil)), nil
+		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lv})), nil
 	case "text":
-		return slog.New(tint.NewTextHandler(w, &tint.Options{TimeFormat: time.TimeOnly, NoColor: true})), nil
+		return slog.New(tint.NewTextHandler(w, &tint.Options{TimeFormat: time.TimeOnly, NoColor: true, Level: lv})), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, nil)), nil
+		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lv})), nil
 	}
 	return nil, fmt.Errorf("-log-format %q: want auto, text or json", format)
 }
@@ -97,18 +103,25 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	set := serveFlags(fs)
+	fs.Usage = func() { serveUsage(stderr, fs) }
 	if err := parseFlags(fs, args, os.LookupEnv); err != nil {
 		return err
 	}
-	log, err := newLogger(set.logFormat, stderr)
-	if err != nil {
-		return err
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected arguments %q (serve takes only flags)", fs.Args())}
 	}
-	if err := set.guard.prepare(set, log, os.LookupEnv); err != nil {
+	if err := checkFlags(fs, serveRules...); err != nil {
 		return err
 	}
 	bc, err := backendConfig(fs, set)
 	if err != nil {
+		return usageError{err}
+	}
+	log, err := newLogger(set.logFormat, set.logLevel, stderr)
+	if err != nil {
+		return usageError{err}
+	}
+	if err := set.guard.prepare(set, log, os.LookupEnv); err != nil {
 		return err
 	}
 	reg := prometheus.NewRegistry()
@@ -133,7 +146,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// Listen first: the page's burst control dials this address.
 	ln, err := net.Listen("tcp", set.listen)
 	if err != nil {
-		return err
+		return fmt.Errorf("-listen %s: %w", set.listen, err)
 	}
 	defer ln.Close()
 	fl, err := openFleet(set.store, set.policy, log)

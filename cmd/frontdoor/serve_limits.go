@@ -15,8 +15,8 @@ type callerLimits struct {
 
 func callerLimitFlags(fs *flag.FlagSet) *callerLimits {
 	l := &callerLimits{}
-	fs.IntVar(&l.audio.MaxFrame, "audio-max-frame", session.DefaultMaxAudioFrame, "largest caller audio frame in bytes (larger: `error` too_large, the frame is dropped)")
-	fs.IntVar(&l.audio.MaxRate, "audio-max-rate", 0, "caller audio allowed in bytes per second over -audio-window (over it: `error` audio_rate, close 1008); 0: four times the call's real-time rate")
+	fs.IntVar(&l.audio.MaxFrame, "audio-max-frame", session.DefaultMaxAudioFrame, "largest caller audio frame in bytes (a larger frame is dropped and answered with error too_large)")
+	fs.IntVar(&l.audio.MaxRate, "audio-max-rate", 0, "caller audio allowed in bytes per second over -audio-window (over it: error audio_rate, close 1008); 0: four times the call's real-time rate")
 	fs.DurationVar(&l.audio.Window, "audio-window", session.DefaultAudioWindow, "how far caller audio may run ahead of -audio-max-rate")
 	fs.IntVar(&l.quarantine, "quarantine-after", 0, "quarantine a backend stage whose cleanups exceed -cleanup-timeout this many times in a row: new work refused closed, /readyz 503, leases held, until every overdue cleanup is confirmed (0: off)")
 	return l

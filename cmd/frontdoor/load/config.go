@@ -48,9 +48,10 @@ const (
 	MaxUtterance = 20 * time.Second
 )
 
-// Errors of Config validation.
+// Errors of Config validation. Their messages name the frontdoor load flag
+// of each field (-callers for Callers).
 var (
-	ErrRemoteTarget = errors.New("load: target is not a loopback address (set AllowRemote to load another host)")
+	ErrRemoteTarget = errors.New("load: target is not a loopback address (-allow-remote loads another host)")
 	ErrBadConfig    = errors.New("load: bad config")
 )
 
@@ -197,23 +198,29 @@ func (c Config) validate() error {
 	}
 	switch {
 	case c.Callers < 1 || c.Callers > MaxCallers:
-		return bad("callers %d not in [1, %d]", c.Callers, MaxCallers)
+		return bad("-callers %d: want 1 to %d", c.Callers, MaxCallers)
 	case !(c.Rate > 0) || c.Rate > 1e6:
-		return bad("rate %v not in (0, 1e6]", c.Rate)
+		return bad("-rate %v: want more than 0 and at most 1e6 callers per second", c.Rate)
 	case c.Duration > MaxDuration:
-		return bad("duration %v over %v", c.Duration, MaxDuration)
+		return bad("-duration %v: want at most %v", c.Duration, MaxDuration)
 	case c.Turns < 0 || c.Turns > 1000:
-		return bad("turns %d not in [0, 1000]", c.Turns)
-	case c.BargeIn < 0 || c.BargeIn > 1 || c.Callback < 0 || c.Callback > 1:
-		return bad("probabilities must be in [0, 1]")
-	case c.Think < 0 || c.Hold < 0 || c.Patience < 0:
-		return bad("negative duration")
+		return bad("-turns %d: want 0 to 1000", c.Turns)
+	case c.BargeIn < 0 || c.BargeIn > 1:
+		return bad("-barge-in %v: want a probability from 0 to 1", c.BargeIn)
+	case c.Callback < 0 || c.Callback > 1:
+		return bad("-callback %v: want a probability from 0 to 1", c.Callback)
+	case c.Think < 0:
+		return bad("-think %v: must not be negative", c.Think)
+	case c.Hold < 0:
+		return bad("-hold %v: must not be negative", c.Hold)
+	case c.Patience < 0:
+		return bad("-patience %v: must not be negative", c.Patience)
 	case c.Dialect != Native && c.Dialect != Twilio:
-		return bad("protocol %q: want %q or %q", c.Dialect, Native, Twilio)
+		return bad("-protocol %q: want %q or %q", c.Dialect, Native, Twilio)
 	case c.Utterance > MaxUtterance:
-		return bad("utterance %v over %v", c.Utterance, MaxUtterance)
+		return bad("-utterance %v: want at most %v", c.Utterance, MaxUtterance)
 	case c.Arrival != Poisson && c.Arrival != Burst && c.Arrival != Steady:
-		return bad("arrival %q: want poisson, burst or steady", c.Arrival)
+		return bad("-arrival %q: want poisson, burst or steady", c.Arrival)
 	}
 	return nil
 }
@@ -227,7 +234,7 @@ func endpoints(target string, d Dialect, allowRemote bool) (base, ws string, err
 	}
 	u, err := url.Parse(target)
 	if err != nil {
-		return "", "", fmt.Errorf("%w: target: %v", ErrBadConfig, err)
+		return "", "", fmt.Errorf("%w: -target: %v", ErrBadConfig, err)
 	}
 	switch u.Scheme {
 	case "http", "ws":
@@ -235,10 +242,10 @@ func endpoints(target string, d Dialect, allowRemote bool) (base, ws string, err
 	case "https", "wss":
 		u.Scheme = "https"
 	default:
-		return "", "", fmt.Errorf("%w: target scheme %q", ErrBadConfig, u.Scheme)
+		return "", "", fmt.Errorf("%w: -target scheme %q: want http, https, ws or wss", ErrBadConfig, u.Scheme)
 	}
 	if !allowRemote && !isLoopback(u.Hostname()) {
-		return "", "", fmt.Errorf("%w: %q", ErrRemoteTarget, u.Host)
+		return "", "", fmt.Errorf("-target %q: %w", u.Host, ErrRemoteTarget)
 	}
 	u.Path, u.RawQuery, u.Fragment = "", "", ""
 	base = u.String()
