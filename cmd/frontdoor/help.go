@@ -43,6 +43,7 @@ var serveFlagGroup = map[string]string{
 	"allowed-origins": "listen", "operator-listen": "listen", "overload-http": "listen",
 	"read-header-timeout": "listen", "read-timeout": "listen", "write-timeout": "listen", "idle-timeout": "listen",
 	"max-header-bytes": "listen", "max-conns": "listen", "conn-idle-timeout": "listen",
+	"max-conns-per-addr": "listen", "max-handshakes-per-addr": "listen", "probe-conns": "listen", "trusted-proxies": "listen",
 	"audio-max-frame": "listen", "audio-max-rate": "listen", "audio-window": "listen",
 	// stages
 	"cleanup-timeout": "stages", "pace": "stages", "policy": "stages", "quarantine-after": "stages",
