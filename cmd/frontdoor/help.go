@@ -20,7 +20,7 @@ var serveGroups = []flagGroup{
 	{"stages", "Stages",
 		"each stage's slots (work holding a lease at once), queue (work waiting) and maximum wait, and how cancelled work is cleaned up"},
 	{"backends", "Backends",
-		"the recognizer, model and synthesizer a turn passes: stubs, espeak-ng, or any OpenAI-compatible server"},
+		"the recognizer, model and synthesizer a turn passes: stubs, pocketsphinx, espeak-ng, or any OpenAI-compatible server"},
 	{"fallback", "Fallback",
 		"what a refused caller may take instead: a durable callback (SQLite in -data-dir) or a person (handoff)"},
 	{"telephony", "Telephony and WebRTC",
