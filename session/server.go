@@ -74,6 +74,10 @@ type Config struct {
 	Twilio TwilioConfig
 	WebRTC WebRTCConfig
 
+	// Heartbeat pings every WebSocket (/v1/session, /v1/twilio, the
+	// signalling socket of /v1/webrtc) to find dead peers (zero: no
+	// pings).
+	Heartbeat Heartbeat
 	// Outbound bounds each call's queue to the caller.
 	Outbound OutboundLimits
 	// Audio bounds each call's caller audio: frame size and rate.
@@ -315,7 +319,9 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 		ended()
 		return
 	}
+	stopPings := s.startHeartbeat(c, func() { _ = c.CloseNow() }, s.log)
 	call.start(ctx, func() {
+		stopPings()
 		s.endCall(call)
 		ended()
 	})

@@ -57,7 +57,9 @@ func (s *Server) serveTwilio(w http.ResponseWriter, r *http.Request) {
 			_ = conn.Close(websocket.StatusInternalError, "send failed")
 		}
 	})
+	stopPings := s.startHeartbeat(conn, func() { _ = conn.CloseNow() }, t.log)
 	s.Run(twilioCaller(ctx, start), t, Capabilities{Interrupt: t.Interrupt, Keypad: t.keypad})
+	stopPings()
 	stop()
 	wg.Wait()
 	t.prompts.Wait()

@@ -56,6 +56,8 @@ func (s *Server) serveWebRTC(w http.ResponseWriter, r *http.Request) {
 	t.peer = peer
 	var wg sync.WaitGroup
 	wg.Go(func() { t.signals(ctx) })
+	stopPings := s.startHeartbeat(ws, func() { _ = ws.CloseNow() }, t.log)
+	defer stopPings()
 	wg.Go(func() { _ = peer.Run(ctx) })
 	defer func() {
 		cancel()
@@ -159,7 +161,11 @@ func (t *rtcTransport) onEvent(data []byte) {
 
 func (t *rtcTransport) onState(st pion.PeerConnectionState) {
 	t.log.Debug("webrtc: state", "state", st)
-	if st == pion.PeerConnectionStateFailed || st == pion.PeerConnectionStateClosed {
+	// Disconnected: ICE consent checks went unanswered (pion: 5 s), the
+	// usual sign of a peer that vanished; waiting for Failed (25 s more)
+	// would hold the call's leases that long.
+	if st == pion.PeerConnectionStateFailed || st == pion.PeerConnectionStateClosed ||
+		st == pion.PeerConnectionStateDisconnected {
 		t.end()
 	}
 }

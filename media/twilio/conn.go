@@ -211,6 +211,13 @@ func (c *Conn) PacingStats() pace.Stats { return c.pacer.Stats() }
 // Buffered returns how much outbound audio is waiting to be sent.
 func (c *Conn) Buffered() time.Duration { return media.Telephony.Duration(c.pacer.Buffered()) }
 
+// Ping sends a ping and waits for its pong (answered while Read runs).
+func (c *Conn) Ping(ctx context.Context) error { return c.ws.Ping(ctx) }
+
+// CloseNow drops the connection without a close handshake (a peer that
+// does not answer would not answer that either).
+func (c *Conn) CloseNow() error { return c.ws.CloseNow() }
+
 // Close closes the WebSocket with code and reason.
 func (c *Conn) Close(code websocket.StatusCode, reason string) error {
 	return c.ws.Close(code, reason)

@@ -71,6 +71,7 @@ func (s *Settings) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&s.Server.MaxConnsPerAddr, "max-conns-per-addr", s.Server.MaxConnsPerAddr, "connections open at once from one source address; the next is answered 429 and closed (0: no bound)")
 	fs.IntVar(&s.Server.MaxHandshakesPerAddr, "max-handshakes-per-addr", s.Server.MaxHandshakesPerAddr, "connections from one source address still sending their first request (slowloris); the next is answered 429 and closed (0: no bound)")
 	fs.IntVar(&s.Server.ProbeConns, "probe-conns", s.Server.ProbeConns, "connections taken over -max-conns and the per-address caps to serve only /healthz, /readyz and /metrics (0: none)")
+	fs.IntVar(&s.Server.WriteBuffer, "conn-write-buffer", s.Server.WriteBuffer, "kernel send buffer of each connection in bytes, so that a caller who stops reading is found soon after (0: the system's, megabytes)")
 	fs.StringVar(&s.TrustedProxies, "trusted-proxies", s.TrustedProxies, "comma-separated proxy addresses or CIDR prefixes whose X-Forwarded-For names the client for the per-address caps (empty: X-Forwarded-For is ignored)")
 	fs.DurationVar(&s.Server.ConnIdle, "conn-idle-timeout", s.Server.ConnIdle, "a connection (WebSocket included) from which nothing arrives for this long is cut (0: never)")
 }

@@ -46,6 +46,12 @@ type ServerLimits struct {
 	// A caller filling the caps therefore never refuses a health check
 	// (0: no budget, over a cap every connection is refused at once).
 	ProbeConns int
+	// WriteBuffer sets each connection's kernel send buffer (bytes; 0: the
+	// system's, which on Linux grows to megabytes). A caller that stops
+	// reading is found when a write stalls, which only happens once the
+	// buffers between are full: at real-time audio rates a large buffer
+	// hides a dead reader for tens of seconds, holding its synthesis lease.
+	WriteBuffer int
 	// TrustedProxies are the peers whose X-Forwarded-For is believed.
 	TrustedProxies []netip.Prefix
 }
@@ -63,6 +69,7 @@ var DefaultServerLimits = ServerLimits{
 	MaxConnsPerAddr:      100,
 	MaxHandshakesPerAddr: 20,
 	ProbeConns:           16,
+	WriteBuffer:          64 << 10,
 }
 
 // NewServer returns an http.Server for h with the limits set. Served on a
@@ -169,6 +176,9 @@ func (l *Listener) admit(c net.Conn) *conn {
 	cc := &conn{Conn: c, l: l, idle: l.lim.ConnIdle, addr: addr, trusted: trusted, counts: a}
 	switch {
 	case refuse == 0:
+		if tc, ok := c.(*net.TCPConn); ok && l.lim.WriteBuffer > 0 {
+			_ = tc.SetWriteBuffer(l.lim.WriteBuffer)
+		}
 		l.open++
 		if a != nil {
 			a.open++
