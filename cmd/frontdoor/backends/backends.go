@@ -99,7 +99,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.SystemPrompt, "system-prompt", c.SystemPrompt, "system prompt for -model=openai")
 	fs.StringVar(&c.SynthURL, "synth-url", c.SynthURL, "OpenAI-compatible API root for -synth=openai (/audio/speech)")
 	fs.StringVar(&c.SynthModel, "synth-model", c.SynthModel, "speech model for -synth=openai")
-	fs.StringVar(&c.SynthVoice, "synth-voice", c.SynthVoice, "voice: an espeak-ng voice such as en-us, or an OpenAI voice such as alloy")
+	fs.StringVar(&c.SynthVoice, "synth-voice", c.SynthVoice, "voice: an espeak-ng voice (empty: en-us), or an OpenAI voice (empty: alloy)")
 	fs.StringVar(&c.SynthAPIKeyEnv, "synth-api-key-env", c.SynthAPIKeyEnv, "name of the environment variable holding the speech server's API key (empty: none)")
 	fs.StringVar(&c.RecognizeURL, "recognize-url", c.RecognizeURL, "OpenAI-compatible API root for -recognize=openai (/audio/transcriptions)")
 	fs.StringVar(&c.RecognizeModel, "recognize-model", c.RecognizeModel, "transcription model for -recognize=openai")
@@ -246,7 +246,13 @@ func (s *Set) synth(c Config) error {
 		if !espeak.Available() {
 			return errors.New("-synth=espeak: espeak-ng is not installed (apt-get install espeak-ng)")
 		}
-		sy, err := espeak.New(espeak.Options{Voice: c.SynthVoice})
+		voice := c.SynthVoice
+		if voice == "" {
+			// American English: the voice the local recognizer's
+			// en-us model hears best (docs/RECOGNIZERS.md).
+			voice = "en-us"
+		}
+		sy, err := espeak.New(espeak.Options{Voice: voice})
 		if err != nil {
 			return fmt.Errorf("-synth=espeak: %w", err)
 		}

@@ -1,0 +1,222 @@
+package session
+
+import (
+	"context"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/media/g711"
+	"github.com/frontdoorhq/frontdoor/media/pcm"
+	"github.com/frontdoorhq/frontdoor/media/twilio"
+	"github.com/frontdoorhq/frontdoor/media/twilio/twiliotest"
+	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/backend/espeak"
+	"github.com/frontdoorhq/frontdoor/session/backend/pocketsphinx"
+	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/stages"
+)
+
+// The spoken tests run a whole server with real speech on both sides:
+// espeak-ng speaks for the caller and for frontdoor, pocketsphinx listens
+// for frontdoor and for the test (CI installs both: .ci/test).
+
+// spokenServer is a server with the espeak-ng synthesizer, the pocketsphinx
+// recognizer and a stub model that records its turns.
+type spokenServer struct {
+	srv   *Server
+	http  *httptest.Server
+	model *historyModel
+	rec   *pocketsphinx.Recognizer
+}
+
+func newSpokenServer(t *testing.T, session stages.Limits) *spokenServer {
+	t.Helper()
+	if !espeak.Available() || !pocketsphinx.Available() {
+		t.Fatal("apt-get install espeak-ng pocketsphinx pocketsphinx-en-us (bash .ci/test does)")
+	}
+	// The voice frontdoor serve uses (backends.DefaultConfig's -synth-voice).
+	synth, err := espeak.New(espeak.Options{Voice: "en-us"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := pocketsphinx.New(pocketsphinx.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := stub.NewModel(stub.Settings{Tokens: 4})
+	s := &spokenServer{model: &historyModel{Model: m}, rec: rec}
+	lim := stages.Limits{Slots: 2, Waiting: 2, MaxAge: 10 * time.Second}
+	s.srv, err = New(Config{
+		Session: session, Recognize: lim, Model: lim, Synthesis: lim,
+		ModelBackend: s.model, Synthesizer: synth, Recognizer: rec,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.http = httptest.NewServer(s.srv.Handler())
+	t.Cleanup(func() {
+		s.http.CloseClientConnections()
+		s.http.Close()
+		s.srv.Close()
+		m.Close()
+		rec.Close()
+	})
+	return s
+}
+
+func (s *spokenServer) url(path string) string {
+	return "ws" + strings.TrimPrefix(s.http.URL, "http") + path
+}
+
+// say returns espeak-ng's en-us voice saying text, at rate.
+func say(t *testing.T, text string, rate int) []int16 {
+	t.Helper()
+	sy, err := espeak.New(espeak.Options{Voice: "en-us"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int16
+	if err := sy.Synthesize(context.Background(), text, func(a backend.Audio) error {
+		out = append(out, a.Samples...)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err = pcm.Resample(out, espeak.Rate, rate); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// lacks returns the words of keys missing from text.
+func lacks(text string, keys ...string) []string {
+	got := pocketsphinx.Words(text)
+	var out []string
+	for _, k := range keys {
+		if !slices.Contains(got, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+const spokenSentence = "Please call me back tomorrow morning."
+
+var spokenKeys = []string{"call", "back", "tomorrow"}
+
+// TestSpokenNative: a caller on /v1/session says a sentence in native
+// PCM16 frames; the transcript event carries its words.
+func TestSpokenNative(t *testing.T) {
+	s := newSpokenServer(t, stages.Limits{Slots: 2, Waiting: 2, MaxAge: 5 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, _, err := websocket.Dial(ctx, s.url("/v1/session"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+	conn.SetReadLimit(1 << 20)
+	c := &client{t: t, conn: conn, ctx: ctx}
+	c.send(map[string]any{"type": "hello", "audio": map[string]any{"encoding": "pcm16", "rate": 16000}})
+	c.expect("session")
+	speech := append(say(t, spokenSentence, 16000), make([]int16, 16000)...) // and a second of silence
+	for len(speech) > 0 {
+		n := min(640, len(speech))
+		if err := conn.Write(ctx, websocket.MessageBinary, pcm.Encode(nil, speech[:n])); err != nil {
+			t.Fatal(err)
+		}
+		speech = speech[n:]
+	}
+	tr := c.expect("transcript")
+	t.Logf("transcript %q", tr.Text)
+	if m := lacks(tr.Text, spokenKeys...); len(m) > 0 {
+		t.Fatalf("transcript %q lacks %v", tr.Text, m)
+	}
+	c.send(map[string]any{"type": "hangup"})
+}
+
+// TestSpokenTwilio: a phone caller on /v1/twilio says the sentence in 8 kHz
+// µ-law; the turn the model gets is its words.
+func TestSpokenTwilio(t *testing.T) {
+	s := newSpokenServer(t, stages.Limits{Slots: 2, Waiting: 2, MaxAge: 5 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	g, err := twiliotest.Dial(ctx, s.url("/v1/twilio"), twiliotest.Options{Speed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if err := g.SendPCM(ctx, say(t, spokenSentence, 8000)); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.SendSilence(ctx, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a recognized turn", func() bool { return len(s.model.seen()) > 0 })
+	text := s.model.seen()[0].Text
+	t.Logf("transcript %q", text)
+	if m := lacks(text, spokenKeys...); len(m) > 0 {
+		t.Fatalf("transcript %q lacks %v", text, m)
+	}
+	if err := g.SendStop(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSpokenPrompt: a phone caller who waits for a line and is turned away
+// hears frontdoor's spoken prompts (espeak-ng); what it receives as µ-law,
+// transcribed, says the prompt table's words.
+func TestSpokenPrompt(t *testing.T) {
+	s := newSpokenServer(t, stages.Limits{Slots: 1, Waiting: 1, MaxAge: 300 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	holder, _, err := websocket.Dial(ctx, s.url("/v1/session"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.CloseNow()
+	hc := &client{t: t, conn: holder, ctx: ctx}
+	hc.until(func(m msg) bool { return m.Type == "session" && m.Disposition == "admitted" })
+
+	g, err := twiliotest.Dial(ctx, s.url("/v1/twilio"), twiliotest.Options{Speed: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	snap, err := g.Wait(ctx, func(s twiliotest.Snapshot) bool { return s.Err != nil })
+	if err != nil && snap.Err == nil {
+		t.Fatal(err)
+	}
+	var ulaw []byte
+	for _, o := range snap.Log {
+		if o.Event == twilio.EventMedia {
+			ulaw = append(ulaw, o.Payload...)
+		}
+	}
+	heard, err := s.rec.Recognize(ctx, backend.Audio{Rate: 8000, Samples: g711.DecodeMulaw(nil, ulaw)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%v of prompts heard as %q", time.Duration(len(ulaw))*time.Second/8000, heard)
+	for _, p := range []struct {
+		reason stages.Disposition
+		keys   []string
+	}{
+		{stages.Queued, []string{"lines", "busy", "waiting"}},
+		{stages.Expired, []string{"sorry", "call"}},
+	} {
+		text := fallback.PromptFor(fallback.StageSession, p.reason, nil).Text
+		if m := lacks(text, p.keys...); len(m) > 0 {
+			t.Fatalf("the key words %v are not in the %v prompt %q", m, p.reason, text)
+		}
+		if m := lacks(heard, p.keys...); len(m) > 0 {
+			t.Errorf("the %v prompt %q was heard as %q: lacks %v", p.reason, text, heard, m)
+		}
+	}
+}
