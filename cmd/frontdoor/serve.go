@@ -247,11 +247,15 @@ func backendConfig(fs *flag.FlagSet, set *serveSettings) (backends.Config, error
 	switch set.backend {
 	case backends.Stub:
 		// An explicit -backend=stub means stubs only; by default the
-		// recognizer is auto (pocketsphinx when installed).
+		// recognizer is auto (pocketsphinx when installed) and the model
+		// the demo agent.
 		explicit := false
 		fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "backend" })
 		if explicit && !given("recognize") {
 			bc.Recognize = backends.Stub
+		}
+		if explicit && !given("model") {
+			bc.Model = backends.Stub
 		}
 	case backends.OpenAI:
 		if !given("model") {

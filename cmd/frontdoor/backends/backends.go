@@ -20,6 +20,9 @@ const (
 	Stub   = "stub"
 	OpenAI = "openai"
 	Espeak = "espeak"
+	// Demo is the default model: the stub model as the demo agent, which
+	// answers from a small script and says it is a demo.
+	Demo = "demo"
 	// Pocketsphinx is the local recognizer (Debian's pocketsphinx).
 	Pocketsphinx = "pocketsphinx"
 	// Auto picks the local engine when installed, else the stub: espeak
@@ -30,7 +33,7 @@ const (
 // Config selects and configures the backends. Its fields mirror the flags
 // that Flags registers.
 type Config struct {
-	Model     string // -model: stub or openai
+	Model     string // -model: demo, stub or openai
 	Synth     string // -synth: auto, stub, espeak or openai
 	Recognize string // -recognize: auto, stub, pocketsphinx or openai
 
@@ -59,11 +62,11 @@ type Config struct {
 	StubCapacity int
 }
 
-// DefaultConfig returns the settings of a fresh frontdoor serve: stub model
-// with a quick, natural pace, and the auto synthesizer and recognizer.
+// DefaultConfig returns the settings of a fresh frontdoor serve: the demo
+// agent with a quick, natural pace, and the auto synthesizer and recognizer.
 func DefaultConfig() Config {
 	return Config{
-		Model:          Stub,
+		Model:          Demo,
 		Synth:          Auto,
 		Recognize:      Auto,
 		ModelURL:       "http://127.0.0.1:11434/v1",
@@ -90,7 +93,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	if *c == (Config{}) {
 		*c = DefaultConfig()
 	}
-	fs.StringVar(&c.Model, "model", c.Model, "model backend: stub or openai")
+	fs.StringVar(&c.Model, "model", c.Model, "model backend: demo (a scripted demo agent), stub (echoes the caller) or openai")
 	fs.StringVar(&c.Synth, "synth", c.Synth, "synthesizer: auto (espeak when espeak-ng is installed, else stub), stub, espeak or openai")
 	fs.StringVar(&c.Recognize, "recognize", c.Recognize, "recognizer: auto (pocketsphinx when installed, else stub), stub, pocketsphinx or openai")
 	fs.StringVar(&c.ModelURL, "model-url", c.ModelURL, "OpenAI-compatible API root for -model=openai (Ollama, vLLM, llama.cpp, OpenAI)")
@@ -145,7 +148,8 @@ type Set struct {
 	// Names of the chosen backends, with auto resolved: "stub", "openai",
 	// "espeak", "pocketsphinx".
 	ModelName, SynthName, RecognizeName string
-	// The stubs, when chosen (nil otherwise), for their counters.
+	// The stubs, when chosen (nil otherwise), for their counters
+	// (StubModel is also the demo agent).
 	StubModel       *stub.Model
 	StubSynthesizer *stub.Synthesizer
 	StubRecognizer  *stub.Recognizer
@@ -193,7 +197,8 @@ func New(c Config, reg prometheus.Registerer) (*Set, error) {
 
 func (s *Set) model(c Config) error {
 	switch c.Model {
-	case Stub:
+	case Stub, Demo:
+		c.Stub.Demo = c.Model == Demo
 		if c.StubCapacity > 0 {
 			m := stub.NewCappedModel(c.Stub, stub.NewCapacity(c.StubCapacity))
 			s.Model, s.StubModel = m, m.Model
@@ -215,7 +220,7 @@ func (s *Set) model(c Config) error {
 		s.Model = m
 		s.closers = append(s.closers, m.Close)
 	default:
-		return fmt.Errorf("-model=%q: want stub or openai", c.Model)
+		return fmt.Errorf("-model=%q: want demo, stub or openai", c.Model)
 	}
 	s.ModelName = c.Model
 	return nil

@@ -57,7 +57,7 @@ func TestDefaultSet(t *testing.T) {
 	if pocketsphinx.Available() {
 		wantRec = Pocketsphinx
 	}
-	if s.ModelName != Stub || s.SynthName != want || s.RecognizeName != wantRec || s.StubModel == nil {
+	if s.ModelName != Demo || s.SynthName != want || s.RecognizeName != wantRec || s.StubModel == nil {
 		t.Fatalf("set %s %s %s", s.ModelName, s.SynthName, s.RecognizeName)
 	}
 	if want == Stub && len(s.Notes) == 0 {

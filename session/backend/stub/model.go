@@ -8,7 +8,8 @@ import (
 )
 
 // Model is a deterministic backend.Model: it echoes the words of the turn,
-// one per delta, cycling until it has sent Tokens deltas.
+// one per delta, cycling until it has sent Tokens deltas; with
+// Settings.Demo it is the demo agent and says DemoAnswer's words instead.
 type Model struct{ *core }
 
 // NewModel returns a stub model with settings s.
@@ -47,6 +48,13 @@ func (m *Model) Reply(ctx context.Context, t backend.Turn, emit func(string) err
 // Deltas returns the deltas the stub model replies to text with, in order,
 // without waiting or failing (for tests that check what a caller received).
 func (m *Model) Deltas(text string) []string {
+	if m.s.Demo {
+		words := strings.Fields(DemoAnswer(text))
+		for i := 1; i < len(words); i++ {
+			words[i] = " " + words[i]
+		}
+		return words
+	}
 	words := strings.Fields(text)
 	if len(words) == 0 {
 		words = []string{"ok"}

@@ -41,6 +41,9 @@ type Settings struct {
 	// Hang makes a stopped call never confirm its cleanup: after cancel it
 	// blocks until Close is called, as a wedged backend would.
 	Hang bool
+	// Demo makes the model the demo agent: it answers from a small script
+	// (DemoAnswer), one word per delta, instead of echoing Tokens words.
+	Demo bool
 }
 
 // Counter tracks calls running now and the most ever running at once.
