@@ -66,6 +66,13 @@ type Capabilities struct {
 	// would offer, it returns those its menu can take now and keeps the
 	// menu for them (a Fallback words its offer with those alone).
 	Keypad func(offered []string) []string
+	// Answer, when set, is asked about each transcript of the caller:
+	// when the utterance answers an open offer ("call me back", "a
+	// person"), it returns the answer, which the call gives to its
+	// Fallback as if the caller had sent it, instead of to the model. It
+	// is the keypad's answer in words, with the keypad's consent and
+	// bounds.
+	Answer func(ctx context.Context, transcript string) (ClientEvent, bool)
 }
 
 // WebSocket is the Transport of GET /v1/session: JSON text messages and

@@ -242,5 +242,14 @@ func (c *Call) recognize(t *turn, job stages.Job) bool {
 	}
 	t.text = text
 	_ = c.push(t.ctx, frame{gen: t.gen, msg: &TranscriptMsg{Type: "transcript", Turn: t.id, Generation: t.gen, Text: text}})
+	if c.caps.Answer != nil {
+		if ev, ok := c.caps.Answer(t.ctx, text); ok {
+			// An answer to an offer goes to the Fallback, as a key
+			// would; the model never sees it.
+			c.s.cfg.Fallback.Message(c.ctx, c.id, ev, c)
+			c.endTurn(t, stages.Completed.String(), StageRecognize, "")
+			return false
+		}
+	}
 	return true
 }

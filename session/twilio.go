@@ -58,7 +58,7 @@ func (s *Server) serveTwilio(w http.ResponseWriter, r *http.Request) {
 		}
 	})
 	stopPings := s.startHeartbeat(conn, func() { _ = conn.CloseNow() }, t.log)
-	s.Run(twilioCaller(ctx, start), t, Capabilities{Interrupt: t.Interrupt, Keypad: t.keypad})
+	s.Run(twilioCaller(ctx, start), t, Capabilities{Interrupt: t.Interrupt, Keypad: t.keypad, Answer: t.spokenAnswer})
 	stopPings()
 	stop()
 	wg.Wait()

@@ -364,6 +364,29 @@ func (t *twilioTransport) pressed(ctx context.Context, digit string) (ClientEven
 	return ev, true
 }
 
+// spokenAnswer is the transport's Capabilities.Answer: a caller who cannot
+// press keys (or would rather not) answers the open menu in words. "Call me
+// back" is key 1 and "a person" key 2, each only while that key is on
+// offer; anything else is not an answer and leaves the menu open, and the
+// utterance goes on to the model as usual.
+func (t *twilioTransport) spokenAnswer(ctx context.Context, transcript string) (ClientEvent, bool) {
+	kind := fallback.SpokenAnswer(transcript)
+	m := t.menu
+	m.mu.Lock()
+	offered := m.state == menuOpen &&
+		(kind == fallback.KindCallback && m.callback || kind == fallback.KindHandoff && m.handoff)
+	m.mu.Unlock()
+	if !offered {
+		return ClientEvent{}, false
+	}
+	key := keyCallback
+	if kind == fallback.KindHandoff {
+		key = keyHandoff
+	}
+	t.log.Info("twilio: spoken answer", "kind", string(kind), "transcript", transcript)
+	return t.pressed(ctx, key)
+}
+
 // answered speaks the outcome of the caller's answer: the sentence of the
 // prompt table for it (for a callback, "booked" only once it was durably
 // queued). A handoff in the queue is held until its outcome; in a

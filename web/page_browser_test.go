@@ -7,7 +7,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/backend/pocketsphinx"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -143,8 +143,16 @@ func TestBrowser(t *testing.T) {
 		// The same call against the session server's own /v1/webrtc: speech
 		// through VAD, recognition, model and synthesis, and the reply back
 		// as PCMU.
+		// The local recognizer, as frontdoor serve uses by default: the
+		// page shows what it understood of the microphone's sentence
+		// ("Hello, I would like to book a table for two tonight.").
+		rec, err := pocketsphinx.New(pocketsphinx.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { rec.Close() })
 		r := newRig(t, func(c *rigConfig) {
-			c.cfg.Recognizer = stub.NewRecognizer(stub.Settings{})
+			c.cfg.Recognizer = rec
 			c.stub.FrameCount = 50 // a 1 s reply: more than the 25 packets the check waits for
 		})
 		tb := newTab(t, bctx, 30*time.Second)
@@ -156,6 +164,8 @@ func TestBrowser(t *testing.T) {
 		if got := r.stage("model").Ledger.Offered; got == 0 {
 			t.Errorf("the model stage saw no turn from the microphone call")
 		}
+		tb.waitJS("what was understood", `[...document.querySelectorAll('#rtc-log .you')].some(li => /\b(like|book|table)\b/.test(li.textContent))`, 5*time.Second)
+		t.Logf("understood: %q", eval[[]string](tb, `[...document.querySelectorAll('#rtc-log .you')].map(li => li.textContent)`))
 		tb.screenshot("microphone-call-server")
 		tb.click("#rtc-stop")
 		tb.noErrors()
@@ -183,6 +193,7 @@ func TestBrowser(t *testing.T) {
 			&& document.querySelector('#call-log .prompt')`, 5*time.Second)
 		tb.click("#call-callback")
 		tb.waitJS("callback queued with a ticket", `[...document.querySelectorAll('#call-log .prompt')].some(li => /^callback: queued, ticket \S+/.test(li.textContent))`, 5*time.Second)
+		t.Logf("understood: %q", eval[[]string](tb, `[...document.querySelectorAll('#rtc-log .you')].map(li => li.textContent)`))
 
 		// Refused again: ask for a person, and take the call in the console.
 		tb.click("#call-send")

@@ -73,6 +73,7 @@ export function initCall() {
 
   function renderMeta(li) {
     const parts = [];
+    if (li.dataset.understood) parts.push(li.dataset.understood);
     for (const s of ['recognize', 'model', 'synthesis']) {
       if (li.dataset[s]) parts.push(`${s}: ${li.dataset[s]}`);
     }
@@ -103,6 +104,13 @@ export function initCall() {
       li.dataset.state = 'streaming';
       li.querySelector('.text').textContent += m.delta;
       ui.log.scrollTop = ui.log.scrollHeight;
+      break;
+    }
+    case 'transcript': {
+      // What the recognizer understood of a spoken turn.
+      const li = reply(m.turn);
+      li.dataset.understood = m.text ? `understood: “${m.text}”` : 'understood: nothing';
+      renderMeta(li);
       break;
     }
     case 'audio_start':
