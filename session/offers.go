@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -156,6 +157,10 @@ func (o *Offers) Message(ctx context.Context, call string, ev ClientEvent, out S
 		}
 		st.done()
 	case fallback.KindHandoff:
+		var m struct {
+			Spoken bool `json:"spoken"`
+		}
+		_ = json.Unmarshal(ev.Data, &m)
 		h, d, err := o.svc.RequestHandoff(ctx, fallback.HandoffRequest{Call: call, Turn: st.turn, Summary: "the caller asked for a person after a refusal"})
 		if err != nil {
 			fail(CodeBadField, err.Error())
@@ -173,6 +178,12 @@ func (o *Offers) Message(ctx context.Context, call string, ev ClientEvent, out S
 		o.mu.Unlock()
 		pos, _ := h.Position()
 		_ = out.Send(ctx, &FallbackMsg{Type: "handoff", Disposition: d, Ticket: h.Ticket, Position: pos})
+		if m.Spoken {
+			// Asked for in words: the answer is confirmed in words.
+			p := fallback.PromptFor(fallback.StageHandoff, d, nil)
+			_ = out.Send(ctx, &PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text})
+			o.speak(ctx, st.turn, p.Text, out)
+		}
 		o.wg.Go(func() {
 			defer st.done()
 			oc, err := h.Wait(ctx)
@@ -188,6 +199,36 @@ func (o *Offers) Message(ctx context.Context, call string, ev ClientEvent, out S
 		})
 	}
 	return true
+}
+
+// spokenAnswerer is a Fallback that takes answers in words from callers
+// whose transport has no menu of its own (Capabilities.Answer).
+type spokenAnswerer interface {
+	spokenAnswer(call, transcript string) (ClientEvent, bool)
+}
+
+// spokenAnswer turns a transcript that asks for a person ("a person
+// please") into the `handoff` answer to the call's open offer of one. Only
+// a person can be asked for in words here: a callback needs a number, which
+// a browser caller gives in its `callback` message (a phone caller's keypad
+// menu takes "call me back": twilio_menu.go).
+func (o *Offers) spokenAnswer(call, transcript string) (ClientEvent, bool) {
+	if fallback.SpokenAnswer(transcript) != fallback.KindHandoff {
+		return ClientEvent{}, false
+	}
+	o.mu.Lock()
+	st := o.calls[call]
+	asked := st != nil && st.handoff != nil
+	o.mu.Unlock()
+	if st == nil || asked || !slices.Contains(st.kinds, fallback.KindHandoff) {
+		return ClientEvent{}, false
+	}
+	select {
+	case <-st.answered:
+		return ClientEvent{}, false
+	default:
+	}
+	return ClientEvent{Kind: EventOther, Type: string(fallback.KindHandoff), Data: []byte(`{"type":"handoff","spoken":true}`)}, true
 }
 
 // CallEnded implements Fallback.

@@ -7,19 +7,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/media/pcm"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/pocketsphinx"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
-// TestSpokenCallbackAfterRefusal: a phone caller whose turn the model stage
-// refuses hears the offer and the menu, and answers it by voice instead of
-// the keypad: "call me back", said by espeak-ng and heard by pocketsphinx,
-// books a callback to its number (in the store) with the keypad's consent,
-// and it hears the booking confirmed. The answer never reaches the model.
-func TestSpokenCallbackAfterRefusal(t *testing.T) {
+// spokenMidcall is newMidcall with the pocketsphinx recognizer.
+func spokenMidcall(t *testing.T) (*midcall, *historyModel) {
+	t.Helper()
 	if !pocketsphinx.Available() {
 		t.Fatal("apt-get install pocketsphinx pocketsphinx-en-us (bash .ci/test does)")
 	}
@@ -40,7 +40,59 @@ func TestSpokenCallbackAfterRefusal(t *testing.T) {
 	k.model = &gatedModel{Model: hm, gate: make(chan struct{})}
 	k.srv.cfg.ModelBackend = k.model
 	t.Cleanup(k.model.open)
+	return k, hm
+}
 
+// TestSpokenPersonAfterRefusal: a browser caller on /v1/session (no keypad)
+// whose turn the model stage refuses is offered a callback or a person; it
+// says "a person please" (espeak-ng, heard by pocketsphinx) and is queued
+// for a person, confirmed in words; the model never sees the answer.
+func TestSpokenPersonAfterRefusal(t *testing.T) {
+	k, hm := spokenMidcall(t)
+	k.fillModel()
+	c := k.dial()
+	c.send(map[string]any{"type": "hello", "audio": map[string]any{"encoding": "pcm16", "rate": 16000}})
+	if m := c.expect("session"); m.Disposition != "admitted" {
+		t.Fatalf("session %+v", m)
+	}
+	c.send(map[string]any{"type": "turn", "id": "c1", "text": "hello"})
+	if o := c.expect("offer"); !slices.Contains(o.Kinds, string(fallback.KindHandoff)) {
+		t.Fatalf("offer %+v", o)
+	}
+	speech := append(say(t, "I would like to speak to a person please.", 16000), make([]int16, 16000)...)
+	for len(speech) > 0 {
+		n := min(640, len(speech))
+		if err := c.conn.Write(c.ctx, websocket.MessageBinary, pcm.Encode(nil, speech[:n])); err != nil {
+			t.Fatal(err)
+		}
+		speech = speech[n:]
+	}
+	tr := c.expect("transcript")
+	t.Logf("heard %q", tr.Text)
+	h := c.expect("handoff")
+	if h.Disposition != "queued" || h.Ticket == "" {
+		t.Fatalf("handoff %+v", h)
+	}
+	want := fallback.PromptFor(fallback.StageHandoff, stages.Queued, nil).Text
+	if p := c.expect("prompt"); p.Text != want {
+		t.Fatalf("confirmation %q, want %q", p.Text, want)
+	}
+	if end := c.until(isType("turn_end")); lastOf(end, "turn_end").Disposition != "completed" || lastOf(end, "turn_end").Stage != StageRecognize {
+		t.Fatalf("turn_end %+v", lastOf(end, "turn_end"))
+	}
+	if slices.ContainsFunc(hm.seen(), func(tu backend.Turn) bool { return strings.Contains(tu.Text, "person") }) {
+		t.Fatalf("the answer reached the model: %+v", hm.seen())
+	}
+	c.send(map[string]any{"type": "hangup"})
+}
+
+// TestSpokenCallbackAfterRefusal: a phone caller whose turn the model stage
+// refuses hears the offer and the menu, and answers it by voice instead of
+// the keypad: "call me back", said by espeak-ng and heard by pocketsphinx,
+// books a callback to its number (in the store) with the keypad's consent,
+// and it hears the booking confirmed. The answer never reaches the model.
+func TestSpokenCallbackAfterRefusal(t *testing.T) {
+	k, hm := spokenMidcall(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
 	g := k.refused(ctx, t, "+1 555 0161")

@@ -242,8 +242,12 @@ func (c *Call) recognize(t *turn, job stages.Job) bool {
 	}
 	t.text = text
 	_ = c.push(t.ctx, frame{gen: t.gen, msg: &TranscriptMsg{Type: "transcript", Turn: t.id, Generation: t.gen, Text: text}})
-	if c.caps.Answer != nil {
-		if ev, ok := c.caps.Answer(t.ctx, text); ok {
+	answer := c.caps.Answer
+	if a, ok := c.s.cfg.Fallback.(spokenAnswerer); ok && answer == nil {
+		answer = func(context.Context, string) (ClientEvent, bool) { return a.spokenAnswer(c.id, text) }
+	}
+	if answer != nil {
+		if ev, ok := answer(t.ctx, text); ok {
 			// An answer to an offer goes to the Fallback, as a key
 			// would; the model never sees it.
 			c.s.cfg.Fallback.Message(c.ctx, c.id, ev, c)
