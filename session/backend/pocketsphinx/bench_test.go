@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/frontdoorhq/frontdoor/session/backend"
 )
 
 // BenchmarkRecognize recognizes a spoken sentence per op. Recognition starts
@@ -32,5 +34,18 @@ func BenchmarkRecognize(b *testing.B) {
 			b.ReportMetric(per.Seconds()/a.Duration().Seconds(), "rtf")
 			b.ReportMetric(a.Duration().Seconds(), "speech-s")
 		})
+	}
+}
+
+// BenchmarkStartup recognizes half a second of silence: nearly all of it is
+// the process start and the model load, the cost per utterance that a
+// library binding (cgo, libpocketsphinx) would save.
+func BenchmarkStartup(b *testing.B) {
+	r := newRecognizer(b, Options{})
+	a := backend.Audio{Rate: Rate, Samples: make([]int16, Rate/2)}
+	for b.Loop() {
+		if _, err := r.Recognize(context.Background(), a); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
