@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -25,19 +26,26 @@ func TestServeSpokenDefaults(t *testing.T) {
 		t.Fatal("apt-get install espeak-ng pocketsphinx pocketsphinx-en-us (bash .ci/test does)")
 	}
 	p := startServe(t, nil, "-model", "demo", "-synth", "auto", "-recognize", "auto")
-	var be map[string]any
-	waitFor(t, 5*time.Second, "the backends log line", func() bool {
+	var be, slots map[string]any
+	waitFor(t, 5*time.Second, "the backends log lines", func() bool {
 		select {
 		case m := <-p.logs:
-			if m["msg"] == "backends" {
+			switch m["msg"] {
+			case "backends":
 				be = m
+			case "local recognizer: one recognition per core":
+				slots = m
 			}
 		default:
 		}
-		return be != nil
+		return be != nil && slots != nil
 	})
 	if be["model"] != "demo" || be["synth"] != "espeak" || be["recognize"] != "pocketsphinx" {
 		t.Fatalf("backends %v", be)
+	}
+	// Each recognition keeps a core busy: the stage has a slot per core.
+	if n, _ := slots["recognize_slots"].(float64); int(n) != runtime.NumCPU() {
+		t.Fatalf("recognize slots %v, want %d", slots, runtime.NumCPU())
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
