@@ -22,6 +22,8 @@ type TwilioConfig struct {
 	AuthToken string
 	// PublicURL is the stream URL exactly as written in the TwiML
 	// (wss://host/v1/twilio): behind a proxy the server cannot rebuild it.
+	// A stream URL carrying a call token (/v1/twilio/<token>, see
+	// session/guard) is signed with the token: PublicURL + "/" + token.
 	PublicURL string
 	// StartTimeout bounds the wait for `start` after the upgrade (0: 10s).
 	StartTimeout time.Duration
@@ -49,7 +51,8 @@ const mediaLead = 60 * time.Millisecond
 // mediaRoutes mounts the media endpoints, except where Config.Handlers
 // brings its own handler for the same pattern (a test double, a proxy).
 func (s *Server) mediaRoutes() {
-	for p, h := range map[string]http.HandlerFunc{"GET /v1/twilio": s.serveTwilio, "GET /v1/webrtc": s.serveWebRTC} {
+	for p, h := range map[string]http.HandlerFunc{"GET /v1/twilio": s.serveTwilio,
+		"GET /v1/twilio/{token}": s.serveTwilio, "GET /v1/webrtc": s.serveWebRTC} {
 		if _, own := s.cfg.Handlers[p]; !own {
 			s.mux.Handle(p, h)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,7 +23,11 @@ import (
 func (s *Server) serveTwilio(w http.ResponseWriter, r *http.Request) {
 	tc := s.cfg.Twilio
 	if tc.AuthToken != "" {
-		if err := twilio.ValidateRequest(r, tc.AuthToken, tc.PublicURL); err != nil {
+		signed := tc.PublicURL
+		if tok := r.PathValue("token"); tok != "" {
+			signed = strings.TrimSuffix(signed, "/") + "/" + tok
+		}
+		if err := twilio.ValidateRequest(r, tc.AuthToken, signed); err != nil {
 			s.m.protocolErrs.WithLabelValues("twilio_signature").Inc()
 			s.log.Warn("twilio: refused upgrade", "err", err, "remote", r.RemoteAddr)
 			http.Error(w, "bad X-Twilio-Signature", http.StatusForbidden)
@@ -58,23 +63,12 @@ func (s *Server) serveTwilio(w http.ResponseWriter, r *http.Request) {
 		}
 	})
 	stopPings := s.startHeartbeat(conn, func() { _ = conn.CloseNow() }, t.log)
-	s.Run(twilioCaller(ctx, start), t, Capabilities{Interrupt: t.Interrupt, Keypad: t.keypad, Answer: t.spokenAnswer})
+	s.Run(ctx, t, Capabilities{Interrupt: t.Interrupt, Keypad: t.keypad, Answer: t.spokenAnswer})
 	stopPings()
 	stop()
 	wg.Wait()
 	t.prompts.Wait()
 	t.bg.Wait()
-}
-
-// twilioCaller gives the call the tenant named in the TwiML's <Parameter
-// name="tenant">, unless the guard in front already authenticated one.
-func twilioCaller(ctx context.Context, start *twilio.Start) context.Context {
-	c := CallerFrom(ctx)
-	if c.Tenant != "" || start.CustomParameters["tenant"] == "" {
-		return ctx
-	}
-	c.Tenant = start.CustomParameters["tenant"]
-	return WithCaller(ctx, c)
 }
 
 // twilioStart reads connected and start, within the start timeout.

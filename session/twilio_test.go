@@ -249,23 +249,3 @@ func TestTwilioSignature(t *testing.T) {
 		t.Fatal("ValidateRequest accepted no signature")
 	}
 }
-
-func TestTwilioCaller(t *testing.T) {
-	start := &twilio.Start{CustomParameters: map[string]string{"tenant": "acme", "caller": "+15550100"}}
-	for _, tc := range []struct {
-		name  string
-		ctx   context.Context
-		start *twilio.Start
-		want  string
-	}{
-		{"from the TwiML", context.Background(), start, "acme"},
-		{"no parameter", context.Background(), &twilio.Start{}, ""},
-		{"the guard's first", WithCaller(context.Background(), Caller{Tenant: "authenticated"}), start, "authenticated"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := CallerFrom(twilioCaller(tc.ctx, tc.start)).Tenant; got != tc.want {
-				t.Fatalf("tenant %q, want %q", got, tc.want)
-			}
-		})
-	}
-}

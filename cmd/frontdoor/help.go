@@ -45,6 +45,7 @@ var serveFlagGroup = map[string]string{
 	"max-header-bytes": "listen", "max-conns": "listen", "conn-idle-timeout": "listen",
 	"max-conns-per-addr": "listen", "max-handshakes-per-addr": "listen", "probe-conns": "listen", "trusted-proxies": "listen",
 	"ws-ping-interval": "listen", "ws-ping-timeout": "listen", "conn-write-buffer": "listen",
+	"call-token-secret-env": "listen", "call-token-required": "listen",
 	"audio-max-frame": "listen", "audio-max-rate": "listen", "audio-window": "listen",
 	// stages
 	"cleanup-timeout": "stages", "pace": "stages", "policy": "stages", "quarantine-after": "stages",

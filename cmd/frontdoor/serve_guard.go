@@ -23,6 +23,8 @@ type guardWiring struct {
 	set  guard.Settings
 	auth guard.Authenticator
 	lims guard.ServerLimits // set.Server with -trusted-proxies parsed
+	// calls signs and redeems telephony call tokens (nil: none).
+	calls *guard.CallTokens
 	// overloadHTTP answers a new caller 503 before the upgrade when the
 	// session stage is full. Off by default: the caller is upgraded and
 	// refused over the protocol, so it hears the truthful prompt and can
@@ -50,6 +52,13 @@ func (w *guardWiring) prepare(set *serveSettings, log *slog.Logger, lookup func(
 	if w.lims, err = w.set.Limits(); err != nil {
 		return err
 	}
+	if w.calls, err = w.set.CallTokens(lookup); err != nil {
+		return err
+	}
+	if auth != nil && set.media.twilio.AuthToken == "" && !w.set.RequireCallToken {
+		log.Warn("-auth "+w.set.Auth+" leaves /v1/twilio open: anyone may stream a call there; set -twilio-auth-token (and -twilio-public-url) or -call-token-required",
+			"call_tokens", w.calls != nil)
+	}
 	for _, l := range []*struct {
 		name string
 		w    *int
@@ -73,7 +82,7 @@ func (w *guardWiring) prepare(set *serveSettings, log *slog.Logger, lookup func(
 		"tenant_sessions", w.set.TenantSessions, "tenant_turns_per_minute", w.set.TenantTurnsPerMinute,
 		"tenant_queue_share", w.set.TenantQueueShare, "max_conns", w.set.Server.MaxConns,
 		"max_conns_per_addr", w.set.Server.MaxConnsPerAddr, "max_handshakes_per_addr", w.set.Server.MaxHandshakesPerAddr,
-		"trusted_proxies", w.set.TrustedProxies)
+		"trusted_proxies", w.set.TrustedProxies, "call_tokens", w.calls != nil, "call_token_required", w.set.RequireCallToken)
 	return nil
 }
 
@@ -115,6 +124,7 @@ func (w *guardWiring) serve(ln net.Listener, srv *session.Server, reg *prometheu
 	}
 	cfg.Logger = log
 	cfg.Registry = reg
+	cfg.CallTokens = w.calls
 	g := guard.New(cfg)
 	lims := w.lims
 	type pair struct {

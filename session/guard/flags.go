@@ -33,6 +33,9 @@ type Settings struct {
 	TenantTurnBurst      int
 	TenantQueueShare     string // fraction of each queue ("0.5") or a count ("10"); "0": none
 
+	CallTokenSecretEnv string // env var holding the call-token HMAC secret ("" or unset: no call tokens)
+	RequireCallToken   bool   // a telephony stream without a call token is refused
+
 	Server ServerLimits
 	// TrustedProxies: comma-separated addresses and CIDR prefixes whose
 	// X-Forwarded-For is believed (Limits parses it into the ServerLimits).
@@ -42,7 +45,7 @@ type Settings struct {
 // DefaultSettings are frontdoor serve's defaults.
 func DefaultSettings() Settings {
 	return Settings{
-		Auth: AuthNone, SecretEnv: "FRONTDOOR_JWT_SECRET",
+		Auth: AuthNone, SecretEnv: "FRONTDOOR_JWT_SECRET", CallTokenSecretEnv: DefaultCallTokenSecretEnv,
 		TenantSessions: 20, TenantTurnsPerMinute: 120, TenantTurnBurst: 20,
 		TenantQueueShare: "0.5",
 		Server:           DefaultServerLimits,
@@ -56,6 +59,8 @@ func (s *Settings) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&s.SecretEnv, "jwt-secret-env", s.SecretEnv, "-auth jwt: name of the environment variable holding the HMAC secret (at least 32 bytes)")
 	fs.StringVar(&s.Issuer, "jwt-issuer", s.Issuer, "-auth jwt: required iss claim (empty: not checked)")
 	fs.StringVar(&s.Audience, "jwt-audience", s.Audience, "-auth jwt: required aud claim (empty: not checked)")
+	fs.StringVar(&s.CallTokenSecretEnv, "call-token-secret-env", s.CallTokenSecretEnv, "name of the environment variable holding the secret (32+ bytes) that signs telephony call tokens (/v1/twilio/<token>, minted by frontdoor token or POST /v1/call-tokens); unset: no call tokens")
+	fs.BoolVar(&s.RequireCallToken, "call-token-required", s.RequireCallToken, "refuse a telephony stream (/v1/twilio) whose URL carries no call token (403)")
 	fs.StringVar(&s.AllowedOrigins, "allowed-origins", s.AllowedOrigins, "comma-separated host patterns (path.Match, e.g. *.example.com) allowed to open WebSockets cross-origin; empty: same origin only")
 	fs.StringVar(&s.OperatorListen, "operator-listen", s.OperatorListen, "separate address for /metrics, /v1/stages, /v1/callbacks, /v1/agents and /v1/burst (empty: served on -listen, by role)")
 	fs.IntVar(&s.TenantSessions, "tenant-sessions", s.TenantSessions, "calls at once per tenant; over it 429 before the upgrade (0: no cap)")
@@ -119,6 +124,29 @@ func (s *Settings) Authenticator(lookup func(string) (string, bool)) (Authentica
 	return nil, fmt.Errorf("-auth %q: want none, apikey or jwt", s.Auth)
 }
 
+// DefaultCallTokenSecretEnv names the call-token secret's environment
+// variable by default (serve and frontdoor token).
+const DefaultCallTokenSecretEnv = "FRONTDOOR_CALL_TOKEN_SECRET"
+
+// CallTokens builds the call-token signer from -call-token-secret-env (nil
+// when the variable is unset; an error when it is too short, or unset while
+// -call-token-required).
+func (s *Settings) CallTokens(lookup func(string) (string, bool)) (*CallTokens, error) {
+	secret, ok := "", false
+	if s.CallTokenSecretEnv != "" {
+		secret, ok = lookup(s.CallTokenSecretEnv)
+	}
+	switch {
+	case !ok && s.RequireCallToken:
+		return nil, fmt.Errorf("-call-token-required: environment variable %q (-call-token-secret-env) must hold the call-token secret", s.CallTokenSecretEnv)
+	case !ok:
+		return nil, nil
+	case len(secret) < MinSecret:
+		return nil, fmt.Errorf("-call-token-secret-env: environment variable %s must hold a secret of at least %d bytes", s.CallTokenSecretEnv, MinSecret)
+	}
+	return &CallTokens{Secret: []byte(secret)}, nil
+}
+
 // Share returns the per-tenant waiting cap (stages.Limits.TenantWaiting)
 // of a queue of waiting places under -tenant-queue-share: a fraction f in
 // (0, 1) gives ceil(f*waiting), a count n >= 1 gives min(n, waiting), 0
@@ -141,5 +169,6 @@ func (s *Settings) Share(waiting int) (int, error) {
 // Config returns the Guard configuration of these settings.
 func (s *Settings) Config(auth Authenticator) Config {
 	return Config{Auth: auth, OperatorSeparate: s.OperatorListen != "",
-		TenantSessions: s.TenantSessions, TenantTurnsPerMinute: s.TenantTurnsPerMinute, TenantTurnBurst: s.TenantTurnBurst}
+		TenantSessions: s.TenantSessions, TenantTurnsPerMinute: s.TenantTurnsPerMinute, TenantTurnBurst: s.TenantTurnBurst,
+		RequireCallToken: s.RequireCallToken}
 }

@@ -39,6 +39,12 @@ type Config struct {
 	Busy func() bool
 	// RetryAfter is the Retry-After of 429 and 503 answers (0: 1s).
 	RetryAfter time.Duration
+	// CallTokens, when set, redeems the token of a telephony stream URL
+	// (/v1/twilio/<token>): the call's tenant, so that its tenant caps
+	// apply. POST /v1/call-tokens mints them (operator role).
+	CallTokens *CallTokens
+	// RequireCallToken refuses a telephony stream without a token (403).
+	RequireCallToken bool
 	// MaxTenants bounds the per-tenant state kept (0: 10000); idle
 	// tenants are forgotten past it.
 	MaxTenants int
@@ -95,9 +101,10 @@ func New(cfg Config) *Guard {
 
 // route is what a path needs.
 type route struct {
-	role     Role
-	call     bool // a call: tenant caps and service overload apply
-	operator bool // served on the operator listener when it is separate
+	role      Role
+	telephony bool // the tenant comes from a call token in the path
+	call      bool // a call: tenant caps and service overload apply
+	operator  bool // served on the operator listener when it is separate
 }
 
 // classify returns the policy of a request path. Unknown paths are public
@@ -106,10 +113,13 @@ func classify(path string) route {
 	switch {
 	case path == "/v1/session", path == "/v1/webrtc" || strings.HasPrefix(path, "/v1/webrtc/"):
 		return route{role: RoleCaller, call: true}
-	case path == "/v1/twilio":
-		// Twilio cannot carry our tokens: the transport validates
-		// X-Twilio-Signature itself (an auth token must be configured).
-		return route{call: true}
+	case path == "/v1/twilio", strings.HasPrefix(path, "/v1/twilio/"):
+		// Twilio cannot carry our bearer tokens: the tenant comes from a
+		// signed call token in the path (calltoken.go), and the transport
+		// validates X-Twilio-Signature itself.
+		return route{call: true, telephony: true}
+	case path == CallTokenPath:
+		return route{role: RoleOperator, operator: true}
 	case path == "/v1/agents":
 		return route{role: RoleAgent, operator: true}
 	case path == "/v1/callbacks", strings.HasPrefix(path, "/v1/callbacks/"),
@@ -119,6 +129,9 @@ func classify(path string) route {
 	}
 	return route{}
 }
+
+// CallTokenPath mints call tokens (POST, operator role): see mintHandler.
+const CallTokenPath = "/v1/call-tokens"
 
 // Handler wraps next (the session server's handler) for the listener l.
 func (g *Guard) Handler(next http.Handler, l Side) http.Handler {
@@ -148,6 +161,18 @@ func (g *Guard) Handler(next http.Handler, l Side) http.Handler {
 				g.refuse(w, http.StatusForbidden, "forbidden", "forbidden", "the token lacks the "+string(rt.role)+" role")
 				return
 			}
+		}
+		if rt.telephony {
+			tenant, status, code, err := g.callTenant(r)
+			if err != nil {
+				g.refuse(w, status, "call_token", code, err.Error())
+				return
+			}
+			id.Tenant = tenant
+		}
+		if r.URL.Path == CallTokenPath {
+			g.mint(w, r, id)
+			return
 		}
 		if isUpgrade(r) {
 			if p, ok := pickSubprotocol(r); !ok {

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/frontdoorhq/frontdoor/media/twilio"
+	"github.com/frontdoorhq/frontdoor/session/guard"
+)
+
+// twilioStream opens a Twilio-style stream at path with the gateway's
+// signature over the URL it was given, sends connected and start (naming
+// paramTenant in customParameters, which must not matter), and answers
+// pings from then on. On a refused upgrade it returns the status and the
+// JSON code.
+func twilioStream(t *testing.T, p *proc, authToken, public, path, paramTenant string) (c *websocket.Conn, status int, code string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	signed := public + strings.TrimPrefix(path, "/v1/twilio")
+	h := http.Header{"X-Twilio-Signature": {twilio.Signature(authToken, signed, nil)}}
+	c, resp, err := websocket.Dial(ctx, p.ws(path), &websocket.DialOptions{HTTPHeader: h})
+	if err != nil {
+		if resp == nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		var body struct{ Code string }
+		b, _ := io.ReadAll(resp.Body)
+		_ = json.Unmarshal(b, &body)
+		return nil, resp.StatusCode, body.Code
+	}
+	t.Cleanup(func() { _ = c.CloseNow() })
+	for _, m := range []string{`{"event":"connected","protocol":"Call","version":"1.0.0"}`,
+		`{"event":"start","sequenceNumber":"1","streamSid":"MZ1","start":{"streamSid":"MZ1","accountSid":"AC1","callSid":"CA1",` +
+			`"tracks":["inbound"],"customParameters":{"tenant":"` + paramTenant + `"},"mediaFormat":{"encoding":"audio/x-mulaw","sampleRate":8000,"channels":1}}}`} {
+		if err := c.Write(ctx, websocket.MessageText, []byte(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.CloseRead(context.Background())
+	return c, http.StatusSwitchingProtocols, ""
+}
+
+// mintToken runs `frontdoor token`.
+func mintToken(t *testing.T, env []string, tenant string) string {
+	t.Helper()
+	cmd := exec.Command(buildOnce(t), "token", "-tenant", tenant, "-secret-env", "FD_CALL_SECRET")
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("frontdoor token: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestSecurityCallTokens: the tenant of a phone call comes from a signed,
+// single-use token in its stream URL, never from customParameters; its
+// calls count against the same per-tenant cap as its WebSocket callers
+// (429 over it); a replayed, forged or missing token is refused 403; the
+// Twilio signature is checked over the URL with its token.
+func TestSecurityCallTokens(t *testing.T) {
+	jwtSecret := strings.Repeat("jwt-secret-", 4)
+	env := []string{"FD_JWT=" + jwtSecret, "FD_CALL_SECRET=" + strings.Repeat("call-secret-", 4)}
+	const authToken = "twilio-auth-token-for-tests-0002"
+	const public = "wss://frontdoor.example/v1/twilio"
+	p := startServe(t, env, "-auth", "jwt", "-jwt-secret-env", "FD_JWT", "-call-token-secret-env", "FD_CALL_SECRET",
+		"-call-token-required", "-tenant-sessions", "2", "-twilio-auth-token", authToken, "-twilio-public-url", public)
+	j := &guard.JWT{Secret: []byte(jwtSecret)}
+	jwtFor := func(tenant, role string) string {
+		s, err := j.Sign(guard.Claims{Tenant: tenant, Roles: []string{role},
+			RegisteredClaims: jwt.RegisteredClaims{ExpiresAt: jwt.NewNumericDate(time.Now().Add(time.Hour))}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	calls := func() float64 { return num(stagesView(t, "http://"+p.addr, jwtFor("ops", "operator"))[""], "calls") }
+
+	// Two phone calls of acme fill its cap of 2, whatever customParameters
+	// say.
+	tok1 := mintToken(t, env, "acme")
+	first, st, code := twilioStream(t, p, authToken, public, "/v1/twilio/"+tok1, "acme")
+	if first == nil {
+		t.Fatalf("acme's first call: %d %s", st, code)
+	}
+	if _, st, code := twilioStream(t, p, authToken, public, "/v1/twilio/"+mintToken(t, env, "acme"), "beta"); st != 101 {
+		t.Fatalf("acme's second call: %d %s", st, code)
+	}
+	waitFor(t, 5*time.Second, "two phone calls", func() bool { return calls() == 2 })
+	// A third phone call of acme, naming another tenant in its parameters:
+	// 429.
+	if _, st, code := twilioStream(t, p, authToken, public, "/v1/twilio/"+mintToken(t, env, "acme"), "beta"); st != 429 || code != "rate_limited" {
+		t.Fatalf("acme's third call: %d %q, want 429 rate_limited", st, code)
+	}
+	// The same cap on the native transport: acme's WebSocket caller 429,
+	// beta's admitted.
+	if _, resp, _ := dial(t, p.ws("/v1/session"), bearer(jwtFor("acme", "caller"))); resp == nil || resp.StatusCode != 429 {
+		t.Fatalf("acme's WebSocket caller with two phone calls up: %v, want 429", resp)
+	}
+	if c, _, err := dial(t, p.ws("/v1/session"), bearer(jwtFor("beta", "caller"))); err != nil {
+		t.Fatalf("beta's caller: %v", err)
+	} else if m := next(t, c, "session"); m.Disposition != "admitted" {
+		t.Fatalf("beta's caller: %q", m.Disposition)
+	}
+
+	// Replayed, forged, missing, wrongly signed: refused before the upgrade.
+	forged := (&guard.CallTokens{Secret: []byte(strings.Repeat("x", 40))})
+	ftok, _ := forged.Mint("acme", time.Minute)
+	for _, c := range []struct {
+		name, path, signedFor, code string
+	}{
+		{"replayed", "/v1/twilio/" + tok1, public, "call_token_replayed"},
+		{"forged", "/v1/twilio/" + ftok, public, "bad_call_token"},
+		{"missing", "/v1/twilio", public, "call_token_required"},
+	} {
+		if _, st, code := twilioStream(t, p, authToken, c.signedFor, c.path, ""); st != 403 || code != c.code {
+			t.Errorf("%s token: %d %q, want 403 %s", c.name, st, code, c.code)
+		}
+	}
+	// Signed for the URL without its token: the signature check refuses it
+	// (the token is spent by the guard first; a gateway never sends this).
+	if _, st, _ := twilioStream(t, p, authToken, public+"/other", "/v1/twilio/"+mintToken(t, env, "gamma"), ""); st != 403 {
+		t.Errorf("signature over another URL: %d, want 403", st)
+	}
+
+	// acme's call ends: its place is back, and a token minted by the
+	// running server (operator role, its own tenant only) is accepted.
+	first.CloseNow()
+	waitFor(t, 5*time.Second, "acme's first call to end", func() bool { return calls() == 2 }) // acme's second + beta's
+	mint := func(tenant string) (int, string) {
+		req, _ := http.NewRequest("POST", p.url(guard.CallTokenPath), strings.NewReader(`{"tenant":"`+tenant+`"}`))
+		req.Header.Set("Authorization", "Bearer "+jwtFor("acme", "operator"))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var v struct{ Path string }
+		_ = json.NewDecoder(resp.Body).Decode(&v)
+		return resp.StatusCode, v.Path
+	}
+	if st, _ := mint("beta"); st != 403 {
+		t.Fatalf("acme's operator minting for beta: %d, want 403", st)
+	}
+	st, path := mint("")
+	if st != 200 || path == "" {
+		t.Fatalf("POST %s: %d %q", guard.CallTokenPath, st, path)
+	}
+	if _, st, code := twilioStream(t, p, authToken, public, path, ""); st != 101 {
+		t.Fatalf("acme's call with a server-minted token: %d %s", st, code)
+	}
+}
+
+// TestSecurityTelephonyOpenWarning: -auth jwt with neither
+// -twilio-auth-token nor -call-token-required warns at start that
+// /v1/twilio is open.
+func TestSecurityTelephonyOpenWarning(t *testing.T) {
+	p := startServe(t, []string{"FD_JWT=" + strings.Repeat("jwt-secret-", 4)}, "-auth", "jwt", "-jwt-secret-env", "FD_JWT")
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case m := <-p.logs:
+			if msg, _ := m["msg"].(string); m["level"] == "WARN" && strings.Contains(msg, "leaves /v1/twilio open") {
+				return
+			}
+		case <-deadline:
+			t.Fatal("no warning that /v1/twilio is open under -auth jwt")
+		}
+	}
+}
