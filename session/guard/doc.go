@@ -19,8 +19,13 @@
 // the tenant's turns-per-minute budget (over it: `error` rate_limited and
 // close 1008).
 //
+// A telephony stream (/v1/twilio/<token>) carries no bearer token: its
+// tenant comes from a signed, single-use call token in its path
+// (CallTokens), and it then counts against the same tenant caps.
+//
 // The package also builds the hardened http.Server (timeouts, header
-// limit) and a net.Listener that bounds the connections at once and closes
-// idle ones (Listen). docs/SECURITY.md states the threat model and every
+// limit) and a net.Listener that bounds the connections at once, in all and
+// per source address (X-Forwarded-For only from trusted proxies), keeps a
+// small budget for health checks, and closes idle ones (Listen). docs/SECURITY.md states the threat model and every
 // default.
 package guard
