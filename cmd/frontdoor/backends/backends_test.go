@@ -185,3 +185,25 @@ func TestStubHangReleasedByClose(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// TestAutoWithoutLocalEngines: with neither espeak-ng nor pocketsphinx in
+// PATH, auto falls back to the stubs and says so for the startup log.
+func TestAutoWithoutLocalEngines(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	s, err := New(DefaultConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.SynthName != Stub || s.RecognizeName != Stub || s.StubRecognizer == nil {
+		t.Fatalf("set %s %s", s.SynthName, s.RecognizeName)
+	}
+	if !slices.ContainsFunc(s.Notes, func(n string) bool { return strings.Contains(n, "recognition is a stub") }) {
+		t.Fatalf("notes %q", s.Notes)
+	}
+	c := DefaultConfig()
+	c.Recognize = Pocketsphinx
+	if _, err := New(c, nil); err == nil || !strings.Contains(err.Error(), "apt-get install pocketsphinx") {
+		t.Fatalf("-recognize=pocketsphinx without it: %v", err)
+	}
+}
