@@ -18,6 +18,7 @@ type audioOut struct {
 	t       *turn  // nil for prompt audio
 	id      string // the turn id announced
 	gen     uint64 // frames' generation; 0 for prompt audio (never dropped)
+	premise uint64 // prompt audio: the premise it is spoken for (cut when it ends)
 	format  media.Format
 	started bool
 	enc     media.Encoding
@@ -51,7 +52,7 @@ func (a *audioOut) emit(ctx context.Context, au backend.Audio) error {
 			a.rs = rs
 		}
 		msg := &AudioStartMsg{Type: "audio_start", Turn: a.id, Generation: a.announce(), Encoding: string(a.enc), Rate: a.rate}
-		if err := a.c.push(ctx, frame{gen: a.gen, msg: msg}); err != nil {
+		if err := a.c.push(ctx, frame{gen: a.gen, premise: a.premise, msg: msg}); err != nil {
 			return err
 		}
 	}
@@ -82,7 +83,7 @@ func (a *audioOut) flush(ctx context.Context, all bool) error {
 		default:
 			b = pcm.Encode(nil, s)
 		}
-		f := frame{gen: a.gen, audio: b, turn: a.t, ms: int64(len(s)) * 1e6 / int64(a.rate)}
+		f := frame{gen: a.gen, premise: a.premise, audio: b, turn: a.t, ms: int64(len(s)) * 1e6 / int64(a.rate)}
 		if err := a.c.push(ctx, f); err != nil {
 			return err
 		}
@@ -101,7 +102,7 @@ func (a *audioOut) finish(ctx context.Context) error {
 	if err := a.flush(ctx, true); err != nil {
 		return err
 	}
-	return a.c.push(ctx, frame{gen: a.gen, turn: a.t, end: true, msg: &AudioEndMsg{Type: "audio_end", Turn: a.id, Generation: a.announce(),
+	return a.c.push(ctx, frame{gen: a.gen, premise: a.premise, turn: a.t, end: true, msg: &AudioEndMsg{Type: "audio_end", Turn: a.id, Generation: a.announce(),
 		AudioMS: a.synthUS / 1000}})
 }
 
@@ -115,12 +116,15 @@ func (a *audioOut) announce() uint64 {
 }
 
 // SendAudio queues prompt audio for the caller in the call's format
-// (AudioSender). It belongs to no generation: a barge-in does not cut it.
+// (Sender). It belongs to no generation (a barge-in does not cut it) but
+// to the premise of the last prompt sent, the one it speaks: it is cut once
+// the call's state has changed since (premise.go), even while it was being
+// rendered.
 func (c *Call) SendAudio(ctx context.Context, turn string, au backend.Audio) error {
 	c.mu.Lock()
 	f := c.format
 	c.mu.Unlock()
-	a := &audioOut{c: c, id: turn, format: f}
+	a := &audioOut{c: c, id: turn, format: f, premise: c.spoken.Load()}
 	if turn == "" {
 		a.id = "prompt"
 	}

@@ -37,6 +37,8 @@ type Call struct {
 	w    writerState // the writer's own, across its runs
 
 	gen     atomic.Uint64 // current generation; the writer reads it before every write
+	premise atomic.Uint64 // current premise of prompts (premise.go); the writer reads it too
+	spoken  atomic.Uint64 // the premise of the last prompt sent: its audio's
 	ctx     context.Context
 	stopper context.CancelCauseFunc
 	history *backend.History
@@ -70,6 +72,9 @@ func newCall(s *Server, id string, t Transport, caps Capabilities) *Call {
 		format:   media.Format{Encoding: media.PCM16, Channels: 1},
 		inflight: map[string]bool{}}
 	c.out = newOutbound(s.cfg.Outbound, &c.gen)
+	c.premise.Store(1)
+	c.spoken.Store(1)
+	c.out.premise, c.out.spoken = &c.premise, &c.spoken
 	return c
 }
 
@@ -80,10 +85,11 @@ func (c *Call) ID() string { return c.id }
 // (Capabilities.Keypad), or nil (Sender).
 func (c *Call) Keypad() func(offered []string) []string { return c.caps.Keypad }
 
-// Send queues msg for the caller, in order with everything else the call
-// sends (Sender).
+// Send queues msg for the caller, in order with every other message of
+// the call and ahead of audio still queued (Sender). A message that says
+// the call's state changed cuts the prompt audio spoken for the old state.
 func (c *Call) Send(ctx context.Context, msg any) error {
-	return c.push(ctx, frame{msg: msg})
+	return c.push(ctx, frame{msg: msg, bump: changesPremise(msg)})
 }
 
 func (c *Call) push(ctx context.Context, f frame) error {

@@ -18,6 +18,12 @@
 // after the generation has advanced, no frame of an older generation can
 // follow it on the wire. Dropped frames are counted as stale chunks.
 //
+// The queue has two lanes: audio, paced, in order; and every other
+// message, written when the event happens, ahead of queued audio and while
+// the writer waits to pace a frame. Prompt audio carries the premise it
+// was spoken for instead of a generation (premise.go): once the call's
+// state changes, the writer cuts it the same way.
+//
 // # Seams
 //
 // A Transport carries typed client events in and server events and audio out,

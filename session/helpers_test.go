@@ -127,6 +127,8 @@ type msg struct {
 	Message     string   `json:"message"`
 	Ticket      string   `json:"ticket"`
 	Kinds       []string `json:"kinds"`
+	AudioMS     int64    `json:"audio_ms"`
+	Cut         bool     `json:"cut"`
 	Bytes       int      `json:"-"`
 	At          time.Time
 }

@@ -14,13 +14,18 @@ import (
 
 // withOffers wires package fallback in as the rig's Fallback.
 func withOffers(t *testing.T) (func(*Config, *stub.Settings), rigAfter, **fallback.Service) {
+	return withOffersPrompt(t, 3)
+}
+
+// withOffersPrompt is withOffers with prompt audio of frames 20 ms frames.
+func withOffersPrompt(t *testing.T, frames int) (func(*Config, *stub.Settings), rigAfter, **fallback.Service) {
 	var svc *fallback.Service
 	var offers *Offers
 	cfg := func(c *Config, s *stub.Settings) {
 		fc := fallback.DefaultConfig()
 		fc.DataDir = t.TempDir()
 		var err error
-		svc, err = fallback.New(context.Background(), fc, stub.NewSynthesizer(stub.Settings{FrameCount: 3, Rate: 8000}), nil)
+		svc, err = fallback.New(context.Background(), fc, stub.NewSynthesizer(stub.Settings{FrameCount: frames, Rate: 8000}), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,7 +51,9 @@ func TestOffersSessionRefused(t *testing.T) {
 	r.admitted()
 	r.dial().expect("prompt") // queued
 	c := r.dial()
-	all := c.until(isType("offer"))
+	// The offer is a control message: it is on the wire before the
+	// prompt's audio has played; read on to the audio's end.
+	all := c.until(isType("audio_end"))
 	if s := lastOf(all, "session"); s.Disposition != "overloaded" {
 		t.Fatalf("%v", types(all))
 	}
@@ -90,7 +97,7 @@ func TestOffersPromptAudioWhileSynthesisFull(t *testing.T) {
 		return m.Type == "disposition" && m.Stage == StageSynthesis && m.Disposition == "queued"
 	})
 	c.send(map[string]any{"type": "turn", "id": "c1", "text": "x"})
-	all := c.until(isType("turn_end"))
+	all := c.until(isType("audio_end")) // the prompt's; turn_end goes ahead of it
 	if end := lastOf(all, "turn_end"); end.Disposition != "overloaded" || end.Stage != StageSynthesis {
 		t.Fatalf("%v", types(all))
 	}

@@ -40,33 +40,56 @@ func (l OutboundLimits) withDefaults() OutboundLimits {
 
 // frame is one queued write. gen 0 frames (session, disposition, turn_end,
 // interrupted, prompt, error) are always written; others only while gen is
-// the call's current generation.
+// the call's current generation. Prompt audio (gen 0) carries the premise
+// it was spoken for and is written only while that premise holds
+// (premise.go).
 type frame struct {
-	gen   uint64
-	msg   any    // a *Msg value; nil for audio
-	audio []byte // binary audio
-	turn  *turn  // the turn an audio frame (or audio_end) belongs to
-	end   bool   // audio_end: the turn's audio is all written
-	ms    int64  // audio duration in microseconds
-	size  int
+	gen     uint64
+	premise uint64 // prompt audio: the call's premise when it was queued; 0 otherwise
+	bump    bool   // a message that changes the call's state: the premise moves as it is queued
+	msg     any    // a *Msg value; nil for audio
+	audio   []byte // binary audio
+	turn    *turn  // the turn an audio frame (or audio_end) belongs to
+	end     bool   // audio_end: the turn's audio is all written
+	ms      int64  // audio duration in microseconds
+	size    int
 
 	interrupted *InterruptedMsg // set for an interrupted frame
 	speaking    *turn           // the turn speaking when the barge-in came
 	bargeAt     time.Time
 }
 
-// outbound is a call's bounded queue and its single writer.
+// control reports whether f goes in the control lane: every message but
+// the audio stream's own (audio_start, binary frames, audio_end), which
+// keep their order among themselves and are paced.
+func (f *frame) control() bool {
+	switch f.msg.(type) {
+	case nil, *AudioStartMsg, *AudioEndMsg:
+		return false
+	}
+	return true
+}
+
+// outbound is a call's bounded queue and its single writer. It has two
+// lanes: control messages (session, disposition, turn_end, prompt, offer,
+// text, ...) are written before any audio still queued, when the event
+// happens; audio (the stream lane, the ring) plays in real time behind
+// them. Each lane keeps its own order.
 type outbound struct {
-	lim OutboundLimits
-	gen *atomic.Uint64 // the call's current generation
+	lim     OutboundLimits
+	gen     *atomic.Uint64 // the call's current generation
+	premise *atomic.Uint64 // the call's current premise (nil: prompts are never cut)
+	spoken  *atomic.Uint64 // the premise of the last prompt message queued
 
 	mu     sync.Mutex
-	q      []frame
+	q      []frame // the stream lane, a ring
 	head   int
 	n      int
+	ctl    []frame // the control lane, in order; nil when empty
 	bytes  int
 	closed bool
 	ready  chan struct{} // cap 1: frames were added
+	urgent chan struct{} // cap 1: a control frame was added (wakes a pacing writer)
 	space  chan struct{} // cap 1: frames were removed
 	done   chan struct{} // closed by close
 
@@ -79,12 +102,13 @@ type outbound struct {
 	grown    time.Time    // last growth of q
 	maxBytes atomic.Int64 // high-water mark, for tests and metrics
 	stale    atomic.Int64 // frames dropped as stale
+	cut      atomic.Int64 // prompt frames dropped because their premise ended
 }
 
 func newOutbound(lim OutboundLimits, gen *atomic.Uint64) *outbound {
 	lim = lim.withDefaults()
 	return &outbound{lim: lim, gen: gen,
-		ready: make(chan struct{}, 1), space: make(chan struct{}, 1), done: make(chan struct{})}
+		ready: make(chan struct{}, 1), urgent: make(chan struct{}, 1), space: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
 func signal(c chan struct{}) {
@@ -95,15 +119,22 @@ func signal(c chan struct{}) {
 }
 
 // push queues f, waiting for room until ctx ends (the writer ends the call
-// when a write stalls). A frame of a generation already gone is dropped at
-// once.
+// when a write stalls). A frame of a generation already gone, or prompt
+// audio whose premise ended, is dropped at once. The control lane has room
+// for lim.Frames messages of its own: audio filling the stream lane never
+// holds a control message back.
 func (o *outbound) push(ctx context.Context, f frame) error {
 	if f.size == 0 {
 		f.size = len(f.audio) + 64
 	}
+	ctl := f.control()
 	for {
 		if f.gen != 0 && f.gen != o.gen.Load() {
 			o.stale.Add(1)
+			return nil
+		}
+		if f.premise != 0 && o.premise != nil && f.premise != o.premise.Load() && !f.end {
+			o.cut.Add(1) // (a cut prompt's audio_end still goes: the writer closes what it began)
 			return nil
 		}
 		o.mu.Lock()
@@ -111,7 +142,27 @@ func (o *outbound) push(ctx context.Context, f frame) error {
 			o.mu.Unlock()
 			return errOutClosed
 		}
-		if o.n < o.lim.Frames && (o.bytes+f.size <= o.lim.Bytes || o.n == 0) {
+		if ctl && len(o.ctl) < o.lim.Frames {
+			if f.bump && o.premise != nil {
+				// Moved under mu, as the message is queued: the writer,
+				// which takes frames under mu, cannot cut the old
+				// prompt's audio and close it before it has this message
+				// to write first.
+				p := o.premise.Add(1)
+				if _, ok := f.msg.(*PromptMsg); ok && o.spoken != nil {
+					o.spoken.Store(p)
+				}
+			}
+			o.ctl = append(o.ctl, f)
+			o.bytes += f.size
+			start := o.startLocked()
+			o.mu.Unlock()
+			signal(o.ready)
+			signal(o.urgent)
+			start()
+			return nil
+		}
+		if !ctl && o.n < o.lim.Frames && (o.bytes+f.size <= o.lim.Bytes || o.n == 0) {
 			if o.n == len(o.q) {
 				o.grow()
 			}
@@ -164,6 +215,9 @@ type lingerer interface {
 // next push starts another) and take returns popIdle.
 func (o *outbound) take(ctx context.Context, linger lingerer) (frame, int) {
 	for {
+		if f, ok := o.takeControl(); ok {
+			return f, popFrame
+		}
 		o.mu.Lock()
 		if o.n > 0 {
 			f := o.q[o.head]
@@ -191,7 +245,7 @@ func (o *outbound) take(ctx context.Context, linger lingerer) (frame, int) {
 		case <-o.ready:
 		case <-idle:
 			o.mu.Lock()
-			if o.n == 0 && !o.closed {
+			if o.n == 0 && len(o.ctl) == 0 && !o.closed {
 				o.writing = false
 				o.q, o.head = nil, 0 // an idle call holds no ring
 				linger.release()
@@ -205,6 +259,26 @@ func (o *outbound) take(ctx context.Context, linger lingerer) (frame, int) {
 	}
 }
 
+// takeControl removes the next control frame, if one is queued: the
+// writer takes these first, and while it waits to pace audio.
+func (o *outbound) takeControl() (frame, bool) {
+	o.mu.Lock()
+	if len(o.ctl) == 0 {
+		o.mu.Unlock()
+		return frame{}, false
+	}
+	f := o.ctl[0]
+	o.ctl[0] = frame{}
+	o.ctl = o.ctl[1:]
+	if len(o.ctl) == 0 {
+		o.ctl = nil // the backing array goes with the last message
+	}
+	o.bytes -= f.size
+	o.mu.Unlock()
+	signal(o.space)
+	return f, true
+}
+
 // serve makes write the queue's writer, run in a goroutine of its own
 // whenever frames are queued and no writer is running: an idle call holds
 // no writer goroutine (and its stack). write returns when take says
@@ -214,7 +288,7 @@ func (o *outbound) serve(write func()) {
 	o.mu.Lock()
 	o.write = write
 	start := func() {}
-	if o.n > 0 {
+	if o.n > 0 || len(o.ctl) > 0 {
 		start = o.startLocked()
 	}
 	o.mu.Unlock()
@@ -264,6 +338,7 @@ func (o *outbound) discard() {
 		o.head = (o.head + 1) % len(o.q)
 		o.n--
 	}
+	o.ctl = nil
 	o.bytes = 0
 	o.q, o.head = nil, 0
 	o.mu.Unlock()

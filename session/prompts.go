@@ -30,13 +30,18 @@ func (r Refusal) Outcome() fallback.Outcome {
 }
 
 // Sender is the call a Fallback speaks to: it sends server messages and
-// prompt audio to one caller, through the call's outbound queue (in order
-// with everything else the call sends), and says how the caller can answer.
+// prompt audio to one caller, through the call's outbound queue (messages
+// in order among themselves and ahead of queued audio), and says how the
+// caller can answer.
 type Sender interface {
+	// Send queues a message. A PromptMsg, a FallbackMsg or a session
+	// outcome changes the call's state: prompt audio spoken for the state
+	// before is cut (premise.go).
 	Send(ctx context.Context, msg any) error
 	// SendAudio queues prompt audio (audio_start, binary frames,
-	// audio_end) in the call's format. Prompt audio belongs to no
-	// generation, so a barge-in does not cut it.
+	// audio_end) in the call's format, for the last PromptMsg sent.
+	// Prompt audio belongs to no generation, so a barge-in does not cut
+	// it; a change of the call's state does.
 	SendAudio(ctx context.Context, turn string, a backend.Audio) error
 	// Keypad is the call's transport's declared keypad
 	// (Capabilities.Keypad); nil when the caller answers with messages.

@@ -72,6 +72,10 @@ type AudioEndMsg struct {
 	Turn       string `json:"turn"`
 	Generation uint64 `json:"generation"`
 	AudioMS    int64  `json:"audio_ms"`
+	// Cut: prompt audio stopped early because the state it was spoken
+	// for ended (docs/PROTOCOL.md, "Prompts follow the call's state");
+	// AudioMS is what was sent.
+	Cut bool `json:"cut,omitempty"`
 }
 
 // Turn outcomes beyond the stage dispositions.

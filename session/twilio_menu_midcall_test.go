@@ -246,6 +246,9 @@ func TestTwilioMidcallCallbackFails(t *testing.T) {
 	t.Cleanup(func() { db.Close() })
 	k := newMidcall(t, keypadOptions{window: 10 * time.Second, opts: []fallback.Option{fallback.WithStore(refusingStore{db})}})
 	g := k.refused(ctx, t, "+15550157")
+	// The refusal prompt plays to its end first: an answer while it plays
+	// would cut it (its premise, the offer, is answered).
+	heard(ctx, t, g, "speech-1~", k.said)
 	k.openModel()
 	if err := g.SendDTMF(ctx, "1"); err != nil {
 		t.Fatal(err)

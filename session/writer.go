@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/session/backend"
@@ -21,6 +22,11 @@ type writerState struct {
 	lastAt  time.Time
 	pc      pacer
 	idle    *time.Timer
+
+	// The prompt audio being written: its premise (0: none open) and the
+	// audio written so far, for the audio_end that closes it if it is cut.
+	prompt   uint64
+	promptUS int64
 }
 
 // wait arms the idle timer for one wait of the writer (lingerer).
@@ -37,14 +43,17 @@ func (w *writerState) wait() <-chan time.Time {
 // idleness: an idle call keeps no timer (lingerer).
 func (w *writerState) release() { w.idle = nil }
 
+// errWriterDone: the writer's context ended while it paced audio.
+var errWriterDone = errors.New("session: writer stopped")
+
 // writeLoop is the call's single writer, started by the outbound queue
 // when frames are queued and none runs; it returns when the queue has
 // stayed empty for writerLinger, is closed and drained, or ctx ends. The
 // generation check right before each write is what keeps an older
-// generation off the wire once `interrupted` has been queued.
+// generation off the wire once `interrupted` has been queued; the premise
+// check does the same for prompt audio once the call's state changed.
 func (c *Call) writeLoop(ctx context.Context) error {
 	w := &c.w
-	pc := &w.pc
 	for {
 		f, r := c.out.take(ctx, w)
 		if r == popIdle {
@@ -56,65 +65,126 @@ func (c *Call) writeLoop(ctx context.Context) error {
 			}
 			return nil
 		}
-		if c.stale(f) {
-			continue
-		}
-		if c.s.cfg.Pace && f.audio != nil {
-			if !pc.wait(ctx, time.Duration(f.ms)*time.Microsecond, c.s.cfg.PaceLead) {
+		if err := c.writeFrame(ctx, f); err != nil {
+			if errors.Is(err, errWriterDone) {
 				return nil
 			}
-			if c.stale(f) { // rechecked after the wait
-				continue
+			return err
+		}
+	}
+}
+
+// writeFrame writes f unless it is stale. Audio is paced; control messages
+// queued while it waits for a frame's time are written meanwhile, so that
+// none waits behind audio.
+func (c *Call) writeFrame(ctx context.Context, f frame) error {
+	w := &c.w
+	if c.stale(f) {
+		return nil
+	}
+	if cut, err := c.cutPrompt(ctx, f); cut || err != nil {
+		return err
+	}
+	if c.s.cfg.Pace && f.audio != nil {
+		due := w.pc.next(time.Duration(f.ms)*time.Microsecond, c.s.cfg.PaceLead)
+		if err := c.waitDue(ctx, due); err != nil {
+			return err
+		}
+		if c.stale(f) { // rechecked after the wait
+			return nil
+		}
+		if cut, err := c.cutPrompt(ctx, f); cut || err != nil {
+			return err
+		}
+	}
+	if _, ok := f.msg.(*AudioStartMsg); ok {
+		w.pc.reset()
+	}
+	if im := f.interrupted; im != nil {
+		played := c.interruptPlayback(ctx, f.speaking) // clears the caller's playback first
+		if f.speaking != nil {
+			im.Heard = f.speaking.heard()
+			if played != nil {
+				im.Heard = played
 			}
+			c.history.Add(backend.Message{Role: backend.RoleAssistant, Content: im.Heard.Text})
 		}
-		if _, ok := f.msg.(*AudioStartMsg); ok {
-			pc.reset()
+		var d time.Duration
+		if w.lastGen != 0 && w.lastGen < im.Generation && w.lastAt.After(f.bargeAt) {
+			d = w.lastAt.Sub(f.bargeAt)
 		}
-		if im := f.interrupted; im != nil {
-			played := c.interruptPlayback(ctx, f.speaking) // clears the caller's playback first
-			if f.speaking != nil {
-				im.Heard = f.speaking.heard()
-				if played != nil {
-					im.Heard = played
+		c.s.m.bargeToLast.Observe(d.Seconds())
+	}
+	if err := c.send(ctx, f); err != nil {
+		return err
+	}
+	if f.gen != 0 {
+		w.lastGen, w.lastAt = f.gen, time.Now()
+	}
+	if f.premise != 0 {
+		w.notePrompt(f)
+	}
+	if f.turn != nil {
+		f.turn.sentUS.Add(f.ms)
+		if f.end {
+			f.turn.markPlayed()
+		}
+	}
+	return nil
+}
+
+// waitDue waits until due, writing the control messages queued meanwhile.
+func (c *Call) waitDue(ctx context.Context, due time.Time) error {
+	for {
+		wait := time.Until(due)
+		if wait <= 0 {
+			return nil
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			t.Stop()
+			return errWriterDone
+		case <-c.out.urgent:
+			t.Stop()
+			for {
+				u, ok := c.out.takeControl()
+				if !ok {
+					break
 				}
-				c.history.Add(backend.Message{Role: backend.RoleAssistant, Content: im.Heard.Text})
-			}
-			var d time.Duration
-			if w.lastGen != 0 && w.lastGen < im.Generation && w.lastAt.After(f.bargeAt) {
-				d = w.lastAt.Sub(f.bargeAt)
-			}
-			c.s.m.bargeToLast.Observe(d.Seconds())
-		}
-		// A write that takes Timeout marks the caller as not reading before
-		// anything else sees the connection fail; at twice that the write
-		// gives up and coder/websocket drops the connection.
-		stall := time.AfterFunc(c.s.cfg.Outbound.Timeout, func() { c.stop(ErrSlowReader) })
-		wctx, cancel := context.WithTimeout(ctx, 2*c.s.cfg.Outbound.Timeout)
-		var err error
-		if f.msg != nil {
-			err = c.t.Send(wctx, f.msg)
-		} else {
-			err = c.t.SendAudio(wctx, f.audio)
-		}
-		timedOut := !stall.Stop()
-		cancel()
-		if err != nil {
-			c.out.discard()
-			if timedOut {
-				return ErrSlowReader
-			}
-			return errGone
-		}
-		if f.gen != 0 {
-			w.lastGen, w.lastAt = f.gen, time.Now()
-		}
-		if f.turn != nil {
-			f.turn.sentUS.Add(f.ms)
-			if f.end {
-				f.turn.markPlayed()
+				if err := c.writeFrame(ctx, u); err != nil {
+					return err
+				}
 			}
 		}
 	}
+}
+
+// send writes one frame to the transport. A write that takes Timeout
+// marks the caller as not reading before anything else sees the
+// connection fail; at twice that the write gives up and coder/websocket
+// drops the connection.
+func (c *Call) send(ctx context.Context, f frame) error {
+	stall := time.AfterFunc(c.s.cfg.Outbound.Timeout, func() { c.stop(ErrSlowReader) })
+	wctx, cancel := context.WithTimeout(ctx, 2*c.s.cfg.Outbound.Timeout)
+	var err error
+	if f.msg != nil {
+		err = c.t.Send(wctx, f.msg)
+	} else {
+		err = c.t.SendAudio(wctx, f.audio)
+	}
+	timedOut := !stall.Stop()
+	cancel()
+	if err != nil {
+		c.out.discard()
+		if timedOut {
+			return ErrSlowReader
+		}
+		return errGone
+	}
+	return nil
 }
 
 // stale reports (and counts) a frame whose generation is no longer current.
@@ -137,22 +207,13 @@ type pacer struct {
 
 func (p *pacer) reset() { p.start, p.sent = time.Time{}, 0 }
 
-// wait blocks until the next frame of length d is due; false if ctx ended.
-func (p *pacer) wait(ctx context.Context, d, lead time.Duration) bool {
+// next reports when the next frame, of length d, is due.
+func (p *pacer) next(d, lead time.Duration) time.Time {
 	now := time.Now()
 	if p.start.IsZero() || now.After(p.start.Add(p.sent)) {
 		p.start = now.Add(-p.sent) // start, or rebase after an underrun
 	}
 	due := p.start.Add(p.sent - lead)
 	p.sent += d
-	if wait := due.Sub(now); wait > 0 {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return false
-		}
-	}
-	return true
+	return due
 }

@@ -33,7 +33,7 @@ type replica struct {
 	exited chan error
 }
 
-func startReplica(t *testing.T, bin string, args ...string) *replica {
+func startReplica(t testing.TB, bin string, args ...string) *replica {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"serve", "-listen", "127.0.0.1:0", "-log-format", "json",
 		"-data-dir", t.TempDir()}, args...)...)
@@ -112,7 +112,7 @@ type fleetCall struct {
 
 // dialCall dials a call; a replica that sheds the handshake itself (503:
 // its own connection guard) returns nil and the status.
-func dialCall(ctx context.Context, t *testing.T, r *replica) (*fleetCall, int) {
+func dialCall(ctx context.Context, t testing.TB, r *replica) (*fleetCall, int) {
 	c, resp, err := websocket.Dial(ctx, "ws://"+r.addr+"/v1/session", nil)
 	if resp != nil && resp.StatusCode == http.StatusServiceUnavailable {
 		return nil, resp.StatusCode

@@ -1,0 +1,86 @@
+package session
+
+import (
+	"testing"
+	"time"
+
+	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/stagestest"
+)
+
+// TestPromptPremiseManualClock: a caller queued at the session stage hears
+// the queued prompt (5 s of paced audio). When its wait expires (the
+// manual clock passes the 1 s maximum), `session` expired is the very next
+// message of the call, ahead of the rest of that audio: from then on no
+// frame of the queued prompt is written, its audio_end says it was cut at
+// what was sent, and the expired prompt follows with its own audio, its
+// offer ahead of that audio.
+func TestPromptPremiseManualClock(t *testing.T) {
+	clock := stagestest.NewClock(time.Unix(1_700_000_000, 0))
+	wire, after, _ := withOffersPrompt(t, 250) // 5 s
+	r := newRig(t, wire, after, func(c *Config, s *stub.Settings) {
+		c.Clock = clock
+		c.Pace = true
+		c.Session = stages.Limits{Slots: 1, Waiting: 1, MaxAge: time.Second}
+	})
+	r.admitted()
+	b := r.dial()
+	q := b.until(isType("audio_start"))
+	if s := lastOf(q, "session"); s.Disposition != "queued" || lastOf(q, "prompt").Reason != "queued" {
+		t.Fatalf("queued: %v", types(q))
+	}
+	for n := 0; n < 5; { // some of the queued prompt is out
+		if m, _ := b.read(); m.Type == "binary" {
+			n++
+		}
+	}
+	clock.Advance(time.Second + time.Millisecond) // the wait expires (strictly after MaxAge)
+
+	all := b.until(func(m msg) bool { return m.Type == "session" })
+	if s := all[len(all)-1]; s.Disposition != "expired" {
+		t.Fatalf("after expiry: %v", types(all))
+	}
+	for _, m := range all[:len(all)-1] {
+		if m.Type != "binary" { // frames written before the expiry, none after
+			t.Fatalf("before session expired: %v", types(all))
+		}
+	}
+	// Then, in whatever order the two lanes interleave: the queued prompt's
+	// audio_end (cut), the expired prompt and its offer, and the expired
+	// prompt's audio; never a frame of the queued prompt, and the offer
+	// before the expired prompt's 5 s of audio have played.
+	var cut, offer, spoken bool
+	var seen []msg
+	for !(cut && offer && spoken) {
+		m, err := b.read()
+		if err != nil {
+			t.Fatalf("read: %v after %v", err, types(seen))
+		}
+		seen = append(seen, m)
+		switch m.Type {
+		case "binary":
+			if !cut {
+				t.Fatalf("queued prompt audio after session expired: %v", types(seen))
+			}
+			spoken = true
+		case "audio_end":
+			if cut {
+				t.Fatalf("the expired prompt's audio played before its offer: %v", types(seen))
+			}
+			if m.Turn != "prompt" || !m.Cut || m.AudioMS < 100 || m.AudioMS >= 5000 {
+				t.Fatalf("the queued prompt's audio_end %+v, want cut after 100 ms and before 5 s", m)
+			}
+			cut = true
+		case "prompt":
+			if m.Reason != "expired" || m.Stage != StageSession {
+				t.Fatalf("prompt %+v", m)
+			}
+		case "offer":
+			if lastOf(seen, "prompt").Type == "" {
+				t.Fatalf("offer before its prompt: %v", types(seen))
+			}
+			offer = true
+		}
+	}
+}
