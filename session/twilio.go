@@ -21,18 +21,9 @@ import (
 // stream (docs/TELEPHONY.md). The call asks for admission once `start` has
 // arrived; from then on it is a Call like any other, over twilioTransport.
 func (s *Server) serveTwilio(w http.ResponseWriter, r *http.Request) {
-	tc := s.cfg.Twilio
-	if tc.AuthToken != "" {
-		signed := tc.PublicURL
-		if tok := r.PathValue("token"); tok != "" {
-			signed = strings.TrimSuffix(signed, "/") + "/" + tok
-		}
-		if err := twilio.ValidateRequest(r, tc.AuthToken, signed); err != nil {
-			s.m.protocolErrs.WithLabelValues("twilio_signature").Inc()
-			s.log.Warn("twilio: refused upgrade", "err", err, "remote", r.RemoteAddr)
-			http.Error(w, "bad X-Twilio-Signature", http.StatusForbidden)
-			return
-		}
+	if err := s.VerifyTwilio(r); err != nil {
+		http.Error(w, "bad X-Twilio-Signature", http.StatusForbidden)
+		return
 	}
 	dialect := twilio.Twilio
 	if r.URL.Query().Get("dialect") == "telnyx" {
@@ -69,6 +60,32 @@ func (s *Server) serveTwilio(w http.ResponseWriter, r *http.Request) {
 	wg.Wait()
 	t.prompts.Wait()
 	t.bg.Wait()
+}
+
+// ErrTwilioSignature: a telephony upgrade without a valid
+// X-Twilio-Signature while an auth token is configured.
+var ErrTwilioSignature = errors.New("session: bad X-Twilio-Signature")
+
+// VerifyTwilio checks a /v1/twilio upgrade's X-Twilio-Signature (nil when
+// no auth token is configured): over TwilioConfig.PublicURL, plus "/" and
+// the call token when the path carries one. The layer in front calls it
+// before it spends the call token, so that a request the gateway did not
+// sign cannot use up a token; the handler checks again.
+func (s *Server) VerifyTwilio(r *http.Request) error {
+	tc := s.cfg.Twilio
+	if tc.AuthToken == "" {
+		return nil
+	}
+	signed := tc.PublicURL
+	if tok, ok := strings.CutPrefix(r.URL.Path, "/v1/twilio/"); ok && tok != "" {
+		signed = strings.TrimSuffix(signed, "/") + "/" + tok
+	}
+	if err := twilio.ValidateRequest(r, tc.AuthToken, signed); err != nil {
+		s.m.protocolErrs.WithLabelValues("twilio_signature").Inc()
+		s.log.Warn("twilio: refused upgrade", "err", err, "remote", r.RemoteAddr)
+		return fmt.Errorf("%w: %w", ErrTwilioSignature, err)
+	}
+	return nil
 }
 
 // twilioStart reads connected and start, within the start timeout.

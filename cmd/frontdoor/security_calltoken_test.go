@@ -127,16 +127,20 @@ func TestSecurityCallTokens(t *testing.T) {
 			t.Errorf("%s token: %d %q, want 403 %s", c.name, st, code, c.code)
 		}
 	}
-	// Signed for the URL without its token: the signature check refuses it
-	// (the token is spent by the guard first; a gateway never sends this).
-	if _, st, _ := twilioStream(t, p, authToken, public+"/other", "/v1/twilio/"+mintToken(t, env, "gamma"), ""); st != 403 {
-		t.Errorf("signature over another URL: %d, want 403", st)
+	// Signed for another URL: refused 403 before its token is spent, so the
+	// token still works for the gateway that signs it.
+	gamma := "/v1/twilio/" + mintToken(t, env, "gamma")
+	if _, st, code := twilioStream(t, p, authToken, public+"/other", gamma, ""); st != 403 || code != "twilio_signature" {
+		t.Errorf("signature over another URL: %d %q, want 403 twilio_signature", st, code)
+	}
+	if _, st, code := twilioStream(t, p, authToken, public, gamma, ""); st != 101 {
+		t.Errorf("the token after an unsigned attempt: %d %q, want it unspent", st, code)
 	}
 
 	// acme's call ends: its place is back, and a token minted by the
 	// running server (operator role, its own tenant only) is accepted.
 	first.CloseNow()
-	waitFor(t, 5*time.Second, "acme's first call to end", func() bool { return calls() == 2 }) // acme's second + beta's
+	waitFor(t, 5*time.Second, "acme's first call to end", func() bool { return calls() == 3 }) // acme's second, beta's, gamma's
 	mint := func(tenant string) (int, string) {
 		req, _ := http.NewRequest("POST", p.url(guard.CallTokenPath), strings.NewReader(`{"tenant":"`+tenant+`"}`))
 		req.Header.Set("Authorization", "Bearer "+jwtFor("acme", "operator"))

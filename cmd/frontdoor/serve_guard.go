@@ -125,6 +125,7 @@ func (w *guardWiring) serve(ln net.Listener, srv *session.Server, reg *prometheu
 	cfg.Logger = log
 	cfg.Registry = reg
 	cfg.CallTokens = w.calls
+	cfg.VerifyTelephony = srv.VerifyTwilio
 	g := guard.New(cfg)
 	lims := w.lims
 	type pair struct {

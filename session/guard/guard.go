@@ -43,6 +43,11 @@ type Config struct {
 	// (/v1/twilio/<token>): the call's tenant, so that its tenant caps
 	// apply. POST /v1/call-tokens mints them (operator role).
 	CallTokens *CallTokens
+	// VerifyTelephony, when set, checks a telephony upgrade's gateway
+	// signature (session.Server.VerifyTwilio) before its call token is
+	// spent: a request the gateway did not sign is refused 403 and cannot
+	// use up a token.
+	VerifyTelephony func(r *http.Request) error
 	// RequireCallToken refuses a telephony stream without a token (403).
 	RequireCallToken bool
 	// MaxTenants bounds the per-tenant state kept (0: 10000); idle
@@ -163,6 +168,12 @@ func (g *Guard) Handler(next http.Handler, l Side) http.Handler {
 			}
 		}
 		if rt.telephony {
+			if g.cfg.VerifyTelephony != nil {
+				if err := g.cfg.VerifyTelephony(r); err != nil {
+					g.refuse(w, http.StatusForbidden, "twilio_signature", "twilio_signature", "bad X-Twilio-Signature")
+					return
+				}
+			}
 			tenant, status, code, err := g.callTenant(r)
 			if err != nil {
 				g.refuse(w, status, "call_token", code, err.Error())
