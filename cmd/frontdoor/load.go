@@ -18,7 +18,9 @@ const loadUsage = `Usage: frontdoor load [flags]
 
 Offers synthetic callers to a running server (-target), each speaking -turns
 turns, and reports what they got: a summary on stdout, -json and -html
-reports on request.
+reports on request. It exits 1 with a one-line reason when the target is
+unreachable, every caller failed, or a ledger does not balance (a run in
+which the server refused callers is a measurement and exits 0).
 `
 
 // loadSettings are the flags of frontdoor load.
@@ -117,6 +119,9 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if err := writeReport(s.htmlOut, r.WriteHTML); err != nil {
 			return err
 		}
+	}
+	if why := r.Failure(); why != "" {
+		return errors.New(why)
 	}
 	return nil
 }

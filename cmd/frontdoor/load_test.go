@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -164,5 +166,38 @@ func TestLoadTwilio(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "server turn stages: recognize offered 2") {
 		t.Errorf("summary: %s", stdout.String())
+	}
+}
+
+// TestLoadExitCodes: against a closed port, and against a server that
+// answers but refuses every upgrade, `frontdoor load` exits 1 with one line
+// saying why, after printing the summary with the callers' errors.
+func TestLoadExitCodes(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String()
+	ln.Close()
+	notFound := httptest.NewServer(http.NotFoundHandler())
+	defer notFound.Close()
+	for _, tc := range []struct {
+		name, target, reason, summary string
+	}{
+		{"closed port", closed, "frontdoor load: target " + closed + " unreachable: none of 3 callers connected (dial: ", "3× dial: "},
+		{"every caller failed", notFound.URL, "frontdoor load: every caller failed: 3 of 3 ended in error", "ended: error 3"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), []string{"load", "-target", tc.target, "-callers", "3", "-rate", "100", "-duration", "10s"}, &stdout, &stderr)
+		if code != 1 {
+			t.Errorf("%s: exit %d, want 1; stderr %q", tc.name, code, stderr.String())
+		}
+		if lines := strings.Split(strings.TrimSpace(stderr.String()), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], tc.reason) {
+			t.Errorf("%s: stderr %q, want one line starting %q", tc.name, stderr.String(), tc.reason)
+		}
+		if !strings.Contains(stdout.String(), tc.summary) {
+			t.Errorf("%s: summary lacks %q:\n%s", tc.name, tc.summary, stdout.String())
+		}
 	}
 }

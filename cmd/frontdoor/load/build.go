@@ -2,6 +2,8 @@ package load
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -45,6 +47,21 @@ func buildReport(cfg Config, recs []*callerRec, start, ended time.Time) *Report 
 	return r
 }
 
+// topErrors are the n most frequent errors, most frequent first.
+func topErrors(errs map[string]int, n int) []ErrorCount {
+	var out []ErrorCount
+	for e, c := range errs {
+		out = append(out, ErrorCount{e, c})
+	}
+	slices.SortFunc(out, func(a, b ErrorCount) int {
+		if a.Count != b.Count {
+			return b.Count - a.Count
+		}
+		return strings.Compare(a.Error, b.Error)
+	})
+	return out[:min(n, len(out))]
+}
+
 func (r *Report) warn(format string, args ...any) {
 	r.Warnings = append(r.Warnings, fmt.Sprintf(format, args...))
 }
@@ -85,12 +102,23 @@ func (r *Report) callers(recs []*callerRec) {
 	sess := StageCounts{Stage: "session", Dispositions: map[string]int{}, RefusedAtOffer: map[string]int{}}
 	f := &r.Fallback
 	f.Prompts, f.CallbackReplies = map[string]int{}, map[string]int{}
+	errs := map[string]int{}
+	defer func() { l.Errors = topErrors(errs, 3) }()
 	for _, c := range recs {
 		if c.started.IsZero() {
 			continue
 		}
 		l.Offered++
 		l.ByEnd[c.end]++
+		if !c.connected.IsZero() {
+			l.Connected++
+		}
+		if c.answered {
+			l.Answered++
+		}
+		if c.end == EndError && c.err != "" {
+			errs[c.err]++
+		}
 		switch c.end {
 		case EndRefused:
 			l.RefusedBeforeRetention++

@@ -30,6 +30,7 @@ type callerRec struct {
 	scheduled time.Time
 	started   time.Time // dial began: the actual arrival
 	connected time.Time
+	answered  bool // the upgrade got an HTTP answer (101 or a refusal)
 	session   string
 	queued    bool
 	sessDisp  string // the session stage's last word
@@ -121,7 +122,8 @@ func (c *caller) run(ctx context.Context) {
 	c.rec.started = time.Now()
 	c.stats.offered.Add(1)
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	conn, _, err := websocket.Dial(dctx, c.ws, &websocket.DialOptions{HTTPClient: c.hc})
+	conn, resp, err := websocket.Dial(dctx, c.ws, &websocket.DialOptions{HTTPClient: c.hc})
+	c.rec.answered = resp != nil
 	cancel()
 	if err != nil {
 		c.finish(EndError, fmt.Sprintf("dial: %v", err))

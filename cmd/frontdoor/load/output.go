@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"sort"
 	"strings"
 )
 
@@ -22,12 +23,32 @@ func (r *Report) Summary() string {
 	g := r.Goodput
 	fmt.Fprintf(&b, "callers: offered %d = refused %d + queued %d + active %d + terminal %d (balanced %v)\n",
 		r.Callers.Offered, r.Callers.RefusedBeforeRetention, r.Callers.Queued, r.Callers.Active, r.Callers.Terminal, r.Callers.Balanced)
+	fmt.Fprintf(&b, "         %d connected; ended: %s\n", r.Callers.Connected, counts(r.Callers.ByEnd))
+	for _, e := range r.Callers.Errors {
+		fmt.Fprintf(&b, "         %d× %s\n", e.Count, e.Error)
+	}
 	fmt.Fprintf(&b, "turns:   offered %d = refused %d + queued %d + active %d + terminal %d (balanced %v)\n",
 		r.Turns.Offered, r.Turns.RefusedBeforeRetention, r.Turns.Queued, r.Turns.Active, r.Turns.Terminal, r.Turns.Balanced)
+	if len(r.Turns.ByEnd) > 0 {
+		fmt.Fprintf(&b, "         ended: %s\n", counts(r.Turns.ByEnd))
+	}
 	fmt.Fprintf(&b, "goodput: %d turns with first audio within %v (%.1f/s), %d late, %d refused (typed), %d untyped\n",
 		g.Good, durMS(g.Deadline), g.GoodPerSecond, g.Late, g.Refused, g.Untyped)
 	fmt.Fprintf(&b, "completed: %d turns, %.1f/s from the first turn sent to the last completed\n", g.Completed, g.CompletedPerSecond)
 	fmt.Fprintf(&b, "first audio p50/p95/p99 %s; queue wait %s\n", r.FirstAud, r.QueueWait)
+	if r.ModelWait.N > 0 || r.SynthWait.N > 0 {
+		fmt.Fprintf(&b, "queue wait: model %s; synthesis %s\n", r.ModelWait, r.SynthWait)
+	}
+	if f := r.Fallback; len(f.Prompts) > 0 || f.CallbackOffered > 0 {
+		fmt.Fprintf(&b, "fallback: prompts %s; callbacks offered %d, accepted %d\n", counts(f.Prompts), f.CallbackOffered, f.CallbackAccepted)
+	}
+	if r.Server.Error == "" && !r.Server.Matches {
+		for _, s := range r.Server.Stages {
+			for _, m := range s.Mismatch {
+				fmt.Fprintf(&b, "server %s: %s\n", s.Stage, m)
+			}
+		}
+	}
 	fmt.Fprintf(&b, "generator: lag %s, %.1f of %.1f callers/s\n", r.Generator.Lag, r.Generator.AchievedRate, r.Generator.TargetRate)
 	switch {
 	case r.BargeIn.Sent > 0 && r.Config.Dialect == Twilio:
@@ -44,6 +65,23 @@ func (r *Report) Summary() string {
 		fmt.Fprintf(&b, "WARNING: %s\n", w)
 	}
 	return b.String()
+}
+
+// counts formats a count map as "a 1, b 2" in key order ("none" when empty).
+func counts(m map[string]int) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
 }
 
 func durMS(m Millis) string { return fmt.Sprintf("%.0fms", float64(m)/1e6) }

@@ -86,6 +86,18 @@ type CallerLedger struct {
 	Terminal               int            `json:"terminal"`
 	ByEnd                  map[string]int `json:"by_end"`
 	Balanced               bool           `json:"balanced"`
+	// Answered callers got an HTTP answer to their upgrade (Connected
+	// ones completed it): none answered means the target is unreachable.
+	Answered  int `json:"answered"`
+	Connected int `json:"connected"`
+	// Errors are the most frequent reasons callers ended in error.
+	Errors []ErrorCount `json:"errors,omitempty"`
+}
+
+// ErrorCount is one reason callers ended in error and how many did.
+type ErrorCount struct {
+	Error string `json:"error"`
+	Count int    `json:"count"`
 }
 
 // TurnLedger is the conservation ledger of turns, from the first stage that

@@ -137,7 +137,8 @@ func (c *twilioCaller) run(ctx context.Context) {
 		h.Set("X-Twilio-Signature", twilioSignature(tok, u))
 	}
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	conn, _, err := websocket.Dial(dctx, c.ws, &websocket.DialOptions{HTTPClient: c.hc, HTTPHeader: h})
+	conn, resp, err := websocket.Dial(dctx, c.ws, &websocket.DialOptions{HTTPClient: c.hc, HTTPHeader: h})
+	c.rec.answered = resp != nil
 	cancel()
 	if err != nil {
 		c.finish(EndError, fmt.Sprintf("dial: %v", err))
