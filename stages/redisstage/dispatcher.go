@@ -136,7 +136,7 @@ func (d *Dispatcher) Release(ctx context.Context, id string) (stages.Disposition
 	}
 	t.stopRenew()
 	now := d.clock.Now()
-	disp, r, err := d.s.release(ctx, t.lease, d.pump, now)
+	disp, r, err := d.s.release(ctx, t.currentLease(), d.pump, now)
 	if err != nil {
 		return disp, err
 	}
@@ -161,6 +161,7 @@ func (d *Dispatcher) Rotate(ctx context.Context, owner string, generation uint64
 // Forget ends owner's conversation fleet-wide.
 func (d *Dispatcher) Forget(ctx context.Context, owner string) error {
 	now := d.clock.Now()
+	d.s.forgetOwner(owner)
 	r, err := d.s.run(ctx, forgetScript, d.pump, now, owner)
 	if err != nil {
 		return err
@@ -310,10 +311,11 @@ func (d *Dispatcher) renewLoop(ctx context.Context, t *Ticket) {
 		// trip can outlast the renewal period, and giving up on it early
 		// would let the lease run out while the holder is alive.
 		rctx, cancel := context.WithTimeout(ctx, d.s.opt.LeaseTTL/2)
-		cancelled, err := d.s.Renew(rctx, t.lease)
+		l, cancelled, err := d.s.renew(rctx, t.currentLease(), t.Job)
 		cancel()
 		switch {
 		case err == nil:
+			t.setLease(l) // a new token when Redis lost its data and the lease was granted again
 			expiry.Reset(d.s.opt.LeaseTTL - time.Since(sent))
 			tick.Reset(d.renew)
 			if cancelled {

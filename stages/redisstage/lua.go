@@ -265,11 +265,34 @@ terminal(id, owner, d)
 return {d, '', pump()}
 `)
 
+	// renewScript extends a lease. After Redis lost its data, a lease
+	// granted before the loss (its token is below the new fencing base,
+	// epoch ms × 1000) whose record is gone is granted again, to its holder,
+	// when a slot is free: the call in progress goes on, under a new token
+	// (code -7, the token in extra), and its owner's generation is
+	// registered again if no one has since. Holders renew every TTL/3, and
+	// nothing new is admitted during the warm-up (one TTL), so every live
+	// holder renews before new work can take its slot; one that finds no
+	// free slot is fenced.
 	renewScript = redis.NewScript(prelude + `
-local id, tok = ARGV[10], ARGV[11]
+local id, tok, owner, gen = ARGV[10], ARGV[11], ARGV[12], ARGV[13]
 local r = P .. 'r:' .. id
 local s, have = unpack(redis.call('HMGET', r, 's', 't'))
 s = tonumber(s or '0')
+if s == 0 and owner ~= '' and redis.call('HEXISTS', P .. 'tombd', id) == 0 then
+  local e = tonumber(redis.call('GET', P .. 'epoch') or '0')
+  if tonumber(tok) < e * 1000 and redis.call('ZCARD', P .. 'lease') < SLOTS then
+    local nt = redis.call('INCR', P .. 'fence')
+    redis.call('ZADD', P .. 'lease', MS + LEASE, id)
+    redis.call('HSET', r, 'o', owner, 'g', gen, 's', ACTIVE, 't', nt)
+    redis.call('SADD', P .. 'ol:' .. owner, id)
+    local o = P .. 'own:' .. owner
+    if redis.call('EXISTS', o) == 0 then redis.call('HSET', o, 'g', gen, 'lb', '') end
+    touch(owner)
+    redis.call('HINCRBY', P .. 'ledger', 'admitted', 1)
+    return {-7, string.format('%d', nt), {0, ''}}
+  end
+end
 if (s ~= ACTIVE and s ~= CANCELLED) or have ~= tok then return {-4, '', {0, ''}} end
 redis.call('ZADD', P .. 'lease', 'XX', MS + LEASE, id)
 return {s, '', {0, ''}}
@@ -289,6 +312,17 @@ redis.call('HSET', o, 'g', gen, 'lb', '')
 touch(owner)
 local gone = cancelOwned(owner, NOW)
 return {0, gone, pump()}
+`)
+
+	// registerScript registers owner at gen when the stage does not know
+	// it (Redis lost its data): code 1 when it registered it.
+	registerScript = redis.NewScript(prelude + `
+local owner, gen = ARGV[10], ARGV[11]
+local o = P .. 'own:' .. owner
+if redis.call('EXISTS', o) == 1 then return {0, '', {0, ''}} end
+redis.call('HSET', o, 'g', gen, 'lb', '')
+touch(owner)
+return {1, '', {0, ''}}
 `)
 
 	forgetScript = redis.NewScript(prelude + `

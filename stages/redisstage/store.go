@@ -66,6 +66,9 @@ type Store struct {
 
 	mu     sync.Mutex
 	tokens map[string]uint64 // leases taken through Take, for Release
+	// owners this replica rotated, at their generation, until Forget: after
+	// Redis lost its data they are registered again (reregister).
+	owners map[string]uint64
 }
 
 var _ stages.Store = (*Store)(nil)
@@ -89,6 +92,7 @@ func New(rdb redis.UniversalClient, name string, l stages.Limits, opt Options) (
 		limits: l,
 		opt:    opt.withDefaults(),
 		tokens: make(map[string]uint64),
+		owners: make(map[string]uint64),
 	}, nil
 }
 
@@ -182,6 +186,12 @@ func (s *Store) offer(ctx context.Context, job stages.Job, now time.Time, pump i
 	// the refusal are one script: the share holds fleet-wide.
 	r, err := s.run(ctx, offerScript, pump, now, job.ID, job.Owner, genString(job.Generation),
 		stamp(job.Born), stamp(deadline(job.Born, s.limits.MaxAge)), job.Tenant, s.limits.TenantWaiting)
+	if err == nil && stages.Disposition(r.code) == stages.Stale && s.reregister(ctx, job, now) {
+		// Redis lost the owner's generation, which this replica still
+		// knows: registered again, the offer is decided on its merits.
+		r, err = s.run(ctx, offerScript, pump, now, job.ID, job.Owner, genString(job.Generation),
+			stamp(job.Born), stamp(deadline(job.Born, s.limits.MaxAge)), job.Tenant, s.limits.TenantWaiting)
+	}
 	if err != nil {
 		return stages.Closed, r, err
 	}
@@ -277,14 +287,31 @@ func (s *Store) release(ctx context.Context, l Lease, pump int, now time.Time) (
 // returns stages.ErrFenced when the lease is gone or has a newer token, and
 // reports whether the work was cancelled while active.
 func (s *Store) Renew(ctx context.Context, l Lease) (cancelled bool, err error) {
-	r, err := s.run(ctx, renewScript, 0, time.Now(), l.ID, strconv.FormatUint(l.Token, 10))
+	_, cancelled, err = s.renew(ctx, l, stages.Job{})
+	return cancelled, err
+}
+
+// renew is Renew for the holder of job's lease: after Redis lost its data
+// the lease is granted again, when a slot is free, and renew returns it
+// with its new token (renewScript).
+func (s *Store) renew(ctx context.Context, l Lease, job stages.Job) (Lease, bool, error) {
+	r, err := s.run(ctx, renewScript, 0, time.Now(), l.ID, strconv.FormatUint(l.Token, 10),
+		job.Owner, genString(job.Generation))
 	if err != nil {
-		return false, err
+		return l, false, err
 	}
-	if r.code == -4 {
-		return false, fmt.Errorf("%w: %q token %d", stages.ErrFenced, l.ID, l.Token)
+	switch r.code {
+	case -4:
+		return l, false, fmt.Errorf("%w: %q token %d", stages.ErrFenced, l.ID, l.Token)
+	case -7:
+		tok, _ := r.extra.(string)
+		n, err := strconv.ParseUint(tok, 10, 64)
+		if err != nil {
+			return l, false, fmt.Errorf("%w: re-leased %q with token %q", stages.ErrUnavailable, l.ID, tok)
+		}
+		return Lease{ID: l.ID, Token: n}, false, nil
 	}
-	return stages.Disposition(r.code) == stages.Cancelled, nil
+	return l, stages.Disposition(r.code) == stages.Cancelled, nil
 }
 
 func (s *Store) rotate(ctx context.Context, owner string, gen uint64, now time.Time, pump int) (reply, error) {
@@ -299,7 +326,25 @@ func (s *Store) rotate(ctx context.Context, owner string, gen uint64, now time.T
 		cur, _ := r.extra.(string)
 		return r, fmt.Errorf("%w: owner %q at %s, got %d", stages.ErrGeneration, owner, trimGen(cur), gen)
 	}
+	s.mu.Lock()
+	s.owners[owner] = gen
+	s.mu.Unlock()
 	return r, nil
+}
+
+// reregister registers job's owner at job's generation again when this
+// replica set it (Rotate) and Redis has lost it since; it reports whether
+// it did. A generation the replica knows to be older is not registered:
+// that offer is stale.
+func (s *Store) reregister(ctx context.Context, job stages.Job, now time.Time) bool {
+	s.mu.Lock()
+	gen, ok := s.owners[job.Owner]
+	s.mu.Unlock()
+	if !ok || gen != job.Generation {
+		return false
+	}
+	r, err := s.run(ctx, registerScript, 0, now, job.Owner, genString(gen))
+	return err == nil && r.code == 1
 }
 
 func trimGen(s string) string {
@@ -317,8 +362,15 @@ func (s *Store) Rotate(ctx context.Context, owner string, generation uint64, now
 
 // Forget ends owner's conversation fleet-wide, as stages.Controller.ForgetAt.
 func (s *Store) Forget(ctx context.Context, owner string, now time.Time) error {
+	s.forgetOwner(owner)
 	_, err := s.run(ctx, forgetScript, 0, now, owner)
 	return err
+}
+
+func (s *Store) forgetOwner(owner string) {
+	s.mu.Lock()
+	delete(s.owners, owner)
+	s.mu.Unlock()
 }
 
 func (s *Store) cancel(ctx context.Context, id string, now time.Time, pump int) (stages.Disposition, reply, error) {

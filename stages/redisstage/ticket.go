@@ -19,7 +19,8 @@ type Ticket struct {
 	done     chan struct{}
 	result   stages.Disposition
 	resolved time.Time
-	lease    Lease
+	lease    Lease      // set at admission; its token changes only under leaseMu
+	leaseMu  sync.Mutex // the renewer may grant the lease again (data loss)
 	offered  bool // the offer script has returned Queued; under d.mu
 
 	lost, cancelled         chan struct{}
@@ -57,7 +58,7 @@ func (t *Ticket) Wait(ctx context.Context) (stages.Disposition, error) {
 func (t *Ticket) Lease() (Lease, bool) {
 	select {
 	case <-t.done:
-		return t.lease, t.result == stages.Admitted
+		return t.currentLease(), t.result == stages.Admitted
 	default:
 		return Lease{}, false
 	}
@@ -77,6 +78,18 @@ func (t *Ticket) Cancelled() <-chan struct{} { return t.cancelled }
 // head, or false once it has left it.
 func (t *Ticket) Position(ctx context.Context) (int, bool, error) {
 	return t.d.s.Position(ctx, t.Job.ID)
+}
+
+func (t *Ticket) currentLease() Lease {
+	t.leaseMu.Lock()
+	defer t.leaseMu.Unlock()
+	return t.lease
+}
+
+func (t *Ticket) setLease(l Lease) {
+	t.leaseMu.Lock()
+	t.lease = l
+	t.leaseMu.Unlock()
 }
 
 func (t *Ticket) markLost()      { t.lostOnce.Do(func() { close(t.lost) }) }
