@@ -21,7 +21,7 @@ type Ticket struct {
 	resolved time.Time
 	lease    Lease      // set at admission; its token changes only under leaseMu
 	leaseMu  sync.Mutex // the renewer may grant the lease again (data loss)
-	offered  bool // the offer script has returned Queued; under d.mu
+	offered  bool       // the offer script has returned Queued; under d.mu
 
 	lost, cancelled         chan struct{}
 	lostOnce, cancelledOnce sync.Once
