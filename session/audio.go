@@ -52,7 +52,7 @@ func (a *audioOut) emit(ctx context.Context, au backend.Audio) error {
 			a.rs = rs
 		}
 		msg := &AudioStartMsg{Type: "audio_start", Turn: a.id, Generation: a.announce(), Encoding: string(a.enc), Rate: a.rate}
-		if err := a.c.push(ctx, frame{gen: a.gen, premise: a.premise, msg: msg}); err != nil {
+		if err := a.c.push(ctx, frame{gen: a.gen, premise: a.premise, turn: a.t, msg: msg}); err != nil {
 			return err
 		}
 	}

@@ -56,6 +56,9 @@ func (c *Call) holdLease(t *turn, st *stage, id string, work func(context.Contex
 		defer close(watched)
 		select {
 		case <-lost:
+			// Its output stops as a barge-in's does: what it queued is
+			// not written (the writer checks before each frame).
+			t.silenced.Store(true)
 			cancel(ErrLeaseLost)
 		case <-ctx.Done():
 		}

@@ -93,3 +93,54 @@ func scrape(t *testing.T, r *rig) string {
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	return rec.Body.String()
 }
+
+// A synthesis lease lost while the reply is being produced faster than it
+// plays: the turn's output stops as a barge-in's does. After its turn_end
+// (failed, unavailable) not one more frame of the reply reaches the caller,
+// although seconds of it were queued.
+func TestLostSynthesisLeaseSilencesReply(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	const ttl = 500 * time.Millisecond
+	r := newRig(t, func(c *Config, s *stub.Settings) {
+		c.Pace = true
+		c.NewAdmitter = func(name string, l stages.Limits, clk stages.Clock) (Admitter, error) {
+			opt := redisstage.Options{LeaseTTL: 30 * time.Second, Warmup: -1}
+			if name == StageSynthesis {
+				opt.LeaseTTL = ttl
+			}
+			st, err := redisstage.New(rdb, name, l, opt)
+			if err != nil {
+				return nil, err
+			}
+			d := redisstage.NewDispatcher(st, redisstage.DispatcherOptions{Clock: clk, Poll: 20 * time.Millisecond})
+			return NewGateAdmitter(d, st.Limits(), GateOptions{Clock: clk, Timeout: 300 * time.Millisecond, Grace: 200 * time.Millisecond}), nil
+		}
+		s.FrameCount, s.FrameDelay = 1000, 5*time.Millisecond // 20 s of reply, made 4x faster than it plays
+	})
+	a := r.admitted()
+	a.send(map[string]any{"type": "turn", "id": "t1", "text": "x"})
+	a.expect("audio_start")
+	if err := rdb.Do(context.Background(), "CLIENT", "PAUSE", (3 * time.Second).Milliseconds(), "ALL").Err(); err != nil {
+		t.Fatal(err)
+	}
+	all := a.until(isType("turn_end"))
+	if end := all[len(all)-1]; end.Disposition != TurnFailed || end.Stage != StageSynthesis || end.Error != "unavailable" {
+		t.Fatalf("turn_end after a lost synthesis lease: %v", types(all))
+	}
+	// Read on until the call closes after a hangup: no frame of t1 after
+	// its turn_end (without the cut, the seconds queued kept coming).
+	a.send(map[string]any{"type": "hangup"})
+	for {
+		m, err := a.read()
+		if err != nil {
+			break // closed after the hangup
+		}
+		if m.Type == "binary" {
+			t.Fatal("reply audio after its lease was lost")
+		}
+		if m.Type == "audio_end" && m.Turn == "t1" {
+			t.Fatal("t1's audio_end after its lease was lost")
+		}
+	}
+}

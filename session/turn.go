@@ -33,6 +33,7 @@ type turn struct {
 	ended  atomic.Bool
 
 	played     chan struct{} // closed once its audio_end was written
+	silenced   atomic.Bool   // a lease of the turn was lost: its audio is not written
 	playedOnce sync.Once
 
 	mu      sync.Mutex

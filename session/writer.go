@@ -187,9 +187,10 @@ func (c *Call) send(ctx context.Context, f frame) error {
 	return nil
 }
 
-// stale reports (and counts) a frame whose generation is no longer current.
+// stale reports (and counts) a frame whose generation is no longer current,
+// or audio of a turn that lost a lease (lease.go).
 func (c *Call) stale(f frame) bool {
-	if f.gen == 0 || f.gen == c.gen.Load() {
+	if (f.gen == 0 || f.gen == c.gen.Load()) && (f.turn == nil || !f.turn.silenced.Load()) {
 		return false
 	}
 	c.out.stale.Add(1)
