@@ -47,6 +47,7 @@ type Call struct {
 	genCtx    context.Context // cancelled when the generation rotates
 	genCancel context.CancelFunc
 	admitted  bool
+	sessLost  <-chan struct{} // the session lease may be lost (fleet mode): the call then ends
 	ended     bool
 	greeted   bool         // some message was received (hello must be first)
 	format    media.Format // reply audio; SampleRate 0: the synthesizer's
@@ -155,7 +156,11 @@ func (c *Call) start(parent context.Context, ended func()) {
 		c.mu.Lock()
 		c.talking = true
 		c.talkLocked() // turns sent before this point
+		lost := c.sessLost
 		c.mu.Unlock()
+		if lost != nil {
+			lead.Go(func() { c.watchSessionLease(ctx, lost) })
+		}
 	})
 	// Once the call is stopped: its admission and its conversation return
 	// (both watch ctx), then the call is taken down.
@@ -193,7 +198,7 @@ func (c *Call) end(cause error, admitted bool, io *sync.WaitGroup, ioCancel cont
 	}
 
 	status, reason := closeStatus(cause)
-	if errors.Is(cause, errRefused) || errors.Is(cause, ErrRateLimited) || errors.Is(cause, ErrAudioRate) {
+	if errors.Is(cause, errRefused) || errors.Is(cause, ErrRateLimited) || errors.Is(cause, ErrAudioRate) || errors.Is(cause, errSessionLost) {
 		c.out.close() // let the prompt (or the error) out first
 	} else {
 		c.out.discard()
@@ -235,6 +240,8 @@ func closeStatus(cause error) (CloseStatus, string) {
 	switch {
 	case errors.Is(cause, errRefused):
 		return CloseTryLater, "try again later"
+	case errors.Is(cause, errSessionLost):
+		return CloseTryLater, "session lease lost"
 	case errors.Is(cause, ErrSlowReader):
 		return ClosePolicy, "slow reader"
 	case errors.Is(cause, errGoingAway):
@@ -253,6 +260,8 @@ func endName(cause error) string {
 	switch {
 	case errors.Is(cause, errRefused):
 		return "refused"
+	case errors.Is(cause, errSessionLost):
+		return "lease_lost"
 	case errors.Is(cause, ErrSlowReader):
 		return "slow_reader"
 	case errors.Is(cause, errGoingAway):
@@ -313,6 +322,7 @@ func (c *Call) admitSession(ctx context.Context) bool {
 	case stages.Admitted:
 		c.mu.Lock()
 		c.admitted = true
+		c.sessLost = lostOf(tk)
 		c.mu.Unlock()
 		_ = c.Send(ctx, &SessionMsg{Type: "session", Disposition: stages.Admitted, Session: c.id})
 		return true

@@ -23,6 +23,26 @@ type LeaseLoser interface {
 // keep the lease), not as a barge-in.
 var ErrLeaseLost = errors.New("session: lease lost while the work ran")
 
+// errSessionLost ends a call whose session lease was lost (fleet mode: its
+// replica could not renew it for a TTL, or the renewal was fenced): its
+// line may already be another caller's, so it may not go on talking.
+var errSessionLost = errors.New("session: session lease lost")
+
+// watchSessionLease ends the call when its session lease is lost, after a
+// short true prompt that offers nothing (the call is ending): "Something
+// went wrong on our side, so I cannot take your call right now. Please try
+// again in a few minutes." It returns when the call ends.
+func (c *Call) watchSessionLease(ctx context.Context, lost <-chan struct{}) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-lost:
+	}
+	c.log.Warn("session lease lost: ending the call")
+	c.s.cfg.Fallback.Refused(ctx, Refusal{Call: c.id, Stage: StageSession, Reason: string(backend.KindUnavailable), Final: true}, c)
+	c.stop(errSessionLost)
+}
+
 // lostOf returns tk's lost channel, or nil when tk cannot lose its lease.
 func lostOf(tk Ticket) <-chan struct{} {
 	if l, ok := tk.(LeaseLoser); ok {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
@@ -143,4 +144,59 @@ func TestLostSynthesisLeaseSilencesReply(t *testing.T) {
 			t.Fatal("t1's audio_end after its lease was lost")
 		}
 	}
+}
+
+// A call whose session lease is lost (Redis paused for longer than the
+// session stage's TTL: its replica cannot renew it) may not go on talking,
+// its line may be another caller's: it hears a short true prompt, which
+// offers nothing, and is closed with 1013, while Redis is still paused.
+func TestLostSessionLeaseEndsCall(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	const ttl = 500 * time.Millisecond
+	r := newRig(t, func(c *Config, s *stub.Settings) {
+		c.NewAdmitter = func(name string, l stages.Limits, clk stages.Clock) (Admitter, error) {
+			opt := redisstage.Options{LeaseTTL: 30 * time.Second, Warmup: -1}
+			if name == StageSession {
+				opt.LeaseTTL = ttl
+			}
+			st, err := redisstage.New(rdb, name, l, opt)
+			if err != nil {
+				return nil, err
+			}
+			d := redisstage.NewDispatcher(st, redisstage.DispatcherOptions{Clock: clk, Poll: 20 * time.Millisecond})
+			return NewGateAdmitter(d, st.Limits(), GateOptions{Clock: clk, Timeout: 300 * time.Millisecond, Grace: 200 * time.Millisecond}), nil
+		}
+	})
+	a := r.admitted()
+	a.send(map[string]any{"type": "turn", "id": "t1", "text": "x"})
+	if end := a.expect("turn_end"); end.Disposition != "completed" {
+		t.Fatalf("turn_end %+v", end)
+	}
+	const pause = 3 * time.Second
+	if err := rdb.Do(context.Background(), "CLIENT", "PAUSE", pause.Milliseconds(), "ALL").Err(); err != nil {
+		t.Fatal(err)
+	}
+	paused := time.Now()
+	p := a.expect("prompt")
+	want := PromptText(Refusal{Stage: StageSession, Reason: "unavailable"})
+	if p.Stage != StageSession || p.Reason != TurnFailed || p.Text != want {
+		t.Fatalf("prompt %+v, want %q", p, want)
+	}
+	for {
+		m, err := a.read()
+		if err != nil {
+			if websocket.CloseStatus(err) != websocket.StatusTryAgainLater {
+				t.Fatalf("closed with %v, want 1013", err)
+			}
+			break
+		}
+		if m.Type == "offer" {
+			t.Fatalf("an ending call offered %v", m.Kinds)
+		}
+	}
+	if took := time.Since(paused); took >= pause {
+		t.Fatalf("the call ended only after Redis came back (%v)", took)
+	}
+	waitFor(t, "call end", func() bool { return r.srv.Calls() == 0 })
 }

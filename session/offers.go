@@ -48,7 +48,11 @@ func (o *Offers) Wait() { o.wg.Wait() }
 
 // Refused implements Fallback.
 func (o *Offers) Refused(ctx context.Context, r Refusal, out Sender) {
-	p := fallback.PromptOf(r.Outcome(), o.svc.Available())
+	avail := o.svc.Available()
+	if r.Final {
+		avail = nil // the call is ending: no question it cannot answer
+	}
+	p := fallback.PromptOf(r.Outcome(), avail)
 	if len(p.Offer) > 0 {
 		// A phone caller answers with its keypad: it is offered only
 		// what its menu can take now, and nothing (no offer sentence)

@@ -22,6 +22,9 @@ type Refusal struct {
 	// failed (false for every refusal: stages refuse and expire only
 	// queued work, and for a store that could not admit it).
 	Started bool
+	// Final: the call ends once the prompt is out (its session lease was
+	// lost); nothing is offered.
+	Final bool
 }
 
 // Outcome is what the prompt for r is keyed by (fallback.PromptOf).
