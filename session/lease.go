@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/stages"
@@ -39,9 +40,18 @@ func (c *Call) watchSessionLease(ctx context.Context, lost <-chan struct{}) {
 	case <-lost:
 	}
 	c.log.Warn("session lease lost: ending the call")
-	c.s.cfg.Fallback.Refused(ctx, Refusal{Call: c.id, Stage: StageSession, Reason: string(backend.KindUnavailable), Final: true}, c)
+	// The call stops talking first (its turns' contexts end with ctx);
+	// its end waits for this watcher, so the prompt still goes out, then
+	// the connection closes.
 	c.stop(errSessionLost)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sessionLostPrompt)
+	defer cancel()
+	c.s.cfg.Fallback.Refused(sctx, Refusal{Call: c.id, Stage: StageSession, Reason: string(backend.KindUnavailable), Final: true}, c)
 }
+
+// sessionLostPrompt bounds the prompt of a call whose session lease was
+// lost: its rendering and queueing (it plays while the connection closes).
+const sessionLostPrompt = 2 * time.Second
 
 // lostOf returns tk's lost channel, or nil when tk cannot lose its lease.
 func lostOf(tk Ticket) <-chan struct{} {
