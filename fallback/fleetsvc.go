@@ -136,6 +136,19 @@ func storeSnapshot(p *atomic.Pointer[stages.Snapshot], sn stages.Snapshot, err e
 	p.Store(&sn)
 }
 
+// View shows the callback or the handoff stage in /v1/stages and metrics:
+// this process's controller with its waiting list, or in fleet mode the
+// fleet's queue by its counts, as last read from Redis.
+func (s *Service) View(k Kind) stages.View {
+	switch {
+	case k == KindCallback && s.cq == nil:
+		return stages.ViewOf(s.cbq.c, s.clock)
+	case k == KindHandoff && s.hfq == nil:
+		return stages.ViewOf(s.hq.c, s.clock)
+	}
+	return stages.ViewFunc(func() stages.Snapshot { return s.Snapshot(k) })
+}
+
 // Snapshot reports the callback or the handoff stage for /v1/stages and
 // metrics: this process's stage, or in fleet mode the fleet's queue as last
 // read from it (closed while it cannot be reached).

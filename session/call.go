@@ -62,6 +62,11 @@ type Call struct {
 	talking, conversing, closing bool
 	talk                         sync.WaitGroup // the conversation's goroutine
 
+	// rotated is the generation each stage has confirmed for this call
+	// (by stage index): work of generation g is submitted only once its
+	// stage is at g (Call.rotate), never under c.mu.
+	rotated [4]atomic.Uint64
+
 	jobs  sync.WaitGroup // turn goroutines, until their backends returned
 	ears  *listener      // caller audio; the reader's own
 	audio audioMeter     // caller audio allowance; the reader's own
@@ -150,8 +155,13 @@ func (c *Call) start(parent context.Context, ended func()) {
 			return
 		}
 		c.log.Info("call admitted")
+		// The call becomes an owner at generation 1 of each turn stage
+		// now, so that its first turn finds it there; a stage that fails
+		// is tried again before the turn's work is submitted to it.
 		for _, st := range c.turnStages() {
-			_ = st.adm.Rotate(c.id, 1) // the call becomes an owner at generation 1
+			if err := c.rotate(ctx, st, 1); err != nil {
+				c.log.Warn("rotate", "stage", st.name, "generation", 1, "err", err)
+			}
 		}
 		c.mu.Lock()
 		c.talking = true
@@ -194,7 +204,9 @@ func (c *Call) end(cause error, admitted bool, io *sync.WaitGroup, ioCancel cont
 	c.genCancel()
 	c.mu.Unlock()
 	for _, st := range c.turnStages() {
-		st.adm.Forget(c.id)
+		if err := st.forget(c.ctx, c.id); err != nil {
+			c.log.Warn("forget", "stage", st.name, "err", err)
+		}
 	}
 
 	status, reason := closeStatus(cause)
@@ -214,15 +226,19 @@ func (c *Call) end(cause error, admitted bool, io *sync.WaitGroup, ioCancel cont
 
 	c.jobs.Wait()
 	if admitted {
-		if _, err := c.s.session.adm.Release(c.id); err != nil {
+		if _, err := c.s.session.release(c.ctx, c.id); err != nil {
 			c.log.Error("release session", "err", err)
 		}
 	}
-	c.s.session.adm.Forget(c.id)
+	if err := c.s.session.forget(c.ctx, c.id); err != nil {
+		c.log.Warn("forget", "stage", StageSession, "err", err)
+	}
 	if status == ClosePolicy { // the caller broke a rule: its handshake gets closeGrace
+		grace := stages.NewTimer(c.s.cfg.Clock, closeGrace)
+		defer grace.Stop()
 		select {
 		case <-closed:
-		case <-time.After(closeGrace):
+		case <-grace.C:
 			ioCancel() // ends the reader, which drops the connection
 		}
 	}
@@ -279,12 +295,18 @@ func endName(cause error) string {
 }
 
 // admitSession offers the call to the session stage and waits while it is
-// queued. It reports whether the call was admitted.
+// queued. It reports whether the call was admitted. A store that cannot
+// take the call refuses it closed: the caller hears that the service is
+// unavailable, never that it is busy.
 func (c *Call) admitSession(ctx context.Context) bool {
 	st := c.s.session
-	_ = st.adm.Rotate(c.id, 1)
+	if err := c.rotate(ctx, st, 1); err != nil {
+		c.log.Error("session rotate", "err", err)
+		c.refuseSession(ctx, stages.Closed)
+		return false
+	}
 	job := stages.Job{ID: c.id, Owner: c.id, Generation: 1, Born: c.s.cfg.Clock.Now(), Tenant: CallerFrom(ctx).Tenant}
-	tk, d, err := st.adm.Submit(job)
+	tk, d, err := st.submit(ctx, job)
 	if err != nil {
 		c.log.Error("session submit", "err", err)
 		d = stages.Closed
@@ -293,24 +315,26 @@ func (c *Call) admitSession(ctx context.Context) bool {
 		c.refuseSession(ctx, d)
 		return false
 	}
-	pos, _ := tk.Position()
+	pos, _, _ := tk.Position(ctx)
 	if pos > 0 {
 		_ = c.Send(ctx, &SessionMsg{Type: "session", Disposition: stages.Queued, Session: c.id, Position: pos})
 		c.s.cfg.Fallback.Refused(ctx, Refusal{Call: c.id, Stage: StageSession, Disposition: stages.Queued, Position: pos}, c)
 	}
-	tick := time.NewTicker(c.s.cfg.QueueUpdate)
+	tick := stages.NewTicker(c.s.cfg.Clock, c.s.cfg.QueueUpdate)
 	defer tick.Stop()
 	for waiting := true; waiting; {
 		select {
 		case <-tk.Done():
 			waiting = false
 		case <-tick.C:
-			if p, ok := tk.Position(); ok && p != pos {
+			if p, ok, _ := tk.Position(ctx); ok && p != pos {
 				pos = p
 				_ = c.Send(ctx, &SessionMsg{Type: "session", Disposition: stages.Queued, Session: c.id, Position: pos})
 			}
 		case <-ctx.Done():
-			_, _ = st.adm.Cancel(c.id)
+			if _, err := st.cancel(ctx, c.id); err != nil {
+				c.log.Warn("cancel session", "err", err)
+			}
 			<-tk.Done()
 			if d, _ := tk.Result(); d == stages.Admitted {
 				return true // admitted as the caller left: run releases it
@@ -322,13 +346,36 @@ func (c *Call) admitSession(ctx context.Context) bool {
 	case stages.Admitted:
 		c.mu.Lock()
 		c.admitted = true
-		c.sessLost = lostOf(tk)
+		c.sessLost = tk.Lost()
 		c.mu.Unlock()
 		_ = c.Send(ctx, &SessionMsg{Type: "session", Disposition: stages.Admitted, Session: c.id})
 		return true
 	default:
 		c.refuseSession(ctx, d)
 		return false
+	}
+}
+
+// rotate brings st to generation gen for this call, unless it is there
+// already. A store that answers that the call is already at or past gen
+// (stages.ErrGeneration: another rotation got there first) has done what
+// was asked. Any other error leaves the stage behind; the next work for
+// this stage tries again first. It never runs under c.mu: in fleet mode it
+// is a round trip to the store.
+func (c *Call) rotate(ctx context.Context, st *stage, gen uint64) error {
+	r := &c.rotated[st.idx]
+	if r.Load() >= gen {
+		return nil
+	}
+	if err := st.rotate(ctx, c.id, gen); err != nil && !errors.Is(err, stages.ErrGeneration) {
+		c.s.m.rotateErrors.WithLabelValues(st.name).Inc()
+		return err
+	}
+	for {
+		cur := r.Load()
+		if cur >= gen || r.CompareAndSwap(cur, gen) {
+			return nil
+		}
 	}
 }
 
@@ -501,8 +548,13 @@ func (c *Call) enqueue(r TurnRequest, speech *backend.Audio, spoke time.Time) *P
 }
 
 // bargeIn rotates the call's generation in every stage and tells the caller.
+// The new generation is taken under c.mu; the stages are rotated after it
+// is let go (a round trip each in fleet mode), before `interrupted` is
+// queued. A stage that cannot be rotated now is rotated again before the
+// next turn's work is submitted to it (Call.rotate), and meanwhile the old
+// generation's work on it has lost its right to speak here all the same.
 func (c *Call) bargeIn() {
-	at := time.Now()
+	at := c.s.cfg.Clock.Now()
 	c.mu.Lock()
 	if c.ended {
 		c.mu.Unlock()
@@ -521,12 +573,12 @@ func (c *Call) bargeIn() {
 	for _, t := range c.pending {
 		cancelled = append(cancelled, t.id)
 	}
+	c.mu.Unlock()
 	for _, st := range c.turnStages() {
-		if err := st.adm.Rotate(c.id, gen); err != nil {
-			c.log.Error("rotate", "stage", st.name, "err", err)
+		if err := c.rotate(c.ctx, st, gen); err != nil {
+			c.log.Error("rotate", "stage", st.name, "generation", gen, "err", err)
 		}
 	}
-	c.mu.Unlock()
 	c.s.m.bargeIns.Inc()
 	msg := &InterruptedMsg{Type: "interrupted", Generation: gen, Cancelled: cancelled}
 	_ = c.push(c.ctx, frame{msg: msg, interrupted: msg, speaking: speaking, bargeAt: at})

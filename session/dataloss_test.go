@@ -23,14 +23,14 @@ func TestFleetDataLossCallsGoOn(t *testing.T) {
 	rdb := srv.Client(t)
 	var gates []stages.Gate
 	r := newRig(t, func(c *Config, s *stub.Settings) {
-		c.NewAdmitter = func(name string, l stages.Limits, clk stages.Clock) (Admitter, error) {
+		c.NewGate = func(name string, l stages.Limits, clk stages.Clock) (stages.Gate, error) {
 			st, err := redisstage.New(rdb, name, l, redisstage.Options{LeaseTTL: ttl})
 			if err != nil {
 				return nil, err
 			}
-			d := redisstage.NewDispatcher(st, redisstage.DispatcherOptions{Clock: clk, Poll: 20 * time.Millisecond})
+			d := redisstage.NewDispatcher(st, redisstage.DispatcherOptions{Clock: clk, Poll: 20 * time.Millisecond, Grace: 200 * time.Millisecond})
 			gates = append(gates, d)
-			return NewGateAdmitter(d, st.Limits(), GateOptions{Clock: clk, Timeout: 300 * time.Millisecond, Grace: 200 * time.Millisecond}), nil
+			return d, nil
 		}
 	})
 	ready := func() bool {

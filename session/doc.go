@@ -30,8 +30,12 @@
 // so other wire protocols (Twilio Media Streams, WebRTC data channels) drive
 // the same Call. What a transport can do beyond that (an undecoded reader,
 // Abort, Interrupt, a keypad) it declares in Capabilities when it starts its
-// call; the call never discovers abilities by type assertion. Stage admission goes through the Admitter interface so that
-// other admission policies can be measured against it. What a refused caller
+// call; the call never discovers abilities by type assertion. Stage
+// admission goes through one contract, stages.Gate (Config.NewGate builds
+// one per stage: in process, on Redis, or a baseline policy to measure
+// against), which the server wraps in its own decorators (drain,
+// quarantine); the conformance suite runs on that wiring. No gate
+// operation is made while a call's mutex is held. What a refused caller
 // hears comes from a Fallback. Server.Config takes extra HTTP handlers to
 // mount beside /v1/session.
 package session

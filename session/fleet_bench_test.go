@@ -1,6 +1,8 @@
 package session
 
 import (
+	"context"
+	"log/slog"
 	"strconv"
 	"testing"
 	"time"
@@ -9,12 +11,13 @@ import (
 	"github.com/frontdoorhq/frontdoor/stages/redisstage/redistest"
 )
 
-// BenchmarkAdmitterCycle is one Submit (admitted at once) and its Release
-// through an Admitter: in process, and through NewGateAdmitter on Redis.
-func BenchmarkAdmitterCycle(b *testing.B) {
+// BenchmarkGateCycle is one Submit (admitted at once) and its Release
+// through a stage's gate: in process, and on Redis as frontdoor serve
+// -store wires it.
+func BenchmarkGateCycle(b *testing.B) {
 	lim := stages.Limits{Slots: 4, Waiting: 4, MaxAge: time.Minute}
 	b.Run("in-process", func(b *testing.B) {
-		a, err := NewAdmitter(lim, stages.SystemClock)
+		a, err := LocalGate(lim, stages.SystemClock, slog.New(slog.DiscardHandler))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -23,7 +26,7 @@ func BenchmarkAdmitterCycle(b *testing.B) {
 	})
 	b.Run("redis", func(b *testing.B) {
 		srv := redistest.Start(b)
-		a, err := fleetAdmitters(b, srv, nil)(StageModel, lim, stages.SystemClock)
+		a, err := fleetGates(b, srv, nil)(StageModel, lim, stages.SystemClock)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -32,8 +35,9 @@ func BenchmarkAdmitterCycle(b *testing.B) {
 	})
 }
 
-func admitterCycles(b *testing.B, a Admitter) {
-	if err := a.Rotate("bench", 1); err != nil {
+func admitterCycles(b *testing.B, a stages.Gate) {
+	ctx := context.Background()
+	if err := a.Rotate(ctx, "bench", 1); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
@@ -41,7 +45,7 @@ func admitterCycles(b *testing.B, a Admitter) {
 	for b.Loop() {
 		id := strconv.Itoa(i)
 		i++
-		tk, d, err := a.Submit(stages.Job{ID: id, Owner: "bench", Generation: 1, Born: time.Now()})
+		tk, d, err := a.Submit(ctx, stages.Job{ID: id, Owner: "bench", Generation: 1, Born: time.Now()})
 		if err != nil || d != stages.Queued {
 			b.Fatalf("submit %v %v", d, err)
 		}
@@ -49,7 +53,7 @@ func admitterCycles(b *testing.B, a Admitter) {
 		if d, _ := tk.Result(); d != stages.Admitted {
 			b.Fatalf("result %v", d)
 		}
-		if _, err := a.Release(id); err != nil {
+		if _, err := a.Release(ctx, id); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -12,20 +11,20 @@ import (
 	"github.com/frontdoorhq/frontdoor/stages/redisstage/redistest"
 )
 
-// fleetAdmitters builds every stage of a server on the Redis behind srv,
+// fleetGates builds every stage of a server on the Redis behind srv,
 // as frontdoor serve -store does; ready collects the gates for Config.Ready.
-func fleetAdmitters(t testing.TB, srv *redistest.Server, ready *[]stages.Gate) func(string, stages.Limits, stages.Clock) (Admitter, error) {
+func fleetGates(t testing.TB, srv *redistest.Server, ready *[]stages.Gate) func(string, stages.Limits, stages.Clock) (stages.Gate, error) {
 	rdb := srv.Client(t)
-	return func(name string, l stages.Limits, c stages.Clock) (Admitter, error) {
+	return func(name string, l stages.Limits, c stages.Clock) (stages.Gate, error) {
 		st, err := redisstage.New(rdb, name, l, redisstage.Options{LeaseTTL: 2 * time.Second, Warmup: -1})
 		if err != nil {
 			return nil, err
 		}
-		d := redisstage.NewDispatcher(st, redisstage.DispatcherOptions{Clock: c, Poll: 20 * time.Millisecond})
+		d := redisstage.NewDispatcher(st, redisstage.DispatcherOptions{Clock: c, Poll: 20 * time.Millisecond, Grace: 200 * time.Millisecond})
 		if ready != nil {
 			*ready = append(*ready, d)
 		}
-		return NewGateAdmitter(d, st.Limits(), GateOptions{Clock: c, Timeout: 300 * time.Millisecond, Grace: 200 * time.Millisecond}), nil
+		return d, nil
 	}
 }
 
@@ -33,7 +32,7 @@ func fleetRig(t *testing.T, srv *redistest.Server, model stages.Limits) (*rig, *
 	gates := &[]stages.Gate{}
 	r := newRig(t, func(c *Config, s *stub.Settings) {
 		c.Model = model
-		c.NewAdmitter = fleetAdmitters(t, srv, gates)
+		c.NewGate = fleetGates(t, srv, gates)
 		c.Ready = func(ctx context.Context) error {
 			for _, g := range *gates {
 				if err := g.Ready(ctx); err != nil {
@@ -86,7 +85,7 @@ func TestFleetModelOverloadAcrossReplicas(t *testing.T) {
 // the call's work queued through another.
 func TestFleetBargeInCancelsWorkQueuedElsewhere(t *testing.T) {
 	srv := redistest.Start(t)
-	mk := fleetAdmitters(t, srv, nil)
+	mk := fleetGates(t, srv, nil)
 	lim := stages.Limits{Slots: 1, Waiting: 4, MaxAge: 5 * time.Second}
 	a, err := mk(StageModel, lim, stages.SystemClock)
 	if err != nil {
@@ -95,23 +94,24 @@ func TestFleetBargeInCancelsWorkQueuedElsewhere(t *testing.T) {
 	defer a.Stop()
 	b, _ := mk(StageModel, lim, stages.SystemClock)
 	defer b.Stop()
+	ctx := context.Background()
 	for _, o := range []string{"other", "call"} {
-		if err := a.Rotate(o, 1); err != nil {
+		if err := a.Rotate(ctx, o, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
 	now := time.Now()
-	if _, d, err := a.Submit(stages.Job{ID: "busy", Owner: "other", Generation: 1, Born: now}); err != nil || d != stages.Queued {
+	if _, d, err := a.Submit(ctx, stages.Job{ID: "busy", Owner: "other", Generation: 1, Born: now}); err != nil || d != stages.Queued {
 		t.Fatalf("first %v %v", d, err)
 	}
-	tk, d, err := a.Submit(stages.Job{ID: "call/t1", Owner: "call", Generation: 1, Born: now})
+	tk, d, err := a.Submit(ctx, stages.Job{ID: "call/t1", Owner: "call", Generation: 1, Born: now})
 	if err != nil || d != stages.Queued {
 		t.Fatalf("second %v %v", d, err)
 	}
-	if pos, ok := tk.Position(); !ok || pos != 1 {
+	if pos, ok, err := tk.Position(ctx); err != nil || !ok || pos != 1 {
 		t.Fatalf("position %d %v", pos, ok)
 	}
-	if err := b.Rotate("call", 2); err != nil {
+	if err := b.Rotate(ctx, "call", 2); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -122,10 +122,10 @@ func TestFleetBargeInCancelsWorkQueuedElsewhere(t *testing.T) {
 	if d, _ := tk.Result(); d != stages.Cancelled {
 		t.Fatalf("result %v", d)
 	}
-	if _, err := a.Release("busy"); err != nil {
+	if _, err := a.Release(ctx, "busy"); err != nil {
 		t.Fatal(err)
 	}
-	if sn := b.Snapshot(); sn.Leased != 0 || sn.Queued != 0 || sn.Ledger.CancelledQueued != 1 {
+	if sn, err := b.Snapshot(ctx); err != nil || sn.Leased != 0 || sn.Queued != 0 || sn.Ledger.CancelledQueued != 1 {
 		t.Fatalf("snapshot %+v", sn)
 	}
 }
@@ -176,22 +176,5 @@ func TestFleetRedisDownFailsClosed(t *testing.T) {
 	d.send(map[string]any{"type": "turn", "id": "d1", "text": "x"})
 	if end := lastOf(d.until(isType("turn_end")), "turn_end"); end.Disposition != "completed" {
 		t.Fatalf("after recovery %+v", end)
-	}
-}
-
-// A gate error that is not an outage passes through unchanged.
-func TestGateAdmitterDuplicate(t *testing.T) {
-	srv := redistest.Start(t)
-	a, _ := fleetAdmitters(t, srv, nil)(StageModel, stages.Limits{Slots: 1, Waiting: 2, MaxAge: time.Second}, stages.SystemClock)
-	defer a.Stop()
-	if err := a.Rotate("o", 1); err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	if _, _, err := a.Submit(stages.Job{ID: "x", Owner: "o", Generation: 1, Born: now}); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := a.Submit(stages.Job{ID: "x", Owner: "o", Generation: 1, Born: now}); !errors.Is(err, stages.ErrDuplicate) {
-		t.Fatalf("duplicate: %v", err)
 	}
 }

@@ -9,15 +9,6 @@ import (
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
-// LeaseLoser is implemented by Tickets whose lease can be lost while the
-// work runs: a fleet-wide store's lease (redisstage.Ticket, seen through
-// NewGateAdmitter) that could not be renewed for a whole TTL, or whose
-// renewal was fenced. Lost is closed then. The in-process controller never
-// loses a lease, so its tickets do not implement it.
-type LeaseLoser interface {
-	Lost() <-chan struct{}
-}
-
 // ErrLeaseLost is the cause of a backend context cancelled because its
 // lease was lost: the slot may already be someone else's, so the work must
 // stop. The turn fails with the kind "unavailable" (the store could not
@@ -52,14 +43,6 @@ func (c *Call) watchSessionLease(ctx context.Context, lost <-chan struct{}) {
 // sessionLostPrompt bounds the prompt of a call whose session lease was
 // lost: its rendering and queueing (it plays while the connection closes).
 const sessionLostPrompt = 2 * time.Second
-
-// lostOf returns tk's lost channel, or nil when tk cannot lose its lease.
-func lostOf(tk Ticket) <-chan struct{} {
-	if l, ok := tk.(LeaseLoser); ok {
-		return l.Lost()
-	}
-	return nil
-}
 
 // holdLease is st.hold with the work's context also cancelled (cause
 // ErrLeaseLost) when the lease admitted for t is lost. The release that

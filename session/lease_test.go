@@ -28,7 +28,7 @@ func TestLostLeaseStopsWork(t *testing.T) {
 	const ttl = 500 * time.Millisecond
 	var model *redisstage.Store
 	r := newRig(t, func(c *Config, s *stub.Settings) {
-		c.NewAdmitter = func(name string, l stages.Limits, clk stages.Clock) (Admitter, error) {
+		c.NewGate = func(name string, l stages.Limits, clk stages.Clock) (stages.Gate, error) {
 			opt := redisstage.Options{LeaseTTL: 30 * time.Second, Warmup: -1}
 			if name == StageModel {
 				opt.LeaseTTL = ttl
@@ -40,8 +40,8 @@ func TestLostLeaseStopsWork(t *testing.T) {
 			if name == StageModel {
 				model = st
 			}
-			d := redisstage.NewDispatcher(st, redisstage.DispatcherOptions{Clock: clk, Poll: 20 * time.Millisecond})
-			return NewGateAdmitter(d, st.Limits(), GateOptions{Clock: clk, Timeout: 300 * time.Millisecond, Grace: 200 * time.Millisecond}), nil
+			d := redisstage.NewDispatcher(st, redisstage.DispatcherOptions{Clock: clk, Poll: 20 * time.Millisecond, Grace: 200 * time.Millisecond})
+			return d, nil
 		}
 		s.ModelDelay = time.Hour // the work runs until its context ends
 	})
@@ -105,7 +105,7 @@ func TestLostSynthesisLeaseSilencesReply(t *testing.T) {
 	const ttl = 500 * time.Millisecond
 	r := newRig(t, func(c *Config, s *stub.Settings) {
 		c.Pace = true
-		c.NewAdmitter = func(name string, l stages.Limits, clk stages.Clock) (Admitter, error) {
+		c.NewGate = func(name string, l stages.Limits, clk stages.Clock) (stages.Gate, error) {
 			opt := redisstage.Options{LeaseTTL: 30 * time.Second, Warmup: -1}
 			if name == StageSynthesis {
 				opt.LeaseTTL = ttl
@@ -114,8 +114,8 @@ func TestLostSynthesisLeaseSilencesReply(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			d := redisstage.NewDispatcher(st, redisstage.DispatcherOptions{Clock: clk, Poll: 20 * time.Millisecond})
-			return NewGateAdmitter(d, st.Limits(), GateOptions{Clock: clk, Timeout: 300 * time.Millisecond, Grace: 200 * time.Millisecond}), nil
+			d := redisstage.NewDispatcher(st, redisstage.DispatcherOptions{Clock: clk, Poll: 20 * time.Millisecond, Grace: 200 * time.Millisecond})
+			return d, nil
 		}
 		s.FrameCount, s.FrameDelay = 1000, 5*time.Millisecond // 20 s of reply, made 4x faster than it plays
 	})
@@ -155,7 +155,7 @@ func TestLostSessionLeaseEndsCall(t *testing.T) {
 	rdb := srv.Client(t)
 	const ttl = 500 * time.Millisecond
 	r := newRig(t, func(c *Config, s *stub.Settings) {
-		c.NewAdmitter = func(name string, l stages.Limits, clk stages.Clock) (Admitter, error) {
+		c.NewGate = func(name string, l stages.Limits, clk stages.Clock) (stages.Gate, error) {
 			opt := redisstage.Options{LeaseTTL: 30 * time.Second, Warmup: -1}
 			if name == StageSession {
 				opt.LeaseTTL = ttl
@@ -164,8 +164,8 @@ func TestLostSessionLeaseEndsCall(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			d := redisstage.NewDispatcher(st, redisstage.DispatcherOptions{Clock: clk, Poll: 20 * time.Millisecond})
-			return NewGateAdmitter(d, st.Limits(), GateOptions{Clock: clk, Timeout: 300 * time.Millisecond, Grace: 200 * time.Millisecond}), nil
+			d := redisstage.NewDispatcher(st, redisstage.DispatcherOptions{Clock: clk, Poll: 20 * time.Millisecond, Grace: 200 * time.Millisecond})
+			return d, nil
 		}
 	})
 	a := r.admitted()

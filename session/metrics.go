@@ -21,6 +21,8 @@ type metrics struct {
 	overdueTotal  *prometheus.CounterVec
 	turns         *prometheus.CounterVec
 	backendErrors *prometheus.CounterVec
+	rotateErrors  *prometheus.CounterVec
+	viewErrors    *prometheus.CounterVec
 	outboundHigh  prometheus.Gauge
 	quarantineMetrics
 
@@ -65,6 +67,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Largest outbound queue of any ended call, in bytes (bounded by the outbound limit)."}),
 		backendErrors: f.NewCounterVec(prometheus.CounterOpts{Name: "frontdoor_turn_backend_failures_total",
 			Help: "Backend failures that ended a turn, by stage and kind."}, []string{"stage", "kind"}),
+		rotateErrors: f.NewCounterVec(prometheus.CounterOpts{Name: "frontdoor_stage_rotate_errors_total",
+			Help: "Generation rotations the stage's store could not make (tried again before the call's next work there)."}, []string{"stage"}),
+		viewErrors: f.NewCounterVec(prometheus.CounterOpts{Name: "frontdoor_stage_snapshot_errors_total",
+			Help: "Stage snapshots that could not be read (the last one seen is shown, closed)."}, []string{"stage"}),
 	}
 }
 
@@ -73,7 +79,7 @@ type stageCollector struct {
 	s *Server
 
 	dispositions, offered, depth, oldest, leases, slots, waitingCap, maxAge,
-	cleanup, oldestCleanup, overdue, closed *prometheus.Desc
+	cleanup, oldestCleanup, overdue, closed, takeErrors *prometheus.Desc
 }
 
 func newStageCollector(s *Server) *stageCollector {
@@ -94,19 +100,20 @@ func newStageCollector(s *Server) *stageCollector {
 		oldestCleanup: d("frontdoor_stage_oldest_cleanup_seconds", "Age of the oldest pending cleanup."),
 		overdue:       d("frontdoor_stage_cleanup_overdue", "Pending cleanups older than the cleanup timeout: capacity visibly reduced."),
 		closed:        d("frontdoor_stage_closed", "1 while admission is closed (draining)."),
+		takeErrors:    d("frontdoor_stage_take_errors_total", "Times the stage's dispatcher could not take waiting work (its Take failed)."),
 	}
 }
 
 func (c *stageCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.dispositions, c.offered, c.depth, c.oldest, c.leases, c.slots,
-		c.waitingCap, c.maxAge, c.cleanup, c.oldestCleanup, c.overdue, c.closed} {
+		c.waitingCap, c.maxAge, c.cleanup, c.oldestCleanup, c.overdue, c.closed, c.takeErrors} {
 		ch <- d
 	}
 }
 
 func (c *stageCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, st := range c.s.stageList() {
-		sn := st.adm.Snapshot()
+		sn := c.s.snapshot(st)
 		l := sn.Ledger
 		for name, v := range map[string]uint64{
 			"queued":       l.Queued,
@@ -127,6 +134,7 @@ func (c *stageCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, st.name)
 		}
 		ch <- prometheus.MustNewConstMetric(c.offered, prometheus.CounterValue, float64(l.Offered), st.name)
+		ch <- prometheus.MustNewConstMetric(c.takeErrors, prometheus.CounterValue, float64(sn.TakeErrors), st.name)
 		g(c.depth, float64(sn.Queued))
 		g(c.oldest, sn.OldestQueued.Seconds())
 		g(c.leases, float64(sn.Leased))

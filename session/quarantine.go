@@ -48,7 +48,7 @@ func (s *stage) cleanupLate() {
 	if s.q.after <= 0 || s.q.on || s.q.streak < s.q.after {
 		return
 	}
-	s.q.on, s.q.since = true, time.Now()
+	s.q.on, s.q.since = true, s.clock.Now()
 	s.m.quarantined.WithLabelValues(s.name).Set(1)
 	s.log.Error("backend quarantined: its stage admits no new work until every overdue cleanup is confirmed",
 		"stage", s.name, "late_cleanups_in_a_row", s.q.streak, "overdue", s.overdue.Load(), "cleanup_timeout", s.timeout)
@@ -76,30 +76,7 @@ func (s *stage) cleanupConfirmed() {
 	s.q.on, s.q.streak = false, 0
 	s.m.quarantined.WithLabelValues(s.name).Set(0)
 	s.log.Warn("backend quarantine lifted: every overdue cleanup confirmed", "stage", s.name,
-		"quarantined_for", time.Since(s.q.since).Round(time.Millisecond))
-}
-
-// quarantineGate is a stage's Admitter while quarantine is configured: in
-// quarantine, Submit refuses `closed` and Snapshot reports the stage closed.
-type quarantineGate struct {
-	Admitter
-	st *stage
-}
-
-func (g quarantineGate) Submit(job stages.Job) (Ticket, stages.Disposition, error) {
-	if g.st.quarantined() {
-		g.st.m.quarantineRefused.WithLabelValues(g.st.name).Inc()
-		return nil, stages.Closed, nil
-	}
-	return g.Admitter.Submit(job)
-}
-
-func (g quarantineGate) Snapshot() stages.Snapshot {
-	sn := g.Admitter.Snapshot()
-	if g.st.quarantined() {
-		sn.Closed = true
-	}
-	return sn
+		"quarantined_for", stages.Since(s.clock, s.q.since).Round(time.Millisecond))
 }
 
 // quarantineMetrics are the quarantine's series.
@@ -123,10 +100,7 @@ func newQuarantineMetrics(reg prometheus.Registerer) quarantineMetrics {
 // their quarantine policy.
 func (s *Server) setupQuarantine(after int) {
 	for _, st := range []*stage{s.recognize, s.model, s.synth} {
-		st.q.after = after
-		if after > 0 {
-			st.adm = quarantineGate{Admitter: st.adm, st: st}
-		}
+		st.q.after = after // its Guard (newStage) refuses while quarantined
 	}
 }
 

@@ -50,12 +50,19 @@ type Config struct {
 	// server's metrics and is served on /metrics.
 	Logger   *slog.Logger
 	Registry *prometheus.Registry
-	// Clock drives the stages' expiry (nil: the system clock).
+	// Clock drives the stages' expiry and every timer of the calls (nil:
+	// the system clock).
 	Clock stages.Clock
-	// NewAdmitter builds each stage's admission policy (nil: NewAdmitter,
-	// the frontdoor policy). stage is "session", "recognize", "model" or
-	// "synthesis".
-	NewAdmitter func(stage string, l stages.Limits, clock stages.Clock) (Admitter, error)
+	// NewGate builds each stage's gate (nil: LocalGate, the in-process
+	// frontdoor policy). stage is "session", "recognize", "model" or
+	// "synthesis". The server closes each gate on its own replica for a
+	// drain or a quarantine (stages.Guard), and stops it on Close.
+	NewGate func(stage string, l stages.Limits, clock stages.Clock) (stages.Gate, error)
+	// StoreTimeout bounds each operation of a call on a stage's gate (a
+	// round trip to the store in fleet mode): an offer that takes longer
+	// fails closed, and a cleanup (Release, Forget, Cancel) that takes
+	// longer is left to the store's lease TTL. 0: 1s.
+	StoreTimeout time.Duration
 	// Fallback decides what refused callers hear (nil: Prompts).
 	Fallback Fallback
 	// Ready, when set, is consulted by /readyz: an error (such as a fleet
@@ -146,6 +153,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.CleanupTimeout <= 0 {
 		cfg.CleanupTimeout = 2 * time.Second
 	}
+	if cfg.StoreTimeout <= 0 {
+		cfg.StoreTimeout = time.Second
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -155,8 +165,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = stages.SystemClock
 	}
-	if cfg.NewAdmitter == nil {
-		cfg.NewAdmitter = func(_ string, l stages.Limits, c stages.Clock) (Admitter, error) { return NewAdmitter(l, c) }
+	if cfg.NewGate == nil {
+		log := cfg.Logger
+		cfg.NewGate = func(name string, l stages.Limits, c stages.Clock) (stages.Gate, error) {
+			return LocalGate(l, c, log.With("stage", name))
+		}
 	}
 	if cfg.Fallback == nil {
 		cfg.Fallback = Prompts{}
@@ -174,21 +187,21 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Logger, reg: cfg.Registry, calls: map[*Call]struct{}{}}
 	s.m = newMetrics(s.reg)
 	var err error
-	mk := func(name string, l stages.Limits) *stage {
+	mk := func(name string, idx int, l stages.Limits) *stage {
 		if err != nil {
 			return nil
 		}
-		var a Admitter
-		if a, err = cfg.NewAdmitter(name, l, cfg.Clock); err != nil {
+		var g stages.Gate
+		if g, err = cfg.NewGate(name, l, cfg.Clock); err != nil {
 			err = fmt.Errorf("session: %s stage: %w", name, err)
 			return nil
 		}
-		return &stage{name: name, adm: a, timeout: cfg.CleanupTimeout, log: s.log, m: s.m}
+		return s.newStage(name, idx, g)
 	}
-	s.session = mk(StageSession, cfg.Session)
-	s.recognize = mk(StageRecognize, cfg.Recognize)
-	s.model = mk(StageModel, cfg.Model)
-	s.synth = mk(StageSynthesis, cfg.Synthesis)
+	s.session = mk(StageSession, 0, cfg.Session)
+	s.recognize = mk(StageRecognize, 1, cfg.Recognize)
+	s.model = mk(StageModel, 2, cfg.Model)
+	s.synth = mk(StageSynthesis, 3, cfg.Synthesis)
 	if err != nil {
 		return nil, err
 	}
@@ -197,32 +210,6 @@ func New(cfg Config) (*Server, error) {
 	s.reg.MustRegister(newStageCollector(s))
 	s.routes()
 	return s, nil
-}
-
-// AddStage adds another stage (such as a fallback queue) to /v1/stages,
-// /metrics and drain. It returns the stage's lease holder: Hold runs work
-// under a lease and reports overdue cleanup like the built-in stages.
-func (s *Server) AddStage(name string, a Admitter) *StageHandle {
-	st := &stage{name: name, adm: a, timeout: s.cfg.CleanupTimeout, log: s.log, m: s.m}
-	s.mu.Lock()
-	s.extra = append(s.extra, st)
-	s.mu.Unlock()
-	if s.draining.Load() {
-		a.Close()
-	}
-	return &StageHandle{st}
-}
-
-// StageHandle is an added stage.
-type StageHandle struct{ st *stage }
-
-// Admitter returns the stage's admission policy.
-func (h *StageHandle) Admitter() Admitter { return h.st.adm }
-
-// Hold runs work under the lease of id (already admitted) and releases it
-// once work has returned, reporting an overdue cleanup after ctx ends.
-func (h *StageHandle) Hold(ctx context.Context, id string, work func(context.Context) error) (stages.Disposition, error) {
-	return h.st.hold(ctx, id, work)
 }
 
 func (s *Server) stageList() []*stage {
@@ -236,9 +223,6 @@ func (s *Server) Registry() *prometheus.Registry { return s.reg }
 
 // Handler returns the server's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.mux }
-
-// Handle mounts h on the server's mux (a net/http ServeMux pattern).
-func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
 // Ready reports whether the server admits new calls.
 func (s *Server) Ready() bool { return !s.draining.Load() }
@@ -432,8 +416,8 @@ var ErrDrainTimeout = errors.New("session: drain timeout: calls ended with 1001"
 func (s *Server) Drain(ctx context.Context) error {
 	s.draining.Store(true)
 	for _, st := range s.stageList() {
-		if st != s.synth && !st.viewOnly {
-			st.adm.Close()
+		if st != s.synth {
+			st.draining.Store(true)
 		}
 	}
 	done := make(chan struct{})
@@ -444,13 +428,13 @@ func (s *Server) Drain(ctx context.Context) error {
 	for {
 		if synthOpen {
 			if s.handoffs.Load() == 0 {
-				s.synth.adm.Close()
+				s.synth.draining.Store(true)
 				synthOpen = false
 			}
 		}
 		select {
 		case <-done:
-			s.synth.adm.Close()
+			s.synth.draining.Store(true)
 			return nil
 		case <-tick.C:
 			continue
@@ -458,7 +442,7 @@ func (s *Server) Drain(ctx context.Context) error {
 		}
 		break
 	}
-	s.synth.adm.Close()
+	s.synth.draining.Store(true)
 	s.mu.Lock()
 	for c := range s.calls {
 		c.stop(errGoingAway)
@@ -481,9 +465,9 @@ func (s *Server) Close() {
 	s.mu.Unlock()
 	s.callsWG.Wait()
 	for _, st := range s.stageList() {
-		if !st.viewOnly {
-			st.adm.Close()
-			st.adm.Stop()
+		if st.gate != nil {
+			st.draining.Store(true)
+			st.gate.Stop()
 		}
 	}
 }
@@ -492,4 +476,17 @@ func newID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// Gate returns the gate the server submits the named stage's work to, with
+// the server's own decorators (drain, quarantine) around what
+// Config.NewGate built, or nil for a name it does not run. It is for tests
+// and tools that check the stage contract on exactly what the server runs.
+func (s *Server) Gate(name string) stages.Gate {
+	for _, st := range []*stage{s.session, s.recognize, s.model, s.synth} {
+		if st.name == name {
+			return st.gate
+		}
+	}
+	return nil
 }

@@ -11,84 +11,103 @@ import (
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
-// Ticket is queued work waiting for its outcome; *stages.Ticket is one.
-type Ticket interface {
-	Done() <-chan struct{}
-	// Result is Admitted, Expired or Cancelled, valid once Done is closed.
-	Result() (stages.Disposition, time.Time)
-	// Position is the place in the queue, 1 being next, while queued.
-	Position() (int, bool)
-}
-
-// Admitter is what a call needs from a stage's admission policy. The
-// frontdoor policy (NewAdmitter) is a stages.Controller driven by a
-// stages.Dispatcher; other policies, such as the baselines the load
-// generator compares against, implement the same methods.
-type Admitter interface {
-	// Submit offers job now; queued work gets a Ticket.
-	Submit(job stages.Job) (Ticket, stages.Disposition, error)
-	// Release returns a lease after the work's backend returned.
-	Release(id string) (stages.Disposition, error)
-	// Rotate advances owner's generation: queued work is cancelled, active
-	// work keeps its lease until Release.
-	Rotate(owner string, generation uint64) error
-	// Forget ends owner's conversation, as Rotate, and drops the owner.
-	Forget(owner string)
-	// Cancel withdraws one piece of work.
-	Cancel(id string) (stages.Disposition, error)
-	// Close closes admission (drain).
-	Close()
-	// Snapshot reports limits, inventory and the ledger.
-	Snapshot() stages.Snapshot
-	// Waiting lists the queue in order.
-	Waiting() []stages.Waiter
-	// Stop ends the admitter's timers at shutdown.
-	Stop()
-}
-
-// NewAdmitter returns the frontdoor admission policy for one stage: a
-// bounded stages.Controller with a Dispatcher that owns its time.
-func NewAdmitter(l stages.Limits, clock stages.Clock, opts ...stages.Option) (Admitter, error) {
-	if clock == nil {
-		clock = stages.SystemClock
-	}
-	c, err := stages.New(l, append([]stages.Option{stages.WithClock(clock.Now)}, opts...)...)
-	if err != nil {
-		return nil, err
-	}
-	return &dispatcherAdmitter{stages.NewDispatcher(c, clock)}, nil
-}
-
-type dispatcherAdmitter struct{ *stages.Dispatcher }
-
-func (a *dispatcherAdmitter) Submit(job stages.Job) (Ticket, stages.Disposition, error) {
-	t, d, err := a.Dispatcher.Submit(job)
-	if t == nil {
-		return nil, d, err
-	}
-	return t, d, err
-}
-
-func (a *dispatcherAdmitter) Snapshot() stages.Snapshot {
-	return a.Controller().SnapshotAt(a.Clock().Now())
-}
-
-func (a *dispatcherAdmitter) Waiting() []stages.Waiter {
-	return a.Controller().Waiting(a.Clock().Now())
-}
-
-// stage is one named admission stage of the server, with the bookkeeping
-// the controller does not keep: which cancelled leases are overdue.
+// stage is one named admission stage of the server: the gate its work is
+// submitted to, the view /v1/stages reads, and the bookkeeping a gate does
+// not keep: which cancelled leases are overdue, quarantine and drain.
 type stage struct {
 	name    string
-	adm     Admitter
+	idx     int         // the call's rotation slot (Call.rotated); -1 for shown-only stages
+	gate    stages.Gate // nil for a stage shown only (AddView)
+	view    stages.View
 	timeout time.Duration // cleanup timeout
+	op      time.Duration // bound of one gate operation (Config.StoreTimeout)
+	clock   stages.Clock
 	log     *slog.Logger
 	m       *metrics
 
 	overdue  atomic.Int64 // leases cancelled longer than timeout ago, still held
-	viewOnly bool         // owned elsewhere: shown, not closed by a drain
+	draining atomic.Bool  // closed on this replica (Drain)
 	q        quarantine   // quarantine.go
+
+	mu   sync.Mutex
+	last stages.Snapshot // shown while the view cannot be read
+}
+
+// newStage wraps g, the stage's gate as Config.NewGate built it, in the
+// server's decorators: closed on this replica while it drains or while its
+// backend is quarantined (stages.Guard, counted in its ledger).
+func (s *Server) newStage(name string, idx int, g stages.Gate) *stage {
+	st := &stage{name: name, idx: idx, timeout: s.cfg.CleanupTimeout, op: s.cfg.StoreTimeout, clock: s.cfg.Clock, log: s.log, m: s.m}
+	st.gate = stages.Guard(g, func() bool { return st.draining.Load() || st.quarantined() })
+	st.view = st.gate
+	return st
+}
+
+// submit offers job to the stage. A quarantined stage's refusal is counted.
+func (s *stage) submit(ctx context.Context, job stages.Job) (stages.Pending, stages.Disposition, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.op)
+	defer cancel()
+	p, d, err := s.gate.Submit(ctx, job)
+	if d == stages.Closed && err == nil && s.quarantined() {
+		s.m.quarantineRefused.WithLabelValues(s.name).Inc()
+	}
+	return p, d, err
+}
+
+// opCtx bounds one operation on the stage's gate by the store timeout.
+func (s *stage) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.op)
+}
+
+// cleanupCtx bounds an operation that must reach the store even though the
+// call or turn it belongs to has ended (Release, Forget, Cancel); one that
+// cannot is left to the store's lease TTL.
+func (s *stage) cleanupCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), s.op)
+}
+
+// release returns id's lease.
+func (s *stage) release(ctx context.Context, id string) (stages.Disposition, error) {
+	ctx, cancel := s.cleanupCtx(ctx)
+	defer cancel()
+	return s.gate.Release(ctx, id)
+}
+
+// forget ends owner's conversation in the stage.
+func (s *stage) forget(ctx context.Context, owner string) error {
+	ctx, cancel := s.cleanupCtx(ctx)
+	defer cancel()
+	return s.gate.Forget(ctx, owner)
+}
+
+// cancel withdraws id.
+func (s *stage) cancel(ctx context.Context, id string) (stages.Disposition, error) {
+	ctx, cancel := s.cleanupCtx(ctx)
+	defer cancel()
+	return s.gate.Cancel(ctx, id)
+}
+
+// rotate advances owner to generation in the stage.
+func (s *stage) rotate(ctx context.Context, owner string, generation uint64) error {
+	ctx, cancel := s.opCtx(ctx)
+	defer cancel()
+	return s.gate.Rotate(ctx, owner, generation)
+}
+
+// snapshot reads the stage's view. While it cannot be read (a fleet store
+// that does not answer), the last inventory seen is shown, closed, as
+// admission is, with the reason.
+func (s *stage) snapshot(ctx context.Context) (stages.Snapshot, error) {
+	sn, err := s.view.Snapshot(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		sn = s.last
+		sn.Closed = true
+		return sn, err
+	}
+	s.last = sn
+	return sn, nil
 }
 
 // hold runs work under the lease of job id and releases the lease only
@@ -101,7 +120,7 @@ func (s *stage) hold(ctx context.Context, id string, work func(context.Context) 
 	err := work(ctx)
 	stop()
 	w.returned()
-	d, rerr := s.adm.Release(id)
+	d, rerr := s.release(ctx, id)
 	if errors.Is(rerr, stages.ErrFenced) { // the lease ran out while the work ran: nothing left to release
 		s.log.Warn("release refused: lease lost", "stage", s.name, "job", id)
 	} else if rerr != nil {
@@ -117,7 +136,7 @@ type watch struct {
 
 	mu       sync.Mutex
 	at       time.Time
-	timer    *time.Timer
+	timer    stages.Timer
 	late     bool
 	finished bool
 }
@@ -128,8 +147,8 @@ func (w *watch) cancelled() {
 	if w.finished {
 		return
 	}
-	w.at = time.Now()
-	w.timer = time.AfterFunc(w.s.timeout, w.expire)
+	w.at = w.s.clock.Now()
+	w.timer = w.s.clock.AfterFunc(w.s.timeout, w.expire)
 }
 
 func (w *watch) expire() {
@@ -142,7 +161,7 @@ func (w *watch) expire() {
 	w.s.overdue.Add(1)
 	w.s.m.overdueTotal.WithLabelValues(w.s.name).Inc()
 	w.s.log.Warn("cleanup overdue: lease still held", "stage", w.s.name, "job", w.id,
-		"cancelled_ago", time.Since(w.at).Round(time.Millisecond), "cleanup_timeout", w.s.timeout)
+		"cancelled_ago", stages.Since(w.s.clock, w.at).Round(time.Millisecond), "cleanup_timeout", w.s.timeout)
 	w.s.cleanupLate()
 }
 
@@ -156,73 +175,38 @@ func (w *watch) returned() {
 	if w.late {
 		w.s.overdue.Add(-1)
 		w.s.log.Warn("overdue cleanup confirmed: lease released", "stage", w.s.name, "job", w.id,
-			"cleanup", time.Since(w.at).Round(time.Millisecond))
+			"cleanup", stages.Since(w.s.clock, w.at).Round(time.Millisecond))
 		w.s.cleanupConfirmed()
 	} else if !w.at.IsZero() {
 		w.s.cleanupOnTime()
 	}
 }
 
-// controllerAdmitter shows a stage whose work is admitted elsewhere (such as
-// a fallback queue that admits on a human's claim) in /v1/stages, /metrics
-// and drain. Its owner offers and releases work on the Controller directly.
-type controllerAdmitter struct {
-	c     *stages.Controller
-	clock stages.Clock
-}
-
-var errNotDispatched = errors.New("session: this stage admits through its own owner")
-
-func (a controllerAdmitter) Submit(stages.Job) (Ticket, stages.Disposition, error) {
-	return nil, 0, errNotDispatched
-}
-func (a controllerAdmitter) Release(id string) (stages.Disposition, error) { return a.c.Release(id) }
-func (a controllerAdmitter) Rotate(owner string, gen uint64) error         { return a.c.Rotate(owner, gen) }
-func (a controllerAdmitter) Forget(owner string)                           { a.c.Forget(owner) }
-func (a controllerAdmitter) Cancel(id string) (stages.Disposition, error)  { return a.c.Cancel(id) }
-func (a controllerAdmitter) Close()                                        { a.c.Close() }
-func (a controllerAdmitter) Snapshot() stages.Snapshot                     { return a.c.SnapshotAt(a.clock.Now()) }
-func (a controllerAdmitter) Waiting() []stages.Waiter                      { return a.c.Waiting(a.clock.Now()) }
-func (a controllerAdmitter) Stop()                                         {}
-
-// AddController shows a stage owned elsewhere (for example the fallback
-// callback and handoff queues) in /v1/stages and /metrics. A drain leaves
-// it open: callers refused while the server drains may still book a
+// AddView shows a stage whose work is admitted elsewhere (the fallback
+// callback and handoff queues: their own controllers in process, their
+// snapshots from Redis in fleet mode) in /v1/stages and /metrics. A drain
+// leaves it open: callers refused while the server drains may still book a
 // durable callback; its owner closes it.
-func (s *Server) AddController(name string, c *stages.Controller) {
-	st := &stage{name: name, adm: controllerAdmitter{c: c, clock: s.cfg.Clock}, timeout: s.cfg.CleanupTimeout,
-		log: s.log, m: s.m, viewOnly: true}
+func (s *Server) AddView(name string, v stages.View) {
+	st := &stage{name: name, idx: -1, view: v, timeout: s.cfg.CleanupTimeout, clock: s.cfg.Clock, log: s.log, m: s.m}
 	s.mu.Lock()
 	s.extra = append(s.extra, st)
 	s.mu.Unlock()
 }
 
-// viewAdmitter shows a stage known only by its snapshots, such as a
-// fleet-wide fallback queue in Redis whose waiting list lives there.
-type viewAdmitter struct {
-	snap func() stages.Snapshot
-}
-
-func (a viewAdmitter) Submit(stages.Job) (Ticket, stages.Disposition, error) {
-	return nil, 0, errNotDispatched
-}
-func (a viewAdmitter) Release(string) (stages.Disposition, error) { return 0, errNotDispatched }
-func (a viewAdmitter) Rotate(string, uint64) error                { return errNotDispatched }
-func (a viewAdmitter) Forget(string)                              {}
-func (a viewAdmitter) Cancel(string) (stages.Disposition, error)  { return 0, errNotDispatched }
-func (a viewAdmitter) Close()                                     {}
-func (a viewAdmitter) Snapshot() stages.Snapshot                  { return a.snap() }
-func (a viewAdmitter) Waiting() []stages.Waiter                   { return nil }
-func (a viewAdmitter) Stop()                                      {}
-
-// AddView shows a stage owned elsewhere by its snapshots alone, in
-// /v1/stages and /metrics: the fleet-wide fallback queues, whose inventory
-// and ledger are in Redis. snap is called on every scrape; it must not
-// wait long.
-func (s *Server) AddView(name string, snap func() stages.Snapshot) {
-	st := &stage{name: name, adm: viewAdmitter{snap: snap}, timeout: s.cfg.CleanupTimeout,
-		log: s.log, m: s.m, viewOnly: true}
-	s.mu.Lock()
-	s.extra = append(s.extra, st)
-	s.mu.Unlock()
+// LocalGate returns the in-process gate of one stage: a stages.Controller
+// with limits l (the frontdoor policy, unless opts choose a baseline with
+// stages.WithPolicy) driven by a stages.Dispatcher on clock. An error of
+// the dispatcher's Take goes to log; its count is in the stage's snapshot
+// (TakeErrors) and in /metrics.
+func LocalGate(l stages.Limits, clock stages.Clock, log *slog.Logger, opts ...stages.Option) (stages.Gate, error) {
+	if clock == nil {
+		clock = stages.SystemClock
+	}
+	c, err := stages.New(l, append([]stages.Option{stages.WithClock(clock.Now)}, opts...)...)
+	if err != nil {
+		return nil, err
+	}
+	onErr := func(err error) { log.Error("stage could not take waiting work", "err", err) }
+	return stages.LocalGate(stages.NewDispatcher(c, clock, stages.OnTakeError(onErr))), nil
 }

@@ -59,6 +59,6 @@ func (c *Call) tenant() string { return CallerFrom(c.ctx).Tenant }
 // closed stage (drain) is not full: closed callers are told so over the
 // WebSocket (`session` closed, 1013).
 func (s *Server) SessionFull() bool {
-	sn := s.session.adm.Snapshot()
+	sn := s.snapshot(s.session)
 	return !sn.Closed && sn.Leased >= sn.Limits.Slots && sn.Queued >= sn.Limits.Waiting
 }

@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"errors"
 
 	"fmt"
 	"strings"
@@ -175,20 +174,30 @@ func (c *Call) finished(t *turn, st string, disp stages.Disposition, err error) 
 
 // admit offers job to st and waits while it is queued. Every disposition
 // reaches the caller; refusals and expiry also get the fallback's prompt.
+// A store that cannot take the work (its rotation to the turn's generation
+// or the offer itself failed) refuses it closed, with the prompt that says
+// the service is unavailable: stale is only ever said of a generation the
+// caller really left.
 func (c *Call) admit(t *turn, st *stage, job stages.Job, submitted func()) stages.Disposition {
-	tk, d, err := st.adm.Submit(job)
+	var tk stages.Pending
+	d := stages.Closed
+	err := c.rotate(t.ctx, st, t.gen)
+	if err == nil {
+		tk, d, err = st.submit(t.ctx, job)
+	}
 	if submitted != nil {
 		submitted()
 	}
 	if err != nil {
-		c.log.Error("submit", "stage", st.name, "job", job.ID, "err", err)
-		d = stages.Stale
-		if errors.Is(err, stages.ErrUnavailable) { // the store is down: admission fails closed
+		if t.ctx.Err() != nil { // a barge-in or the call's end, not the store
+			d = stages.Cancelled
+		} else {
+			c.log.Error("submit", "stage", st.name, "job", job.ID, "err", err)
 			d = stages.Closed
 		}
 	}
 	if d == stages.Queued {
-		pos, _ := tk.Position()
+		pos, _, _ := tk.Position(t.ctx)
 		c.sendDisposition(t, st.name, stages.Queued, pos, "")
 		<-tk.Done() // Rotate and Forget resolve it as cancelled
 		d, _ = tk.Result()
@@ -198,12 +207,16 @@ func (c *Call) admit(t *turn, st *stage, job stages.Job, submitted func()) stage
 		c.s.cfg.Fallback.Refused(c.ctx, Refusal{Call: c.id, Turn: t.id, Stage: st.name, Disposition: d}, c)
 	}
 	if d == stages.Admitted {
-		t.lost = lostOf(tk)
+		t.lost = tk.Lost()
 	}
 	if d == stages.Admitted && t.ctx.Err() != nil {
 		// Rotated between admission and now: nothing was started, so the
 		// lease is released at once.
-		rd, _ := st.adm.Release(job.ID)
+		rd, rerr := st.release(t.ctx, job.ID)
+		if rerr != nil {
+			c.log.Warn("release", "stage", st.name, "job", job.ID, "err", rerr)
+			rd = stages.Cancelled
+		}
 		c.sendDisposition(t, st.name, rd, 0, "")
 		return stages.Cancelled
 	}

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/stages"
@@ -25,6 +26,9 @@ type StageView struct {
 	Ledger           stages.Ledger   `json:"ledger"`
 	Waiting          []WaiterView    `json:"waiting"`
 	Snapshot         stages.Snapshot `json:"snapshot"`
+	// Error says why the stage could not be read just now (a fleet store
+	// that does not answer): the figures are the last seen.
+	Error string `json:"error,omitempty"`
 }
 
 // WaiterView is one waiting ticket.
@@ -46,9 +50,13 @@ type StagesView struct {
 // Stages reports every stage: limits, inventory, pending and overdue
 // cleanup, the ledger and the waiting list.
 func (s *Server) Stages() StagesView {
-	v := StagesView{Draining: s.draining.Load(), Calls: s.Calls(), At: time.Now()}
+	v := StagesView{Draining: s.draining.Load(), Calls: s.Calls(), At: s.cfg.Clock.Now()}
+	ctx := context.Background()
 	for _, st := range s.stageList() {
-		sn := st.adm.Snapshot()
+		sn, err := st.snapshot(ctx)
+		if err != nil {
+			s.m.viewErrors.WithLabelValues(st.name).Inc()
+		}
 		sv := StageView{
 			Name:             st.name,
 			Slots:            sn.Limits.Slots,
@@ -68,7 +76,11 @@ func (s *Server) Stages() StagesView {
 			Waiting:          []WaiterView{},
 			Snapshot:         sn,
 		}
-		for _, w := range st.adm.Waiting() {
+		if err != nil {
+			sv.Error = err.Error()
+		}
+		waiting, _ := st.view.Waiting(ctx)
+		for _, w := range waiting {
 			sv.Waiting = append(sv.Waiting, WaiterView{ID: w.ID, Owner: w.Owner, Position: w.Position, AgeMS: w.Age.Milliseconds()})
 		}
 		v.Stages = append(v.Stages, sv)
@@ -84,4 +96,14 @@ func (v StagesView) Stage(name string) (StageView, bool) {
 		}
 	}
 	return StageView{}, false
+}
+
+// snapshot is st's snapshot for a scrape: the last seen (closed) while it
+// cannot be read, the read error counted.
+func (s *Server) snapshot(st *stage) stages.Snapshot {
+	sn, err := st.snapshot(context.Background())
+	if err != nil {
+		s.m.viewErrors.WithLabelValues(st.name).Inc()
+	}
+	return sn
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -19,19 +20,40 @@ type Dispatcher struct {
 	c     *Controller
 	clock Clock
 
+	takeErr    func(error)
+	takeErrors atomic.Uint64
+
 	mu      sync.Mutex
 	waiting map[string]*Ticket
 	alarm   Alarm // the head's deadline
 	stopped bool
 }
 
+// DispatcherOption configures a Dispatcher.
+type DispatcherOption func(*Dispatcher)
+
+// OnTakeError has f told of every error Take returns while the dispatcher
+// pumps (a clock that went backwards): the queue stays as it was, and the
+// next operation pumps again. f runs under the dispatcher's lock and must
+// not call back into it. Without it such errors are dropped.
+func OnTakeError(f func(error)) DispatcherOption {
+	return func(d *Dispatcher) { d.takeErr = f }
+}
+
 // NewDispatcher returns a Dispatcher for c. A nil clock is SystemClock.
-func NewDispatcher(c *Controller, clock Clock) *Dispatcher {
+func NewDispatcher(c *Controller, clock Clock, opts ...DispatcherOption) *Dispatcher {
 	if clock == nil {
 		clock = SystemClock
 	}
-	return &Dispatcher{c: c, clock: clock, waiting: make(map[string]*Ticket)}
+	d := &Dispatcher{c: c, clock: clock, waiting: make(map[string]*Ticket)}
+	for _, o := range opts {
+		o(d)
+	}
+	return d
 }
+
+// TakeErrors is how many times Take failed while d pumped.
+func (d *Dispatcher) TakeErrors() uint64 { return d.takeErrors.Load() }
 
 // Controller returns the controller d dispatches for.
 func (d *Dispatcher) Controller() *Controller { return d.c }
@@ -69,8 +91,14 @@ func (t *Ticket) Wait(ctx context.Context) (Disposition, error) {
 }
 
 // Position reports the ticket's place in the queue, 1 being the head, or
-// false once it has left the queue.
-func (t *Ticket) Position() (int, bool) { return t.d.c.Position(t.Job.ID) }
+// false once it has left the queue. It never fails.
+func (t *Ticket) Position(context.Context) (int, bool, error) {
+	n, ok := t.d.c.Position(t.Job.ID)
+	return n, ok, nil
+}
+
+// Lost is nil: an in-process lease is never lost, only released.
+func (t *Ticket) Lost() <-chan struct{} { return nil }
 
 // Submit offers job now. Refused work returns its disposition and no ticket;
 // queued work returns Queued and a ticket, which may already be resolved.
@@ -181,6 +209,12 @@ func (d *Dispatcher) resolve(t *Ticket, disp Disposition, now time.Time) {
 func (d *Dispatcher) pump(now time.Time) {
 	for {
 		disp, id, err := d.c.Take(now)
+		if err != nil {
+			d.takeErrors.Add(1)
+			if d.takeErr != nil {
+				d.takeErr(err)
+			}
+		}
 		if err != nil || (disp != Admitted && disp != Expired) {
 			break
 		}

@@ -1,6 +1,7 @@
 package stages_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -61,7 +62,7 @@ func TestDispatcherAdmitsOnRelease(t *testing.T) {
 	a := submit(t, d, "a1", "a", 1, t0)
 	resolved(t, a, stages.Admitted, t0)
 	b := submit(t, d, "b1", "b", 1, t0)
-	if pos, ok := b.Position(); !ok || pos != 1 {
+	if pos, ok, err := b.Position(context.Background()); err != nil || !ok || pos != 1 {
 		t.Fatalf("position %d %v", pos, ok)
 	}
 	clock.Advance(500 * time.Millisecond)

@@ -22,8 +22,10 @@
 // reservation it permits are one atomic step: two goroutines can never both
 // see the last free slot or the last waiting position.
 //
-// The Controller never reads a clock or starts a timer: callers pass the time.
-// A Dispatcher owns time for a Controller: it takes work when a slot frees or
+// The Controller starts no timer. Offer and Take take the time from their
+// callers; the other operations read the clock given by WithClock (the
+// system clock by default) only to date cancellations. A Dispatcher owns time
+// for a Controller: it takes work when a slot frees or
 // when the head of the queue reaches its deadline, so expiry is reported
 // promptly without polling.
 //

@@ -95,7 +95,11 @@ type Snapshot struct {
 	Owners         int           `json:"owners"`            // owners with a current generation
 	Tombstones     int           `json:"tombstones"`        // terminal records retained
 	Ledger         Ledger        `json:"ledger"`
-	At             time.Time     `json:"at"`
+	// TakeErrors counts the times the stage's dispatcher could not take
+	// waiting work (Take failed: a clock that went backwards). Zero where
+	// no Dispatcher is involved.
+	TakeErrors uint64    `json:"take_errors,omitempty"`
+	At         time.Time `json:"at"`
 }
 
 // Snapshot reports the controller's inventory and ledger, with ages measured

@@ -84,7 +84,8 @@ func (s localStore) Snapshot(_ context.Context, now time.Time) (Snapshot, error)
 	return s.c.SnapshotAt(now), nil
 }
 
-// Pending is queued work waiting for its outcome; *Ticket satisfies it.
+// Pending is queued work waiting for its outcome; *Ticket and
+// redisstage's *Ticket satisfy it.
 type Pending interface {
 	// Done is closed once the outcome is known.
 	Done() <-chan struct{}
@@ -94,12 +95,34 @@ type Pending interface {
 	// Wait blocks until the outcome or ctx is done. Giving up on waiting
 	// does not withdraw the work: call Gate.Cancel for that.
 	Wait(ctx context.Context) (Disposition, error)
+	// Position is the work's place in the queue, 1 being the head, while
+	// it waits; false once it has left the queue.
+	Position(ctx context.Context) (int, bool, error)
+	// Lost is closed when the lease admitted for this work was lost (a
+	// fleet-wide store could not renew it for a whole TTL, or fenced it):
+	// the slot may be someone else's already, so the work must stop. It is
+	// nil, which never closes, where a lease cannot be lost.
+	Lost() <-chan struct{}
+}
+
+// View is the read-only side of a stage: what operators are shown
+// (/v1/stages, /metrics, the demo page). A Gate is a View; so is a stage
+// whose work is admitted by an owner of its own (ViewOf).
+type View interface {
+	// Snapshot reports limits, inventory and the ledger now.
+	Snapshot(ctx context.Context) (Snapshot, error)
+	// Waiting lists the queue in order (empty where the queue is shown
+	// only by its counts, as a fleet-wide one is).
+	Waiting(ctx context.Context) ([]Waiter, error)
 }
 
 // Gate is admission with time owned: what a server programs against, so that
 // it can run on the in-process Dispatcher (LocalGate) or on a fleet-wide store
-// (redisstage.Dispatcher) without knowing which.
+// (redisstage.Dispatcher) without knowing which, and be decorated (Guard,
+// FailClosed) without the server knowing that either. Every method that may
+// wait takes a context.
 type Gate interface {
+	View
 	// Submit offers job now. Refused work returns its disposition and a nil
 	// Pending; queued work returns Queued and a Pending that may already be
 	// resolved. When the store is unreachable it returns Closed and an
@@ -108,21 +131,22 @@ type Gate interface {
 	// Release returns id's lease and admits waiting work into the slot.
 	Release(ctx context.Context, id string) (Disposition, error)
 	// Rotate advances owner's generation; its queued work is cancelled
-	// everywhere the gate reaches before Rotate returns.
+	// everywhere the gate reaches before Rotate returns. A generation not
+	// above the owner's current one returns an error wrapping
+	// ErrGeneration: the owner is already past it.
 	Rotate(ctx context.Context, owner string, generation uint64) error
 	// Forget ends owner's conversation.
 	Forget(ctx context.Context, owner string) error
 	// Cancel withdraws one piece of work.
 	Cancel(ctx context.Context, id string) (Disposition, error)
-	// Snapshot reports inventory and ledger now.
-	Snapshot(ctx context.Context) (Snapshot, error)
 	// Ready reports nil when admission can be decided (for /readyz).
 	Ready(ctx context.Context) error
 	// Stop ends the gate's timers and goroutines.
 	Stop()
 }
 
-// LocalGate returns d as a Gate.
+// LocalGate returns d as a Gate. Its operations never fail for lack of a
+// store.
 func LocalGate(d *Dispatcher) Gate { return localGate{d} }
 
 type localGate struct{ d *Dispatcher }
@@ -153,8 +177,47 @@ func (g localGate) Cancel(_ context.Context, id string) (Disposition, error) {
 }
 
 func (g localGate) Snapshot(context.Context) (Snapshot, error) {
-	return g.d.Controller().SnapshotAt(g.d.Clock().Now()), nil
+	sn := g.d.Controller().SnapshotAt(g.d.Clock().Now())
+	sn.TakeErrors = g.d.TakeErrors()
+	return sn, nil
+}
+
+func (g localGate) Waiting(context.Context) ([]Waiter, error) {
+	return g.d.Controller().Waiting(g.d.Clock().Now()), nil
 }
 
 func (g localGate) Ready(context.Context) error { return nil }
 func (g localGate) Stop()                       { g.d.Stop() }
+
+// ViewOf shows c, whose work its owner offers and releases directly (such as
+// a fallback queue that admits on a human's claim), as a View.
+func ViewOf(c *Controller, clock Clock) View {
+	if clock == nil {
+		clock = SystemClock
+	}
+	return controllerView{c, clock}
+}
+
+type controllerView struct {
+	c     *Controller
+	clock Clock
+}
+
+func (v controllerView) Snapshot(context.Context) (Snapshot, error) {
+	return v.c.SnapshotAt(v.clock.Now()), nil
+}
+
+func (v controllerView) Waiting(context.Context) ([]Waiter, error) {
+	return v.c.Waiting(v.clock.Now()), nil
+}
+
+// ViewFunc is a View known by its snapshots alone, such as a fleet-wide
+// queue whose inventory lives in Redis. It must not wait long: it is
+// called on every scrape.
+type ViewFunc func() Snapshot
+
+// Snapshot returns f().
+func (f ViewFunc) Snapshot(context.Context) (Snapshot, error) { return f(), nil }
+
+// Waiting is empty: the queue is shown by its counts.
+func (f ViewFunc) Waiting(context.Context) ([]Waiter, error) { return nil, nil }

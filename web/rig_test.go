@@ -87,8 +87,8 @@ func newRig(t *testing.T, opts ...func(*rigConfig)) *rig {
 	}
 	r.srv = srv
 	if r.fb != nil {
-		srv.AddController("callback", r.fb.svc.CallbackStage())
-		srv.AddController("handoff", r.fb.svc.HandoffStage())
+		srv.AddView("callback", r.fb.svc.View(fallback.KindCallback))
+		srv.AddView("handoff", r.fb.svc.View(fallback.KindHandoff))
 	}
 	r.http = httptest.NewUnstartedServer(srv.Handler())
 	r.http.Listener.Close()

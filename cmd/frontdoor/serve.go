@@ -178,7 +178,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Logger:         log,
 		Registry:       reg,
 		Fallback:       offers,
-		NewAdmitter:    fl.admitter(set.policy), // in-process unless -store
+		NewGate:        fl.newGate(set.policy, log), // in-process unless -store
+		StoreTimeout:   set.store.timeout,
 		Ready:          fl.readyFunc(),
 		Root:           page,
 		Handlers:       handlers,
@@ -192,13 +193,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if svc.Fleet() { // the fleet's queues, from Redis
-		srv.AddView("callback", func() stages.Snapshot { return svc.Snapshot(fallback.KindCallback) })
-		srv.AddView("handoff", func() stages.Snapshot { return svc.Snapshot(fallback.KindHandoff) })
-	} else {
-		srv.AddController("callback", svc.CallbackStage())
-		srv.AddController("handoff", svc.HandoffStage())
-	}
+	srv.AddView("callback", svc.View(fallback.KindCallback))
+	srv.AddView("handoff", svc.View(fallback.KindHandoff))
 	hs, served, err := set.guard.serve(ln, srv, reg, log)
 	if err != nil {
 		return err

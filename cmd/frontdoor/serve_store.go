@@ -65,12 +65,15 @@ func openFleet(set *storeSettings, policy stages.Policy, log *slog.Logger) (*fle
 	return &fleet{rdb: redis.NewClient(opt), set: *set, log: log}, nil
 }
 
-// admitter builds every stage of the session server: on Redis in fleet
-// mode, else the in-process controller with policy.
-func (f *fleet) admitter(policy stages.Policy) func(string, stages.Limits, stages.Clock) (session.Admitter, error) {
-	return func(name string, l stages.Limits, c stages.Clock) (session.Admitter, error) {
+// newGate builds every stage's gate for the session server: on Redis in
+// fleet mode (redisstage, whose dispatcher resolves this replica's work on
+// its own when Redis does not answer), else the in-process controller with
+// policy. It is what frontdoor serve wires; the conformance test of the
+// serve stack (serve_stack_test.go) runs on exactly these gates.
+func (f *fleet) newGate(policy stages.Policy, log *slog.Logger) func(string, stages.Limits, stages.Clock) (stages.Gate, error) {
+	return func(name string, l stages.Limits, c stages.Clock) (stages.Gate, error) {
 		if f == nil {
-			return session.NewAdmitter(l, c, stages.WithPolicy(policy))
+			return session.LocalGate(l, c, log.With("stage", name), stages.WithPolicy(policy))
 		}
 		st, err := redisstage.New(f.rdb, name, l, redisstage.Options{LeaseTTL: f.set.leaseTTL})
 		if err != nil {
@@ -78,8 +81,7 @@ func (f *fleet) admitter(policy stages.Policy) func(string, stages.Limits, stage
 		}
 		d := redisstage.NewDispatcher(st, redisstage.DispatcherOptions{Clock: c})
 		f.gates = append(f.gates, d)
-		return session.NewGateAdmitter(d, st.Limits(), session.GateOptions{Timeout: f.set.timeout, Clock: c,
-			Logger: f.log.With("stage", name)}), nil
+		return d, nil
 	}
 }
 

@@ -21,6 +21,11 @@ type DispatcherOptions struct {
 	Poll time.Duration
 	// Renew is how often a held lease is renewed. Default LeaseTTL/3.
 	Renew time.Duration
+	// Grace is how long past a queued job's deadline (Born + MaxAge) its
+	// ticket may stay undecided before this replica resolves it Expired on
+	// its own, so that a caller never waits on a store that cannot be
+	// reached. Default 1s.
+	Grace time.Duration
 }
 
 // A Dispatcher owns time for a Store on one replica, as stages.Dispatcher does
@@ -33,6 +38,7 @@ type Dispatcher struct {
 	clock stages.Clock
 	poll  time.Duration
 	renew time.Duration
+	grace time.Duration
 	pump  int
 
 	ctx    context.Context
@@ -43,7 +49,12 @@ type Dispatcher struct {
 	stopped bool
 	waiting map[string]*Ticket
 	held    map[string]*Ticket
-	alarm   stages.Alarm // the head's deadline
+	// abandoned are tickets this replica resolved on its own while Redis
+	// could not be reached (abandon): the store may still queue or admit
+	// them, so the backstop withdraws them there, and a lease granted to
+	// one is released at once.
+	abandoned map[string]time.Time
+	alarm     stages.Alarm // the head's deadline
 }
 
 var _ stages.Gate = (*Dispatcher)(nil)
@@ -60,12 +71,15 @@ func NewDispatcher(s *Store, opt DispatcherOptions) *Dispatcher {
 	if opt.Renew <= 0 {
 		opt.Renew = s.opt.LeaseTTL / 3
 	}
+	if opt.Grace <= 0 {
+		opt.Grace = time.Second
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &Dispatcher{
-		s: s, clock: opt.Clock, poll: opt.Poll, renew: opt.Renew,
+		s: s, clock: opt.Clock, poll: opt.Poll, renew: opt.Renew, grace: opt.Grace,
 		pump: s.limits.Slots + s.limits.Waiting,
 		ctx:  ctx, cancel: cancel,
-		waiting: make(map[string]*Ticket), held: make(map[string]*Ticket),
+		waiting: make(map[string]*Ticket), held: make(map[string]*Ticket), abandoned: make(map[string]time.Time),
 	}
 	ps := s.rdb.Subscribe(ctx, s.prefix+"ev")
 	d.wg.Add(2)
@@ -147,10 +161,18 @@ func (d *Dispatcher) Release(ctx context.Context, id string) (stages.Disposition
 // Rotate advances owner's generation fleet-wide. Its queued tickets on this
 // replica resolve as Cancelled before Rotate returns; those on other replicas
 // as soon as their replica hears of it.
+//
+// When Redis cannot be reached, the owner's older tickets on this replica
+// resolve Cancelled here all the same (work of a generation the caller has
+// left must not wait on an outage), and the error wraps
+// stages.ErrUnavailable.
 func (d *Dispatcher) Rotate(ctx context.Context, owner string, generation uint64) error {
 	now := d.clock.Now()
 	r, err := d.s.rotate(ctx, owner, generation, now, d.pump)
 	if err != nil {
+		if errors.Is(err, stages.ErrUnavailable) {
+			d.abandon(stages.Cancelled, now, func(j stages.Job) bool { return j.Owner == owner && j.Generation < generation })
+		}
 		return err
 	}
 	d.cancelled(r.extra, now)
@@ -158,12 +180,14 @@ func (d *Dispatcher) Rotate(ctx context.Context, owner string, generation uint64
 	return nil
 }
 
-// Forget ends owner's conversation fleet-wide.
+// Forget ends owner's conversation fleet-wide. When Redis cannot be
+// reached, the owner's tickets on this replica resolve Cancelled here.
 func (d *Dispatcher) Forget(ctx context.Context, owner string) error {
 	now := d.clock.Now()
 	d.s.forgetOwner(owner)
 	r, err := d.s.run(ctx, forgetScript, d.pump, now, owner)
 	if err != nil {
+		d.abandon(stages.Cancelled, now, func(j stages.Job) bool { return j.Owner == owner })
 		return err
 	}
 	d.cancelled(r.extra, now)
@@ -171,11 +195,17 @@ func (d *Dispatcher) Forget(ctx context.Context, owner string) error {
 	return nil
 }
 
-// Cancel withdraws one piece of work wherever it was submitted.
+// Cancel withdraws one piece of work wherever it was submitted. When Redis
+// cannot be reached, its ticket on this replica resolves Cancelled here and
+// Cancel returns Cancelled with an error wrapping stages.ErrUnavailable.
 func (d *Dispatcher) Cancel(ctx context.Context, id string) (stages.Disposition, error) {
 	now := d.clock.Now()
 	disp, r, err := d.s.cancel(ctx, id, now, d.pump)
 	if err != nil {
+		if errors.Is(err, stages.ErrUnavailable) {
+			d.abandon(stages.Cancelled, now, func(j stages.Job) bool { return j.ID == id })
+			return stages.Cancelled, err
+		}
 		return disp, err
 	}
 	d.mu.Lock()
@@ -191,6 +221,10 @@ func (d *Dispatcher) Cancel(ctx context.Context, id string) (stages.Disposition,
 func (d *Dispatcher) Snapshot(ctx context.Context) (stages.Snapshot, error) {
 	return d.s.Snapshot(ctx, d.clock.Now())
 }
+
+// Waiting is empty: the fleet-wide queue is shown by its counts in
+// Snapshot, not listed.
+func (d *Dispatcher) Waiting(context.Context) ([]stages.Waiter, error) { return nil, nil }
 
 // Ready reports nil when Redis answers and admission can be decided.
 func (d *Dispatcher) Ready(ctx context.Context) error { return d.s.Ready(ctx) }
@@ -227,11 +261,54 @@ func (d *Dispatcher) apply(r reply, now time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, st := range r.steps {
-		if t := d.waiting[st.id]; t != nil {
-			d.resolve(t, st.disp, now, st.token)
-		}
+		d.settle(st.id, st.disp, now, st.token)
 	}
 	d.arm(r.deadline, now)
+}
+
+// settle resolves the local ticket id with what the store decided. A lease
+// granted to work this replica abandoned is released at once. It runs under
+// d.mu.
+func (d *Dispatcher) settle(id string, disp stages.Disposition, now time.Time, token uint64) {
+	if t := d.waiting[id]; t != nil {
+		d.resolve(t, disp, now, token)
+		return
+	}
+	if _, ok := d.abandoned[id]; ok && disp == stages.Admitted {
+		delete(d.abandoned, id)
+		d.releaseAbandoned(Lease{ID: id, Token: token})
+	}
+}
+
+// abandon resolves this replica's waiting tickets that match as disp (the
+// store could not be told, or did not decide in time) and remembers them,
+// so that the backstop withdraws them from the store once it answers.
+func (d *Dispatcher) abandon(disp stages.Disposition, now time.Time, match func(stages.Job) bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for id, t := range d.waiting {
+		if match(t.Job) {
+			d.resolve(t, disp, now, 0)
+			d.abandoned[id] = now
+		}
+	}
+}
+
+// releaseAbandoned gives back, in the background, a lease the store granted
+// to work this replica no longer waits for. It runs under d.mu.
+func (d *Dispatcher) releaseAbandoned(l Lease) {
+	if d.stopped {
+		return // the lease runs out by its TTL
+	}
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		ctx, cancel := context.WithTimeout(d.ctx, d.poll*5)
+		defer cancel()
+		if _, r, err := d.s.release(ctx, l, d.pump, d.clock.Now()); err == nil {
+			d.apply(r, d.clock.Now())
+		}
+	}()
 }
 
 // resolve runs under d.mu.

@@ -39,10 +39,8 @@ func (d *Dispatcher) event(p string) {
 	defer d.mu.Unlock()
 	switch kind {
 	case "a":
-		if t := d.waiting[id]; t != nil {
-			n, _ := strconv.ParseUint(tok, 10, 64)
-			d.resolve(t, stages.Admitted, now, n)
-		}
+		n, _ := strconv.ParseUint(tok, 10, 64)
+		d.settle(id, stages.Admitted, now, n)
 	case "x":
 		if t := d.waiting[id]; t != nil {
 			d.resolve(t, stages.Expired, now, 0)
@@ -62,7 +60,9 @@ func (d *Dispatcher) event(p string) {
 	}
 }
 
-// backstop pumps and reconciles while this replica has waiting tickets.
+// backstop pumps and reconciles while this replica has waiting or
+// abandoned tickets, and resolves Expired here a ticket still undecided past
+// its deadline by the grace (the store cannot be reached, or forgot it).
 func (d *Dispatcher) backstop() {
 	defer d.wg.Done()
 	// The poll runs on real time, not d.clock: it covers lost messages.
@@ -74,14 +74,25 @@ func (d *Dispatcher) backstop() {
 			return
 		case <-tick.C:
 		}
+		now := d.clock.Now()
+		late := d.s.limits.MaxAge + d.grace
+		d.abandon(stages.Expired, now, func(j stages.Job) bool { return now.Sub(j.Born) > late })
 		d.mu.Lock()
-		ids := make([]string, 0, len(d.waiting))
+		ids := make([]string, 0, len(d.waiting)+len(d.abandoned))
 		for id, t := range d.waiting {
 			// A ticket whose offer is still in flight has no record yet:
 			// reconciling it would find nothing and cancel it.
 			if t.offered {
 				ids = append(ids, id)
 			}
+		}
+		for id, at := range d.abandoned {
+			// Past a lease TTL the store has let go of it by itself.
+			if now.Sub(at) > d.s.opt.LeaseTTL+late {
+				delete(d.abandoned, id)
+				continue
+			}
+			ids = append(ids, id)
 		}
 		d.mu.Unlock()
 		if len(ids) == 0 {
@@ -92,7 +103,9 @@ func (d *Dispatcher) backstop() {
 	}
 }
 
-// reconcile resolves waiting tickets whose outcome this replica missed.
+// reconcile resolves waiting tickets whose outcome this replica missed, and
+// withdraws abandoned ones from the store: a queued one is cancelled there,
+// a granted lease released.
 func (d *Dispatcher) reconcile(ids []string) {
 	ctx, cancel := context.WithTimeout(d.ctx, d.poll*5)
 	defer cancel()
@@ -101,11 +114,22 @@ func (d *Dispatcher) reconcile(ids []string) {
 		return
 	}
 	now := d.clock.Now()
+	var withdraw []string
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	for i, id := range ids {
 		t := d.waiting[id]
 		if t == nil {
+			if _, ok := d.abandoned[id]; ok {
+				switch {
+				case ds[i] == stages.Queued:
+					withdraw = append(withdraw, id)
+				case toks[i] > 0 && (ds[i] == stages.Active || ds[i] == stages.Cancelled):
+					delete(d.abandoned, id)
+					d.releaseAbandoned(Lease{ID: id, Token: toks[i]})
+				default:
+					delete(d.abandoned, id)
+				}
+			}
 			continue
 		}
 		switch ds[i] {
@@ -125,6 +149,12 @@ func (d *Dispatcher) reconcile(ids []string) {
 			// Unknown: the record is gone (its tombstone evicted, or Redis
 			// lost its data). The work will never be admitted.
 			d.resolve(t, stages.Cancelled, now, 0)
+		}
+	}
+	d.mu.Unlock()
+	for _, id := range withdraw {
+		if _, r, err := d.s.cancel(ctx, id, now, d.pump); err == nil {
+			d.apply(r, now)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package redisstage
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -37,7 +38,7 @@ func (s *Store) FleetSnapshot(ctx context.Context, now time.Time) (Snapshot, err
 	}
 	v, _ := r.extra.([]any)
 	if len(v) < 8 {
-		return Snapshot{}, err
+		return Snapshot{}, fmt.Errorf("redisstage: %s snapshot: malformed reply: %d fields, want 8", s.name, len(v))
 	}
 	num := func(x any) int { n, _ := x.(int64); return int(n) }
 	out := Snapshot{Snapshot: stages.Snapshot{

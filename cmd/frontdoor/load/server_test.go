@@ -1,6 +1,7 @@
 package load_test
 
 import (
+	"log/slog"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -40,8 +41,8 @@ func startServer(tb testing.TB, o serverOpts) *testServer {
 		Session: o.session, Model: o.model, Synthesis: o.synt,
 		CleanupTimeout: o.cleanupTimeout,
 		ModelBackend:   ts.Model, Synthesizer: ts.Synth,
-		NewAdmitter: func(_ string, l stages.Limits, clock stages.Clock) (session.Admitter, error) {
-			return newPolicyAdmitter(l, clock, o.policy)
+		NewGate: func(_ string, l stages.Limits, clock stages.Clock) (stages.Gate, error) {
+			return session.LocalGate(l, clock, slog.New(slog.DiscardHandler), stages.WithPolicy(o.policy))
 		},
 	})
 	if err != nil {
@@ -58,32 +59,3 @@ func startServer(tb testing.TB, o serverOpts) *testServer {
 	})
 	return ts
 }
-
-// policyAdmitter is session's frontdoor admitter with a selectable policy
-// (the baselines of stages.WithPolicy).
-type policyAdmitter struct{ *stages.Dispatcher }
-
-func newPolicyAdmitter(l stages.Limits, clock stages.Clock, p stages.Policy) (session.Admitter, error) {
-	if clock == nil {
-		clock = stages.SystemClock
-	}
-	c, err := stages.New(l, stages.WithClock(clock.Now), stages.WithPolicy(p))
-	if err != nil {
-		return nil, err
-	}
-	return &policyAdmitter{stages.NewDispatcher(c, clock)}, nil
-}
-
-func (a *policyAdmitter) Submit(job stages.Job) (session.Ticket, stages.Disposition, error) {
-	t, d, err := a.Dispatcher.Submit(job)
-	if t == nil {
-		return nil, d, err
-	}
-	return t, d, err
-}
-
-func (a *policyAdmitter) Snapshot() stages.Snapshot {
-	return a.Controller().SnapshotAt(a.Clock().Now())
-}
-
-func (a *policyAdmitter) Waiting() []stages.Waiter { return a.Controller().Waiting(a.Clock().Now()) }

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/redisstage/redistest"
+	"github.com/frontdoorhq/frontdoor/stages/stagestest"
+)
+
+// TestServeStackConformance runs the stage contract (stagestest.RunGate) on
+// exactly the gates frontdoor serve submits work to: built by serve's own
+// wiring (fleet.newGate) for each -store, inside a session.Server that wraps
+// them in its decorators (drain and quarantine guards) as it does for
+// callers, with quarantine off and on.
+func TestServeStackConformance(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	redis := redistest.Start(t)
+	stores := []struct {
+		name string
+		open func(t *testing.T) *fleet
+	}{
+		{"in-process", func(*testing.T) *fleet { return nil }},
+		{"redis", func(t *testing.T) *fleet {
+			// A fresh stage per gate: the contract's cases share no keys.
+			if err := redis.Client(t).FlushAll(context.Background()).Err(); err != nil {
+				t.Fatal(err)
+			}
+			fl, err := openFleet(&storeSettings{url: redis.URL(0), leaseTTL: 300 * time.Millisecond, timeout: time.Second}, stages.Frontdoor, log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(fl.Close)
+			return fl
+		}},
+	}
+	for _, store := range stores {
+		for _, quarantine := range []int{0, 2} {
+			name := store.name
+			if quarantine > 0 {
+				name += "/quarantine"
+			}
+			t.Run(name, func(t *testing.T) {
+				stagestest.RunGate(t, func(t *testing.T, l stages.Limits, clock *stagestest.Clock) stages.Gate {
+					fl := store.open(t)
+					srv, err := session.New(session.Config{
+						Model: l, Clock: clock, Logger: log, QuarantineAfter: quarantine,
+						NewGate:      fl.newGate(stages.Frontdoor, log),
+						ModelBackend: stub.NewModel(stub.Settings{}), Synthesizer: stub.NewSynthesizer(stub.Settings{}),
+					})
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(srv.Close)
+					g := srv.Gate(session.StageModel)
+					if fl != nil { // a fresh Redis warms up for one lease TTL before it admits
+						deadline := time.Now().Add(5 * time.Second)
+						for g.Ready(context.Background()) != nil {
+							if time.Now().After(deadline) {
+								t.Fatal("the fleet stage never became ready")
+							}
+							time.Sleep(20 * time.Millisecond)
+						}
+					}
+					return g
+				})
+			})
+		}
+	}
+}
