@@ -173,6 +173,9 @@ func (s *Service) CallbackStage() *stages.Controller { return s.cbq.c }
 // HandoffStage returns the handoff stage's controller, as CallbackStage.
 func (s *Service) HandoffStage() *stages.Controller { return s.hq.c }
 
+// Clock returns the clock of the service's stages and timers.
+func (s *Service) Clock() stages.Clock { return s.clock }
+
 // Store returns the callback store.
 func (s *Service) Store() CallbackStore { return s.store }
 

@@ -67,7 +67,7 @@ func (c *Call) audioAllowed(b []byte) bool {
 		c.mu.Unlock()
 		c.audio.lim = newAudioLimiter(l.MaxRate, l.Window, maxFrame, f)
 	}
-	if c.audio.lim.AllowN(time.Now(), len(b)) {
+	if c.audio.lim.AllowN(c.s.cfg.Clock.Now(), len(b)) {
 		return true
 	}
 	c.s.m.protocolErrs.WithLabelValues(CodeAudioRate).Inc()

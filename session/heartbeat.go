@@ -5,6 +5,8 @@ import (
 	"errors"
 	"log/slog"
 	"time"
+
+	"github.com/frontdoorhq/frontdoor/stages"
 )
 
 // Heartbeat configures the WebSocket pings that find dead peers. A peer that
@@ -56,7 +58,7 @@ func (s *Server) startHeartbeat(p pinger, dead func(), log *slog.Logger) (stop f
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		tick := time.NewTicker(h.Interval)
+		tick := stages.NewTicker(s.cfg.Clock, h.Interval)
 		defer tick.Stop()
 		for {
 			select {

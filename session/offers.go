@@ -82,7 +82,7 @@ func (o *Offers) Refused(ctx context.Context, r Refusal, out Sender) {
 	if window <= 0 {
 		window = 30 * time.Second
 	}
-	t := time.NewTimer(window)
+	t := stages.NewTimer(o.svc.Clock(), window)
 	defer t.Stop()
 	select {
 	case <-st.answered:

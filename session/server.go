@@ -422,7 +422,7 @@ func (s *Server) Drain(ctx context.Context) error {
 	}
 	done := make(chan struct{})
 	go func() { s.callsWG.Wait(); close(done) }()
-	tick := time.NewTicker(10 * time.Millisecond)
+	tick := stages.NewTicker(s.cfg.Clock, 10*time.Millisecond)
 	defer tick.Stop()
 	synthOpen := true
 	for {

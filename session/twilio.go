@@ -96,7 +96,7 @@ func (s *Server) twilioStart(ctx context.Context, conn *twilio.Conn) (*twilio.St
 	}
 	// A timer, not a read deadline: an expired Read context would drop the
 	// connection without a close status.
-	timer := time.AfterFunc(wait, func() { _ = conn.Close(websocket.StatusPolicyViolation, "no start") })
+	timer := s.cfg.Clock.AfterFunc(wait, func() { _ = conn.Close(websocket.StatusPolicyViolation, "no start") })
 	defer timer.Stop()
 	for {
 		m, err := conn.Read(ctx)

@@ -179,8 +179,8 @@ type twilioMenu struct {
 	callback bool // key 1 is on offer
 	handoff  bool // key 2 is on offer
 	chosen   fallback.Kind
-	timer    *time.Timer   // the key wait
-	hold     *time.Timer   // a mid-call hold's end
+	timer    stages.Timer  // the key wait
+	hold     stages.Timer  // a mid-call hold's end
 	cut      uint64        // bumped when a key clears what was playing
 	speech   chan struct{} // closed when the latest spoken line was queued
 }
@@ -277,7 +277,7 @@ func (t *twilioTransport) offered(o *OfferMsg) {
 		return
 	}
 	m.state = menuOpen
-	m.midcall, m.offerAt, m.replied = m.admitted, time.Now(), false
+	m.midcall, m.offerAt, m.replied = m.admitted, t.s.cfg.Clock.Now(), false
 	callback, handoff, midcall := m.callback, m.handoff, m.midcall
 	m.mu.Unlock()
 	t.log.Info("twilio: keypad menu", "callback", callback, "handoff", handoff, "midcall", midcall)
@@ -298,7 +298,7 @@ func (t *twilioTransport) armMenu(d time.Duration) {
 	if m.state != menuOpen {
 		return
 	}
-	m.timer = time.AfterFunc(d, func() { t.decline("no key") })
+	m.timer = t.s.cfg.Clock.AfterFunc(d, func() { t.decline("no key") })
 }
 
 // decline ends an open menu: the caller pressed another key or none in
@@ -410,7 +410,7 @@ func (t *twilioTransport) answered(f *FallbackMsg) {
 	if m.chosen == fallback.KindHandoff && f.Disposition == stages.Queued {
 		m.state = menuHolding
 		if m.midcall && m.hold == nil {
-			m.hold = time.AfterFunc(time.Until(m.offerAt.Add(m.fb.offerWindow())), t.holdEnded)
+			m.hold = t.s.cfg.Clock.AfterFunc(m.offerAt.Add(m.fb.offerWindow()).Sub(t.s.cfg.Clock.Now()), t.holdEnded)
 		}
 	} else {
 		m.state = menuDone

@@ -16,6 +16,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/media/g711"
 	"github.com/frontdoorhq/frontdoor/media/webrtc"
+	"github.com/frontdoorhq/frontdoor/stages"
 )
 
 // rtcInbox bounds caller events waiting for the call's reader: 2.5 s of
@@ -70,7 +71,7 @@ func (s *Server) serveWebRTC(w http.ResponseWriter, r *http.Request) {
 	if wait <= 0 {
 		wait = 15 * time.Second
 	}
-	timer := time.NewTimer(wait)
+	timer := stages.NewTimer(s.cfg.Clock, wait)
 	defer timer.Stop()
 	select {
 	case <-peer.Open():
