@@ -46,21 +46,19 @@ type Call struct {
 	mu        sync.Mutex
 	genCtx    context.Context // cancelled when the generation rotates
 	genCancel context.CancelFunc
-	admitted  bool
+	phase     phase           // where the call is in its life; only moves forward
 	sessLost  <-chan struct{} // the session lease may be lost (fleet mode): the call then ends
-	ended     bool
-	greeted   bool         // some message was received (hello must be first)
-	format    media.Format // reply audio; SampleRate 0: the synthesizer's
+	greeted   bool            // some message was received (hello must be first)
+	format    media.Format    // reply audio; SampleRate 0: the synthesizer's
 	pending   []*turn
 	speaking  *turn
 	inflight  map[string]bool
 	seq       uint64
 	// The conversation runs in a goroutine only while turns are pending
-	// or running (converse): talking once the call is admitted and owns
-	// its place in every turn stage, conversing while that goroutine
-	// runs, closing once the call's end waits for it (none starts after).
-	talking, conversing, closing bool
-	talk                         sync.WaitGroup // the conversation's goroutine
+	// or running (converse), and only in phaseTalking: conversing while
+	// that goroutine runs.
+	conversing bool
+	talk       sync.WaitGroup // the conversation's goroutine
 
 	// rotated is the generation each stage has confirmed for this call
 	// (by stage index): work of generation g is submitted only once its
@@ -70,6 +68,26 @@ type Call struct {
 	jobs  sync.WaitGroup // turn goroutines, until their backends returned
 	ears  *listener      // caller audio; the reader's own
 	audio audioMeter     // caller audio allowance; the reader's own
+}
+
+// phase is where a call is in its life. It only moves forward (advance),
+// under Call.mu.
+type phase uint8
+
+const (
+	phaseWaiting  phase = iota // connected; the session stage has not admitted it
+	phaseAdmitted              // admitted: turns are accepted and wait for talking
+	phaseTalking               // its turns run (the conversation may start)
+	phaseClosing               // stopped: its end waits for the conversation; none starts again
+	phaseEnded                 // taken down: no turn and no barge-in is taken
+)
+
+// advance moves the call to p unless it is there or past it already.
+// Called with c.mu held.
+func (c *Call) advance(p phase) {
+	if c.phase < p {
+		c.phase = p
+	}
 }
 
 func newCall(s *Server, id string, t Transport, caps Capabilities) *Call {
@@ -164,7 +182,7 @@ func (c *Call) start(parent context.Context, ended func()) {
 			}
 		}
 		c.mu.Lock()
-		c.talking = true
+		c.advance(phaseTalking)
 		c.talkLocked() // turns sent before this point
 		lost := c.sessLost
 		c.mu.Unlock()
@@ -177,7 +195,7 @@ func (c *Call) start(parent context.Context, ended func()) {
 	context.AfterFunc(ctx, func() {
 		lead.Wait()
 		c.mu.Lock()
-		c.closing = true
+		c.advance(phaseClosing)
 		c.mu.Unlock()
 		c.talk.Wait()
 		c.end(context.Cause(ctx), admitted, &io, ioCancel)
@@ -200,7 +218,7 @@ func (c *Call) end(cause error, admitted bool, io *sync.WaitGroup, ioCancel cont
 	// work loses its right to speak and keeps its lease until its backend
 	// returns.
 	c.mu.Lock()
-	c.ended = true
+	c.advance(phaseEnded)
 	c.genCancel()
 	c.mu.Unlock()
 	for _, st := range c.turnStages() {
@@ -345,7 +363,7 @@ func (c *Call) admitSession(ctx context.Context) bool {
 	switch d, _ := tk.Result(); d {
 	case stages.Admitted:
 		c.mu.Lock()
-		c.admitted = true
+		c.advance(phaseAdmitted)
 		c.sessLost = tk.Lost()
 		c.mu.Unlock()
 		_ = c.Send(ctx, &SessionMsg{Type: "session", Disposition: stages.Admitted, Session: c.id})
@@ -465,7 +483,7 @@ func (c *Call) handle(ev ClientEvent) {
 	c.mu.Lock()
 	first := !c.greeted
 	c.greeted = true
-	admitted := c.admitted
+	admitted := c.phase >= phaseAdmitted
 	c.mu.Unlock()
 	switch ev.Kind {
 	case EventHello:
@@ -526,7 +544,7 @@ func (c *Call) enqueue(r TurnRequest, speech *backend.Audio, spoke time.Time) *P
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.ended {
+	if c.phase == phaseEnded {
 		return nil
 	}
 	if c.inflight[r.ID] {
@@ -548,15 +566,14 @@ func (c *Call) enqueue(r TurnRequest, speech *backend.Audio, spoke time.Time) *P
 }
 
 // bargeIn rotates the call's generation in every stage and tells the caller.
-// The new generation is taken under c.mu; the stages are rotated after it
-// is let go (a round trip each in fleet mode), before `interrupted` is
-// queued. A stage that cannot be rotated now is rotated again before the
+// The new generation is taken under c.mu; `interrupted` is queued and the
+// stages are rotated after it is let go (a round trip each in fleet mode). A stage that cannot be rotated now is rotated again before the
 // next turn's work is submitted to it (Call.rotate), and meanwhile the old
 // generation's work on it has lost its right to speak here all the same.
 func (c *Call) bargeIn() {
 	at := c.s.cfg.Clock.Now()
 	c.mu.Lock()
-	if c.ended {
+	if c.phase == phaseEnded {
 		c.mu.Unlock()
 		return
 	}
@@ -574,24 +591,24 @@ func (c *Call) bargeIn() {
 		cancelled = append(cancelled, t.id)
 	}
 	c.mu.Unlock()
+	c.s.m.bargeIns.Inc()
+	msg := &InterruptedMsg{Type: "interrupted", Generation: gen, Cancelled: cancelled}
+	_ = c.push(c.ctx, frame{msg: msg, interrupted: msg, speaking: speaking, bargeAt: at})
+	// The old generation's work is cancelled in the stages and stops
+	// after `interrupted` is queued, so that its cancelled dispositions
+	// and turn_end follow it. (Its output is already dropped.)
 	for _, st := range c.turnStages() {
 		if err := c.rotate(c.ctx, st, gen); err != nil {
 			c.log.Error("rotate", "stage", st.name, "generation", gen, "err", err)
 		}
 	}
-	c.s.m.bargeIns.Inc()
-	msg := &InterruptedMsg{Type: "interrupted", Generation: gen, Cancelled: cancelled}
-	_ = c.push(c.ctx, frame{msg: msg, interrupted: msg, speaking: speaking, bargeAt: at})
-	// The old generation's work stops after `interrupted` is queued, so
-	// that its cancelled turn_end follows it. (Its output is already
-	// dropped, and its leases were marked cancelled by Rotate.)
 	stopOld()
 }
 
 // talkLocked starts the conversation's goroutine when turns are pending,
 // the call is talking and none runs. Called with c.mu held.
 func (c *Call) talkLocked() {
-	if !c.talking || c.conversing || c.closing || len(c.pending) == 0 {
+	if c.phase != phaseTalking || c.conversing || len(c.pending) == 0 {
 		return
 	}
 	c.conversing = true
