@@ -122,13 +122,13 @@ type Server struct {
 
 	session, recognize, model, synth *stage
 
-	mu       sync.Mutex
-	extra    []*stage
-	calls    map[*Call]struct{}
-	callsWG  sync.WaitGroup
-	draining atomic.Bool
-	handoffs atomic.Int64 // turns past model admission not yet offered to synthesis
-	closed   bool
+	mu        sync.Mutex
+	extra     []*stage
+	calls     map[*Call]struct{}
+	callsWG   sync.WaitGroup
+	draining  atomic.Bool
+	inTransit atomic.Int64 // turns past model admission not yet offered to synthesis
+	closed    bool
 }
 
 // New returns a Server. It starts no goroutine: each call runs in
@@ -427,7 +427,7 @@ func (s *Server) Drain(ctx context.Context) error {
 	synthOpen := true
 	for {
 		if synthOpen {
-			if s.handoffs.Load() == 0 {
+			if s.inTransit.Load() == 0 {
 				s.synth.draining.Store(true)
 				synthOpen = false
 			}

@@ -88,12 +88,12 @@ func (c *Call) runTurn(t *turn) {
 			return
 		}
 	}
-	mjob := stages.Handoff(first, c.jobID(t, StageModel)) // keeps Born and tenant
+	mjob := first.Next(c.jobID(t, StageModel)) // keeps Born and tenant
 	// Until its synthesis job is offered, this turn keeps a drain from
 	// closing the synthesis stage under it.
-	c.s.handoffs.Add(1)
+	c.s.inTransit.Add(1)
 	var once sync.Once
-	handedOff := func() { once.Do(func() { c.s.handoffs.Add(-1) }) }
+	handedOff := func() { once.Do(func() { c.s.inTransit.Add(-1) }) }
 	defer handedOff()
 	if d := c.admit(t, c.s.model, mjob, nil); d != stages.Admitted {
 		c.endTurn(t, d.String(), StageModel, "")
@@ -120,7 +120,7 @@ func (c *Call) runTurn(t *turn) {
 		return
 	}
 
-	sjob := stages.Handoff(mjob, c.jobID(t, StageSynthesis)) // keeps Born and tenant
+	sjob := mjob.Next(c.jobID(t, StageSynthesis)) // keeps Born and tenant
 	if d := c.admit(t, c.s.synth, sjob, handedOff); d != stages.Admitted {
 		c.endTurn(t, d.String(), StageSynthesis, "")
 		return

@@ -238,7 +238,7 @@ func TestDispositionNames(t *testing.T) {
 
 func TestHandoffKeepsDeadline(t *testing.T) {
 	from := Job{ID: "turn-1/model", Owner: "call", Generation: 3, Born: at(1), Tenant: "acme"}
-	got := Handoff(from, "turn-1/synthesis")
+	got := from.Next("turn-1/synthesis")
 	want := Job{ID: "turn-1/synthesis", Owner: "call", Generation: 3, Born: at(1), Tenant: "acme"}
 	if got != want {
 		t.Fatalf("Handoff = %+v, want %+v", got, want)

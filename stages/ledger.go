@@ -174,10 +174,10 @@ func (c *Controller) Position(id string) (int, bool) {
 	return 0, false
 }
 
-// Handoff returns the job that carries work from one stage into the next:
-// a new identity, the same owner, generation and tenant, and the same Born,
-// so that the caller's wait is one budget across every stage and no stage
+// Next returns the job that carries j's work into the next stage: a new
+// identity, the same owner, generation and tenant, and the same Born, so
+// that the caller's wait is one budget across every stage and no stage
 // makes old work look new.
-func Handoff(from Job, id string) Job {
-	return Job{ID: id, Owner: from.Owner, Generation: from.Generation, Born: from.Born, Tenant: from.Tenant}
+func (j Job) Next(id string) Job {
+	return Job{ID: id, Owner: j.Owner, Generation: j.Generation, Born: j.Born, Tenant: j.Tenant}
 }
