@@ -49,6 +49,41 @@ func BenchmarkCycle(b *testing.B) {
 	}
 }
 
+// benchRecorder keeps the last operations, as a trace writer's bounded
+// buffer does, without allocating.
+type benchRecorder struct {
+	ops [256]Operation
+	n   int
+}
+
+func (r *benchRecorder) Record(op Operation) { r.ops[r.n%len(r.ops)] = op; r.n++ }
+
+// BenchmarkCycleRecorded is BenchmarkCycle with a Recorder (WithRecorder):
+// the cost of recording every operation, not counting the trace's writer.
+func BenchmarkCycleRecorded(b *testing.B) {
+	c, err := New(Limits{Slots: 1, Waiting: 64, MaxAge: time.Hour, Tombstones: 1024}, WithRecorder(&benchRecorder{}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	c.Rotate("call", 1)
+	ids := benchIDs(4096)
+	now := t0.Add(time.Second)
+	job := Job{Owner: "call", Generation: 1, Born: t0}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		job.ID = ids[i%len(ids)]
+		if d, err := c.Offer(job, now); d != Queued {
+			b.Fatal(d, err)
+		}
+		if d, id, _ := c.Take(now); d != Admitted || id != job.ID {
+			b.Fatal(d)
+		}
+		if d, _ := c.Release(job.ID); d != Completed {
+			b.Fatal(d)
+		}
+	}
+}
+
 // BenchmarkChannelSemaphore is the baseline: acquire and release of a
 // buffered-channel semaphore, which bounds concurrency and nothing else.
 func BenchmarkChannelSemaphore(b *testing.B) {

@@ -94,6 +94,7 @@ type Controller struct {
 	cleanup int
 	ledger  Ledger
 	tenants map[string]int // waiting work per tenant, only while nonzero
+	rec     Recorder       // nil unless WithRecorder: then every operation is recorded
 }
 
 // Option configures a Controller.
@@ -156,6 +157,14 @@ func (c *Controller) RotateAt(owner string, generation uint64, now time.Time) er
 // rotate runs under c.mu. cancelled, when set, learns each queued identity
 // that left the queue and each active one that lost its right to speak.
 func (c *Controller) rotate(id string, gen uint64, now time.Time, cancelled func(id string, queued bool)) error {
+	err := c.rotateOwner(id, gen, now, cancelled)
+	if c.rec != nil {
+		c.record(Operation{Op: OpRotate, At: now, Owner: id, Generation: gen, Err: err})
+	}
+	return err
+}
+
+func (c *Controller) rotateOwner(id string, gen uint64, now time.Time, cancelled func(id string, queued bool)) error {
 	if id == "" {
 		return fmt.Errorf("%w: empty owner", ErrGeneration)
 	}
@@ -217,12 +226,13 @@ func (c *Controller) ForgetAt(owner string, now time.Time) {
 }
 
 func (c *Controller) forget(id string, now time.Time, cancelled func(string, bool)) {
-	o := c.owners[id]
-	if o == nil {
-		return
+	if o := c.owners[id]; o != nil {
+		c.cancelOwned(o, now, cancelled)
+		delete(c.owners, id)
 	}
-	c.cancelOwned(o, now, cancelled)
-	delete(c.owners, id)
+	if c.rec != nil {
+		c.record(Operation{Op: OpForget, At: now, Owner: id})
+	}
 }
 
 // Offer asks to queue job at time now. It returns an error, and retains
@@ -239,6 +249,15 @@ func (c *Controller) Offer(job Job, now time.Time) (Disposition, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	d, err := c.offer(job, now)
+	if c.rec != nil {
+		c.record(Operation{Op: OpOffer, At: now, ID: job.ID, Owner: job.Owner, Generation: job.Generation,
+			Born: job.Born, Tenant: job.Tenant, Disposition: d, Err: err})
+	}
+	return d, err
+}
+
+func (c *Controller) offer(job Job, now time.Time) (Disposition, error) {
 	if _, ok := c.ids.index[job.ID]; ok { // queued, leased or a tombstone
 		return 0, fmt.Errorf("%w: %q", ErrDuplicate, job.ID)
 	}
@@ -292,7 +311,11 @@ func (c *Controller) check(o *owner, job Job, now time.Time) Disposition {
 func (c *Controller) Take(now time.Time) (Disposition, string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.take(now)
+	d, id, err := c.take(now)
+	if c.rec != nil {
+		c.record(Operation{Op: OpTake, At: now, ID: id, Disposition: d, Err: err})
+	}
+	return d, id, err
 }
 
 func (c *Controller) take(now time.Time) (Disposition, string, error) {
@@ -333,6 +356,14 @@ func (c *Controller) take(now time.Time) (Disposition, string, error) {
 func (c *Controller) Release(id string) (Disposition, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	d, err := c.release(id)
+	if c.rec != nil {
+		c.record(Operation{Op: OpRelease, At: c.clock(), ID: id, Disposition: d, Err: err})
+	}
+	return d, err
+}
+
+func (c *Controller) release(id string) (Disposition, error) {
 	e, ok := c.ids.lookup(id)
 	if !ok || e.rec < 0 || c.recs[e.rec].state == Queued {
 		return 0, fmt.Errorf("%w: %q", ErrNoLease, id)
@@ -391,6 +422,9 @@ func (c *Controller) finish(ref int32, d Disposition) {
 func (c *Controller) Close() {
 	c.mu.Lock()
 	c.closed = true
+	if c.rec != nil {
+		c.record(Operation{Op: OpClose, At: c.clock()})
+	}
 	c.mu.Unlock()
 }
 
@@ -398,6 +432,9 @@ func (c *Controller) Close() {
 func (c *Controller) Reopen() {
 	c.mu.Lock()
 	c.closed = false
+	if c.rec != nil {
+		c.record(Operation{Op: OpReopen, At: c.clock()})
+	}
 	c.mu.Unlock()
 }
 
@@ -439,6 +476,14 @@ func (c *Controller) Cancel(id string) (Disposition, error) {
 func (c *Controller) CancelAt(id string, now time.Time) (Disposition, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	d, err := c.cancel(id, now)
+	if c.rec != nil {
+		c.record(Operation{Op: OpCancel, At: now, ID: id, Disposition: d, Err: err})
+	}
+	return d, err
+}
+
+func (c *Controller) cancel(id string, now time.Time) (Disposition, error) {
 	e, ok := c.ids.lookup(id)
 	switch {
 	case !ok:

@@ -188,6 +188,11 @@ func (d *Dispatcher) Stop() {
 	defer d.mu.Unlock()
 	d.stopped = true
 	d.alarm.Clear()
+	if d.c.rec != nil { // a replay must know that expiry no longer fires
+		d.c.mu.Lock()
+		d.c.record(Operation{Op: OpStop, At: d.clock.Now()})
+		d.c.mu.Unlock()
+	}
 }
 
 func (d *Dispatcher) cancelled(now time.Time) func(string, bool) {
