@@ -83,10 +83,12 @@ type JobOutcome struct {
 	// closed), the end of retained work (expired, cancelled, completed),
 	// its state when the trace ends (queued, active, or cancelled while
 	// its lease awaits release), or error for an offer that failed.
-	Outcome  string `json:"outcome"`
-	Offered  *Time  `json:"offered,omitempty"`
-	Admitted *Time  `json:"admitted,omitempty"`
-	Ended    *Time  `json:"ended,omitempty"`
+	Outcome string `json:"outcome"`
+	// Refused says the offer was turned away (Outcome is its refusal).
+	Refused  bool  `json:"refused,omitempty"`
+	Offered  *Time `json:"offered,omitempty"`
+	Admitted *Time `json:"admitted,omitempty"`
+	Ended    *Time `json:"ended,omitempty"`
 }
 
 // Wait is how long the job waited for its lease (false if not admitted).
@@ -154,6 +156,8 @@ func (j *job) result() JobOutcome {
 		o.Ended = at(j.ended)
 	}
 	switch j.state {
+	case jobRefused:
+		o.Refused = o.Outcome != "error"
 	case jobQueued:
 		o.Outcome = "queued"
 	case jobLeased:

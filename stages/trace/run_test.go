@@ -74,7 +74,8 @@ func (wl *workload) dur(max time.Duration) time.Duration {
 // poll schedules the release of every ticket that was admitted.
 func (wl *workload) poll(st *wstage) {
 	now := wl.clock.Now()
-	for id, tk := range st.tickets {
+	for _, id := range sortedKeys(st.tickets) {
+		tk := st.tickets[id]
 		select {
 		case <-tk.Done():
 		default:
@@ -136,9 +137,8 @@ func (wl *workload) step(st *wstage) {
 			}
 		}
 	case r < 72: // a queued ticket withdrawn
-		for id := range st.tickets {
-			_, _ = st.d.Cancel(id)
-			break
+		if ids := sortedKeys(st.tickets); len(ids) > 0 {
+			_, _ = st.d.Cancel(ids[wl.rng.IntN(len(ids))])
 		}
 	case r < 78: // hang-up
 		st.d.Forget(o.id)
@@ -150,6 +150,15 @@ func (wl *workload) step(st *wstage) {
 	case r < 83:
 		st.d.Reopen()
 	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
 }
 
 // run plays steps on every stage, releasing held work at its time.
@@ -165,13 +174,12 @@ func (wl *workload) run(steps int) {
 		now := wl.clock.Now()
 		for _, st := range wl.stages {
 			wl.poll(st)
-			due := make([]string, 0)
-			for id, at := range st.held {
-				if !at.After(now) {
+			var due []string
+			for _, id := range sortedKeys(st.held) {
+				if !st.held[id].After(now) {
 					due = append(due, id)
 				}
 			}
-			slices.Sort(due)
 			for _, id := range due {
 				delete(st.held, id)
 				_, _ = st.d.Release(id)
@@ -422,5 +430,28 @@ func TestRunStageLineOnce(t *testing.T) {
 	}
 	if _, err := Run(strings.NewReader(`{"op":"stage","stage":"m","slots":0,"waiting":1,"max_age":1,"at":0}`), Options{}); err == nil || !strings.Contains(err.Error(), `stage "m"`) {
 		t.Fatalf("err = %v, want the stage named", err)
+	}
+}
+
+// TestRecordedTestdata keeps testdata/recorded.jsonl, a trace recorded from
+// a deterministic workload (go test -run TestRecordedTestdata -update
+// rewrites it), equal to what recording that workload writes today.
+func TestRecordedTestdata(t *testing.T) {
+	got := recordWorkload(t, 11, map[string]stages.Limits{
+		"model":   {Slots: 2, Waiting: 2, MaxAge: 800 * time.Millisecond},
+		"session": {Slots: 3, Waiting: 1, MaxAge: 500 * time.Millisecond},
+	}, 30)
+	const name = "testdata/recorded.jsonl"
+	if *update {
+		if err := os.WriteFile(name, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("recording the workload no longer writes %s (-update rewrites it)", name)
 	}
 }

@@ -135,7 +135,7 @@ func NewWriter(w io.Writer, opt WriterOptions) (*Writer, error) {
 // (frontdoor serve's stages). The Option is for one Controller only. Its
 // "stage" line is written before the controller's first operation.
 func (w *Writer) Stage(name string, l stages.Limits, p stages.Policy, dispatched bool) stages.Option {
-	st := &stageRecorder{w: w, name: name, limits: l, policy: p, dispatched: dispatched}
+	st := &stageRecorder{w: w, name: name, limits: l, policy: p, dispatched: dispatched, at: w.opt.Now()}
 	if !w.stopped.Load() {
 		select {
 		case w.ch <- entry{st: st, header: true}: // waits for room: a stage's line must not be lost
@@ -199,7 +199,7 @@ func (w *Writer) write(e entry) {
 	}
 	b := w.line[:0]
 	if e.header {
-		b = appendHeader(b, e.st, w.opt.Now().Sub(w.opt.Origin))
+		b = appendHeader(b, e.st, e.st.at.Sub(w.opt.Origin))
 	} else {
 		if last := w.lastSeq[e.st]; e.seq != last+1 {
 			b = appendGap(b, e.st.name, e.seq-last-1, e.op.At.Sub(w.opt.Origin))
@@ -290,7 +290,8 @@ type stageRecorder struct {
 	limits     stages.Limits
 	policy     stages.Policy
 	dispatched bool
-	seq        uint64 // under the controller's lock
+	at         time.Time // when Stage was called
+	seq        uint64    // under the controller's lock
 }
 
 // Record copies op into the writer's buffer, or counts it dropped when the
