@@ -3,13 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
 )
 
 func TestReplayCommand(t *testing.T) {
 	var out, errb bytes.Buffer
-	code := run(context.Background(), []string{"replay", "-slots", "1", "-waiting", "2", "-max-age", "2s", "../../stages/trace/testdata/reference.jsonl"}, &out, &errb)
+	code := run(context.Background(), []string{"replay", "-json", "-slots", "1", "-waiting", "2", "-max-age", "2s", "../../stages/trace/testdata/reference.jsonl"}, &out, &errb)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
@@ -22,7 +23,7 @@ func TestReplayCommand(t *testing.T) {
 	}
 	// A tighter queue changes the outcome of the same trace.
 	out.Reset()
-	if code := run(context.Background(), []string{"replay", "-slots", "1", "-waiting", "1", "-max-age", "2s", "../../stages/trace/testdata/reference.jsonl"}, &out, &errb); code != 0 {
+	if code := run(context.Background(), []string{"replay", "-json", "-slots", "1", "-waiting", "1", "-max-age", "2s", "../../stages/trace/testdata/reference.jsonl"}, &out, &errb); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
 	if !strings.Contains(out.String(), `"id":"two","owner":"caller-b","disposition":"overloaded"`) {
@@ -51,11 +52,61 @@ func TestSettingsPrecedence(t *testing.T) {
 	var out, errb bytes.Buffer
 	trace := dir + "/t.jsonl"
 	writeFile(t, trace, `{"op":"take","at":0}`+"\n")
-	code := run(context.Background(), []string{"replay", "-config", cfg, "-max-age", "1s", trace}, &out, &errb)
+	code := run(context.Background(), []string{"replay", "-json", "-config", cfg, "-max-age", "1s", trace}, &out, &errb)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	if !strings.Contains(out.String(), `"slots":3,"waiting":7`) {
 		t.Errorf("want slots from the file and waiting from the environment: %s", out.String())
+	}
+}
+
+// TestReplayTableGolden pins the tables replay prints for people: a
+// hand-written trace, a recorded one under its own limits (no difference),
+// and the same under smaller limits with every changed job (-v).
+func TestReplayTableGolden(t *testing.T) {
+	const ref, rec = "../../stages/trace/testdata/reference.jsonl", "../../stages/trace/testdata/recorded.jsonl"
+	for _, tc := range []struct {
+		golden string
+		args   []string
+	}{
+		{"replay-reference.golden", []string{"replay", "-slots", "1", "-waiting", "2", "-max-age", "2s", ref}},
+		{"replay-recorded.golden", []string{"replay", rec}},
+		{"replay-recorded-limits.golden", []string{"replay", "-v", "-model-slots", "1", "-model-queue", "1", "-session-max-wait", "200ms", rec}},
+	} {
+		t.Run(tc.golden, func(t *testing.T) {
+			code, out, errOut := runCLI(t, tc.args...)
+			if code != 0 || errOut != "" {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			golden(t, tc.golden, out)
+		})
+	}
+}
+
+// TestReplayJSONKeepsFormat: -json on a hand-written trace prints what
+// replay printed before it had tables, line for line.
+func TestReplayJSONKeepsFormat(t *testing.T) {
+	code, out, errOut := runCLI(t, "replay", "-json", "-slots", "1", "-waiting", "2", "-max-age", "2s", "-tombstones", "64", "../../stages/trace/testdata/reference.jsonl")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	want, err := os.ReadFile("../../stages/trace/testdata/reference.golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != string(want) {
+		t.Errorf("-json output differs from stages/trace/testdata/reference.golden:\n%s", out)
+	}
+}
+
+// TestReplayFlagsNamed: a bad limit is refused naming its flag.
+func TestReplayFlagsNamed(t *testing.T) {
+	for flag, want := range map[string]string{"-model-slots=0": "-model-slots 0: want at least 1", "-waiting=0": "-waiting 0: want at least 1",
+		"-synth-max-wait=-1s": "-synth-max-wait -1s: must not be negative", "-hold=-1s": "-hold -1s: must not be negative"} {
+		code, _, errOut := runCLI(t, "replay", flag, "../../stages/trace/testdata/recorded.jsonl")
+		if code != 2 || !strings.Contains(errOut, want) {
+			t.Errorf("%s: exit %d, %q; want 2 and %q", flag, code, errOut, want)
+		}
 	}
 }
