@@ -68,7 +68,7 @@ var serveFlagPrefixes = []struct{ prefix, group string }{
 	{"callback-", "fallback"}, {"handoff-", "fallback"},
 	{"twilio-", "telephony"}, {"webrtc-", "telephony"},
 	{"store", "fleet"},
-	{"otlp-", "observability"},
+	{"otlp-", "observability"}, {"record-trace", "observability"},
 	{"stub-", "stubs"},
 }
 

@@ -36,6 +36,7 @@ type serveSettings struct {
 	store                            *storeSettings
 	guard                            *guardWiring
 	media                            *mediaSettings // serve_media.go
+	trace                            *traceSettings // serve_trace.go
 }
 
 func serveFlags(fs *flag.FlagSet) *serveSettings {
@@ -59,6 +60,7 @@ func serveFlags(fs *flag.FlagSet) *serveSettings {
 	s.guard = newGuardWiring(fs)
 	s.store = storeFlags(fs) // -store and its settings: serve_store.go
 	s.media = mediaFlags(fs) // -twilio-*, -webrtc-*: serve_media.go
+	s.trace = traceFlags(fs) // -record-trace: serve_trace.go
 	fs.Var(&s.policy, "policy", "admission policy of every stage: frontdoor, or a baseline kept only to be measured against it (unbounded, semaphore, release-on-cancel)")
 	return s
 }
@@ -154,6 +156,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer fl.Close()
+	rec, err := openTrace(set.trace, fl, reg, log)
+	if err != nil {
+		return err
+	}
+	defer rec.Close() // after the server's stages stopped
 	fopts, err := fl.fallbackOptions(set.fallback)
 	if err != nil {
 		return err
@@ -178,7 +185,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Logger:         log,
 		Registry:       reg,
 		Fallback:       offers,
-		NewGate:        fl.newGate(set.policy, log), // in-process unless -store
+		NewGate:        rec.newGate(fl, set.policy, log), // in-process unless -store; recorded with -record-trace
 		StoreTimeout:   set.store.timeout,
 		Ready:          fl.readyFunc(),
 		Root:           page,
