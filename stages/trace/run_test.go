@@ -37,12 +37,11 @@ type wstage struct {
 }
 
 type wowner struct {
-	id      string
-	gen     uint64
-	born    time.Time
-	active  bool
-	held    []string // ids admitted to this owner
-	forgets int
+	id     string
+	gen    uint64
+	born   time.Time
+	active bool
+	held   []string // ids admitted to this owner
 }
 
 func newWorkload(t *testing.T, seed uint64, w *Writer, limits map[string]stages.Limits, clock *stagestest.Clock, dclock stages.Clock) *workload {
