@@ -36,6 +36,7 @@ type serveSettings struct {
 	store                            *storeSettings
 	guard                            *guardWiring
 	media                            *mediaSettings // serve_media.go
+	otlp                             *otlpSettings  // serve_otel.go
 }
 
 func serveFlags(fs *flag.FlagSet) *serveSettings {
@@ -59,6 +60,7 @@ func serveFlags(fs *flag.FlagSet) *serveSettings {
 	s.guard = newGuardWiring(fs)
 	s.store = storeFlags(fs) // -store and its settings: serve_store.go
 	s.media = mediaFlags(fs) // -twilio-*, -webrtc-*: serve_media.go
+	s.otlp = otlpFlags(fs)   // -otlp-*: serve_otel.go
 	fs.Var(&s.policy, "policy", "admission policy of every stage: frontdoor, or a baseline kept only to be measured against it (unbounded, semaphore, release-on-cancel)")
 	return s
 }
@@ -124,6 +126,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := set.guard.prepare(set, log, os.LookupEnv); err != nil {
 		return err
 	}
+	traces, err := set.otlp.start(log)
+	if err != nil {
+		return err
+	}
+	defer flushTraces(traces, log) // on every return; after the one below it does nothing
 	reg := prometheus.NewRegistry()
 	be, err := backends.New(bc, reg)
 	if err != nil {
@@ -177,6 +184,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		ModelBackend:   be.Model, Synthesizer: be.Synthesizer, Recognizer: be.Recognizer,
 		Logger:         log,
 		Registry:       reg,
+		TracerProvider: traces.provider(), // nil without -otlp-endpoint
 		Fallback:       offers,
 		NewGate:        fl.newGate(set.policy, log), // in-process unless -store
 		StoreTimeout:   set.store.timeout,
@@ -229,6 +237,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case <-sctx.Done():
 		log.Warn("calls still cleaning up at exit")
 	}
+	flushTraces(traces, log) // every call has ended: its spans are in the flush
 	log.Info("stopped")
 	return nil
 }
