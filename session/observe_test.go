@@ -278,7 +278,7 @@ func (st spanTree) has(s tracetest.SpanStub, parent *tracetest.SpanStub, want ..
 	st.t.Helper()
 	for _, kv := range want {
 		if v, ok := attrOf(s, kv.Key); !ok || v != kv.Value {
-			st.t.Errorf("%s: %s = %v (present %v), want %v; attributes %v", s.Name, kv.Key, v.Emit(), ok, kv.Value.Emit(), s.Attributes)
+			st.t.Errorf("%s: %s = %v (present %v), want %v; attributes %v", s.Name, kv.Key, v.String(), ok, kv.Value.String(), s.Attributes)
 		}
 	}
 	if parent == nil {
@@ -375,7 +375,7 @@ func TestTraceCall(t *testing.T) {
 	st.has(t1, nil, attrDisposition.String("completed"), attrEndReason.String("replied"), attrHeard.Int64(1200))
 	for _, k := range []attribute.Key{attrFirstToken, attrFirstAudio} {
 		if v, ok := attrOf(t1, k); !ok || v.AsFloat64() <= 0 {
-			t.Errorf("t1 %s = %v", k, v.Emit())
+			t.Errorf("t1 %s = %v", k, v.String())
 		}
 	}
 	if len(kids) != 4 {
@@ -411,7 +411,7 @@ func TestTraceCall(t *testing.T) {
 	syn := kids[spanLease+StageSynthesis]
 	st.has(syn, nil, attrDisposition.String("cancelled"), attrCancelled.Bool(true), attrLate.Bool(true))
 	if v, ok := attrOf(syn, attrCleanupMS); !ok || v.AsFloat64() < 20 {
-		t.Errorf("t3 synthesis cleanup_ms = %v, want over the 20 ms cleanup timeout", v.Emit())
+		t.Errorf("t3 synthesis cleanup_ms = %v, want over the 20 ms cleanup timeout", v.String())
 	}
 	// The stage saw the same late cleanup.
 	if n := counter(t, r, "frontdoor_stage_cleanup_overdue_total"); n != 1 {

@@ -66,11 +66,10 @@ func scrapedSeries(t *testing.T, url string) map[string]map[string]map[string]bo
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		name, rest, _ := strings.Cut(line, " ")
+		name, _, _ := strings.Cut(line, " ")
 		labels := ""
 		if i := strings.IndexByte(line, '{'); i >= 0 && i < len(name) {
-			name, rest = line[:i], line[i:]
-			labels = rest[:strings.LastIndexByte(rest, '}')+1]
+			name, labels = line[:i], line[i:strings.LastIndexByte(line, '}')+1]
 		}
 		if out[name] == nil {
 			out[name] = map[string]map[string]bool{}
