@@ -19,6 +19,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/media/pcm"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/stages"
 )
 
 // logBuffer collects a server's JSON log lines.
@@ -196,17 +197,33 @@ func (r *rig) admittedCall() (*client, string) {
 	return c, m.Session
 }
 
-// endSignal closes ended when a span named name ends.
+// endSignal is a span processor that tells when a span named name ends.
 type endSignal struct {
 	name  string
-	once  sync.Once
 	ended chan struct{}
+}
+
+func newEndSignal(name string) *endSignal {
+	return &endSignal{name: name, ended: make(chan struct{}, 16)}
 }
 
 func (e *endSignal) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
 func (e *endSignal) OnEnd(s sdktrace.ReadOnlySpan) {
 	if s.Name() == e.name {
-		e.once.Do(func() { close(e.ended) })
+		e.ended <- struct{}{}
+	}
+}
+
+// wait waits for n more such spans to end.
+func (e *endSignal) wait(t *testing.T, n int) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for range n {
+		select {
+		case <-e.ended:
+		case <-timeout:
+			t.Fatalf("%s spans did not end", e.name)
+		}
 	}
 }
 func (e *endSignal) Shutdown(context.Context) error   { return nil }
@@ -300,7 +317,7 @@ func (st spanTree) has(s tracetest.SpanStub, parent *tracetest.SpanStub, want ..
 // backend took longer than the cleanup timeout to stop).
 func TestTraceCall(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
-	callEnded := &endSignal{name: spanCall, ended: make(chan struct{})}
+	callEnded := newEndSignal(spanCall)
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithSpanProcessor(callEnded))
 	defer func() { _ = tp.Shutdown(context.Background()) }()
 	r := newRig(t, func(c *Config, s *stub.Settings) {
@@ -330,11 +347,7 @@ func TestTraceCall(t *testing.T) {
 			break
 		}
 	}
-	select {
-	case <-callEnded.ended:
-	case <-a.ctx.Done():
-		t.Fatal("the call's span did not end")
-	}
+	callEnded.wait(t, 1)
 
 	st := spanTree{t: t, spans: exp.GetSpans()}
 	id := attrCallID.String(call)
@@ -444,5 +457,55 @@ func TestObserveHooksAllocateNothing(t *testing.T) {
 			t.Errorf("tracing %v: first token and audio not noted", tracing)
 		}
 		c.observeEnd("test")
+	}
+}
+
+// TestTraceSessionRefused: a call the session stage refuses has a trace of
+// its own: the call span (end refused) and its session wait, overloaded,
+// with no lease; a call that leaves while queued has its wait cancelled.
+func TestTraceSessionRefused(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	callEnded := newEndSignal(spanCall)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithSpanProcessor(callEnded))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	r := newRig(t, func(c *Config, _ *stub.Settings) {
+		c.TracerProvider = tp
+		c.Session = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 10 * time.Second}
+	})
+	_, held := r.admittedCall()
+	queued := r.dial()
+	if m := queued.expect("session"); m.Disposition != "queued" {
+		t.Fatalf("second call %+v", m)
+	}
+	refused := r.dial()
+	if m := refused.expect("session"); m.Disposition != "overloaded" {
+		t.Fatalf("third call %+v", m)
+	}
+	for { // the prompt, then the server's close
+		if _, err := refused.read(); err != nil {
+			break
+		}
+	}
+	queued.conn.CloseNow() // leaves while queued
+	callEnded.wait(t, 2)
+
+	st := spanTree{t: t, spans: exp.GetSpans()}
+	var ends []string
+	for _, call := range st.named(spanCall) {
+		v, _ := attrOf(call, attrEnd)
+		ends = append(ends, v.AsString())
+		kids := st.children(call)
+		if len(kids) != 1 || kids[0].Name != spanWait+StageSession {
+			t.Errorf("call ended %s has children %v, want its session wait alone", v.AsString(), kids)
+			continue
+		}
+		want := map[string]string{"refused": "overloaded", "disconnected": "cancelled"}[v.AsString()]
+		st.has(kids[0], &call, attrStage.String(StageSession), attrDisposition.String(want))
+		if id, _ := attrOf(call, attrCallID); id.AsString() == held {
+			t.Error("the admitted call's span ended while it is held")
+		}
+	}
+	if len(ends) != 2 {
+		t.Fatalf("call spans ended %v, want the refused and the queued call", ends)
 	}
 }
