@@ -154,7 +154,6 @@ type stageObs struct {
 	leasing  bool // admitted, lease not yet released
 	wait     trace.Span
 	lease    trace.Span
-	leaseAt  time.Time
 	// When tracing: the time (UnixNano on the server's clock) at which the
 	// turn's generation was cancelled while the lease was held, 0 if not.
 	cancelledAt atomic.Int64
@@ -358,7 +357,7 @@ func (c *Call) waitDecided(t *turn, st string, so *stageObs, d stages.Dispositio
 	so.decided, so.waited = true, now.Sub(so.offered)
 	if d == stages.Admitted {
 		c.s.obs.wait.WithLabelValues(st).Observe(so.waited.Seconds())
-		so.leasing, so.leaseAt = true, now
+		so.leasing = true
 	}
 	if so.wait != nil {
 		so.wait.SetAttributes(attrDisposition.String(d.String()), attrQueued.Bool(so.queued))
