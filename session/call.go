@@ -42,6 +42,7 @@ type Call struct {
 	ctx     context.Context
 	stopper context.CancelCauseFunc
 	history *backend.History
+	obs     callObs // its trace (observe.go)
 
 	mu        sync.Mutex
 	genCtx    context.Context // cancelled when the generation rotates
@@ -151,6 +152,7 @@ func (c *Call) start(parent context.Context, ended func()) {
 	c.genCtx, c.genCancel = context.WithCancel(ctx)
 	c.mu.Unlock()
 	c.gen.Store(1)
+	c.observeStart(parent)
 
 	// The reader and writer use contexts of their own: a coder/websocket
 	// Read or Write whose context ends drops the connection, and the call
@@ -168,6 +170,7 @@ func (c *Call) start(parent context.Context, ended func()) {
 	var admitted bool
 	lead.Go(func() {
 		admitted = c.admitSession(ctx)
+		c.observeSession(admitted)
 		if !admitted {
 			c.stop(errRefused)
 			return
@@ -251,6 +254,7 @@ func (c *Call) end(cause error, admitted bool, io *sync.WaitGroup, ioCancel cont
 	if err := c.s.session.forget(c.ctx, c.id); err != nil {
 		c.log.Warn("forget", "stage", StageSession, "err", err)
 	}
+	c.observeReleased()
 	if status == ClosePolicy { // the caller broke a rule: its handshake gets closeGrace
 		grace := stages.NewTimer(c.s.cfg.Clock, closeGrace)
 		defer grace.Stop()
@@ -268,6 +272,7 @@ func (c *Call) end(cause error, admitted bool, io *sync.WaitGroup, ioCancel cont
 	c.s.m.calls.WithLabelValues(end).Inc()
 	c.s.m.noteOutbound(c.out.maxBytes.Load())
 	c.log.Info("call ended", "end", end, "stale_suppressed", c.out.stale.Load())
+	c.observeEnd(end)
 }
 
 func closeStatus(cause error) (CloseStatus, string) {
@@ -399,6 +404,7 @@ func (c *Call) rotate(ctx context.Context, st *stage, gen uint64) error {
 
 func (c *Call) refuseSession(ctx context.Context, d stages.Disposition) {
 	c.log.Info("session refused", "disposition", d)
+	c.observeRefusal(d)
 	_ = c.Send(ctx, &SessionMsg{Type: "session", Disposition: d, Session: c.id})
 	c.s.cfg.Fallback.Refused(ctx, Refusal{Call: c.id, Stage: StageSession, Disposition: d}, c)
 }
@@ -592,6 +598,7 @@ func (c *Call) bargeIn() {
 	}
 	c.mu.Unlock()
 	c.s.m.bargeIns.Inc()
+	c.observeBargeIn(gen, len(cancelled))
 	msg := &InterruptedMsg{Type: "interrupted", Generation: gen, Cancelled: cancelled}
 	_ = c.push(c.ctx, frame{msg: msg, interrupted: msg, speaking: speaking, bargeAt: at})
 	// The old generation's work is cancelled in the stages and stops

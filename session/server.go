@@ -17,6 +17,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/stages"
@@ -50,6 +51,10 @@ type Config struct {
 	// server's metrics and is served on /metrics.
 	Logger   *slog.Logger
 	Registry *prometheus.Registry
+	// TracerProvider receives a trace per call: a span for the call, a
+	// child per turn, and children per stage wait and per lease
+	// (observe.go). nil: no spans are built at all.
+	TracerProvider trace.TracerProvider
 	// Clock drives the stages' expiry and every timer of the calls (nil:
 	// the system clock).
 	Clock stages.Clock
@@ -118,6 +123,7 @@ type Server struct {
 	log *slog.Logger
 	reg *prometheus.Registry
 	m   *metrics
+	obs *observer // turn histograms and the tracer (observe.go)
 	mux *http.ServeMux
 
 	session, recognize, model, synth *stage
@@ -186,6 +192,7 @@ func New(cfg Config) (*Server, error) {
 	cfg.Outbound = cfg.Outbound.withDefaults()
 	s := &Server{cfg: cfg, log: cfg.Logger, reg: cfg.Registry, calls: map[*Call]struct{}{}}
 	s.m = newMetrics(s.reg)
+	s.obs = newObserver(cfg.TracerProvider, s.reg)
 	var err error
 	mk := func(name string, idx int, l stages.Limits) *stage {
 		if err != nil {

@@ -39,6 +39,8 @@ type turn struct {
 	reply   strings.Builder
 	synthUS atomic.Int64 // audio produced by the synthesizer
 	sentUS  atomic.Int64 // audio written to the caller
+
+	obs turnObs // its log line and spans (observe.go)
 }
 
 func (t *turn) markPlayed() { t.playedOnce.Do(func() { close(t.played) }) }
@@ -108,6 +110,7 @@ func (c *Call) runTurn(t *turn) {
 					return err
 				}
 				t.appendReply(delta)
+				c.observeToken(t)
 				return c.push(ctx, frame{gen: t.gen, msg: &TextMsg{Type: "text", Turn: t.id, Generation: t.gen, Delta: delta}})
 			})
 	})
@@ -127,7 +130,7 @@ func (c *Call) runTurn(t *turn) {
 	}
 	a := &audioOut{c: c, t: t, id: t.id, gen: t.gen, format: t.format}
 	disp, err = c.holdLease(t, c.s.synth, sjob.ID, func(ctx context.Context) error {
-		if err := c.s.cfg.Synthesizer.Synthesize(ctx, reply, func(au backend.Audio) error { return a.emit(ctx, au) }); err != nil {
+		if err := c.s.cfg.Synthesizer.Synthesize(ctx, reply, func(au backend.Audio) error { c.observeAudio(t); return a.emit(ctx, au) }); err != nil {
 			return err
 		}
 		return a.finish(ctx)
@@ -179,6 +182,7 @@ func (c *Call) finished(t *turn, st string, disp stages.Disposition, err error) 
 // the service is unavailable: stale is only ever said of a generation the
 // caller really left.
 func (c *Call) admit(t *turn, st *stage, job stages.Job, submitted func()) stages.Disposition {
+	c.observeSubmit(t, st.name)
 	var tk stages.Pending
 	d := stages.Closed
 	err := c.rotate(t.ctx, st, t.gen)
@@ -224,6 +228,7 @@ func (c *Call) admit(t *turn, st *stage, job stages.Job, submitted func()) stage
 }
 
 func (c *Call) sendDisposition(t *turn, st string, d stages.Disposition, pos int, kind string) {
+	c.observeDisposition(t, st, d, pos, kind)
 	_ = c.Send(c.ctx, &DispositionMsg{Type: "disposition", Stage: st, Turn: t.id, Generation: t.gen,
 		Disposition: d, Position: pos, Error: kind})
 }
@@ -234,6 +239,7 @@ func (c *Call) endTurn(t *turn, disposition, st, kind string) {
 	delete(c.inflight, t.id)
 	c.mu.Unlock()
 	c.s.m.turns.WithLabelValues(disposition).Inc()
+	c.observeTurnEnd(t, disposition, st, kind)
 	_ = c.Send(c.ctx, &TurnEndMsg{Type: "turn_end", Turn: t.id, Generation: t.gen, Disposition: disposition, Stage: st, Error: kind})
 }
 

@@ -28,7 +28,7 @@ var serveGroups = []flagGroup{
 	{"fleet", "Fleet",
 		"several replicas sharing one set of limits and queues on Redis (docs/FLEET.md)"},
 	{"observability", "Observability",
-		"logs; metrics are on /metrics, stage state on /v1/stages, readiness on /readyz"},
+		"logs (a line per call and per turn) and traces (OTLP); metrics are on /metrics, stage state on /v1/stages, readiness on /readyz (docs/OBSERVABILITY.md)"},
 	{"stubs", "Stubs for testing",
 		"the stub backends' timings and faults, to rehearse overload without a model server"},
 }

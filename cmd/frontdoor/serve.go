@@ -37,6 +37,7 @@ type serveSettings struct {
 	guard                            *guardWiring
 	media                            *mediaSettings // serve_media.go
 	trace                            *traceSettings // serve_trace.go
+	otlp                             *otlpSettings  // serve_otel.go
 }
 
 func serveFlags(fs *flag.FlagSet) *serveSettings {
@@ -61,6 +62,7 @@ func serveFlags(fs *flag.FlagSet) *serveSettings {
 	s.store = storeFlags(fs) // -store and its settings: serve_store.go
 	s.media = mediaFlags(fs) // -twilio-*, -webrtc-*: serve_media.go
 	s.trace = traceFlags(fs) // -record-trace: serve_trace.go
+	s.otlp = otlpFlags(fs)   // -otlp-*: serve_otel.go
 	fs.Var(&s.policy, "policy", "admission policy of every stage: frontdoor, or a baseline kept only to be measured against it (unbounded, semaphore, release-on-cancel)")
 	return s
 }
@@ -126,6 +128,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := set.guard.prepare(set, log, os.LookupEnv); err != nil {
 		return err
 	}
+	traces, err := set.otlp.start(log)
+	if err != nil {
+		return err
+	}
+	defer flushTraces(traces, log) // on every return; after the one below it does nothing
 	reg := prometheus.NewRegistry()
 	be, err := backends.New(bc, reg)
 	if err != nil {
@@ -184,6 +191,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		ModelBackend:   be.Model, Synthesizer: be.Synthesizer, Recognizer: be.Recognizer,
 		Logger:         log,
 		Registry:       reg,
+		TracerProvider: traces.provider(), // nil without -otlp-endpoint
 		Fallback:       offers,
 		NewGate:        rec.newGate(fl, set.policy, log), // in-process unless -store; recorded with -record-trace
 		StoreTimeout:   set.store.timeout,
@@ -236,6 +244,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case <-sctx.Done():
 		log.Warn("calls still cleaning up at exit")
 	}
+	flushTraces(traces, log) // every call has ended: its spans are in the flush
 	log.Info("stopped")
 	return nil
 }
