@@ -17,10 +17,6 @@ const (
 	rolloff       = 0.9  // cutoff as a fraction of the lower Nyquist frequency
 	kaiserBeta    = 8.0  // about 80 dB stopband
 	maxPhases     = 1024 // bounds the table at rates like 44100 -> 8000 (160)
-
-	// lanes is what a phase's taps are padded to (zeros in front), so that
-	// the kernel runs whole 8-float vectors with no tail to handle.
-	lanes = 8
 	// maxCachedFilters bounds the shared tables: rates come from
 	// synthesizers and callers' formats, and an odd pair still works, with a
 	// table of its own, once the cache is full.
@@ -215,7 +211,11 @@ func polyphase(out, x []float32, f *filter, p int) {
 	// check its loads.
 	last := p + (len(out)-1)*f.m
 	_ = x[last/f.l+f.n-1]
-	if useAVX2 {
+	switch {
+	case useAVX512 && f.n%16 == 0:
+		polyphaseAVX512(&out[0], len(out), &x[0], &f.taps[0], f.n, f.l, p, mq, mr)
+		return
+	case useAVX2:
 		polyphaseAVX2(&out[0], len(out), &x[0], &f.taps[0], f.n, f.l, p, mq, mr)
 		return
 	}
@@ -229,14 +229,12 @@ func polyphaseGo(out, x, taps []float32, n, l, p, mq, mr int) {
 	for i := range out {
 		t := taps[p*n : p*n+n]
 		w := x[b : b+n]
-		w = w[:len(t)]
 		var a0, a1, a2, a3 float32
-		for len(t) >= 4 {
+		for ; len(t) >= 4 && len(w) >= 4; t, w = t[4:], w[4:] {
 			a0 += w[0] * t[0]
 			a1 += w[1] * t[1]
 			a2 += w[2] * t[2]
 			a3 += w[3] * t[3]
-			t, w = t[4:], w[4:]
 		}
 		out[i] = (a0 + a1) + (a2 + a3)
 		b += mq
@@ -249,7 +247,7 @@ func polyphaseGo(out, x, taps []float32, n, l, p, mq, mr int) {
 
 func toFloat(d []float32, s []int16) {
 	d = d[:len(s)]
-	if v := len(s) &^ (lanes - 1); useAVX2 && v > 0 {
+	if v := len(s) &^ 7; useAVX2 && v > 0 {
 		toFloatAVX2(&d[0], &s[0], v)
 		d, s = d[v:], s[v:]
 	}
@@ -267,7 +265,7 @@ func appendRounded(dst []int16, acc []float32) []int16 {
 	dst = slices.Grow(dst, len(acc))[:n+len(acc)]
 	d := dst[n:]
 	d = d[:len(acc)]
-	if v := len(acc) &^ (lanes - 1); useAVX2 && v > 0 {
+	if v := len(acc) &^ 7; useAVX2 && v > 0 {
 		roundAVX2(&d[0], &acc[0], v)
 		d, acc = d[v:], acc[v:]
 	}

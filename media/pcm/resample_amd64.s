@@ -165,3 +165,96 @@ rloop:
 rdone:
 	VZEROUPPER
 	RET
+
+// func polyphaseAVX512(out *float32, count int, x *float32, taps *float32, n, l, p, mq, mr int)
+//
+// polyphaseAVX2 over 16-float vectors, for n a multiple of 16: half the
+// loads per tap, which is what bounds the 8-float kernel.
+TEXT ·polyphaseAVX512(SB), NOSPLIT, $0-72
+	MOVQ out+0(FP), DI
+	MOVQ count+8(FP), CX
+	MOVQ x+16(FP), SI
+	MOVQ taps+24(FP), DX
+	MOVQ n+32(FP), R13
+	MOVQ l+40(FP), R9
+	MOVQ p+48(FP), R10
+	MOVQ mq+56(FP), R11
+	MOVQ mr+64(FP), R12
+	TESTQ CX, CX
+	JLE  zdone
+	SHLQ $2, R13
+	SHLQ $2, R11
+	MOVQ R13, R8
+	ANDQ $-256, R8 // bytes run four vectors at a time
+
+zoutput:
+	MOVQ   R10, BX
+	IMULQ  R13, BX
+	ADDQ   DX, BX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	XORQ   AX, AX
+	CMPQ   AX, R8
+	JAE    ztail
+
+zquad:
+	VMOVUPS     (SI)(AX*1), Z4
+	VMOVUPS     64(SI)(AX*1), Z5
+	VMOVUPS     128(SI)(AX*1), Z6
+	VMOVUPS     192(SI)(AX*1), Z7
+	VFMADD231PS (BX)(AX*1), Z4, Z0
+	VFMADD231PS 64(BX)(AX*1), Z5, Z1
+	VFMADD231PS 128(BX)(AX*1), Z6, Z2
+	VFMADD231PS 192(BX)(AX*1), Z7, Z3
+	ADDQ        $256, AX
+	CMPQ        AX, R8
+	JB          zquad
+
+ztail:
+	CMPQ AX, R13
+	JAE  zsum
+	VMOVUPS     (SI)(AX*1), Z4
+	VFMADD231PS (BX)(AX*1), Z4, Z0
+	ADDQ        $64, AX
+	CMPQ AX, R13
+	JAE  zsum
+	VMOVUPS     (SI)(AX*1), Z5
+	VFMADD231PS (BX)(AX*1), Z5, Z1
+	ADDQ        $64, AX
+	CMPQ AX, R13
+	JAE  zsum
+	VMOVUPS     (SI)(AX*1), Z6
+	VFMADD231PS (BX)(AX*1), Z6, Z2
+	ADDQ        $64, AX
+
+zsum:
+	VADDPS        Z1, Z0, Z0
+	VADDPS        Z3, Z2, Z2
+	VADDPS        Z2, Z0, Z0
+	VEXTRACTF64X4 $1, Z0, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF128  $1, Y0, X1
+	VADDPS        X1, X0, X0
+	VMOVHLPS      X0, X0, X1
+	VADDPS        X1, X0, X0
+	VMOVSHDUP     X0, X1
+	VADDSS        X1, X0, X0
+	VMOVSS        X0, (DI)
+
+	ADDQ $4, DI
+	ADDQ R11, SI
+	ADDQ R12, R10
+	CMPQ R10, R9
+	JB   znext
+	SUBQ R9, R10
+	ADDQ $4, SI
+
+znext:
+	DECQ CX
+	JNZ  zoutput
+
+zdone:
+	VZEROUPPER
+	RET

@@ -29,18 +29,35 @@ var ratePairs = [][2]int{
 }
 
 // eachKernel runs f once per polyphase kernel this machine has: the vector
-// one where the CPU has it, and the portable one always.
+// ones where the CPU has them, and the portable one always.
 func eachKernel(t *testing.T, f func(t *testing.T)) {
 	t.Helper()
-	saved := useAVX2
-	t.Cleanup(func() { useAVX2 = saved })
-	if saved {
-		t.Run("avx2", f)
+	for _, k := range kernels() {
+		k.use()
+		t.Run(k.name, f)
 	}
-	useAVX2 = false
-	t.Run("go", f)
-	useAVX2 = saved
+	kernels()[0].use()
 }
+
+type kernel struct {
+	name string
+	use  func()
+}
+
+// kernels lists the kernels this machine can run, its default first.
+func kernels() []kernel { return kernelList }
+
+// kernelList is made at init, before any test switches kernels.
+var kernelList = func() []kernel {
+	var ks []kernel
+	if useAVX512 {
+		ks = append(ks, kernel{"avx512", func() { useAVX2, useAVX512 = true, true }})
+	}
+	if useAVX2 {
+		ks = append(ks, kernel{"avx2", func() { useAVX2, useAVX512 = true, false }})
+	}
+	return append(ks, kernel{"go", func() { useAVX2, useAVX512 = false, false }})
+}()
 
 func TestResamplePassband(t *testing.T) { eachKernel(t, testResamplePassband) }
 
@@ -177,10 +194,12 @@ func testResampleMatchesReference(t *testing.T) {
 	}
 }
 
-// TestPolyphaseKernels compares the vector kernel's sums with the portable
+// TestPolyphaseKernels compares the vector kernels' sums with the portable
 // kernel's before rounding, across phases, steps and row lengths.
 func TestPolyphaseKernels(t *testing.T) {
-	if !useAVX2 {
+	ks := kernels()
+	defer ks[0].use()
+	if len(ks) == 1 {
 		t.Skip("no vector kernel on this machine")
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
@@ -196,12 +215,16 @@ func TestPolyphaseKernels(t *testing.T) {
 				if last/f.l+f.n > len(x) {
 					continue
 				}
-				vec, port := make([]float32, count), make([]float32, count)
-				polyphase(vec, x, f, phase)
+				port := make([]float32, count)
 				polyphaseGo(port, x, f.taps, f.n, f.l, phase, f.m/f.l, f.m%f.l)
-				for i := range vec {
-					if d := math.Abs(float64(vec[i] - port[i])); d > 1e-2 {
-						t.Fatalf("L/M %d/%d, phase %d, output %d of %d: vector %v, portable %v", p[0], p[1], phase, i, count, vec[i], port[i])
+				for _, k := range ks[:len(ks)-1] {
+					k.use()
+					vec := make([]float32, count)
+					polyphase(vec, x, f, phase)
+					for i := range vec {
+						if d := math.Abs(float64(vec[i] - port[i])); d > 1e-2 {
+							t.Fatalf("%s, L/M %d/%d, phase %d, output %d of %d: %v, portable %v", k.name, p[0], p[1], phase, i, count, vec[i], port[i])
+						}
 					}
 				}
 			}
@@ -224,9 +247,9 @@ func TestResampleAllocs(t *testing.T) {
 }
 
 // benchResample measures one 20 ms frame through the resampler. Sub-benchmarks
-// run the previous implementation (ref), the vector kernel (avx2, where the
-// CPU has it) and the portable kernel (go) side by side in one invocation, so
-// that the shared machine's load falls on all of them alike.
+// run the previous implementation (ref) and each kernel this machine has
+// (avx512, avx2, go) side by side in one invocation, so that the shared
+// machine's load falls on all of them alike.
 func benchResample(b *testing.B, in, out int) {
 	src := tone(in, 440, 8000, in/50) // 20 ms chunks
 	b.Run("ref", func(b *testing.B) {
@@ -240,24 +263,22 @@ func benchResample(b *testing.B, in, out int) {
 			dst = r.Resample(dst[:0], src)
 		}
 	})
-	run := func(b *testing.B) {
-		r, err := NewResampler(in, out)
-		if err != nil {
-			b.Fatal(err)
-		}
-		dst := make([]int16, 0, out/25)
-		b.SetBytes(int64(len(src) * 2))
-		for b.Loop() {
-			dst = r.Resample(dst[:0], src)
-		}
+	ks := kernels()
+	defer ks[0].use()
+	for _, k := range ks {
+		b.Run(k.name, func(b *testing.B) {
+			k.use()
+			r, err := NewResampler(in, out)
+			if err != nil {
+				b.Fatal(err)
+			}
+			dst := make([]int16, 0, out/25)
+			b.SetBytes(int64(len(src) * 2))
+			for b.Loop() {
+				dst = r.Resample(dst[:0], src)
+			}
+		})
 	}
-	saved := useAVX2
-	defer func() { useAVX2 = saved }()
-	if saved {
-		b.Run("avx2", run)
-	}
-	useAVX2 = false
-	b.Run("go", run)
 }
 
 func BenchmarkResample48kTo8k(b *testing.B)   { benchResample(b, 48000, 8000) }
