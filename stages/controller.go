@@ -64,6 +64,7 @@ type record struct {
 	own       *owner
 	gen       uint64
 	born      time.Time
+	expires   time.Time   // born + MaxAge: eligible until, and at, this instant
 	state     Disposition // Queued, Active or Cancelled (cancelled while active)
 	cancelled time.Time   // when an active record was cancelled
 	returned  bool        // ReleaseOnCancel gave the lease back at cancel
@@ -239,12 +240,17 @@ func (c *Controller) Offer(job Job, now time.Time) (Disposition, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.ids.index[job.ID]; ok { // queued, leased or a tombstone
+	h, at, dup := c.ids.find(job.ID) // queued, leased or a tombstone
+	if dup {
 		return 0, fmt.Errorf("%w: %q", ErrDuplicate, job.ID)
 	}
 	c.ledger.Offered++
 	o := c.owners[job.Owner]
-	d := c.check(o, job, now)
+	// Adding MaxAge once here is cheaper than subtracting Born at each look
+	// (Time.Sub checks its own overflow with another Add), and gives the
+	// same answer: age > MaxAge exactly when expires is before now.
+	expires := job.Born.Add(c.eff.MaxAge)
+	d := c.check(o, job, expires, now)
 	if d != Queued {
 		c.ledger.Refused.add(d)
 		return d, nil
@@ -256,7 +262,7 @@ func (c *Controller) Offer(job Job, now time.Time) (Disposition, error) {
 	}
 	ref := c.free[len(c.free)-1]
 	c.free = c.free[:len(c.free)-1]
-	c.recs[ref] = record{id: job.ID, ent: c.ids.add(job.ID, ref), owner: job.Owner, tenant: job.Tenant, own: o, gen: job.Generation, born: job.Born, state: Queued}
+	c.recs[ref] = record{id: job.ID, ent: c.ids.add(job.ID, h, at, ref), owner: job.Owner, tenant: job.Tenant, own: o, gen: job.Generation, born: job.Born, expires: expires, state: Queued}
 	o.live = append(o.live, ref)
 	c.queue.push(ref)
 	if job.Tenant != "" {
@@ -266,13 +272,13 @@ func (c *Controller) Offer(job Job, now time.Time) (Disposition, error) {
 	return Queued, nil
 }
 
-func (c *Controller) check(o *owner, job Job, now time.Time) Disposition {
+func (c *Controller) check(o *owner, job Job, expires, now time.Time) Disposition {
 	switch {
 	case o == nil || o.gen != job.Generation:
 		return Stale
 	case o.hasLast && job.Born.Before(o.lastBorn):
 		return OutOfOrder
-	case now.Sub(job.Born) > c.eff.MaxAge:
+	case expires.Before(now):
 		return Expired
 	case c.closed:
 		return Closed
@@ -307,7 +313,7 @@ func (c *Controller) take(now time.Time) (Disposition, string, error) {
 	if now.Before(r.born) {
 		return 0, "", fmt.Errorf("%w: now %v, %q born %v", ErrClock, now, r.id, r.born)
 	}
-	if now.Sub(r.born) > c.eff.MaxAge {
+	if r.expires.Before(now) {
 		id := r.id
 		c.queue.pop()
 		c.unqueue(r)
