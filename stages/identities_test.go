@@ -17,7 +17,7 @@ func TestIdentitiesIndex(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(tc.live), uint64(tc.tombs)))
 			ids := newIdentities(tc.live, tc.tombs)
 			want := map[string]int32{} // retained identity -> entry
-			var live []int32            // live entries
+			var live []int32           // live entries
 			next := 0
 			for step := range 20000 {
 				if len(live) < tc.live && (len(live) == 0 || rng.IntN(2) == 0) {
