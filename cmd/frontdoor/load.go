@@ -64,6 +64,7 @@ func loadFlags(fs *flag.FlagSet) *loadSettings {
 	fs.DurationVar(&c.Deadline, "deadline", 2*time.Second, "useful deadline: a turn is goodput if its first audio arrives within it")
 	fs.DurationVar(&c.Duration, "duration", time.Minute, fmt.Sprintf("the run ends by itself after this long (at most %v)", load.MaxDuration))
 	fs.Uint64Var(&c.Seed, "seed", 1, "seed of arrivals and caller choices")
+	fs.IntVar(&c.ServerPID, "server-pid", 0, "process id of the server when it runs on this machine: its CPU per call-second is read from /proc/PID/stat (default: its /metrics process_cpu_seconds_total)")
 	fs.DurationVar(&c.LagTolerance, "lag-tolerance", 20*time.Millisecond, "arrival lag above which the generator reports it fell behind")
 	fs.StringVar(&s.jsonOut, "json", "", "write the JSON report to this file")
 	fs.StringVar(&s.htmlOut, "html", "", "write the self-contained HTML report to this file")

@@ -35,6 +35,7 @@ type callerRec struct {
 	queued    bool
 	sessDisp  string // the session stage's last word
 	admitted  time.Time
+	left      time.Time // the caller's run returned: hung up, cut or the run ended
 	end       string
 	err       string
 	closeCode int
