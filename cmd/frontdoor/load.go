@@ -32,6 +32,7 @@ type loadSettings struct {
 	label   string
 	quiet   bool
 	config  string
+	cpuProf string
 }
 
 func loadFlags(fs *flag.FlagSet) *loadSettings {
@@ -71,6 +72,7 @@ func loadFlags(fs *flag.FlagSet) *loadSettings {
 	fs.StringVar(&s.label, "label", "", "a label for the report (e.g. the server's policy)")
 	fs.BoolVar(&s.quiet, "quiet", false, "no progress bar")
 	fs.StringVar(&s.config, "config", "", "optional config file of name = value lines")
+	fs.StringVar(&s.cpuProf, "cpuprofile", "", "write a CPU profile (go tool pprof) of the generator's run to this file")
 	return s
 }
 
@@ -93,6 +95,13 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if !s.quiet && isTerminal(stderr) {
 		bar = &progressBar{w: stderr}
 		s.cfg.Progress = bar.update
+	}
+	if s.cpuProf != "" {
+		stop, err := startCPUProfile(s.cpuProf)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	r, err := load.Run(ctx, s.cfg)
 	switch {
