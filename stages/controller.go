@@ -59,9 +59,8 @@ type Job struct {
 type record struct {
 	id        string
 	ent       int32 // the identity's entry in Controller.ids
-	owner     string
 	tenant    string
-	own       *owner
+	own       *owner // also names the owner, for Waiting
 	gen       uint64
 	born      time.Time
 	expires   time.Time   // born + MaxAge: eligible until, and at, this instant
@@ -71,6 +70,7 @@ type record struct {
 }
 
 type owner struct {
+	id       string
 	gen      uint64
 	lastBorn time.Time
 	hasLast  bool
@@ -162,7 +162,7 @@ func (c *Controller) rotate(id string, gen uint64, now time.Time, cancelled func
 	}
 	o := c.owners[id]
 	if o == nil {
-		o = &owner{gen: gen}
+		o = &owner{id: id, gen: gen}
 		c.owners[id] = o
 		return nil
 	}
@@ -262,7 +262,11 @@ func (c *Controller) Offer(job Job, now time.Time) (Disposition, error) {
 	}
 	ref := c.free[len(c.free)-1]
 	c.free = c.free[:len(c.free)-1]
-	c.recs[ref] = record{id: job.ID, ent: c.ids.add(job.ID, h, at, ref), owner: job.Owner, tenant: job.Tenant, own: o, gen: job.Generation, born: job.Born, expires: expires, state: Queued}
+	// The free record is zero (finish clears it): set only what Offer knows,
+	// field by field, rather than copying a whole record literal.
+	r := &c.recs[ref]
+	r.id, r.ent, r.tenant, r.own = job.ID, c.ids.add(job.ID, h, at, ref), job.Tenant, o
+	r.gen, r.born, r.expires, r.state = job.Generation, job.Born, expires, Queued
 	o.live = append(o.live, ref)
 	c.queue.push(ref)
 	if job.Tenant != "" {
