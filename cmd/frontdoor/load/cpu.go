@@ -15,9 +15,15 @@ import (
 type CPU struct {
 	// CallSeconds is the sum over admitted callers of their time on the
 	// line, from admission until the caller hung up or was cut.
-	CallSeconds float64    `json:"call_seconds"`
-	Server      ProcessCPU `json:"server"`
-	Generator   ProcessCPU `json:"generator"`
+	CallSeconds float64 `json:"call_seconds"`
+	// ReplyAudioSeconds is the reply audio the callers received (20 ms a
+	// frame). On a machine that keeps time it is close to the call-seconds
+	// spent in replies; when the server or the generator falls behind,
+	// calls stretch and per call-second figures flatter the run, while per
+	// audio-second figures do not.
+	ReplyAudioSeconds float64    `json:"reply_audio_seconds"`
+	Server            ProcessCPU `json:"server"`
+	Generator         ProcessCPU `json:"generator"`
 }
 
 // ProcessCPU is one process's CPU time (user + system) over the run.
@@ -25,6 +31,8 @@ type ProcessCPU struct {
 	Seconds float64 `json:"cpu_seconds"`
 	// PerCallSecond is Seconds over CPU.CallSeconds, in milliseconds.
 	PerCallSecond float64 `json:"ms_per_call_second"`
+	// PerAudioSecond is Seconds over CPU.ReplyAudioSeconds, in milliseconds.
+	PerAudioSecond float64 `json:"ms_per_reply_audio_second"`
 	// Source says where the figure was read: /proc/PID/stat (-server-pid),
 	// the server's /metrics process_cpu_seconds_total, or the generator's
 	// own rusage.
@@ -90,7 +98,7 @@ func parseStat(b []byte) (float64, error) {
 	return float64(utime+stime) / 100, nil
 }
 
-func (r cpuReading) delta(before cpuReading, callSeconds float64) ProcessCPU {
+func (r cpuReading) delta(before cpuReading, callSeconds, audioSeconds float64) ProcessCPU {
 	switch {
 	case before.err != nil:
 		return ProcessCPU{Missing: before.err.Error()}
@@ -100,6 +108,9 @@ func (r cpuReading) delta(before cpuReading, callSeconds float64) ProcessCPU {
 	p := ProcessCPU{Seconds: r.seconds - before.seconds, Source: r.source}
 	if callSeconds > 0 {
 		p.PerCallSecond = 1000 * p.Seconds / callSeconds
+	}
+	if audioSeconds > 0 {
+		p.PerAudioSecond = 1000 * p.Seconds / audioSeconds
 	}
 	return p
 }
@@ -115,9 +126,21 @@ func callSeconds(recs []*callerRec) float64 {
 	return d.Seconds()
 }
 
+// replyAudioSeconds is the reply audio the callers received, prompts not
+// counted.
+func replyAudioSeconds(recs []*callerRec) float64 {
+	n := 0
+	for _, c := range recs {
+		for _, t := range c.turns {
+			n += t.frames
+		}
+	}
+	return (time.Duration(n) * frame).Seconds()
+}
+
 func (p ProcessCPU) String() string {
 	if p.Missing != "" {
 		return "unknown (" + p.Missing + ")"
 	}
-	return fmt.Sprintf("%.2f ms per call-second (%.2f s, %s)", p.PerCallSecond, p.Seconds, p.Source)
+	return fmt.Sprintf("%.2f ms per call-second, %.2f per reply-audio second (%.2f s, %s)", p.PerCallSecond, p.PerAudioSecond, p.Seconds, p.Source)
 }

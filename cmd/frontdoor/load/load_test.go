@@ -118,7 +118,12 @@ func TestReportsCPU(t *testing.T) {
 	if c.CallSeconds < 4*0.3 || c.CallSeconds > 4*10 {
 		t.Errorf("%.2f call-seconds, want 4 calls of at least 300 ms", c.CallSeconds)
 	}
-	if g := c.Generator; g.Missing != "" || g.Source != "rusage" || g.Seconds <= 0 || g.PerCallSecond != 1000*g.Seconds/c.CallSeconds {
+	// fast's replies are 5 frames: 4 turns of them are 0.4 s of audio.
+	if c.ReplyAudioSeconds != 0.4 {
+		t.Errorf("%.3f s of reply audio, want 4 turns x 5 frames x 20 ms", c.ReplyAudioSeconds)
+	}
+	if g := c.Generator; g.Missing != "" || g.Source != "rusage" || g.Seconds <= 0 || g.PerCallSecond != 1000*g.Seconds/c.CallSeconds ||
+		g.PerAudioSecond != 1000*g.Seconds/c.ReplyAudioSeconds {
 		t.Errorf("generator CPU %+v", g)
 	}
 	if pid != 0 && (c.Server.Missing != "" || !strings.HasPrefix(c.Server.Source, "/proc/") || c.Server.Seconds < 0) {

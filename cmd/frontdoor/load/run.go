@@ -109,9 +109,9 @@ launch:
 	r := buildReport(cfg, recs, start, ended)
 	r.Server = compareServer(r, before, beforeErr, after, afterErr)
 	r.Server.BargeIn = bargeMetric(metricsBefore.barge, metricsAfter.barge)
-	r.CPU.CallSeconds = callSeconds(recs)
-	r.CPU.Server = serverAfter.delta(serverBefore, r.CPU.CallSeconds)
-	r.CPU.Generator = ownAfter.delta(ownBefore, r.CPU.CallSeconds)
+	r.CPU.CallSeconds, r.CPU.ReplyAudioSeconds = callSeconds(recs), replyAudioSeconds(recs)
+	r.CPU.Server = serverAfter.delta(serverBefore, r.CPU.CallSeconds, r.CPU.ReplyAudioSeconds)
+	r.CPU.Generator = ownAfter.delta(ownBefore, r.CPU.CallSeconds, r.CPU.ReplyAudioSeconds)
 	if cfg.Dialect == Twilio {
 		r.twilioNotes()
 	}
