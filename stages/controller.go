@@ -59,17 +59,18 @@ type Job struct {
 type record struct {
 	id        string
 	ent       int32 // the identity's entry in Controller.ids
-	owner     string
 	tenant    string
-	own       *owner
+	own       *owner // also names the owner, for Waiting
 	gen       uint64
 	born      time.Time
+	expires   time.Time   // born + MaxAge: eligible until, and at, this instant
 	state     Disposition // Queued, Active or Cancelled (cancelled while active)
 	cancelled time.Time   // when an active record was cancelled
 	returned  bool        // ReleaseOnCancel gave the lease back at cancel
 }
 
 type owner struct {
+	id       string
 	gen      uint64
 	lastBorn time.Time
 	hasLast  bool
@@ -170,7 +171,7 @@ func (c *Controller) rotateOwner(id string, gen uint64, now time.Time, cancelled
 	}
 	o := c.owners[id]
 	if o == nil {
-		o = &owner{gen: gen}
+		o = &owner{id: id, gen: gen}
 		c.owners[id] = o
 		return nil
 	}
@@ -258,12 +259,17 @@ func (c *Controller) Offer(job Job, now time.Time) (Disposition, error) {
 }
 
 func (c *Controller) offer(job Job, now time.Time) (Disposition, error) {
-	if _, ok := c.ids.index[job.ID]; ok { // queued, leased or a tombstone
+	h, at, dup := c.ids.find(job.ID) // queued, leased or a tombstone
+	if dup {
 		return 0, fmt.Errorf("%w: %q", ErrDuplicate, job.ID)
 	}
 	c.ledger.Offered++
 	o := c.owners[job.Owner]
-	d := c.check(o, job, now)
+	// Adding MaxAge once here is cheaper than subtracting Born at each look
+	// (Time.Sub checks its own overflow with another Add), and gives the
+	// same answer: age > MaxAge exactly when expires is before now.
+	expires := job.Born.Add(c.eff.MaxAge)
+	d := c.check(o, job, expires, now)
 	if d != Queued {
 		c.ledger.Refused.add(d)
 		return d, nil
@@ -275,7 +281,11 @@ func (c *Controller) offer(job Job, now time.Time) (Disposition, error) {
 	}
 	ref := c.free[len(c.free)-1]
 	c.free = c.free[:len(c.free)-1]
-	c.recs[ref] = record{id: job.ID, ent: c.ids.add(job.ID, ref), owner: job.Owner, tenant: job.Tenant, own: o, gen: job.Generation, born: job.Born, state: Queued}
+	// The free record is zero (finish clears it): set only what Offer knows,
+	// field by field, rather than copying a whole record literal.
+	r := &c.recs[ref]
+	r.id, r.ent, r.tenant, r.own = job.ID, c.ids.add(job.ID, h, at, ref), job.Tenant, o
+	r.gen, r.born, r.expires, r.state = job.Generation, job.Born, expires, Queued
 	o.live = append(o.live, ref)
 	c.queue.push(ref)
 	if job.Tenant != "" {
@@ -285,13 +295,13 @@ func (c *Controller) offer(job Job, now time.Time) (Disposition, error) {
 	return Queued, nil
 }
 
-func (c *Controller) check(o *owner, job Job, now time.Time) Disposition {
+func (c *Controller) check(o *owner, job Job, expires, now time.Time) Disposition {
 	switch {
 	case o == nil || o.gen != job.Generation:
 		return Stale
 	case o.hasLast && job.Born.Before(o.lastBorn):
 		return OutOfOrder
-	case now.Sub(job.Born) > c.eff.MaxAge:
+	case expires.Before(now):
 		return Expired
 	case c.closed:
 		return Closed
@@ -330,7 +340,7 @@ func (c *Controller) take(now time.Time) (Disposition, string, error) {
 	if now.Before(r.born) {
 		return 0, "", fmt.Errorf("%w: now %v, %q born %v", ErrClock, now, r.id, r.born)
 	}
-	if now.Sub(r.born) > c.eff.MaxAge {
+	if r.expires.Before(now) {
 		id := r.id
 		c.queue.pop()
 		c.unqueue(r)

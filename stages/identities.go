@@ -1,54 +1,96 @@
 package stages
 
+import "hash/maphash"
+
 // identities holds every identity a Controller retains, live or terminal,
 // each in an entry whose index stays the same from Offer until the identity
-// is forgotten, so one map from identity to entry serves the duplicate check
-// and every lookup by identity, where a live map and a separate tombstone map
-// each hashed it, and the move from live to terminal touches no map at all.
+// is forgotten, so one index from identity to entry serves the duplicate
+// check and every lookup by identity, and the move from live to terminal
+// touches no index at all.
 //
 // Terminal entries are the tombstones: a FIFO ring of at most max entry
 // indices, oldest first. When it is full, retiring one more identity evicts
-// the oldest tombstone: one map delete, and its entry is reused. Tombstones
-// are never looked up by recency and never added twice (Offer refuses an
-// identity still retained), so first-in-first-out eviction is exactly the
-// least-recently-used eviction of the golang-lru simplelru this replaces,
-// without its allocation of a list element per terminal record or its second
-// map. The entries and the ring grow on demand, the ring never past max, so a
+// the oldest tombstone and its entry is reused. Tombstones are never looked
+// up by recency and never added twice (Offer refuses an identity still
+// retained), so first-in-first-out eviction is exactly the
+// least-recently-used eviction of the golang-lru simplelru this replaced.
+// The entries and the ring grow on demand, the ring never past max, so a
 // controller that retires little work does not pay for DefaultTombstones up
 // front.
+//
+// The index is an open-addressing table of its own rather than a Go map,
+// because a cycle (offer, take, release) used a map four times, hashing the
+// identity each time, and that was half of the cycle's cost: here Offer
+// hashes once for both the duplicate check and the insert (find returns
+// where the identity would go), Release hashes once, and evicting a
+// tombstone hashes nothing (each entry keeps its hash).
 type identities struct {
-	index   map[string]int32 // identity -> its entry
+	seed    maphash.Seed
+	slots   []slot // a power of two long, never more than half used
+	used    int
 	entries []identity
 	free    []int32 // unused entries
 	tombs   ring    // terminal entries, oldest first
 	max     int     // most tombstones retained
 }
 
+// slot is one place in the index: the low 32 bits of an identity's hash,
+// which also choose its home slot, and its entry plus one (0: empty).
+type slot struct {
+	hash uint32
+	e    int32
+}
+
 type identity struct {
-	id  string
-	rec int32       // the identity's record in the slab while live; -1 once terminal
-	d   Disposition // the terminal disposition, once terminal
+	id   string
+	hash uint32
+	rec  int32       // the identity's record in the slab while live; -1 once terminal
+	d    Disposition // the terminal disposition, once terminal
 }
 
 func newIdentities(live, tombstones int) identities {
+	n := 16
+	for n < 2*live {
+		n *= 2
+	}
 	return identities{
-		index:   make(map[string]int32, live),
+		seed:    maphash.MakeSeed(),
+		slots:   make([]slot, n),
 		entries: make([]identity, 0, live),
 		max:     tombstones,
 	}
 }
 
+func (t *identities) hash(id string) uint32 { return uint32(maphash.String(t.seed, id)) }
+
+// find returns id's hash and the slot that holds id, or, when ok is false,
+// the empty slot where add would put it.
+func (t *identities) find(id string) (h uint32, i int, ok bool) {
+	h = t.hash(id)
+	mask := len(t.slots) - 1
+	for i = int(h) & mask; ; i = (i + 1) & mask {
+		s := t.slots[i]
+		if s.e == 0 {
+			return h, i, false
+		}
+		if s.hash == h && t.entries[s.e-1].id == id {
+			return h, i, true
+		}
+	}
+}
+
 // lookup returns id's entry; the pointer is valid until the next add.
 func (t *identities) lookup(id string) (*identity, bool) {
-	e, ok := t.index[id]
+	_, i, ok := t.find(id)
 	if !ok {
 		return nil, false
 	}
-	return &t.entries[e], true
+	return &t.entries[t.slots[i].e-1], true
 }
 
-// add retains id, live in record rec, and returns its entry.
-func (t *identities) add(id string, rec int32) int32 {
+// add retains id, live in record rec, and returns its entry. h and at are
+// what find returned for id, with nothing added or evicted since.
+func (t *identities) add(id string, h uint32, at int, rec int32) int32 {
 	var e int32
 	if n := len(t.free); n > 0 {
 		e = t.free[n-1]
@@ -57,9 +99,69 @@ func (t *identities) add(id string, rec int32) int32 {
 		t.entries = append(t.entries, identity{})
 		e = int32(len(t.entries) - 1)
 	}
-	t.entries[e] = identity{id: id, rec: rec}
-	t.index[id] = e
+	t.entries[e] = identity{id: id, hash: h, rec: rec}
+	if 2*(t.used+1) > len(t.slots) {
+		t.grow()
+		at = t.home(h)
+	}
+	t.slots[at] = slot{hash: h, e: e + 1}
+	t.used++
 	return e
+}
+
+// home returns the first empty slot on h's probe sequence.
+func (t *identities) home(h uint32) int {
+	mask := len(t.slots) - 1
+	i := int(h) & mask
+	for t.slots[i].e != 0 {
+		i = (i + 1) & mask
+	}
+	return i
+}
+
+func (t *identities) grow() {
+	old := t.slots
+	t.slots = make([]slot, 2*len(old))
+	for _, s := range old {
+		if s.e != 0 {
+			t.slots[t.home(s.hash)] = s
+		}
+	}
+}
+
+// remove takes entry e out of the index. Later slots of the same run move
+// back into the hole (backward-shift deletion), so that find can stop at
+// the first empty slot and no deleted markers accumulate.
+func (t *identities) remove(e int32) {
+	mask := len(t.slots) - 1
+	i := int(t.entries[e].hash) & mask
+	for t.slots[i].e != e+1 {
+		i = (i + 1) & mask
+	}
+	for j := i; ; {
+		t.slots[i] = slot{}
+		for {
+			j = (j + 1) & mask
+			s := t.slots[j]
+			if s.e == 0 {
+				t.used--
+				return
+			}
+			// s stays unless its home lies cyclically outside (i, j]:
+			// then find, probing from its home, passes i to reach it.
+			k := int(s.hash) & mask
+			if i <= j {
+				if i < k && k <= j {
+					continue
+				}
+			} else if i < k || k <= j {
+				continue
+			}
+			t.slots[i] = s
+			i = j
+			break
+		}
+	}
 }
 
 // retire makes entry e a tombstone holding d, evicting the oldest tombstone
@@ -69,7 +171,7 @@ func (t *identities) retire(e int32, d Disposition) {
 	if t.tombs.len() == t.max {
 		old, _ := t.tombs.peek()
 		t.tombs.pop()
-		delete(t.index, t.entries[old].id)
+		t.remove(old)
 		t.entries[old] = identity{}
 		t.free = append(t.free, old)
 	} else if t.tombs.len() == len(t.tombs.buf) {

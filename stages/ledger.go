@@ -156,7 +156,7 @@ func (c *Controller) Waiting(now time.Time) []Waiter {
 	out := make([]Waiter, 0, c.queue.len())
 	for i := 0; i < c.queue.len(); i++ {
 		r := c.recs[c.queue.at(i)]
-		out = append(out, Waiter{ID: r.id, Owner: r.owner, Position: i + 1, Age: now.Sub(r.born)})
+		out = append(out, Waiter{ID: r.id, Owner: r.own.id, Position: i + 1, Age: now.Sub(r.born)})
 	}
 	return out
 }

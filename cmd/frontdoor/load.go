@@ -32,6 +32,7 @@ type loadSettings struct {
 	label   string
 	quiet   bool
 	config  string
+	cpuProf string
 }
 
 func loadFlags(fs *flag.FlagSet) *loadSettings {
@@ -64,12 +65,14 @@ func loadFlags(fs *flag.FlagSet) *loadSettings {
 	fs.DurationVar(&c.Deadline, "deadline", 2*time.Second, "useful deadline: a turn is goodput if its first audio arrives within it")
 	fs.DurationVar(&c.Duration, "duration", time.Minute, fmt.Sprintf("the run ends by itself after this long (at most %v)", load.MaxDuration))
 	fs.Uint64Var(&c.Seed, "seed", 1, "seed of arrivals and caller choices")
+	fs.IntVar(&c.ServerPID, "server-pid", 0, "process id of the server when it runs on this machine: its CPU per call-second is read from /proc/PID/stat (default: its /metrics process_cpu_seconds_total)")
 	fs.DurationVar(&c.LagTolerance, "lag-tolerance", 20*time.Millisecond, "arrival lag above which the generator reports it fell behind")
 	fs.StringVar(&s.jsonOut, "json", "", "write the JSON report to this file")
 	fs.StringVar(&s.htmlOut, "html", "", "write the self-contained HTML report to this file")
 	fs.StringVar(&s.label, "label", "", "a label for the report (e.g. the server's policy)")
 	fs.BoolVar(&s.quiet, "quiet", false, "no progress bar")
 	fs.StringVar(&s.config, "config", "", "optional config file of name = value lines")
+	fs.StringVar(&s.cpuProf, "cpuprofile", "", "write a CPU profile (go tool pprof) of the generator's run to this file")
 	return s
 }
 
@@ -92,6 +95,13 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if !s.quiet && isTerminal(stderr) {
 		bar = &progressBar{w: stderr}
 		s.cfg.Progress = bar.update
+	}
+	if s.cpuProf != "" {
+		stop, err := startCPUProfile(s.cpuProf)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	r, err := load.Run(ctx, s.cfg)
 	switch {

@@ -10,10 +10,12 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"time"
 
 	"github.com/lmittmann/tint"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/frontdoorhq/frontdoor/cmd/frontdoor/backends"
 	"github.com/frontdoorhq/frontdoor/fallback"
@@ -31,6 +33,7 @@ type serveSettings struct {
 	backend                          string
 	backends                         backends.Config
 	logFormat, logLevel, config      string
+	cpuProfile                       string
 	fallback                         fallback.Config
 	policy                           stages.Policy
 	store                            *storeSettings
@@ -58,6 +61,7 @@ func serveFlags(fs *flag.FlagSet) *serveSettings {
 	fs.StringVar(&s.logFormat, "log-format", "auto", "log format: auto (text with colour on a terminal, JSON otherwise), text or json")
 	fs.StringVar(&s.logLevel, "log-level", "info", "least level logged: debug, info, warn or error (info has a line per call and per turn)")
 	fs.StringVar(&s.config, "config", "", "optional config file of name = value lines")
+	fs.StringVar(&s.cpuProfile, "cpuprofile", "", "write a CPU profile (go tool pprof) of the whole run to this file, ended on shutdown")
 	s.guard = newGuardWiring(fs)
 	s.store = storeFlags(fs) // -store and its settings: serve_store.go
 	s.media = mediaFlags(fs) // -twilio-*, -webrtc-*: serve_media.go
@@ -133,7 +137,18 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer flushTraces(traces, log) // on every return; after the one below it does nothing
+	if set.cpuProfile != "" {
+		stop, err := startCPUProfile(set.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	reg := prometheus.NewRegistry()
+	// The process's own CPU, memory and runtime figures beside the
+	// frontdoor_* metrics: frontdoor load reads process_cpu_seconds_total
+	// to report the server's CPU per call-second.
+	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
 	be, err := backends.New(bc, reg)
 	if err != nil {
 		return err
@@ -247,6 +262,22 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	flushTraces(traces, log) // every call has ended: its spans are in the flush
 	log.Info("stopped")
 	return nil
+}
+
+// startCPUProfile starts a CPU profile into name; stop ends and writes it.
+func startCPUProfile(name string) (stop func(), err error) {
+	f, err := os.Create(name)
+	if err != nil {
+		return nil, fmt.Errorf("-cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("-cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // backendConfig applies -backend to the engines not chosen one by one.

@@ -1,5 +1,7 @@
 package g711
 
+import "slices"
+
 // Silence values: what a zero sample encodes to.
 const (
 	MulawSilence byte = 0xFF
@@ -155,20 +157,10 @@ func DecodeAlaw(dst []int16, src []byte) []int16 {
 	return dst
 }
 
-func grow(b []byte, n int) []byte {
-	if cap(b)-len(b) < n {
-		nb := make([]byte, len(b), len(b)+n)
-		copy(nb, b)
-		b = nb
-	}
-	return b[:len(b)+n]
-}
+// grow and growPCM extend b by n elements. slices.Grow keeps append's
+// amortised growth, so a caller that appends frame after frame to one
+// buffer (a prompt's whole audio) copies it O(log n) times, not once per
+// frame as an exact-size reallocation did.
+func grow(b []byte, n int) []byte { return slices.Grow(b, n)[:len(b)+n] }
 
-func growPCM(b []int16, n int) []int16 {
-	if cap(b)-len(b) < n {
-		nb := make([]int16, len(b), len(b)+n)
-		copy(nb, b)
-		b = nb
-	}
-	return b[:len(b)+n]
-}
+func growPCM(b []int16, n int) []int16 { return slices.Grow(b, n)[:len(b)+n] }

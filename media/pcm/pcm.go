@@ -4,15 +4,21 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"slices"
 )
 
 // ErrOddLength reports PCM16 bytes that do not form whole samples.
 var ErrOddLength = errors.New("pcm: odd number of bytes in PCM16 data")
 
-// Encode appends the little-endian bytes of samples to dst.
+// Encode appends the little-endian bytes of samples to dst. It grows dst
+// once for the whole frame: appending sample by sample grew a nil dst about
+// ten times per 20 ms frame, a measurable part of a call's CPU.
 func Encode(dst []byte, samples []int16) []byte {
-	for _, s := range samples {
-		dst = binary.LittleEndian.AppendUint16(dst, uint16(s))
+	n := len(dst)
+	dst = slices.Grow(dst, 2*len(samples))[:n+2*len(samples)]
+	out := dst[n:]
+	for i, s := range samples {
+		binary.LittleEndian.PutUint16(out[2*i:], uint16(s))
 	}
 	return dst
 }
@@ -21,8 +27,11 @@ func Encode(dst []byte, samples []int16) []byte {
 // an odd length, the whole samples are decoded and ErrOddLength is returned.
 func Decode(dst []int16, b []byte) ([]int16, error) {
 	n := len(b) / 2
-	for i := range n {
-		dst = append(dst, int16(binary.LittleEndian.Uint16(b[2*i:])))
+	m := len(dst)
+	dst = slices.Grow(dst, n)[:m+n]
+	out := dst[m:]
+	for i := range out {
+		out[i] = int16(binary.LittleEndian.Uint16(b[2*i:]))
 	}
 	if len(b)%2 != 0 {
 		return dst, ErrOddLength

@@ -1,6 +1,7 @@
 package pcm
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -40,4 +41,73 @@ func ExampleDecode() {
 	samples, err := Decode(nil, []byte{0x01, 0x00, 0xFF, 0xFF})
 	fmt.Println(samples, err)
 	// Output: [1 -1] <nil>
+}
+
+// TestEncodeDecodeAppend: both append after what dst holds, whatever its
+// spare capacity.
+func TestEncodeDecodeAppend(t *testing.T) {
+	in := []int16{1, -2, 300, math.MinInt16}
+	for _, c := range []int{0, 2, 64} {
+		b := append(make([]byte, 0, c), 0xAA, 0xBB)
+		b = Encode(b, in)
+		if want := append([]byte{0xAA, 0xBB}, Encode(nil, in)...); !slices.Equal(b, want) {
+			t.Fatalf("cap %d: Encode appended % X, want % X", c, b, want)
+		}
+		s := append(make([]int16, 0, c), 7)
+		s, err := Decode(s, b[2:])
+		if err != nil || !slices.Equal(s, append([]int16{7}, in...)) {
+			t.Fatalf("cap %d: Decode appended %v, %v", c, s, err)
+		}
+	}
+}
+
+// refEncode and refDecode are Encode and Decode as they were before they
+// grew dst once per call (commit 71b88f8), for the benchmarks.
+func refEncode(dst []byte, samples []int16) []byte {
+	for _, s := range samples {
+		dst = binary.LittleEndian.AppendUint16(dst, uint16(s))
+	}
+	return dst
+}
+
+func refDecode(dst []int16, b []byte) []int16 {
+	for i := range len(b) / 2 {
+		dst = append(dst, int16(binary.LittleEndian.Uint16(b[2*i:])))
+	}
+	return dst
+}
+
+// BenchmarkEncode and BenchmarkDecode convert one 20 ms frame at 16 kHz
+// into a nil dst, as the session does per frame: the previous code (ref)
+// and this one side by side.
+func BenchmarkEncode(b *testing.B) {
+	s := tone(16000, 440, 8000, 320)
+	b.Run("ref", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = refEncode(nil, s)
+		}
+	})
+	b.Run("new", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = Encode(nil, s)
+		}
+	})
+}
+
+func BenchmarkDecode(b *testing.B) {
+	p := Encode(nil, tone(16000, 440, 8000, 320))
+	b.Run("ref", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = refDecode(nil, p)
+		}
+	})
+	b.Run("new", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_, _ = Decode(nil, p)
+		}
+	})
 }

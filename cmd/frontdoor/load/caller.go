@@ -1,10 +1,12 @@
 package load
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"time"
@@ -35,6 +37,7 @@ type callerRec struct {
 	queued    bool
 	sessDisp  string // the session stage's last word
 	admitted  time.Time
+	left      time.Time // the caller's run returned: hung up, cut or the run ended
 	end       string
 	err       string
 	closeCode int
@@ -148,22 +151,25 @@ func (c *caller) run(ctx context.Context) {
 		defer close(readDone)
 		c.read(rctx)
 	}()
+	var streamDone chan struct{}
+	stopStream := func() {}
+	if c.cfg.StreamAudio {
+		sctx, stop := context.WithCancel(ctx)
+		streamDone, stopStream = make(chan struct{}), stop
+		go func() { defer close(streamDone); c.streamAudio(sctx) }()
+	}
 	defer func() {
+		stopStream()
+		// Closing ends a write or read still in progress: neither takes a
+		// context that could (see streamAudio and read).
 		_ = conn.CloseNow()
 		stopRead()
 		<-readDone
+		if streamDone != nil {
+			<-streamDone
+		}
 	}()
-	var stream func()
-	if c.cfg.StreamAudio {
-		sctx, stop := context.WithCancel(ctx)
-		done := make(chan struct{})
-		stream = func() { stop(); <-done }
-		go func() { defer close(done); c.streamAudio(sctx) }()
-	}
 	c.converse(ctx)
-	if stream != nil {
-		stream()
-	}
 }
 
 func (c *caller) finish(end, msg string) {
@@ -172,18 +178,31 @@ func (c *caller) finish(end, msg string) {
 	}
 }
 
-// read forwards what the server sends until the connection ends.
+// read forwards what the server sends until the connection ends (run
+// closes it). It reads without a context: coder/websocket arms a
+// context.AfterFunc per read for a context that can end, and reply audio
+// is 50 reads a second per caller. Binary frames are counted, not kept.
 func (c *caller) read(ctx context.Context) {
 	defer close(c.events)
+	var text bytes.Buffer
 	for {
-		typ, data, err := c.conn.Read(ctx)
+		typ, r, err := c.conn.Reader(context.Background())
+		var n int64
+		if err == nil {
+			if typ == websocket.MessageBinary {
+				n, err = io.Copy(io.Discard, r)
+			} else {
+				text.Reset()
+				_, err = text.ReadFrom(r)
+			}
+		}
 		ev := event{at: time.Now(), err: err}
 		if err == nil {
 			if typ == websocket.MessageBinary {
-				ev.binary = len(data)
+				ev.binary = int(n)
 			} else {
 				var m serverMsg
-				if jerr := json.Unmarshal(data, &m); jerr != nil {
+				if jerr := json.Unmarshal(text.Bytes(), &m); jerr != nil {
 					ev.err = fmt.Errorf("load: bad JSON from server: %w", jerr)
 				} else {
 					ev.msg = &m
@@ -212,6 +231,11 @@ func (c *caller) send(ctx context.Context, v any) error {
 }
 
 // streamAudio sends 20 ms frames of quiet PCM16 at 16 kHz until ctx ends.
+// Its writes take no context, so that coder/websocket arms no
+// context.AfterFunc per frame and no timer is made per frame: a write the
+// server does not take blocks until it does, or until run closes the
+// connection. The ticker drops ticks meanwhile, so a stall is not
+// followed by a burst.
 func (c *caller) streamAudio(ctx context.Context) {
 	frame := make([]byte, 640)
 	t := time.NewTicker(20 * time.Millisecond)
@@ -221,10 +245,7 @@ func (c *caller) streamAudio(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			wctx, cancel := context.WithTimeout(ctx, time.Second)
-			err := c.conn.Write(wctx, websocket.MessageBinary, frame)
-			cancel()
-			if err != nil {
+			if err := c.conn.Write(context.Background(), websocket.MessageBinary, frame); err != nil {
 				return
 			}
 		}

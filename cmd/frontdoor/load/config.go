@@ -129,6 +129,10 @@ type Config struct {
 	// that it fell behind (0: 20ms).
 	LagTolerance time.Duration
 
+	// ServerPID, when set, is the process id of a server on this machine:
+	// its CPU time is read from /proc/PID/stat instead of its /metrics.
+	ServerPID int
+
 	// Progress, if set, is called about five times a second while the run
 	// goes on, and once at its end.
 	Progress func(Progress)

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -85,6 +87,58 @@ func TestSmokeRunBalances(t *testing.T) {
 		if strings.Contains(html, ref) {
 			t.Errorf("HTML report has an external reference %q", ref)
 		}
+	}
+}
+
+// TestReportsCPU: a streaming run reports its call-seconds and each
+// process's CPU over them; here server and generator are one process, read
+// once from /proc (-server-pid) and once from rusage. Without -server-pid
+// the figure comes from /metrics, which this in-process server does not
+// serve a process counter on, and the report says so instead of a zero.
+func TestReportsCPU(t *testing.T) {
+	ts := startServer(t, serverOpts{
+		session: stages.Limits{Slots: 4, Waiting: 4, MaxAge: time.Second},
+		model:   stages.Limits{Slots: 4, Waiting: 4, MaxAge: time.Second},
+		synt:    stages.Limits{Slots: 4, Waiting: 4, MaxAge: time.Second},
+		stub:    fast,
+	})
+	pid := 0
+	if runtime.GOOS == "linux" {
+		pid = os.Getpid()
+	}
+	cfg := load.Config{Target: ts.URL, Callers: 4, Rate: 100, Arrival: load.Burst, BurstSize: 4, Turns: 1,
+		Hold: 300 * time.Millisecond, BargeIn: 0, StreamAudio: true, Deadline: time.Second, Duration: 10 * time.Second,
+		ServerPID: pid}
+	r, err := load.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + r.Summary())
+	c := r.CPU
+	if c.CallSeconds < 4*0.3 || c.CallSeconds > 4*10 {
+		t.Errorf("%.2f call-seconds, want 4 calls of at least 300 ms", c.CallSeconds)
+	}
+	// fast's replies are 5 frames: 4 turns of them are 0.4 s of audio.
+	if c.ReplyAudioSeconds != 0.4 {
+		t.Errorf("%.3f s of reply audio, want 4 turns x 5 frames x 20 ms", c.ReplyAudioSeconds)
+	}
+	if g := c.Generator; g.Missing != "" || g.Source != "rusage" || g.Seconds <= 0 || g.PerCallSecond != 1000*g.Seconds/c.CallSeconds ||
+		g.PerAudioSecond != 1000*g.Seconds/c.ReplyAudioSeconds {
+		t.Errorf("generator CPU %+v", g)
+	}
+	if pid != 0 && (c.Server.Missing != "" || !strings.HasPrefix(c.Server.Source, "/proc/") || c.Server.Seconds < 0) {
+		t.Errorf("server CPU from /proc: %+v", c.Server)
+	}
+	if !strings.Contains(r.Summary(), "cpu: ") || !strings.Contains(r.Summary(), "reply audio: jitter") {
+		t.Errorf("summary lacks the cpu and jitter lines:\n%s", r.Summary())
+	}
+	cfg.ServerPID = 0
+	r, err = load.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(r.CPU.Server.Missing, "process_cpu_seconds_total") {
+		t.Errorf("server without a process counter: %+v, want it reported missing", r.CPU.Server)
 	}
 }
 

@@ -49,6 +49,11 @@ func (r *Report) Summary() string {
 			}
 		}
 	}
+	if r.Jitter.N > 0 {
+		fmt.Fprintf(&b, "reply audio: jitter |gap-20ms| p50/p95/p99 %s, max %.1f ms\n", r.Jitter, float64(r.Jitter.Max)/1e6)
+	}
+	fmt.Fprintf(&b, "cpu: %.1f call-seconds, %.1f s of reply audio received; server %s; generator %s\n",
+		r.CPU.CallSeconds, r.CPU.ReplyAudioSeconds, r.CPU.Server, r.CPU.Generator)
 	fmt.Fprintf(&b, "generator: lag %s, %.1f of %.1f callers/s\n", r.Generator.Lag, r.Generator.AchievedRate, r.Generator.TargetRate)
 	switch {
 	case r.BargeIn.Sent > 0 && r.Config.Dialect == Twilio:

@@ -23,6 +23,7 @@ type Report struct {
 	SynthWait Percentiles     `json:"synthesis_queue_wait"`
 	FirstAud  Percentiles     `json:"time_to_first_audio"`
 	Jitter    Percentiles     `json:"audio_jitter"` // |gap - 20ms| between reply frames
+	CPU       CPU             `json:"cpu"`
 	Fallback  FallbackResults `json:"fallback"`
 	BargeIn   BargeIn         `json:"barge_in"`
 	Server    ServerCheck     `json:"server"`

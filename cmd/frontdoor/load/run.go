@@ -38,6 +38,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	srv := &server{base: base, hc: hc}
 	before, beforeErr := srv.stages(ctx)
 	metricsBefore, _ := srv.metrics(ctx)
+	serverBefore, ownBefore := serverCPU(cfg.ServerPID, metricsBefore), ownCPU()
 
 	rnd := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5851f42d4c957f2d))
 	offsets := schedule(cfg, rnd)
@@ -93,6 +94,7 @@ launch:
 			defer func() { <-sem }()
 			defer stats.done.Add(1)
 			run(runCtx)
+			c.rec.left = time.Now()
 		})
 	}
 	wg.Wait()
@@ -103,9 +105,13 @@ launch:
 
 	after, afterErr := srv.settle(ctx, 5*time.Second)
 	metricsAfter, _ := srv.metrics(ctx)
+	serverAfter, ownAfter := serverCPU(cfg.ServerPID, metricsAfter), ownCPU()
 	r := buildReport(cfg, recs, start, ended)
 	r.Server = compareServer(r, before, beforeErr, after, afterErr)
-	r.Server.BargeIn = bargeMetric(metricsBefore, metricsAfter)
+	r.Server.BargeIn = bargeMetric(metricsBefore.barge, metricsAfter.barge)
+	r.CPU.CallSeconds, r.CPU.ReplyAudioSeconds = callSeconds(recs), replyAudioSeconds(recs)
+	r.CPU.Server = serverAfter.delta(serverBefore, r.CPU.CallSeconds, r.CPU.ReplyAudioSeconds)
+	r.CPU.Generator = ownAfter.delta(ownBefore, r.CPU.CallSeconds, r.CPU.ReplyAudioSeconds)
 	if cfg.Dialect == Twilio {
 		r.twilioNotes()
 	}

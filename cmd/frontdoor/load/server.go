@@ -141,19 +141,33 @@ func (s *server) settle(ctx context.Context, wait time.Duration) (*stagesView, e
 	}
 }
 
-// metrics returns the histogram buckets of the barge-in metric from
-// GET /metrics (Prometheus text), upper bound -> cumulative count.
-func (s *server) metrics(ctx context.Context) (map[float64]float64, error) {
+// scrape is what the load generator reads of GET /metrics (Prometheus text).
+type scrape struct {
+	barge  map[float64]float64 // barge-in histogram: upper bound -> cumulative count
+	cpu    float64             // process_cpu_seconds_total
+	hasCPU bool
+}
+
+// metrics scrapes the barge-in histogram's buckets and the process's CPU
+// counter from GET /metrics.
+func (s *server) metrics(ctx context.Context) (scrape, error) {
+	out := scrape{barge: map[float64]float64{}}
 	b, err := s.get(ctx, "/metrics")
 	if err != nil {
-		return nil, err
+		return out, err
 	}
-	out := map[float64]float64{}
 	sc := bufio.NewScanner(strings.NewReader(string(b)))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	const name = "frontdoor_barge_in_last_old_write_seconds_bucket{le=\""
+	const cpu = "process_cpu_seconds_total "
 	for sc.Scan() {
 		line := sc.Text()
+		if strings.HasPrefix(line, cpu) {
+			if v, err := strconv.ParseFloat(strings.TrimSpace(line[len(cpu):]), 64); err == nil {
+				out.cpu, out.hasCPU = v, true
+			}
+			continue
+		}
 		if !strings.HasPrefix(line, name) {
 			continue
 		}
@@ -169,7 +183,7 @@ func (s *server) metrics(ctx context.Context) (map[float64]float64, error) {
 		}
 		n, err2 := strconv.ParseFloat(rest[sp+1:], 64)
 		if err1 == nil && err2 == nil {
-			out[le] = n
+			out.barge[le] = n
 		}
 	}
 	return out, nil
