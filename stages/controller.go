@@ -364,16 +364,28 @@ func (c *Controller) take(now time.Time) (Disposition, string, error) {
 // completed work: it returns Cancelled for work cancelled while active and
 // Completed otherwise. Releasing an identity without a lease is an error.
 func (c *Controller) Release(id string) (Disposition, error) {
+	return c.releaseRecorded(id, false)
+}
+
+// ReleaseFailed returns the lease held by id after its backend failed: it
+// is Release, counted Failed instead of Completed (Ledger.Failed), so that
+// the stage's ledger never shows a failure as a success. Work cancelled
+// while active is still Cancelled: its backend's error is the cancel's.
+func (c *Controller) ReleaseFailed(id string) (Disposition, error) {
+	return c.releaseRecorded(id, true)
+}
+
+func (c *Controller) releaseRecorded(id string, failed bool) (Disposition, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	d, err := c.release(id)
+	d, err := c.release(id, failed)
 	if c.rec != nil {
 		c.record(Operation{Op: OpRelease, At: c.clock(), ID: id, Disposition: d, Err: err})
 	}
 	return d, err
 }
 
-func (c *Controller) release(id string) (Disposition, error) {
+func (c *Controller) release(id string, failed bool) (Disposition, error) {
 	e, ok := c.ids.lookup(id)
 	if !ok || e.rec < 0 || c.recs[e.rec].state == Queued {
 		return 0, fmt.Errorf("%w: %q", ErrNoLease, id)
@@ -386,11 +398,15 @@ func (c *Controller) release(id string) (Disposition, error) {
 	}
 	c.leased--
 	d := Completed
-	if r.state == Cancelled {
+	switch {
+	case r.state == Cancelled:
 		d = Cancelled
 		c.cleanup--
 		c.ledger.ReleasedCancelled++
-	} else {
+	case failed:
+		d = Failed
+		c.ledger.Failed++
+	default:
 		c.ledger.Completed++
 	}
 	c.finish(ref, d)

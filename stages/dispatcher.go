@@ -127,6 +127,18 @@ func (d *Dispatcher) Release(id string) (Disposition, error) {
 	return disp, err
 }
 
+// ReleaseFailed is Release for work whose backend failed: the release is
+// counted Failed (Controller.ReleaseFailed).
+func (d *Dispatcher) ReleaseFailed(id string) (Disposition, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	disp, err := d.c.ReleaseFailed(id)
+	if err == nil {
+		d.pump(d.clock.Now())
+	}
+	return disp, err
+}
+
 // Rotate advances owner's generation (see Controller.Rotate). Tickets of its
 // queued work resolve as Cancelled before Rotate returns.
 func (d *Dispatcher) Rotate(owner string, generation uint64) error {

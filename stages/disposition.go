@@ -10,8 +10,8 @@ type Disposition uint8
 
 // Offer returns Queued, Overloaded, Expired, Stale, OutOfOrder or Closed.
 // Take returns Admitted, Busy, Expired, Empty or Closed.
-// Release returns Completed or Cancelled.
-// State reports Queued, Active, Expired, Cancelled or Completed.
+// Release returns Completed or Cancelled; ReleaseFailed Failed or Cancelled.
+// State reports Queued, Active, Expired, Cancelled, Completed or Failed.
 const (
 	Queued Disposition = iota + 1
 	Admitted
@@ -25,6 +25,10 @@ const (
 	Active
 	Cancelled
 	Completed
+	// Failed: the lease was released after its backend failed
+	// (ReleaseFailed). Like Completed it is the release evidence; it is
+	// counted apart so that a failure is never shown as a success.
+	Failed
 )
 
 var dispositionNames = [...]string{
@@ -40,12 +44,13 @@ var dispositionNames = [...]string{
 	Active:     "active",
 	Cancelled:  "cancelled",
 	Completed:  "completed",
+	Failed:     "failed",
 }
 
 // Dispositions lists every valid disposition in declaration order.
 func Dispositions() []Disposition {
 	out := make([]Disposition, 0, len(dispositionNames)-1)
-	for d := Queued; d <= Completed; d++ {
+	for d := Queued; d <= Failed; d++ {
 		out = append(out, d)
 	}
 	return out

@@ -220,7 +220,7 @@ func TestInvalidInput(t *testing.T) {
 }
 
 func TestDispositionNames(t *testing.T) {
-	want := []string{"queued", "admitted", "overloaded", "expired", "stale", "out-of-order", "closed", "busy", "empty", "active", "cancelled", "completed"}
+	want := []string{"queued", "admitted", "overloaded", "expired", "stale", "out-of-order", "closed", "busy", "empty", "active", "cancelled", "completed", "failed"}
 	for i, d := range Dispositions() {
 		if d.String() != want[i] {
 			t.Errorf("%d: %q, want %q", i, d, want[i])

@@ -51,6 +51,7 @@ type Ledger struct {
 	CancelledQueued   uint64  `json:"cancelled_queued"`   // left the queue by Rotate or Forget
 	CancelledActive   uint64  `json:"cancelled_active"`   // lost its right to speak while leased
 	Completed         uint64  `json:"completed"`          // released after completing
+	Failed            uint64  `json:"failed,omitempty"`   // released after its backend failed (ReleaseFailed)
 	ReleasedCancelled uint64  `json:"released_cancelled"` // released after cancellation: cleanup confirmed
 	// Lost counts leases that ended without Release because their TTL ran
 	// out (the holder died or lost contact with a fleet-wide store). The
@@ -60,8 +61,12 @@ type Ledger struct {
 
 // Terminal is the number of identities in a terminal state.
 func (l Ledger) Terminal() uint64 {
-	return l.Expired + l.CancelledQueued + l.Completed + l.ReleasedCancelled + l.Lost
+	return l.Expired + l.CancelledQueued + l.Completed + l.Failed + l.ReleasedCancelled + l.Lost
 }
+
+// Released is the number of leases returned by a release: completed,
+// failed, or cancelled and cleaned up.
+func (l Ledger) Released() uint64 { return l.Completed + l.Failed + l.ReleasedCancelled }
 
 // Cancelled is the number of identities cancelled, queued or active.
 func (l Ledger) Cancelled() uint64 { return l.CancelledQueued + l.CancelledActive }
@@ -76,8 +81,8 @@ func (l Ledger) Check(queued, leased int) error {
 	if l.Queued != l.Offered-l.Refused.Total() {
 		return fmt.Errorf("stages: ledger: queued %d != offered %d - refused %d", l.Queued, l.Offered, l.Refused.Total())
 	}
-	if got := l.Admitted; got != uint64(leased)+l.Completed+l.ReleasedCancelled+l.Lost {
-		return fmt.Errorf("stages: ledger: admitted %d != leased %d + released %d + lost %d", got, leased, l.Completed+l.ReleasedCancelled, l.Lost)
+	if got := l.Admitted; got != uint64(leased)+l.Released()+l.Lost {
+		return fmt.Errorf("stages: ledger: admitted %d != leased %d + released %d + lost %d", got, leased, l.Released(), l.Lost)
 	}
 	return nil
 }

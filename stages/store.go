@@ -27,6 +27,9 @@ type Store interface {
 	Offer(ctx context.Context, job Job, now time.Time) (Disposition, error)
 	Take(ctx context.Context, now time.Time) (Disposition, string, error)
 	Release(ctx context.Context, id string) (Disposition, error)
+	// ReleaseFailed is Release after the work's backend failed: counted
+	// Failed, not Completed (Controller.ReleaseFailed).
+	ReleaseFailed(ctx context.Context, id string) (Disposition, error)
 	Rotate(ctx context.Context, owner string, generation uint64, now time.Time) error
 	Forget(ctx context.Context, owner string, now time.Time) error
 	Cancel(ctx context.Context, id string, now time.Time) (Disposition, error)
@@ -52,6 +55,10 @@ func (s localStore) Take(_ context.Context, now time.Time) (Disposition, string,
 
 func (s localStore) Release(_ context.Context, id string) (Disposition, error) {
 	return s.c.Release(id)
+}
+
+func (s localStore) ReleaseFailed(_ context.Context, id string) (Disposition, error) {
+	return s.c.ReleaseFailed(id)
 }
 
 func (s localStore) Rotate(_ context.Context, owner string, gen uint64, now time.Time) error {
@@ -130,6 +137,9 @@ type Gate interface {
 	Submit(ctx context.Context, job Job) (Pending, Disposition, error)
 	// Release returns id's lease and admits waiting work into the slot.
 	Release(ctx context.Context, id string) (Disposition, error)
+	// ReleaseFailed is Release after the work's backend failed: the
+	// ledger counts it Failed, not Completed.
+	ReleaseFailed(ctx context.Context, id string) (Disposition, error)
 	// Rotate advances owner's generation; its queued work is cancelled
 	// everywhere the gate reaches before Rotate returns. A generation not
 	// above the owner's current one returns an error wrapping
@@ -161,6 +171,10 @@ func (g localGate) Submit(_ context.Context, job Job) (Pending, Disposition, err
 
 func (g localGate) Release(_ context.Context, id string) (Disposition, error) {
 	return g.d.Release(id)
+}
+
+func (g localGate) ReleaseFailed(_ context.Context, id string) (Disposition, error) {
+	return g.d.ReleaseFailed(id)
 }
 
 func (g localGate) Rotate(_ context.Context, owner string, gen uint64) error {

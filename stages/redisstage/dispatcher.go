@@ -141,6 +141,16 @@ func (d *Dispatcher) SubmitTicket(ctx context.Context, job stages.Job) (*Ticket,
 // this replica holds no lease for id. When Redis is unreachable the lease is
 // no longer renewed and returns to the fleet when its TTL runs out.
 func (d *Dispatcher) Release(ctx context.Context, id string) (stages.Disposition, error) {
+	return d.release(ctx, id, false)
+}
+
+// ReleaseFailed is Release after the work's backend failed: the fleet's
+// ledger counts it failed, not completed.
+func (d *Dispatcher) ReleaseFailed(ctx context.Context, id string) (stages.Disposition, error) {
+	return d.release(ctx, id, true)
+}
+
+func (d *Dispatcher) release(ctx context.Context, id string, failed bool) (stages.Disposition, error) {
 	d.mu.Lock()
 	t := d.held[id]
 	delete(d.held, id)
@@ -150,7 +160,7 @@ func (d *Dispatcher) Release(ctx context.Context, id string) (stages.Disposition
 	}
 	t.stopRenew()
 	now := d.clock.Now()
-	disp, r, err := d.s.release(ctx, t.currentLease(), d.pump, now)
+	disp, r, err := d.s.release(ctx, t.currentLease(), failed, d.pump, now)
 	if err != nil {
 		return disp, err
 	}
@@ -305,7 +315,7 @@ func (d *Dispatcher) releaseAbandoned(l Lease) {
 		defer d.wg.Done()
 		ctx, cancel := context.WithTimeout(d.ctx, d.poll*5)
 		defer cancel()
-		if _, r, err := d.s.release(ctx, l, d.pump, d.clock.Now()); err == nil {
+		if _, r, err := d.s.release(ctx, l, false, d.pump, d.clock.Now()); err == nil {
 			d.apply(r, d.clock.Now())
 		}
 	}()

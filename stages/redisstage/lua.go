@@ -26,7 +26,7 @@ local WAITING = tonumber(ARGV[6])
 local IDLE = tonumber(ARGV[7])
 local PUMP = tonumber(ARGV[8])
 local NOW = ARGV[9]
-local QUEUED, ADMITTED, OVERLOADED, EXPIRED, STALE, OOO, CLOSED, BUSY, EMPTY, ACTIVE, CANCELLED, COMPLETED = 1,2,3,4,5,6,7,8,9,10,11,12
+local QUEUED, ADMITTED, OVERLOADED, EXPIRED, STALE, OOO, CLOSED, BUSY, EMPTY, ACTIVE, CANCELLED, COMPLETED, FAILED = 1,2,3,4,5,6,7,8,9,10,11,12,13
 local t = redis.call('TIME')
 local MS = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
@@ -238,7 +238,7 @@ return {d, {id or '', tok or 0}, p}
 	pumpScript = redis.NewScript(prelude + `return {0, '', pump()}`)
 
 	releaseScript = redis.NewScript(prelude + `
-local id, tok = ARGV[10], ARGV[11]
+local id, tok, failed = ARGV[10], ARGV[11], ARGV[12] == '1'
 local r = P .. 'r:' .. id
 local s, owner, have = unpack(redis.call('HMGET', r, 's', 'o', 't'))
 s = tonumber(s or '0')
@@ -258,6 +258,9 @@ local d = COMPLETED
 if s == CANCELLED then
   d = CANCELLED
   redis.call('HINCRBY', P .. 'ledger', 'rc', 1)
+elseif failed then
+  d = FAILED
+  redis.call('HINCRBY', P .. 'ledger', 'failed', 1)
 else
   redis.call('HINCRBY', P .. 'ledger', 'completed', 1)
 end

@@ -70,6 +70,8 @@ func (s *Store) FleetSnapshot(ctx context.Context, now time.Time) (Snapshot, err
 			l.CancelledActive = n
 		case "completed":
 			l.Completed = n
+		case "failed":
+			l.Failed = n
 		case "rc":
 			l.ReleasedCancelled = n
 		case "lost":

@@ -248,10 +248,20 @@ func (s *Store) TakeLease(ctx context.Context, now time.Time) (stages.Dispositio
 // releases by identity alone (an operator's tool). Use ReleaseLease to
 // release with a token explicitly.
 func (s *Store) Release(ctx context.Context, id string) (stages.Disposition, error) {
+	return s.releaseID(ctx, id, false)
+}
+
+// ReleaseFailed is Release after the work's backend failed: the ledger
+// counts it failed, not completed (stages.Controller.ReleaseFailed).
+func (s *Store) ReleaseFailed(ctx context.Context, id string) (stages.Disposition, error) {
+	return s.releaseID(ctx, id, true)
+}
+
+func (s *Store) releaseID(ctx context.Context, id string, failed bool) (stages.Disposition, error) {
 	s.mu.Lock()
 	tok := s.tokens[id]
 	s.mu.Unlock()
-	d, _, err := s.release(ctx, Lease{ID: id, Token: tok}, 0, time.Now())
+	d, _, err := s.release(ctx, Lease{ID: id, Token: tok}, failed, 0, time.Now())
 	if err == nil || !errors.Is(err, stages.ErrUnavailable) {
 		s.mu.Lock()
 		delete(s.tokens, id)
@@ -266,12 +276,16 @@ func (s *Store) ReleaseLease(ctx context.Context, l Lease) (stages.Disposition, 
 	if l.Token == 0 {
 		return 0, fmt.Errorf("%w: %q: zero token", stages.ErrFenced, l.ID)
 	}
-	d, _, err := s.release(ctx, l, 0, time.Now())
+	d, _, err := s.release(ctx, l, false, 0, time.Now())
 	return d, err
 }
 
-func (s *Store) release(ctx context.Context, l Lease, pump int, now time.Time) (stages.Disposition, reply, error) {
-	r, err := s.run(ctx, releaseScript, pump, now, l.ID, strconv.FormatUint(l.Token, 10))
+func (s *Store) release(ctx context.Context, l Lease, failed bool, pump int, now time.Time) (stages.Disposition, reply, error) {
+	f := "0"
+	if failed {
+		f = "1"
+	}
+	r, err := s.run(ctx, releaseScript, pump, now, l.ID, strconv.FormatUint(l.Token, 10), f)
 	switch {
 	case err != nil:
 		return 0, r, err

@@ -37,6 +37,7 @@ func RunStore(t *testing.T, newStore NewStore) {
 		{"ClosedAdmission", storeClosed},
 		{"Forget", storeForget},
 		{"Cancel", storeCancel},
+		{"ReleaseFailed", storeReleaseFailed},
 		{"Boundaries", storeBoundaries},
 		{"InvalidInput", storeInvalid},
 		{"Tombstones", storeTombstones},
@@ -276,6 +277,42 @@ func storeCancel(t *testing.T, ns NewStore) {
 	}
 	if _, err := h.s.Cancel(h.ctx, "nobody", at(2)); !errors.Is(err, stages.ErrJob) {
 		t.Fatalf("Cancel of unknown identity: %v", err)
+	}
+	h.ledger()
+}
+
+// storeReleaseFailed: a lease released after its backend failed is
+// counted failed, never completed, and the ledger still balances; work
+// cancelled while active stays cancelled; queued work has no lease.
+func storeReleaseFailed(t *testing.T, ns NewStore) {
+	h := newHarness(t, ns, stages.Limits{Slots: 2, Waiting: 2, MaxAge: time.Minute})
+	h.owners(1, "a", "b", "c")
+	h.offer(job("a1", "a", 1, 0), 0, stages.Queued)
+	h.offer(job("b1", "b", 1, 0), 0, stages.Queued)
+	h.take(0, stages.Admitted, "a1")
+	h.take(0, stages.Admitted, "b1")
+	h.offer(job("c1", "c", 1, 0), 0, stages.Queued)
+	if d, err := h.s.ReleaseFailed(h.ctx, "c1"); !errors.Is(err, stages.ErrNoLease) {
+		t.Fatalf("ReleaseFailed of queued work = %v, %v; want ErrNoLease", d, err)
+	}
+	if d, err := h.s.ReleaseFailed(h.ctx, "a1"); err != nil || d != stages.Failed {
+		t.Fatalf("ReleaseFailed(a1) = %v, %v; want failed", d, err)
+	}
+	h.state("a1", stages.Failed)
+	if _, err := h.s.Cancel(h.ctx, "b1", at(1)); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := h.s.ReleaseFailed(h.ctx, "b1"); err != nil || d != stages.Cancelled {
+		t.Fatalf("ReleaseFailed of cancelled work = %v, %v; want cancelled", d, err)
+	}
+	if _, err := h.s.ReleaseFailed(h.ctx, "a1"); !errors.Is(err, stages.ErrNoLease) {
+		t.Fatalf("second ReleaseFailed(a1): %v; want ErrNoLease", err)
+	}
+	h.take(1, stages.Admitted, "c1")
+	h.release("c1", stages.Completed)
+	l := h.snapshot(1).Ledger
+	if l.Failed != 1 || l.Completed != 1 || l.ReleasedCancelled != 1 || l.Admitted != 3 {
+		t.Fatalf("ledger %+v: want failed 1, completed 1, released cancelled 1 of 3 admitted", l)
 	}
 	h.ledger()
 }

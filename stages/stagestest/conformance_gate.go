@@ -22,6 +22,7 @@ func RunGate(t *testing.T, newGate NewGate) {
 		f    func(t *testing.T, newGate NewGate)
 	}{
 		{"AdmitsOnRelease", gateAdmitsOnRelease},
+		{"AdmitsOnReleaseFailed", gateAdmitsOnReleaseFailed},
 		{"ExpiresAtDeadlineWhileBusy", gateExpires},
 		{"RotateCancelsQueued", gateRotate},
 		{"Refusals", gateRefusals},
@@ -102,6 +103,33 @@ func gateAdmitsOnRelease(t *testing.T, ng NewGate) {
 		t.Fatalf("Snapshot = %+v, %v", s, err)
 	}
 	if _, err := h.g.Release(h.ctx, "b1"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// gateAdmitsOnReleaseFailed: a lease released after its backend failed
+// frees its slot as a completed one does, and is counted failed.
+func gateAdmitsOnReleaseFailed(t *testing.T, ng NewGate) {
+	h := newGateHarness(t, ng, stages.Limits{Slots: 1, Waiting: 2, MaxAge: time.Second}, "a", "b")
+	a := h.submit("a1", "a", 1, Epoch)
+	resolved(t, a, stages.Admitted, Epoch)
+	b := h.submit("b1", "b", 1, Epoch)
+	h.clock.Advance(100 * time.Millisecond)
+	if d, err := h.g.ReleaseFailed(h.ctx, "a1"); err != nil || d != stages.Failed {
+		t.Fatalf("ReleaseFailed = %v, %v", d, err)
+	}
+	resolved(t, b, stages.Admitted, Epoch.Add(100*time.Millisecond))
+	if _, err := h.g.Release(h.ctx, "b1"); err != nil {
+		t.Fatal(err)
+	}
+	s, err := h.g.Snapshot(h.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := s.Ledger; l.Failed != 1 || l.Completed != 1 {
+		t.Fatalf("ledger %+v: want one failed, one completed", l)
+	}
+	if err := s.Ledger.Check(s.Queued, s.Leased); err != nil {
 		t.Fatal(err)
 	}
 }
