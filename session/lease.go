@@ -56,6 +56,9 @@ func (c *Call) holdLease(t *turn, st *stage, id string, work func(context.Contex
 			// the stage's work has still ended here, and the lease runs out
 			// by its TTL. 0 is not a disposition a caller can be sent.
 			disp = stages.Completed
+			if err != nil && t.ctx.Err() == nil {
+				disp = stages.Failed
+			}
 		}
 	}()
 	lost := t.lost

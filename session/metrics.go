@@ -125,7 +125,8 @@ func (c *stageCollector) Collect(ch chan<- prometheus.Metric) {
 			"closed":       l.Refused.Closed,
 			"cancelled":    l.CancelledQueued + l.CancelledActive,
 			"completed":    l.Completed,
-			"released":     l.Completed + l.ReleasedCancelled,
+			"failed":       l.Failed, // released after the backend failed
+			"released":     l.Released(),
 			"lost":         l.Lost, // fleet mode: leases that ended by their TTL, not by Release
 		} {
 			ch <- prometheus.MustNewConstMetric(c.dispositions, prometheus.CounterValue, float64(v), st.name, name)

@@ -124,7 +124,7 @@ func TestBackendFailure(t *testing.T) {
 	c.send(map[string]any{"type": "turn", "id": "t1", "text": "x"})
 	all := c.until(isType("turn_end"))
 	d, p, end := lastOf(all, "disposition"), lastOf(all, "prompt"), lastOf(all, "turn_end")
-	if d.Disposition != "completed" || d.Error != "unavailable" || p.Reason != TurnFailed ||
+	if d.Disposition != "failed" || d.Error != "unavailable" || p.Reason != TurnFailed ||
 		end.Disposition != TurnFailed || end.Stage != StageModel || end.Error != "unavailable" {
 		t.Fatalf("%v %+v %+v %+v", types(all), d, p, end)
 	}
@@ -134,5 +134,24 @@ func TestBackendFailure(t *testing.T) {
 	}
 	if s := r.stage(StageModel); s.Leased != 0 {
 		t.Fatalf("lease left %+v", s)
+	}
+	// A failure everywhere: the stage's ledger counts it failed, never
+	// completed, and still balances; /metrics says the same.
+	s := r.stage(StageModel)
+	if l := s.Ledger; l.Failed != 1 || l.Completed != 0 {
+		t.Fatalf("model ledger %+v: want failed 1, completed 0", l)
+	}
+	if err := s.Ledger.Check(s.Queued, s.Leased); err != nil {
+		t.Fatal(err)
+	}
+	_, body := get(t, r.http.URL+"/metrics")
+	for _, line := range []string{
+		`frontdoor_stage_dispositions_total{disposition="failed",stage="model"} 1`,
+		`frontdoor_stage_dispositions_total{disposition="completed",stage="model"} 0`,
+		`frontdoor_turns_total{disposition="failed"} 1`,
+	} {
+		if !strings.Contains(body, line+"\n") {
+			t.Errorf("/metrics lacks %s", line)
+		}
 	}
 }

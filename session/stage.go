@@ -73,6 +73,14 @@ func (s *stage) release(ctx context.Context, id string) (stages.Disposition, err
 	return s.gate.Release(ctx, id)
 }
 
+// releaseFailed returns id's lease after its backend failed: the ledger
+// counts it failed, not completed (stages.Controller.ReleaseFailed).
+func (s *stage) releaseFailed(ctx context.Context, id string) (stages.Disposition, error) {
+	ctx, cancel := s.cleanupCtx(ctx)
+	defer cancel()
+	return s.gate.ReleaseFailed(ctx, id)
+}
+
 // forget ends owner's conversation in the stage.
 func (s *stage) forget(ctx context.Context, owner string) error {
 	ctx, cancel := s.cleanupCtx(ctx)
@@ -120,7 +128,11 @@ func (s *stage) hold(ctx context.Context, id string, work func(context.Context) 
 	err := work(ctx)
 	stop()
 	w.returned()
-	d, rerr := s.release(ctx, id)
+	release := s.release
+	if err != nil && ctx.Err() == nil { // failed, not stopped by a cancel
+		release = s.releaseFailed
+	}
+	d, rerr := release(ctx, id)
 	if errors.Is(rerr, stages.ErrFenced) { // the lease ran out while the work ran: nothing left to release
 		s.log.Warn("release refused: lease lost", "stage", s.name, "job", id)
 	} else if rerr != nil {

@@ -476,7 +476,7 @@ func (c *caller) observe(ev event, cur *turnRec) {
 		switch m.Disposition {
 		case dAdmitted:
 			s.admitted = ev.at
-		case dCompleted, dCancelled:
+		case dCompleted, dCancelled, dFailed:
 			if !s.admitted.IsZero() {
 				s.done = ev.at
 			}

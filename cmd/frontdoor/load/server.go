@@ -42,6 +42,7 @@ type Ledger struct {
 	CancelledQueued   uint64  `json:"cancelled_queued"`
 	CancelledActive   uint64  `json:"cancelled_active"`
 	Completed         uint64  `json:"completed"`
+	Failed            uint64  `json:"failed,omitempty"` // released after the backend failed
 	ReleasedCancelled uint64  `json:"released_cancelled"`
 }
 
@@ -64,7 +65,7 @@ func (r Refused) Total() uint64 {
 
 // Terminal is the number of identities in a terminal state.
 func (l Ledger) Terminal() uint64 {
-	return l.Expired + l.CancelledQueued + l.Completed + l.ReleasedCancelled
+	return l.Expired + l.CancelledQueued + l.Completed + l.Failed + l.ReleasedCancelled
 }
 
 func (l Ledger) sub(o Ledger) Ledger {
@@ -74,7 +75,7 @@ func (l Ledger) sub(o Ledger) Ledger {
 			Overloaded: l.Refused.Overloaded - o.Refused.Overloaded, Unknown: l.Refused.Unknown - o.Refused.Unknown},
 		Queued: l.Queued - o.Queued, Admitted: l.Admitted - o.Admitted, Expired: l.Expired - o.Expired,
 		CancelledQueued: l.CancelledQueued - o.CancelledQueued, CancelledActive: l.CancelledActive - o.CancelledActive,
-		Completed: l.Completed - o.Completed, ReleasedCancelled: l.ReleasedCancelled - o.ReleasedCancelled}
+		Completed: l.Completed - o.Completed, Failed: l.Failed - o.Failed, ReleasedCancelled: l.ReleasedCancelled - o.ReleasedCancelled}
 }
 
 type server struct {

@@ -51,6 +51,7 @@ const (
 	dAdmitted   = "admitted"
 	dCompleted  = "completed"
 	dCancelled  = "cancelled"
+	dFailed     = "failed" // a stage's lease released after its backend failed; a turn that failed
 	dExpired    = "expired"
 	dOverloaded = "overloaded"
 	dClosed     = "closed"
