@@ -314,6 +314,9 @@ type evidence struct {
 	hold    time.Duration // admission to release, for completed work
 	cleanup time.Duration // cancel to release, for work cancelled while active
 	holdOK  bool
+	// failed: the recording released it after its backend failed
+	// (stages.Controller.ReleaseFailed); the replay releases it so too.
+	failed bool
 	// cancelled: the recording cancelled it while active; unreleased: the
 	// recording admitted it and never released it.
 	cancelled, unreleased bool
@@ -359,6 +362,7 @@ func newDriver(c *stages.Controller, sr *StageReport, before, after *tracker, st
 			}
 		case j.state == jobDone:
 			e.hold, e.holdOK = j.ended.Sub(j.admitted), true
+			e.failed = j.outcome == stages.Failed.String()
 			holds = append(holds, e.hold)
 		default:
 			e.unreleased = true
@@ -550,7 +554,11 @@ func (d *driver) cancelledActive(t time.Time) {
 func (d *driver) release(id string, t time.Time, line int, note string) {
 	d.setNow(t)
 	delete(d.due, id)
-	disp, err := d.c.Release(id)
+	release := d.c.Release
+	if j := d.after.current[id]; j != nil && d.ev[j.key].failed {
+		release = d.c.ReleaseFailed
+	}
+	disp, err := release(id)
 	res := Result{Line: line, Op: "release", ID: id, Disposition: disp}
 	if err != nil {
 		res.Error = err.Error()

@@ -25,6 +25,10 @@ type workload struct {
 	rng    *rand.Rand
 	clock  *stagestest.Clock
 	stages []*wstage
+	// failed, when set, picks the releases made after a backend failed
+	// (ReleaseFailed), without drawing from rng.
+	failed func(n int) bool
+	nrel   int
 }
 
 type wstage struct {
@@ -181,7 +185,12 @@ func (wl *workload) run(steps int) {
 			}
 			for _, id := range due {
 				delete(st.held, id)
-				_, _ = st.d.Release(id)
+				wl.nrel++
+				if wl.failed != nil && wl.failed(wl.nrel) {
+					_, _ = st.d.ReleaseFailed(id)
+				} else {
+					_, _ = st.d.Release(id)
+				}
 				wl.poll(st)
 			}
 		}
@@ -210,6 +219,11 @@ func recordWorkload(t *testing.T, seed uint64, limits map[string]stages.Limits, 
 
 func recordWorkloadOn(t *testing.T, seed uint64, limits map[string]stages.Limits, steps int, late bool) []byte {
 	t.Helper()
+	return recordWorkloadWith(t, seed, limits, steps, late, nil)
+}
+
+func recordWorkloadWith(t *testing.T, seed uint64, limits map[string]stages.Limits, steps int, late bool, failed func(n int) bool) []byte {
+	t.Helper()
 	var buf bytes.Buffer
 	clock := stagestest.NewClock(t0)
 	w, err := NewWriter(&buf, WriterOptions{Origin: t0, Now: clock.Now})
@@ -220,7 +234,9 @@ func recordWorkloadOn(t *testing.T, seed uint64, limits map[string]stages.Limits
 	if late {
 		dclock = lateClock{clock, rand.New(rand.NewPCG(seed, 1))}
 	}
-	newWorkload(t, seed, w, limits, clock, dclock).run(steps)
+	wl := newWorkload(t, seed, w, limits, clock, dclock)
+	wl.failed = failed
+	wl.run(steps)
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -274,6 +290,39 @@ func TestRunSameLimitsIsExact(t *testing.T) {
 			if err := s.Final.Ledger.Check(s.Final.Queued, s.Final.Leased); err != nil {
 				t.Error(err)
 			}
+		}
+	}
+}
+
+// TestRunFailedReleasesExact: work released after its backend failed
+// (ReleaseFailed, counted failed in the ledger) replays as failed under
+// the recorded limits: no job changes, and the replay's ledger counts the
+// same failures.
+func TestRunFailedReleasesExact(t *testing.T) {
+	for seed := range uint64(12) {
+		tr := recordWorkloadWith(t, seed, twoStages, 120, seed%2 == 1, func(n int) bool { return n%3 == 0 })
+		if !bytes.Contains(tr, []byte(`"disposition":"failed"`)) {
+			t.Fatalf("seed %d: the trace records no failed release", seed)
+		}
+		rep, err := Run(bytes.NewReader(tr), Options{})
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		failed := uint64(0)
+		for _, s := range rep.Stages {
+			if len(s.Changes) != 0 {
+				t.Errorf("seed %d stage %s: %d jobs changed, first %+v", seed, s.Name, len(s.Changes), s.Changes[0])
+			}
+			if *s.Before != s.After {
+				t.Errorf("seed %d stage %s: outcomes\nrecorded %+v\nreplayed %+v", seed, s.Name, *s.Before, s.After)
+			}
+			if err := s.Final.Ledger.Check(s.Final.Queued, s.Final.Leased); err != nil {
+				t.Error(err)
+			}
+			failed += s.Final.Ledger.Failed
+		}
+		if failed == 0 {
+			t.Errorf("seed %d: the replay counted no failed release", seed)
 		}
 	}
 }

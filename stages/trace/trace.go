@@ -352,7 +352,11 @@ func Apply(c *stages.Controller, op Op) Result {
 	case "take":
 		r.Disposition, r.ID, err = c.Take(now)
 	case "release":
-		r.Disposition, err = c.Release(op.ID)
+		if op.Disposition != nil && *op.Disposition == stages.Failed {
+			r.Disposition, err = c.ReleaseFailed(op.ID) // its backend had failed
+		} else {
+			r.Disposition, err = c.Release(op.ID)
+		}
 	case "cancel":
 		r.Disposition, err = c.CancelAt(op.ID, now)
 	case "rotate":
