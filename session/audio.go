@@ -117,14 +117,18 @@ func (a *audioOut) announce() uint64 {
 
 // SendAudio queues prompt audio for the caller in the call's format
 // (Sender). It belongs to no generation (a barge-in does not cut it) but
-// to the premise of the last prompt sent, the one it speaks: it is cut once
-// the call's state has changed since (premise.go), even while it was being
-// rendered.
-func (c *Call) SendAudio(ctx context.Context, turn string, au backend.Audio) error {
+// to the premise of the prompt it speaks (nil: the last one sent): it is
+// cut once the call's state has changed since that prompt was sent
+// (premise.go), even while it was being rendered.
+func (c *Call) SendAudio(ctx context.Context, turn string, prompt *PromptMsg, au backend.Audio) error {
 	c.mu.Lock()
 	f := c.format
 	c.mu.Unlock()
-	a := &audioOut{c: c, id: turn, format: f, premise: c.spoken.Load()}
+	premise := c.spoken.Load()
+	if prompt != nil && prompt.premise != 0 {
+		premise = prompt.premise
+	}
+	a := &audioOut{c: c, id: turn, format: f, premise: premise}
 	if turn == "" {
 		a.id = "prompt"
 	}

@@ -53,17 +53,20 @@ func (o *Offers) Refused(ctx context.Context, r Refusal, out Sender) {
 		avail = nil // the call is ending: no question it cannot answer
 	}
 	p := fallback.PromptOf(r.Outcome(), avail)
+	keypad := false
 	if len(p.Offer) > 0 {
 		// A phone caller answers with its keypad: it is offered only
 		// what its menu can take now, and nothing (no offer sentence)
 		// when no menu can open. Other callers get p unchanged.
-		if keys, ok := keypadOffer(out, p.Offer); ok {
+		var keys []fallback.Kind
+		if keys, keypad = keypadOffer(out, p.Offer); keypad {
 			p = fallback.PromptOf(r.Outcome(), keys)
 		}
 	}
-	_ = out.Send(ctx, &PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text})
-	o.speak(ctx, r.Turn, p.Text, out)
+	pm := &PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text}
+	_ = out.Send(ctx, pm)
 	if len(p.Offer) == 0 || r.Disposition == stages.Queued {
+		o.speak(ctx, r.Turn, pm, out)
 		return
 	}
 	turn := r.Turn
@@ -74,7 +77,35 @@ func (o *Offers) Refused(ctx context.Context, r Refusal, out Sender) {
 	o.mu.Lock()
 	o.calls[r.Call] = st
 	o.mu.Unlock()
-	_ = out.Send(ctx, &OfferMsg{Type: "offer", Kinds: p.Offer})
+	offer := func() bool {
+		if err := out.Send(ctx, &OfferMsg{Type: "offer", Kinds: p.Offer}); errors.Is(err, ErrPremiseGone) {
+			// The call's state changed since the prompt: its offer is
+			// not made, and there is nothing to answer.
+			o.mu.Lock()
+			if o.calls[r.Call] == st {
+				delete(o.calls, r.Call)
+			}
+			o.mu.Unlock()
+			return false
+		}
+		return true
+	}
+	if keypad {
+		// The keypad menu is spoken: it follows the prompt's audio.
+		o.speak(ctx, r.Turn, pm, out)
+		if !offer() {
+			return
+		}
+	} else {
+		// A caller who answers with messages gets the offer with the
+		// prompt's text, not after its audio has been rendered and
+		// queued: its buttons show while the prompt is read out, and an
+		// answer cuts the rest of the prompt (premise.go).
+		if !offer() {
+			return
+		}
+		o.speak(ctx, r.Turn, pm, out)
+	}
 	if r.Stage != StageSession {
 		return
 	}
@@ -91,16 +122,18 @@ func (o *Offers) Refused(ctx context.Context, r Refusal, out Sender) {
 	}
 }
 
-// speak sends the prompt's audio, rendered once and cached by package
-// fallback, when the call can take audio.
-func (o *Offers) speak(ctx context.Context, turn, text string, out Sender) {
+// speak sends the audio of pm, a prompt already sent, rendered once and
+// cached by package fallback, when the call can take audio. It is spoken
+// for pm's premise: cut if the call's state changed since pm, even while
+// it was rendered.
+func (o *Offers) speak(ctx context.Context, turn string, pm *PromptMsg, out Sender) {
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	a, err := o.svc.PromptAudio(rctx, text)
+	a, err := o.svc.PromptAudio(rctx, pm.Text)
 	if err != nil || len(a.Samples) == 0 {
 		return
 	}
-	_ = out.SendAudio(ctx, turn, a)
+	_ = out.SendAudio(ctx, turn, pm, a)
 }
 
 // OfferMsg lists the fallbacks a refused caller may take now.
@@ -150,8 +183,9 @@ func (o *Offers) Message(ctx context.Context, call string, ev ClientEvent, out S
 			return true
 		case err != nil:
 			p := fallback.PromptFailed(fallback.StageCallback, nil)
-			_ = out.Send(ctx, &PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text})
-			o.speak(ctx, st.turn, p.Text, out)
+			pm := &PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text}
+			_ = out.Send(ctx, pm)
+			o.speak(ctx, st.turn, pm, out)
 		default:
 			_ = out.Send(ctx, &FallbackMsg{Type: "callback", Disposition: res.Disposition, Ticket: res.Ticket})
 			if res.Disposition != stages.Queued {
@@ -185,8 +219,9 @@ func (o *Offers) Message(ctx context.Context, call string, ev ClientEvent, out S
 		if m.Spoken {
 			// Asked for in words: the answer is confirmed in words.
 			p := fallback.PromptFor(fallback.StageHandoff, d, nil)
-			_ = out.Send(ctx, &PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text})
-			o.speak(ctx, st.turn, p.Text, out)
+			pm := &PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text}
+			_ = out.Send(ctx, pm)
+			o.speak(ctx, st.turn, pm, out)
 		}
 		o.wg.Go(func() {
 			defer st.done()

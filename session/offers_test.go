@@ -112,3 +112,51 @@ func TestOffersPromptAudioWhileSynthesisFull(t *testing.T) {
 		t.Fatalf("no offer: %v", types(all))
 	}
 }
+
+// TestOffersOfferWithPrompt: a caller who answers with messages gets the
+// offer right with the prompt, not once the prompt's audio is rendered
+// and queued (here rendering takes a second); answering at once cuts the
+// prompt's audio before any of it is written, and the prompt's later
+// rendering queues none of it.
+func TestOffersOfferWithPrompt(t *testing.T) {
+	var svc *fallback.Service
+	var offers *Offers
+	r := newRig(t, func(c *Config, s *stub.Settings) {
+		s.FailRate = 1 // every turn's model fails
+		fc := fallback.DefaultConfig()
+		fc.DataDir = t.TempDir()
+		var err error
+		svc, err = fallback.New(context.Background(), fc,
+			stub.NewSynthesizer(stub.Settings{SynthDelay: time.Second, FrameCount: 50, Rate: 8000}), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		offers = NewOffers(svc)
+		c.Fallback = offers
+	}, rigAfter(func() { offers.Wait(); svc.Close() }))
+	c := r.admitted()
+	c.send(map[string]any{"type": "turn", "id": "t1", "text": "x"})
+	all := c.until(isType("offer"))
+	p, o := lastOf(all, "prompt"), lastOf(all, "offer")
+	if p.Reason != TurnFailed || len(o.Kinds) != 2 || lastOf(all, "audio_start").Type != "" {
+		t.Fatalf("want prompt, then offer before any audio: %v", types(all))
+	}
+	c.send(map[string]any{"type": "callback", "consent": true, "number": "+15550123"})
+	rest := c.until(isType("turn_end")) // sent once the prompt's audio was rendered and dropped
+	if cb := lastOf(rest, "callback"); cb.Disposition != "queued" || cb.Ticket == "" {
+		t.Fatalf("callback %+v: %v", cb, types(rest))
+	}
+	c.send(map[string]any{"type": "hangup"})
+	for {
+		m, err := c.read()
+		if err != nil {
+			break
+		}
+		rest = append(rest, m)
+	}
+	for _, m := range rest {
+		if m.Type == "audio_start" || m.Type == "binary" || m.Type == "audio_end" {
+			t.Fatalf("audio of the answered prompt was written: %v", types(rest))
+		}
+	}
+}

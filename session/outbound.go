@@ -13,6 +13,9 @@ var (
 	// ErrSlowReader: the caller stopped reading; the call is closed (1008).
 	ErrSlowReader = errors.New("session: caller is not reading (a write stalled)")
 	errOutClosed  = errors.New("session: outbound queue closed")
+	// ErrPremiseGone: an `offer` was not queued because the call's state
+	// changed since the prompt it belongs to (premise.go).
+	ErrPremiseGone = errors.New("session: the offer's prompt no longer holds")
 )
 
 // OutboundLimits bound what a call may have queued for the caller.
@@ -143,14 +146,27 @@ func (o *outbound) push(ctx context.Context, f frame) error {
 			return errOutClosed
 		}
 		if ctl && len(o.ctl) < o.lim.Frames {
+			if _, ok := f.msg.(*OfferMsg); ok && o.premise != nil {
+				// An offer belongs to the prompt just before it: it is
+				// queued only while that prompt's premise holds, and is
+				// written only while it still does (premise.go).
+				p := o.premise.Load()
+				if o.spoken == nil || o.spoken.Load() != p {
+					o.mu.Unlock()
+					o.cut.Add(1)
+					return ErrPremiseGone
+				}
+				f.premise = p
+			}
 			if f.bump && o.premise != nil {
 				// Moved under mu, as the message is queued: the writer,
 				// which takes frames under mu, cannot cut the old
 				// prompt's audio and close it before it has this message
 				// to write first.
 				p := o.premise.Add(1)
-				if _, ok := f.msg.(*PromptMsg); ok && o.spoken != nil {
+				if pm, ok := f.msg.(*PromptMsg); ok && o.spoken != nil {
 					o.spoken.Store(p)
+					pm.premise = p
 				}
 			}
 			o.ctl = append(o.ctl, f)

@@ -76,3 +76,38 @@ func TestOutboundGrowsOnDemand(t *testing.T) {
 		t.Errorf("after discard: ring %d, %d frames, %d bytes", len(o.q), o.n, o.bytes)
 	}
 }
+
+// An offer belongs to the prompt before it: it is queued only while no
+// other change of the call's state came since that prompt, and carries
+// that premise for the writer's check.
+func TestOutboundOfferNeedsItsPrompt(t *testing.T) {
+	var gen, premise, spoken atomic.Uint64
+	gen.Store(1)
+	premise.Store(1)
+	spoken.Store(1)
+	o := newOutbound(OutboundLimits{}, &gen)
+	o.premise, o.spoken = &premise, &spoken
+	ctx := context.Background()
+	offer := func() error { return o.push(ctx, frame{msg: &OfferMsg{Type: "offer"}}) }
+	pm := &PromptMsg{Type: "prompt"}
+	if err := o.push(ctx, frame{msg: pm, bump: true}); err != nil {
+		t.Fatal(err)
+	}
+	if pm.premise != 2 || spoken.Load() != 2 {
+		t.Fatalf("prompt queued with premise %d, spoken %d; want 2", pm.premise, spoken.Load())
+	}
+	if err := offer(); err != nil {
+		t.Fatalf("offer after its prompt: %v", err)
+	}
+	if f := o.ctl[len(o.ctl)-1]; f.premise != 2 {
+		t.Fatalf("offer queued with premise %d, want its prompt's 2", f.premise)
+	}
+	// The call's state changes (an answer, a session outcome): an offer
+	// of the prompt before is not made.
+	if err := o.push(ctx, frame{msg: &FallbackMsg{Type: "callback"}, bump: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := offer(); !errors.Is(err, ErrPremiseGone) {
+		t.Fatalf("offer after the state changed: %v, want ErrPremiseGone", err)
+	}
+}

@@ -17,6 +17,12 @@ import (
 // messages never wait behind audio at all (the outbound queue's control
 // lane), so the message that says the state changed is on the wire when
 // the change happens.
+//
+// An `offer` belongs to the prompt it follows: it is queued with that
+// prompt's premise, only while no other change came since the prompt
+// (Send returns ErrPremiseGone otherwise), and the writer drops it if the
+// premise has ended by the time it would be written. So no caller is ever
+// offered a callback or a person for a state of the call that is over.
 
 // changesPremise reports whether msg tells the caller that the call's
 // state changed, voiding what was said for the state before: the
@@ -41,7 +47,7 @@ func (c *Call) cutPrompt(ctx context.Context, f frame) (bool, error) {
 		return false, nil
 	}
 	w := &c.w
-	if !f.end || w.prompt != f.premise {
+	if !f.end || w.prompt != f.premise { // (an offer of a prompt whose premise ended is dropped here too)
 		c.out.cut.Add(1)
 		return true, nil
 	}

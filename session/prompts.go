@@ -42,10 +42,12 @@ type Sender interface {
 	// before is cut (premise.go).
 	Send(ctx context.Context, msg any) error
 	// SendAudio queues prompt audio (audio_start, binary frames,
-	// audio_end) in the call's format, for the last PromptMsg sent.
-	// Prompt audio belongs to no generation, so a barge-in does not cut
-	// it; a change of the call's state does.
-	SendAudio(ctx context.Context, turn string, a backend.Audio) error
+	// audio_end) in the call's format, spoken for prompt, a PromptMsg
+	// already sent (nil: the last one sent). Prompt audio belongs to no
+	// generation, so a barge-in does not cut it; a change of the call's
+	// state since prompt was sent does, even one made while the audio was
+	// being rendered.
+	SendAudio(ctx context.Context, turn string, prompt *PromptMsg, a backend.Audio) error
 	// Keypad is the call's transport's declared keypad
 	// (Capabilities.Keypad); nil when the caller answers with messages.
 	Keypad() func(offered []string) []string

@@ -125,6 +125,8 @@ type PromptMsg struct {
 	Reason string `json:"reason"`
 	Stage  string `json:"stage"`
 	Text   string `json:"text"`
+
+	premise uint64 // the call's premise once queued: its audio's (Sender.SendAudio)
 }
 
 // ErrorMsg answers bad input.

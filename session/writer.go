@@ -121,7 +121,7 @@ func (c *Call) writeFrame(ctx context.Context, f frame) error {
 	if f.gen != 0 {
 		w.lastGen, w.lastAt = f.gen, time.Now()
 	}
-	if f.premise != 0 {
+	if f.premise != 0 && !f.control() { // (an offer carries its prompt's premise too)
 		w.notePrompt(f)
 	}
 	if f.turn != nil {
