@@ -2,14 +2,40 @@ package web_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/frontdoorhq/frontdoor/session/backend/pocketsphinx"
+	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
+
+// failedReply checks that the reply at sel is drawn as a failure: its
+// state, its mark, and not the green of a reply that succeeded.
+func failedReply(t *testing.T, tb *tab, sel string) {
+	t.Helper()
+	got := eval[[]string](tb, `(() => {
+		const li = document.querySelector('`+sel+`');
+		if (!li) return ['', '', ''];
+		const ok = document.createElement('li'); ok.className = 'reply'; ok.dataset.state = 'done';
+		li.parentElement.append(ok);
+		const green = getComputedStyle(ok).backgroundColor; ok.remove();
+		return [li.dataset.state, getComputedStyle(li).backgroundColor + ' vs ' + green,
+			getComputedStyle(li.querySelector('.text'), '::after').content];
+	})()`)
+	if got[0] != "failed" {
+		t.Errorf("reply %s drawn as %q, want failed", sel, got[0])
+	}
+	if bg := strings.Split(got[1], " vs "); len(bg) != 2 || bg[0] == bg[1] {
+		t.Errorf("failed reply has the background of a successful one: %s", got[1])
+	}
+	if !strings.Contains(got[2], "failed") {
+		t.Errorf("failed reply's mark %s", got[2])
+	}
+}
 
 // TestBrowser drives the page in one headless Chromium (a tab per case)
 // against the real session server with stub backends.
@@ -127,7 +153,8 @@ func TestBrowser(t *testing.T) {
 		tb := newTab(t, bctx, 30*time.Second)
 		tb.do(chromedp.Navigate(r.http.URL + "/"))
 		tb.click("#rtc-start")
-		tb.waitJS("connected", `document.getElementById('rtc-state').dataset.state === 'connected'`, 10*time.Second)
+		tb.waitJS("connected", `document.getElementById('rtc-media').dataset.state === 'connected'
+			&& document.getElementById('rtc-state').dataset.state === 'in-call'`, 10*time.Second)
 		tb.waitJS("the reply's text", `[...document.querySelectorAll('#rtc-log .reply')].some(li => li.textContent.includes('I heard you'))`, 15*time.Second)
 		tb.waitJS("the reply's audio", `+document.getElementById('rtc-recv').dataset.packets > 25`, 5*time.Second)
 		if peer.voiced.Load() == 0 {
@@ -158,7 +185,7 @@ func TestBrowser(t *testing.T) {
 		tb := newTab(t, bctx, 30*time.Second)
 		tb.do(chromedp.Navigate(r.http.URL + "/"))
 		tb.click("#rtc-start")
-		tb.waitJS("connected", `document.getElementById('rtc-state').dataset.state === 'connected'`, 10*time.Second)
+		tb.waitJS("connected", `document.getElementById('rtc-media').dataset.state === 'connected'`, 10*time.Second)
 		tb.waitJS("the reply's text", `[...document.querySelectorAll('#rtc-log .reply .text')].some(t => t.textContent.length > 0)`, 15*time.Second)
 		tb.waitJS("the reply's audio", `+document.getElementById('rtc-recv').dataset.packets > 25 && +document.getElementById('rtc-recv').dataset.energy > 0`, 10*time.Second)
 		if got := r.stage("model").Ledger.Offered; got == 0 {
@@ -188,7 +215,7 @@ func TestBrowser(t *testing.T) {
 
 		// A refused turn: a prompt, then the offer; accept a callback.
 		tb.click("#call-send")
-		tb.waitJS("the offer", `!document.getElementById('call-offer').hidden
+		tb.waitJS("the offer", `!document.getElementById('call-offer').hidden && document.getElementById('call-offer').dataset.state === 'open'
 			&& document.querySelector('#call-log .reply[data-turn=t1]').dataset.state === 'refused'
 			&& document.querySelector('#call-log .prompt')`, 5*time.Second)
 		tb.click("#call-callback")
@@ -197,7 +224,7 @@ func TestBrowser(t *testing.T) {
 
 		// Refused again: ask for a person, and take the call in the console.
 		tb.click("#call-send")
-		tb.waitJS("the second offer", `!document.getElementById('call-offer').hidden`, 5*time.Second)
+		tb.waitJS("the second offer", `!document.getElementById('call-offer').hidden && document.getElementById('call-offer').dataset.state === 'open'`, 5*time.Second)
 		tb.click("#call-handoff")
 		tb.waitJS("handoff queued", `[...document.querySelectorAll('#call-log .prompt')].some(li => li.textContent.startsWith('handoff: queued'))`, 5*time.Second)
 		tb.waitJS("the handoff in the agent console", `document.querySelector('#agent-list li[data-ticket][data-mine=false] button')`, 5*time.Second)
@@ -208,6 +235,95 @@ func TestBrowser(t *testing.T) {
 		tb.waitJS("the caller told the handoff completed", `[...document.querySelectorAll('#call-log .prompt')].some(li => li.textContent.startsWith('handoff: completed'))`, 5*time.Second)
 		tb.waitJS("the fallback stages on the dashboard", `document.querySelector('[data-stage=callback]') && document.querySelector('[data-stage=handoff] [data-count=completed]').dataset.n > 0`, 5*time.Second)
 		tb.screenshot("offer-and-agent")
+		tb.noErrors()
+	})
+
+	t.Run("OfferWithPromptText", func(t *testing.T) {
+		// The synthetic call against session.Offers, as frontdoor serve
+		// wires it: the model fails, the page draws the reply as failed,
+		// shows the offer's buttons while the prompt's 6 s of paced audio
+		// is still arriving, and books a callback.
+		r := newRig(t, func(c *rigConfig) {
+			c.offers, c.promptFrames = true, 300
+			c.cfg.Pace = true
+			c.stub.FailRate = 1
+		})
+		tb := newTab(t, bctx, 30*time.Second)
+		tb.do(chromedp.Navigate(r.http.URL + "/"))
+		tb.click("#call-connect")
+		tb.waitJS("in call", `document.getElementById('call-state').dataset.state === 'in-call'`, 5*time.Second)
+		tb.click("#call-send")
+		tb.waitJS("the offer's buttons while the prompt's audio arrives", `(() => {
+			const o = document.getElementById('call-offer'), cb = document.getElementById('call-callback');
+			const heard = +document.getElementById('call-audio-ms').dataset.ms || 0;
+			return !o.hidden && o.dataset.state === 'open' && cb.offsetParent !== null && heard < 3000
+				&& [...document.querySelectorAll('#call-log .prompt')].some(li => li.textContent.includes('went wrong'));
+		})()`, 5*time.Second)
+		state := eval[[]string](tb, `(() => { const s = document.getElementById('call-state'); return [s.dataset.state, s.dataset.offer, s.textContent]; })()`)
+		if state[0] != "failed" || state[1] != "open" || !strings.Contains(state[2], "offer open") {
+			t.Errorf("call state %q after the failed turn, want failed · offer open", state)
+		}
+		failedReply(t, tb, "#call-log .reply[data-turn=t1]")
+		tb.screenshot("offer-with-prompt")
+		tb.click("#call-callback")
+		tb.waitJS("the callback booked", `document.getElementById('call-state').dataset.offer === 'callback-booked'
+			&& /callback booked · ticket \S+/.test(document.getElementById('call-outcome').textContent)`, 5*time.Second)
+		if got := eval[string](tb, `document.getElementById('call-state').textContent`); !strings.HasPrefix(got, "callback booked") {
+			t.Errorf("call state %q after the callback, want callback booked", got)
+		}
+		if n := r.svc.CallbackStage().Snapshot().Queued; n != 1 {
+			t.Errorf("callback queue holds %d, want the booked callback", n)
+		}
+		tb.screenshot("offer-callback-booked")
+		tb.click("#call-hangup")
+		tb.waitJS("ended", `document.getElementById('call-state').dataset.state === 'ended'`, 5*time.Second)
+		tb.noErrors()
+	})
+
+	t.Run("MicrophoneOffer", func(t *testing.T) {
+		// The microphone call against the server's own /v1/webrtc and
+		// session.Offers: speech from the fake microphone, recognized (a
+		// stub), a model that fails; the card draws the turn as failed,
+		// says the call is failed with an offer open (not "connected"),
+		// shows the offer while the prompt's audio plays, books a
+		// callback and says so, and ends.
+		r := newRig(t, func(c *rigConfig) {
+			c.offers, c.promptFrames = true, 300
+			c.cfg.Pace = true
+			c.cfg.Recognizer = stub.NewRecognizer(stub.Settings{})
+			c.stub.FailRate = 1
+		})
+		tb := newTab(t, bctx, 40*time.Second)
+		tb.do(chromedp.Navigate(r.http.URL + "/"))
+		tb.click("#rtc-start")
+		tb.waitJS("in call", `document.getElementById('rtc-state').dataset.state === 'in-call'`, 10*time.Second)
+		tb.waitJS("the offer's buttons before the prompt's audio ends", `(() => {
+			const o = document.getElementById('rtc-offer'), cb = document.getElementById('rtc-callback');
+			const log = [...document.querySelectorAll('#rtc-log li')].map(li => li.textContent);
+			const started = log.some(t => t.startsWith('audio_start')), ended = log.some(t => t.startsWith('audio_end'));
+			return !o.hidden && o.dataset.state === 'open' && cb.offsetParent !== null && started && !ended
+				&& [...document.querySelectorAll('#rtc-log .prompt')].some(li => li.textContent.includes('went wrong'));
+		})()`, 15*time.Second)
+		state := eval[[]string](tb, `(() => { const s = document.getElementById('rtc-state'); return [s.dataset.state, s.dataset.offer, s.textContent]; })()`)
+		if state[0] != "failed" || state[1] != "open" || strings.Contains(state[2], "connected") {
+			t.Errorf("call state %q after the failed turn, want failed · offer open", state)
+		}
+		failedReply(t, tb, "#rtc-log .reply")
+		tb.screenshot("microphone-offer")
+		tb.do(chromedp.SetValue(chromedp.CSS("#rtc-number"), "+15550199"))
+		tb.click("#rtc-callback")
+		tb.waitJS("the callback booked", `document.getElementById('rtc-state').dataset.offer === 'callback-booked'
+			&& /callback booked · ticket \S+/.test(document.getElementById('rtc-outcome').textContent)`, 5*time.Second)
+		if got := eval[string](tb, `document.getElementById('rtc-state').textContent`); !strings.HasPrefix(got, "callback booked") {
+			t.Errorf("call state %q after the callback, want callback booked", got)
+		}
+		cbs, err := r.svc.ListCallbacks(tb.ctx, 0)
+		if err != nil || len(cbs) != 1 || cbs[0].Number != "+15550199" {
+			t.Errorf("callbacks %+v, %v: want one to +15550199", cbs, err)
+		}
+		tb.screenshot("microphone-callback-booked")
+		tb.click("#rtc-stop")
+		tb.waitJS("ended", `document.getElementById('rtc-state').dataset.state === 'ended'`, 5*time.Second)
 		tb.noErrors()
 	})
 

@@ -16,6 +16,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/cmd/frontdoor/load"
 	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/web"
@@ -24,13 +25,15 @@ import (
 // rig is the real session server with stub backends and the page mounted
 // as frontdoor serve mounts it, on a loopback httptest listener.
 type rig struct {
-	t     *testing.T
-	srv   *session.Server
-	page  *web.Page
-	http  *httptest.Server
-	model *stub.Model
-	synth *stub.Synthesizer
-	fb    *offerFallback
+	t      *testing.T
+	srv    *session.Server
+	page   *web.Page
+	http   *httptest.Server
+	model  *stub.Model
+	synth  *stub.Synthesizer
+	fb     *offerFallback
+	svc    *fallback.Service // the fallback service behind fb or offers
+	offers *session.Offers
 }
 
 type rigConfig struct {
@@ -38,6 +41,11 @@ type rigConfig struct {
 	stub     stub.Settings
 	handlers map[string]http.Handler // extra routes (a test double of /v1/webrtc)
 	fallback bool                    // package fallback's queues, offers and /v1/agents
+	// offers wires package fallback in as frontdoor serve does
+	// (session.Offers): prompts spoken with audio rendered by a stub
+	// synthesizer of promptFrames 20 ms frames, and offers answered.
+	offers       bool
+	promptFrames int
 }
 
 func newRig(t *testing.T, opts ...func(*rigConfig)) *rig {
@@ -70,15 +78,30 @@ func newRig(t *testing.T, opts ...func(*rigConfig)) *rig {
 	cfg.Root = r.page
 	cfg.Handlers = r.page.Routes()
 	maps.Copy(cfg.Handlers, rc.handlers)
-	if rc.fallback {
+	if rc.fallback || rc.offers {
 		fc := fallback.DefaultConfig()
 		fc.DataDir = t.TempDir()
-		svc, err := fallback.New(context.Background(), fc, nil, nil)
+		var synth *stub.Synthesizer
+		if rc.offers {
+			synth = stub.NewSynthesizer(stub.Settings{FrameCount: max(rc.promptFrames, 1), Rate: 8000})
+			t.Cleanup(func() { _ = synth.Close() })
+		}
+		var ps backend.Synthesizer
+		if synth != nil {
+			ps = synth
+		}
+		svc, err := fallback.New(context.Background(), fc, ps, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		r.fb = newOfferFallback(svc)
-		cfg.Fallback = r.fb
+		r.svc = svc
+		if rc.offers {
+			r.offers = session.NewOffers(svc)
+			cfg.Fallback = r.offers
+		} else {
+			r.fb = newOfferFallback(svc)
+			cfg.Fallback = r.fb
+		}
 		cfg.Handlers["GET /v1/agents"] = svc.AgentHandler(nil)
 	}
 	srv, err := session.New(cfg)
@@ -86,9 +109,9 @@ func newRig(t *testing.T, opts ...func(*rigConfig)) *rig {
 		t.Fatal(err)
 	}
 	r.srv = srv
-	if r.fb != nil {
-		srv.AddView("callback", r.fb.svc.View(fallback.KindCallback))
-		srv.AddView("handoff", r.fb.svc.View(fallback.KindHandoff))
+	if r.svc != nil {
+		srv.AddView("callback", r.svc.View(fallback.KindCallback))
+		srv.AddView("handoff", r.svc.View(fallback.KindHandoff))
 	}
 	r.http = httptest.NewUnstartedServer(srv.Handler())
 	r.http.Listener.Close()
@@ -103,9 +126,14 @@ func (r *rig) close() {
 	r.model.Close()
 	r.synth.Close()
 	r.srv.Close()
+	if r.svc != nil {
+		_ = r.svc.Close() // closes agents; live handoffs resolve
+	}
 	if r.fb != nil {
-		_ = r.fb.svc.Close() // closes agents; live handoffs resolve
 		r.fb.wait()
+	}
+	if r.offers != nil {
+		r.offers.Wait()
 	}
 	r.http.CloseClientConnections()
 	r.http.Close()

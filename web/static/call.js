@@ -4,15 +4,16 @@
 
 import {$, el, wsURL, logTo, ms, closeText} from './util.js';
 import {Player} from './audio.js';
+import {CallState, OfferPanel, logger} from './offer.js';
 
 export function initCall() {
   const ui = {
     connect: $('call-connect'), hangup: $('call-hangup'), barge: $('call-barge'),
     session: $('call-session'), gen: $('call-gen'), audio: $('call-audio'), audioMS: $('call-audio-ms'),
     form: $('call-form'), text: $('call-text'), send: $('call-send'), log: $('call-log'),
-    offer: $('call-offer'), number: $('call-number'), consent: $('call-consent'),
-    callback: $('call-callback'), handoff: $('call-handoff'),
   };
+  const state = new CallState($('call-state'));
+  const offer = new OfferPanel('call', {send: (m) => send(m), log: logger(ui.log), state});
   const player = new Player();
   let ws = null;
   let gen = 0;
@@ -32,7 +33,7 @@ export function initCall() {
       admitted = false;
       ui.barge.disabled = true;
       ui.text.disabled = ui.send.disabled = true;
-      ui.offer.hidden = true;
+      offer.close();
       setAudio(false);
     }
   }
@@ -94,6 +95,8 @@ export function initCall() {
       ui.text.disabled = ui.send.disabled = !admitted;
       ui.barge.disabled = !admitted;
       if (admitted) ui.text.focus();
+      if (m.disposition === 'queued') state.set('queued', m.position ? `position ${m.position}` : '');
+      else state.set(admitted ? 'in-call' : 'refused', admitted ? '' : `session ${m.disposition}`);
       break;
     case 'disposition':
       stageNote(reply(m.turn), m.stage, m.disposition + (m.position ? ` (${m.position})` : ''));
@@ -125,10 +128,11 @@ export function initCall() {
     case 'turn_end': {
       const li = reply(m.turn);
       li.dataset.end = m.disposition + (m.stage ? ` at ${m.stage}` : '') + (m.error ? ` (${m.error})` : '');
-      if (li.dataset.state !== 'interrupted') li.dataset.state = m.disposition === 'completed' ? 'done' : 'refused';
+      if (li.dataset.state !== 'interrupted') li.dataset.state = replyState(m.disposition);
       const text = li.querySelector('.text');
       if (!text.textContent) text.textContent = m.disposition === 'completed' ? '(empty reply)' : `(no reply: ${li.dataset.end})`;
       renderMeta(li);
+      state.turnEnded(m.disposition);
       break;
     }
     case 'interrupted': {
@@ -155,17 +159,14 @@ export function initCall() {
       logTo(ui.log, 'prompt', m.text, `${m.stage}: ${m.reason}`);
       break;
     case 'offer':
-      ui.offer.hidden = false;
-      for (const row of ui.offer.querySelectorAll('[data-kind]')) {
-        row.hidden = !(m.kinds || []).includes(row.dataset.kind);
-      }
+      offer.offer(m);
       break;
     case 'callback':
     case 'handoff':
-      ui.offer.hidden = true;
-      logTo(ui.log, 'prompt', `${m.type}: ${m.disposition}` + (m.ticket ? `, ticket ${m.ticket}` : ''), m.text || '');
+      offer.answered(m);
       break;
     case 'error':
+      offer.error(m);
       logTo(ui.log, 'error', `${m.code}: ${m.message}`);
       break;
     default:
@@ -180,6 +181,9 @@ export function initCall() {
     player.receivedMS = 0;
     ui.audioMS.textContent = ms(0);
     setSession('connecting', '');
+    state.clear();
+    state.set('connecting');
+    offer.reset();
     setConnected(true);
     ws = new WebSocket(wsURL('/v1/session'));
     ws.binaryType = 'arraybuffer';
@@ -189,6 +193,7 @@ export function initCall() {
       if (typeof ev.data !== 'string') {
         player.frame(ev.data);
         ui.audioMS.textContent = ms(player.receivedMS);
+        ui.audioMS.dataset.ms = Math.round(player.receivedMS);
         setAudio(true);
         audioSoon();
         return;
@@ -202,6 +207,7 @@ export function initCall() {
       ws = null;
       const d = ui.session.dataset.disposition;
       setSession(d === 'admitted' || d === 'connecting' ? 'ended' : d, closeText(ev));
+      state.set('ended', closeText(ev));
       setConnected(false);
     });
   });
@@ -230,9 +236,15 @@ export function initCall() {
     reply(id);
     send({type: 'turn', id, text});
   });
+}
 
-  ui.callback.addEventListener('click', () => {
-    send({type: 'callback', consent: ui.consent.checked, number: ui.number.value.trim()});
-  });
-  ui.handoff.addEventListener('click', () => send({type: 'handoff'}));
+// replyState is how a reply is drawn once its turn ended: done (green),
+// refused by a stage, or failed (its backend failed: drawn as a failure).
+export function replyState(disposition) {
+  switch (disposition) {
+  case 'completed': return 'done';
+  case 'failed': return 'failed';
+  case 'cancelled': return 'interrupted';
+  default: return 'refused';
+  }
 }

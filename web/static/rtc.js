@@ -1,20 +1,29 @@
 // The microphone call: getUserMedia audio sent over an RTCPeerConnection,
 // signalled over the /v1/webrtc WebSocket (offer, answer, trickled
 // candidates), the session protocol's events on a data channel, and the
-// reply played from the remote track.
+// reply played from the remote track. Its Call line is the call's state
+// (in call, refused · offer open, callback booked, ended), its Connection
+// line the peer connection's; a fallback offer is answered as on the
+// synthetic call's card (offer.js).
 
-import {$, el, wsURL, logTo, closeText} from './util.js';
+import {$, wsURL, logTo, closeText} from './util.js';
+import {replyState} from './call.js';
+import {CallState, OfferPanel} from './offer.js';
 
 export function initRTC() {
   const ui = {
-    start: $('rtc-start'), stop: $('rtc-stop'), state: $('rtc-state'), mic: $('rtc-mic'),
+    start: $('rtc-start'), stop: $('rtc-stop'), media: $('rtc-media'), mic: $('rtc-mic'),
     sent: $('rtc-sent'), recv: $('rtc-recv'), audio: $('rtc-audio'), log: $('rtc-log'),
   };
   let call = null;
+  const state = new CallState($('rtc-state'));
+  const offer = new OfferPanel('rtc', {send: (m) => { if (call) call.send(m); }, log, state});
 
-  function setState(s, detail) {
-    ui.state.dataset.state = s;
-    ui.state.textContent = s + (detail ? ' · ' + detail : '');
+  function setState(s, detail) { state.set(s, detail); }
+
+  function setMedia(s) {
+    ui.media.dataset.state = s;
+    ui.media.textContent = s;
   }
 
   function log(cls, text, meta) { return logTo(ui.log, cls, text, meta); }
@@ -22,6 +31,9 @@ export function initRTC() {
   ui.start.addEventListener('click', async () => {
     ui.start.disabled = true;
     ui.stop.disabled = false;
+    state.clear();
+    offer.reset();
+    setMedia('new');
     call = new RTCCall();
     try {
       await call.start();
@@ -35,9 +47,10 @@ export function initRTC() {
     end();
   });
 
-  function end() {
-    if (call) call.close();
+  function end(detail) {
+    if (call) call.close(detail);
     call = null;
+    offer.close();
     ui.start.disabled = false;
     ui.stop.disabled = true;
   }
@@ -60,6 +73,7 @@ export function initRTC() {
       for (const t of this.stream.getAudioTracks()) pc.addTrack(t, this.stream);
       this.dc = pc.createDataChannel('events');
       this.dc.addEventListener('open', () => log('event', 'events channel open'));
+      this.dc.addEventListener('close', () => { if (!this.closed) end('events channel closed'); });
       this.dc.addEventListener('message', (ev) => this.onEvent(ev.data));
       pc.addEventListener('datachannel', (ev) => {
         ev.channel.addEventListener('message', (m) => this.onEvent(m.data));
@@ -74,15 +88,18 @@ export function initRTC() {
         if (ev.candidate && ev.candidate.candidate) this.signal({type: 'candidate', candidate: ev.candidate.toJSON()});
       });
       pc.addEventListener('connectionstatechange', () => {
-        setState(pc.connectionState);
-        if (pc.connectionState === 'failed') log('error', 'connection failed');
+        setMedia(pc.connectionState);
+        if (pc.connectionState === 'failed') {
+          log('error', 'connection failed');
+          end('connection failed');
+        }
       });
       this.ws.addEventListener('message', (ev) => this.onSignal(ev.data));
       this.ws.addEventListener('close', (ev) => {
-        if (!this.closed && pc.connectionState !== 'connected') {
-          log('error', `signalling ${closeText(ev)}`);
-          end();
-        }
+        // The call ends with its signalling socket (a refused call: 1013).
+        if (this.closed) return;
+        if (pc.connectionState !== 'connected') log('error', `signalling ${closeText(ev)}`);
+        end(closeText(ev));
       });
       await new Promise((resolve, reject) => {
         this.ws.addEventListener('open', resolve, {once: true});
@@ -91,6 +108,7 @@ export function initRTC() {
       const offer = await pc.createOffer();
       await pc.setLocalDescription(offer);
       this.signal({type: 'offer', sdp: pc.localDescription.sdp});
+      setState('connecting');
       this.stats = setInterval(() => this.poll(), 1000);
     }
 
@@ -129,20 +147,29 @@ export function initRTC() {
       }
     }
 
+    reply(turn) {
+      let li = this.replies.get(turn);
+      if (!li) {
+        li = log('reply', '');
+        li.dataset.turn = turn;
+        li.dataset.state = 'waiting';
+        this.replies.set(turn, li);
+      }
+      return li;
+    }
+
     onEvent(data) {
       let m;
       try { m = JSON.parse(data); } catch (e) { return; }
       switch (m.type) {
       case 'session':
         log('event', `session ${m.disposition}` + (m.position ? ` (position ${m.position})` : ''));
+        if (m.disposition === 'queued') setState('queued', m.position ? `position ${m.position}` : '');
+        else if (m.disposition === 'admitted') setState('in-call');
+        else setState('refused', `session ${m.disposition}`);
         break;
       case 'text': {
-        let li = this.replies.get(m.turn);
-        if (!li) {
-          li = log('reply', '');
-          li.dataset.turn = m.turn;
-          this.replies.set(m.turn, li);
-        }
+        const li = this.reply(m.turn);
         li.dataset.state = 'streaming';
         li.querySelector('.text').textContent += m.delta;
         break;
@@ -152,9 +179,18 @@ export function initRTC() {
         log('you', m.text || '');
         break;
       case 'turn_end': {
-        const li = this.replies.get(m.turn);
-        if (li && li.dataset.state !== 'interrupted') li.dataset.state = m.disposition === 'completed' ? 'done' : 'refused';
-        log('event', `turn ${m.turn}: ${m.disposition}`);
+        // A turn refused or failed before any reply (no text) is shown
+        // too, drawn as what it was.
+        const li = (this.replies.get(m.turn) || m.disposition !== 'completed') ? this.reply(m.turn) : null;
+        const end = m.disposition + (m.stage ? ` at ${m.stage}` : '') + (m.error ? ` (${m.error})` : '');
+        if (li) {
+          if (li.dataset.state !== 'interrupted') li.dataset.state = replyState(m.disposition);
+          li.dataset.end = end;
+          const text = li.querySelector('.text');
+          if (!text.textContent) text.textContent = m.disposition === 'completed' ? '(empty reply)' : `(no reply: ${end})`;
+        }
+        log('event', `turn ${m.turn}: ${end}`);
+        state.turnEnded(m.disposition);
         break;
       }
       case 'interrupted':
@@ -166,10 +202,21 @@ export function initRTC() {
       case 'prompt':
         log('prompt', m.text, `${m.stage}: ${m.reason}`);
         break;
+      case 'offer':
+        offer.offer(m);
+        break;
+      case 'callback':
+      case 'handoff':
+        offer.answered(m);
+        break;
+      case 'error':
+        offer.error(m);
+        log('error', `${m.code}: ${m.message}`);
+        break;
       case 'audio_start':
       case 'audio_end':
       case 'disposition':
-        log('event', `${m.type} ${m.turn || ''} ${m.stage || ''} ${m.disposition || ''}`.trim());
+        log('event', `${m.type} ${m.turn || ''} ${m.stage || ''} ${m.disposition || ''}${m.error ? ' (' + m.error + ')' : ''}`.trim());
         break;
       default:
         log('event', `${m.type}`);
@@ -212,7 +259,7 @@ export function initRTC() {
       tick();
     }
 
-    close() {
+    close(detail) {
       this.closed = true;
       clearInterval(this.stats);
       cancelAnimationFrame(this.raf);
@@ -223,7 +270,8 @@ export function initRTC() {
       if (this.actx) this.actx.close().catch(() => {});
       ui.audio.srcObject = null;
       ui.mic.firstElementChild.style.width = '0';
-      setState('ended');
+      if (this.pc) setMedia(this.pc.connectionState);
+      setState('ended', detail || '');
     }
   }
 }

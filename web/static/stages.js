@@ -15,6 +15,7 @@ const SERIES = [
   ['expired', '#8a4fbf', (l) => l.expired + l.refused.expired],
   ['cancelled', '#718096', (l) => l.cancelled_queued + l.cancelled_active],
   ['completed', '#2459d6', (l) => l.completed],
+  ['failed', '#7b1e1e', (l) => l.failed || 0],
 ];
 
 // The ledger counts shown under each stage.
@@ -28,6 +29,7 @@ const COUNTS = [
   ['closed', (l) => l.refused.closed],
   ['cancelled', (l) => l.cancelled_queued + l.cancelled_active],
   ['completed', (l) => l.completed],
+  ['failed', (l) => l.failed || 0], // released after the backend failed (absent: none)
 ];
 
 export function initStages() {
