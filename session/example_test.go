@@ -49,6 +49,6 @@ func ExampleNew() {
 	// Output:
 	// / 200 "the demo page"
 	// /v1/hello 200 "hello"
-	// /readyz 200 "ready\n"
+	// /readyz 200 "{\"ready\":true,\"reasons\":[]}\n"
 	// model slots 4 queue 8 max wait 1500 ms
 }

@@ -71,8 +71,15 @@ type Config struct {
 	// Fallback decides what refused callers hear (nil: Prompts).
 	Fallback Fallback
 	// Ready, when set, is consulted by /readyz: an error (such as a fleet
-	// store that cannot be reached) turns it 503 with the error's text.
+	// store that cannot be reached, or a backend that fails its health
+	// check) turns it 503 with the error's text among its reasons (each of
+	// an errors.Join its own).
 	Ready func(ctx context.Context) error
+	// OnBackend, when set, is told each backend call's outcome in a turn:
+	// its stage (StageRecognize, StageModel, StageSynthesis) and nil when
+	// the backend finished the work, or its error when it failed (never
+	// for cancelled work, nor for a lease lost to the store).
+	OnBackend func(stage string, err error)
 
 	// Root serves GET / (nil: a placeholder page). Handlers are mounted on
 	// the server's mux by pattern (e.g. "GET /v1/agents").
@@ -241,23 +248,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 	})
-	s.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if !s.Ready() {
-			http.Error(w, "draining", http.StatusServiceUnavailable)
-			return
-		}
-		if err := s.quarantinedStages(); err != nil {
-			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		if s.cfg.Ready != nil {
-			if err := s.cfg.Ready(r.Context()); err != nil {
-				http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
-				return
-			}
-		}
-		_, _ = io.WriteString(w, "ready\n")
-	})
+	s.mux.HandleFunc("GET /readyz", s.serveReady)
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
 	s.mux.HandleFunc("GET /v1/stages", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -273,6 +264,49 @@ func (s *Server) routes() {
 	for p, h := range s.cfg.Handlers {
 		s.mux.Handle(p, h)
 	}
+}
+
+// Readiness is the answer of /readyz: 200 with ready true, or 503 with
+// every reason the server should get no new calls (draining, a quarantined
+// stage, an unreachable store, a backend failing its health check).
+type Readiness struct {
+	Ready   bool     `json:"ready"`
+	Reasons []string `json:"reasons"`
+}
+
+// Readiness reports whether the server should be sent new calls, and why
+// not.
+func (s *Server) Readiness(ctx context.Context) Readiness {
+	rd := Readiness{Reasons: []string{}}
+	if !s.Ready() {
+		rd.Reasons = append(rd.Reasons, "draining")
+	}
+	if err := s.quarantinedStages(); err != nil {
+		rd.Reasons = append(rd.Reasons, err.Error())
+	}
+	if s.cfg.Ready != nil {
+		if err := s.cfg.Ready(ctx); err != nil {
+			if j, ok := err.(interface{ Unwrap() []error }); ok {
+				for _, e := range j.Unwrap() {
+					rd.Reasons = append(rd.Reasons, e.Error())
+				}
+			} else {
+				rd.Reasons = append(rd.Reasons, err.Error())
+			}
+		}
+	}
+	rd.Ready = len(rd.Reasons) == 0
+	return rd
+}
+
+func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
+	rd := s.Readiness(r.Context())
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	if !rd.Ready {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	_ = json.NewEncoder(w).Encode(rd)
 }
 
 func placeholder(w http.ResponseWriter, _ *http.Request) {

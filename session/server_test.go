@@ -3,10 +3,12 @@ package session
 import (
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 )
 
@@ -117,8 +119,15 @@ func TestTooManyTurns(t *testing.T) {
 // TestBackendFailure: a failing backend ends the turn as failed, typed,
 // with a prompt, and the lease is released.
 func TestBackendFailure(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string // OnBackend's calls, "stage error-kind"
 	r := newRig(t, func(c *Config, s *stub.Settings) {
 		s.FailRate = 1
+		c.OnBackend = func(stage string, err error) {
+			mu.Lock()
+			seen = append(seen, stage+" "+string(backend.KindOf(err)))
+			mu.Unlock()
+		}
 	})
 	c := r.admitted()
 	c.send(map[string]any{"type": "turn", "id": "t1", "text": "x"})
@@ -153,5 +162,11 @@ func TestBackendFailure(t *testing.T) {
 		if !strings.Contains(body, line+"\n") {
 			t.Errorf("/metrics lacks %s", line)
 		}
+	}
+	// The backend's failure was reported, for /readyz (Config.OnBackend).
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 1 || seen[0] != "model unavailable" {
+		t.Errorf("OnBackend saw %q, want the model's failure", seen)
 	}
 }

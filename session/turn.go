@@ -2,7 +2,7 @@ package session
 
 import (
 	"context"
-
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -168,11 +168,21 @@ func (c *Call) finished(t *turn, st string, disp stages.Disposition, err error) 
 	case err != nil:
 		c.s.m.backendErrors.WithLabelValues(st, kind).Inc()
 		c.log.Warn("backend failed", "stage", st, "turn", t.id, "err", err)
+		c.s.backendOutcome(st, err)
 		c.s.cfg.Fallback.Refused(c.ctx, Refusal{Call: c.id, Turn: t.id, Stage: st, Reason: kind, Started: true}, c)
 		c.endTurn(t, TurnFailed, st, kind)
 		return false
 	}
+	c.s.backendOutcome(st, nil)
 	return true
+}
+
+// backendOutcome tells Config.OnBackend how a backend did, leaving out a
+// lease lost to the store (not the backend's doing).
+func (s *Server) backendOutcome(stage string, err error) {
+	if s.cfg.OnBackend != nil && !errors.Is(err, ErrLeaseLost) {
+		s.cfg.OnBackend(stage, err)
+	}
 }
 
 // admit offers job to st and waits while it is queued. Every disposition

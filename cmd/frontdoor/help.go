@@ -70,6 +70,7 @@ var serveFlagPrefixes = []struct{ prefix, group string }{
 	{"store", "fleet"},
 	{"otlp-", "observability"}, {"record-trace", "observability"},
 	{"stub-", "stubs"},
+	{"backend-", "backends"},
 }
 
 func init() {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"sync"
 	"time"
 
 	"github.com/lmittmann/tint"
@@ -20,6 +21,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/cmd/frontdoor/backends"
 	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/web"
 )
@@ -167,6 +169,19 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		set.recognize.Slots = runtime.NumCPU()
 		log.Info("local recognizer: one recognition per core", "recognize_slots", set.recognize.Slots)
 	}
+	// The backends' health for /readyz: probed once before listening, so
+	// that a dead backend is reported from the first request on, then
+	// every -backend-probe-interval until the server stops.
+	health := be.NewHealth(log)
+	health.Probe(ctx)
+	if r := health.Reasons(); len(r) > 0 {
+		log.Warn("backends not ready at start: /readyz answers 503 until they are", "reasons", r)
+	}
+	hctx, stopHealth := context.WithCancel(context.Background())
+	var probing sync.WaitGroup
+	probing.Go(func() { health.Run(hctx) })
+	defer probing.Wait()
+	defer stopHealth()
 	// Listen first: the page's burst control dials this address.
 	ln, err := net.Listen("tcp", set.listen)
 	if err != nil {
@@ -210,7 +225,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Fallback:       offers,
 		NewGate:        rec.newGate(fl, set.policy, log), // in-process unless -store; recorded with -record-trace
 		StoreTimeout:   set.store.timeout,
-		Ready:          fl.readyFunc(),
+		Ready:          readiness(fl.readyFunc(), health),
+		OnBackend:      health.Observe,
 		Root:           page,
 		Handlers:       handlers,
 		OriginPatterns: set.guard.origins(),
@@ -278,6 +294,23 @@ func startCPUProfile(name string) (stop func(), err error) {
 		pprof.StopCPUProfile()
 		f.Close()
 	}, nil
+}
+
+// readiness is /readyz's check beyond the server's own: the fleet store
+// (nil without -store) and every backend's health, one reason each.
+func readiness(store func(context.Context) error, health *backend.Health) func(context.Context) error {
+	return func(ctx context.Context) error {
+		var errs []error
+		if store != nil {
+			if err := store(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		for _, r := range health.Reasons() {
+			errs = append(errs, errors.New(r))
+		}
+		return errors.Join(errs...)
+	}
 }
 
 // backendConfig applies -backend to the engines not chosen one by one.

@@ -1,9 +1,11 @@
 package backends
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -53,6 +55,12 @@ type Config struct {
 
 	// StallTimeout bounds an HTTP backend's silence (-backend-stall-timeout).
 	StallTimeout time.Duration
+	// ProbeInterval is how often each backend's health is probed for
+	// /readyz (-backend-probe-interval); UnreadyAfter how many turns in a
+	// row a backend may fail before /readyz answers 503 until its next
+	// good probe or turn (-backend-unready-after; 0: never).
+	ProbeInterval time.Duration
+	UnreadyAfter  int
 
 	// Stub sets the stubs' timing (-stub-*).
 	Stub stub.Settings
@@ -75,6 +83,8 @@ func DefaultConfig() Config {
 		SynthModel:     "tts-1",
 		RecognizeModel: "whisper-1",
 		StallTimeout:   openai.DefaultStallTimeout,
+		ProbeInterval:  5 * time.Second,
+		UnreadyAfter:   5,
 		Stub: stub.Settings{
 			ModelDelay:   150 * time.Millisecond,
 			TokenDelay:   30 * time.Millisecond,
@@ -108,6 +118,8 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.RecognizeModel, "recognize-model", c.RecognizeModel, "transcription model for -recognize=openai")
 	fs.StringVar(&c.RecognizeAPIKeyEnv, "recognize-api-key-env", c.RecognizeAPIKeyEnv, "name of the environment variable holding the transcription server's API key (empty: none)")
 	fs.DurationVar(&c.StallTimeout, "backend-stall-timeout", c.StallTimeout, "an HTTP backend silent this long fails the turn as stalled")
+	fs.DurationVar(&c.ProbeInterval, "backend-probe-interval", c.ProbeInterval, "how often each backend is probed for /readyz (an OpenAI-compatible server: GET {url}/models; espeak-ng, pocketsphinx: the binary runs; stubs: always ready); one failing makes /readyz 503 with the reason until a probe passes")
+	fs.IntVar(&c.UnreadyAfter, "backend-unready-after", c.UnreadyAfter, "turns in a row a backend may fail before /readyz answers 503, until its next good probe or turn (0: never)")
 	fs.DurationVar(&c.Stub.ModelDelay, "stub-model-delay", c.Stub.ModelDelay, "stub model: time to the first token")
 	fs.DurationVar(&c.Stub.TokenDelay, "stub-token-delay", c.Stub.TokenDelay, "stub model: time between tokens")
 	fs.IntVar(&c.Stub.Tokens, "stub-tokens", c.Stub.Tokens, "stub model: tokens per reply")
@@ -138,6 +150,9 @@ func (c *Config) fill() {
 	if c.StallTimeout <= 0 {
 		c.StallTimeout = d.StallTimeout
 	}
+	if c.ProbeInterval <= 0 {
+		c.ProbeInterval = d.ProbeInterval
+	}
 }
 
 // Set is the backends New built, each wrapped to count its calls.
@@ -159,7 +174,26 @@ type Set struct {
 	// synthesizer was chosen.
 	Notes []string
 
+	// Probes are the chosen backends' health checks by stage
+	// ("recognize", "model", "synthesis"); nil for a stub, which is
+	// always ready. NewHealth watches them.
+	Probes map[string]func(context.Context) error
+
+	health  backend.HealthConfig
 	closers []func() error
+}
+
+// NewHealth returns the backends' readiness for /readyz: each probed every
+// -backend-probe-interval, and unready after -backend-unready-after failed
+// turns in a row (feed it with Observe); Run it while serving.
+func (s *Set) NewHealth(log *slog.Logger) *backend.Health {
+	cfg := s.health
+	cfg.Logger = log
+	h := backend.NewHealth(cfg)
+	for _, st := range []string{"recognize", "model", "synthesis"} {
+		h.Watch(st, s.Probes[st])
+	}
+	return h
 }
 
 // Close releases the backends: idle HTTP connections, and stub calls hung
@@ -189,10 +223,24 @@ func New(c Config, reg prometheus.Registerer) (*Set, error) {
 		s.Close()
 		return nil, err
 	}
+	// Each backend's health check, taken before the metrics wrap it: the
+	// stage names are session's. Stubs have none and are always ready.
+	s.health = backend.HealthConfig{Interval: c.ProbeInterval, FailuresInARow: c.UnreadyAfter}
+	s.Probes = map[string]func(context.Context) error{
+		"recognize": probeOf(s.Recognizer), "model": probeOf(s.Model), "synthesis": probeOf(s.Synthesizer),
+	}
 	s.Model = s.Metrics.Model("model/"+s.ModelName, s.Model)
 	s.Synthesizer = s.Metrics.Synthesizer("synth/"+s.SynthName, s.Synthesizer)
 	s.Recognizer = s.Metrics.Recognizer("recognize/"+s.RecognizeName, s.Recognizer)
 	return s, nil
+}
+
+// probeOf is b's health check, or nil when it has none.
+func probeOf(b any) func(context.Context) error {
+	if p, ok := b.(backend.Prober); ok {
+		return p.Probe
+	}
+	return nil
 }
 
 func (s *Set) model(c Config) error {

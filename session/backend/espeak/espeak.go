@@ -54,6 +54,15 @@ func Available() bool {
 	return err == nil
 }
 
+// Probe implements backend.Prober: espeak-ng is there and runs
+// (--version), within ctx.
+func (s *Synthesizer) Probe(ctx context.Context) error {
+	if err := exec.CommandContext(ctx, s.path, "--version").Run(); err != nil {
+		return fmt.Errorf("%s --version: %w", s.path, err)
+	}
+	return nil
+}
+
 var voiceRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_+./-]{0,63}$`)
 
 // New returns a Synthesizer with options o. It checks the options, not that

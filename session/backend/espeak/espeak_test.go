@@ -251,3 +251,15 @@ func livingInGroup(pgid int) int {
 	}
 	return n
 }
+
+// TestProbe: espeak-ng runs; a missing binary is reported.
+func TestProbe(t *testing.T) {
+	var _ backend.Prober = (*Synthesizer)(nil)
+	if err := newSynth(t, Options{}).Probe(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	err := newSynth(t, Options{Path: filepath.Join(t.TempDir(), "espeak-ng")}).Probe(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "--version") {
+		t.Fatalf("missing binary: %v", err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -47,6 +48,7 @@ type Endpoint struct {
 // conn is an openai-go client configured for one Endpoint.
 type conn struct {
 	client oai.Client
+	base   string // the API root, for Probe
 	http   *http.Client
 	key    string
 	stall  time.Duration
@@ -59,7 +61,7 @@ func newConn(e Endpoint, maxBody int64) (*conn, error) {
 	if !strings.HasPrefix(e.BaseURL, "http://") && !strings.HasPrefix(e.BaseURL, "https://") {
 		return nil, fmt.Errorf("openai: base URL %q is not http(s)", e.BaseURL)
 	}
-	c := &conn{http: e.HTTPClient, stall: e.StallTimeout}
+	c := &conn{base: strings.TrimRight(e.BaseURL, "/"), http: e.HTTPClient, stall: e.StallTimeout}
 	if c.stall <= 0 {
 		c.stall = DefaultStallTimeout
 	}
@@ -92,6 +94,45 @@ func newConn(e Endpoint, maxBody int64) (*conn, error) {
 func (c *conn) Close() error {
 	c.http.CloseIdleConnections()
 	return nil
+}
+
+// Probe implements backend.Prober: GET {base}/models, within ctx. Any
+// answer below 500 counts as up (a 404 from an agent that lists no
+// models, a 401 for a wrong key: its turns will say so); a refused or
+// timed-out connection or a 5xx does not. It runs no model.
+func (c *conn) Probe(ctx context.Context) error {
+	u := c.base + "/models"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	if c.key != "" {
+		req.Header.Set("Authorization", "Bearer "+c.key)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return c.scrub(fmt.Errorf("GET %s: %w", u, probeCause(err)))
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
+	resp.Body.Close()
+	if resp.StatusCode >= 500 {
+		return fmt.Errorf("GET %s: %s", u, resp.Status)
+	}
+	return nil
+}
+
+// probeCause is the innermost useful part of a failed request: "connect:
+// connection refused" rather than the URL and address again.
+func probeCause(err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return op.Err
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }
 
 // limitResponses turns error statuses into typed errors here, reading at

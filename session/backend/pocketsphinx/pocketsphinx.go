@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -74,6 +75,7 @@ type Recognizer struct {
 	path string
 	args []string
 	dir  string // temporary directory of the domain model, or ""
+	mdef string // the acoustic model's definition, for Probe
 	max  time.Duration
 	// started, if set, is told each process's pid (for tests).
 	started func(pid int)
@@ -87,6 +89,22 @@ func Available() bool {
 	}
 	_, err := os.Stat(filepath.Join(DefaultModelDir, "en-us", "mdef"))
 	return err == nil
+}
+
+// Probe implements backend.Prober: pocketsphinx_continuous is there and
+// runs, within ctx (it has no --version: started without arguments it
+// exits at once, with a usage error, which counts as running), and the
+// acoustic model is installed.
+func (r *Recognizer) Probe(ctx context.Context) error {
+	err := exec.CommandContext(ctx, r.path).Run()
+	var exit *exec.ExitError
+	if err != nil && (!errors.As(err, &exit) || ctx.Err() != nil) {
+		return fmt.Errorf("%s: %w", r.path, err)
+	}
+	if _, err := os.Stat(r.mdef); err != nil {
+		return fmt.Errorf("acoustic model: %w", err)
+	}
+	return nil
 }
 
 // New returns a Recognizer with options o. For the domain model it writes
@@ -103,7 +121,7 @@ func New(o Options) (*Recognizer, error) {
 		o.MaxAudio = DefaultMaxAudio
 	}
 	dict := filepath.Join(o.ModelDir, "cmudict-en-us.dict")
-	r := &Recognizer{path: o.Path, max: o.MaxAudio}
+	r := &Recognizer{path: o.Path, max: o.MaxAudio, mdef: filepath.Join(o.ModelDir, "en-us", "mdef")}
 	lm := o.LM
 	switch lm {
 	case "", LMDomain:

@@ -194,3 +194,21 @@ func TestCancelKillsDecoder(t *testing.T) {
 		t.Fatalf("/proc/%d: %v", pid, err)
 	}
 }
+
+// TestProbe: pocketsphinx_continuous runs (its usage error counts) and
+// the model is installed; a missing binary or model is reported.
+func TestProbe(t *testing.T) {
+	var _ backend.Prober = (*Recognizer)(nil)
+	ctx := context.Background()
+	if err := newRecognizer(t, Options{LM: LMGeneral}).Probe(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := newRecognizer(t, Options{LM: LMGeneral, Path: "/nonexistent/pocketsphinx_continuous"}).Probe(ctx); err == nil {
+		t.Error("missing binary: probe passed")
+	}
+	r := newRecognizer(t, Options{LM: LMGeneral})
+	r.mdef = "/nonexistent/mdef"
+	if err := r.Probe(ctx); err == nil || !strings.Contains(err.Error(), "acoustic model") {
+		t.Errorf("missing model: %v", err)
+	}
+}
