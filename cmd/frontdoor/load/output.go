@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"html/template"
 	"io"
-	"math"
 	"sort"
 	"strings"
 )
@@ -103,101 +102,26 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	deadline := float64(r.Goodput.Deadline) / 1e6
 	return page.Execute(w, map[string]any{
 		"R":        r,
 		"Summary":  r.Summary(),
 		"Timeline": template.HTML(timelineSVG(r)),
-		"FirstAud": template.HTML(histSVG(r.Hist.FirstAud, r.Hist.BucketMS, float64(r.Goodput.Deadline)/1e6, "time to first audio (ms)")),
-		"Wait":     template.HTML(histSVG(r.Hist.QueueWait, r.Hist.BucketMS, float64(r.Goodput.Deadline)/1e6, "queue wait (ms)")),
+		"FirstAud": template.HTML(histSVG(r.Hist.FirstAud, r.Hist.BucketMS, deadline, "time to first audio")),
+		"Wait":     template.HTML(histSVG(r.Hist.QueueWait, r.Hist.BucketMS, deadline, "queue wait")),
+		"BinMS":    fmt.Sprintf("%.0f", float64(r.Timeline.Bin)/1e6),
+		"Span":     fmt.Sprintf("%.1f", float64(len(r.Timeline.Bins))*float64(r.Timeline.Bin)/1e9),
+		"Deadline": fmt.Sprintf("%.0f", deadline),
 		"JSON":     string(js),
 	})
-}
-
-type series struct {
-	name, color string
-	get         func(Bin) int
-}
-
-var timelineSeries = []series{
-	{"offered", "#555", func(b Bin) int { return b.Offered }},
-	{"admitted", "#1f77b4", func(b Bin) int { return b.Admitted }},
-	{"completed", "#2ca02c", func(b Bin) int { return b.Completed }},
-	{"good", "#17becf", func(b Bin) int { return b.Good }},
-	{"late", "#ff7f0e", func(b Bin) int { return b.Late }},
-	{"expired", "#9467bd", func(b Bin) int { return b.Expired }},
-	{"refused", "#d62728", func(b Bin) int { return b.Refused }},
-}
-
-const chartW, chartH, padL, padB = 720.0, 260.0, 50.0, 30.0
-
-func timelineSVG(r *Report) string {
-	bins := r.Timeline.Bins
-	var b strings.Builder
-	peak := 1
-	for _, bin := range bins {
-		for _, s := range timelineSeries {
-			peak = max(peak, s.get(bin))
-		}
-	}
-	fmt.Fprintf(&b, `<svg width="%.0f" height="%.0f" role="img" aria-label="turns over time">`, chartW, chartH+40)
-	axes(&b, float64(peak), fmt.Sprintf("turns per %.0f ms bin", float64(r.Timeline.Bin)/1e6),
-		fmt.Sprintf("%.1f s", float64(len(bins))*float64(r.Timeline.Bin)/1e9))
-	n := max(len(bins)-1, 1)
-	for i, s := range timelineSeries {
-		var pts []string
-		for j, bin := range bins {
-			x := padL + float64(j)/float64(n)*(chartW-padL-10)
-			y := chartH - padB - float64(s.get(bin))/float64(peak)*(chartH-padB-10)
-			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x, y))
-		}
-		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>`, s.color, strings.Join(pts, " "))
-		fmt.Fprintf(&b, `<rect x="%.0f" y="%.0f" width="10" height="10" fill="%s"/><text x="%.0f" y="%.0f" font-size="11">%s</text>`,
-			padL+float64(i)*95, chartH+5, s.color, padL+float64(i)*95+14, chartH+14, s.name)
-	}
-	b.WriteString(`</svg>`)
-	return b.String()
-}
-
-func axes(b *strings.Builder, peak float64, ylabel, xmax string) {
-	fmt.Fprintf(b, `<line x1="%.0f" y1="10" x2="%.0f" y2="%.0f" stroke="#000"/>`, padL, padL, chartH-padB)
-	fmt.Fprintf(b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="#000"/>`, padL, chartH-padB, chartW-10, chartH-padB)
-	fmt.Fprintf(b, `<text x="4" y="16" font-size="11">%s</text>`, template.HTMLEscapeString(ylabel))
-	fmt.Fprintf(b, `<text x="%.0f" y="%.0f" font-size="11" text-anchor="end">%.0f</text>`, padL-4, 20.0, peak)
-	fmt.Fprintf(b, `<text x="%.0f" y="%.0f" font-size="11" text-anchor="end">0</text>`, padL-4, chartH-padB)
-	fmt.Fprintf(b, `<text x="%.0f" y="%.0f" font-size="11" text-anchor="end">%s</text>`, chartW-10, chartH-padB+14, template.HTMLEscapeString(xmax))
-}
-
-func histSVG(h []int, bucketMS, deadlineMS float64, label string) string {
-	var b strings.Builder
-	peak := 1
-	for _, n := range h {
-		peak = max(peak, n)
-	}
-	fmt.Fprintf(&b, `<svg width="%.0f" height="%.0f" role="img" aria-label="%s">`, chartW, chartH, template.HTMLEscapeString(label))
-	axes(&b, float64(peak), label, fmt.Sprintf("≥ %.0f ms", bucketMS*float64(len(h)-1)))
-	bw := (chartW - padL - 10) / float64(max(len(h), 1))
-	for i, n := range h {
-		hgt := float64(n) / float64(peak) * (chartH - padB - 10)
-		color := "#2ca02c"
-		if float64(i)*bucketMS >= deadlineMS {
-			color = "#ff7f0e"
-		}
-		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%.0f-%.0f ms: %d</title></rect>`,
-			padL+float64(i)*bw, chartH-padB-hgt, math.Max(bw-1, 1), hgt, color, float64(i)*bucketMS, float64(i+1)*bucketMS, n)
-	}
-	if bucketMS > 0 {
-		x := padL + deadlineMS/bucketMS*bw
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="10" x2="%.1f" y2="%.0f" stroke="#d62728" stroke-dasharray="4 3"/><text x="%.1f" y="20" font-size="11">deadline</text>`,
-			x, x, chartH-padB, x+3)
-	}
-	b.WriteString(`</svg>`)
-	return b.String()
 }
 
 var page = template.Must(template.New("report").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>frontdoor load report</title>
 <style>
-body{font:14px/1.4 system-ui,sans-serif;margin:2em;max-width:60em;color:#222}
+body{font:14px/1.4 system-ui,sans-serif;margin:2em;max-width:66em;color:#222}
+svg{max-width:100%;height:auto;display:block}svg text{font:11px system-ui,sans-serif;fill:#222}
+svg .grid{stroke:#e4e4e4}svg .axis{stroke:#222}.caption{color:#555;font-size:13px;margin:.25em 0 1em}
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}pre{background:#f7f7f7;padding:1em;overflow:auto}
 .warn{color:#b00;font-weight:bold}
@@ -217,8 +141,11 @@ th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}pre{backgrou
 <table><tr><th>stage</th><th>offered</th><th>refused</th><th>admitted</th><th>expired</th><th>balanced</th><th>mismatch</th></tr>
 {{range .R.Server.Stages}}<tr><td>{{.Stage}}</td><td>{{.Delta.Offered}} / {{.Client.Offered}}</td><td>{{.Delta.Refused.Total}} / {{.Client.Refused.Total}}</td><td>{{.Delta.Admitted}} / {{.Client.Admitted}}</td><td>{{.Delta.Expired}} / {{.Client.Expired}}</td><td>{{.Balanced}}</td><td>{{range .Mismatch}}{{.}}; {{end}}</td></tr>{{end}}</table>
 <h2>Over time</h2>{{.Timeline}}
+<p class="caption">Turns per second in {{.BinMS}} ms bins; the legend gives each series' mean rate over the {{.Span}} s shown. Offered: turns the callers sent; admitted: taken by the model stage; completed: ended completed; goodput: completed with their first audio within the {{.Deadline}} ms deadline; late: first audio after it (work wasted); expired and refused: typed refusals.</p>
 <h2>Time to first audio</h2>{{.FirstAud}}
+<p class="caption">Turns by the time from sending the turn to its first reply audio, in buckets of {{printf "%.0f" .R.Hist.BucketMS}} ms; the last bucket holds everything slower.</p>
 <h2>Queue wait</h2>{{.Wait}}
+<p class="caption">Turns by their time waiting for the stages: from sending the turn to its model admission, plus its wait in the synthesis queue; same buckets.</p>
 <h2>Raw report</h2><pre>{{.JSON}}</pre>
 </body></html>
 `))

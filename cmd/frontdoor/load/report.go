@@ -2,7 +2,9 @@ package load
 
 import (
 	"fmt"
+	"math"
 	"sort"
+	"strconv"
 	"time"
 )
 
@@ -37,6 +39,17 @@ type Millis time.Duration
 // MarshalJSON implements json.Marshaler.
 func (m Millis) MarshalJSON() ([]byte, error) {
 	return fmt.Appendf(nil, "%.3f", float64(m)/1e6), nil
+}
+
+// UnmarshalJSON implements json.Unmarshaler, so that a JSON report reads
+// back (to render it again).
+func (m *Millis) UnmarshalJSON(b []byte) error {
+	v, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		return fmt.Errorf("load: milliseconds %s: %w", b, err)
+	}
+	*m = Millis(time.Duration(math.Round(v * 1e6)))
+	return nil
 }
 
 // ReportConfig echoes the run's settings.
