@@ -305,8 +305,11 @@ func TestBrowser(t *testing.T) {
 				&& [...document.querySelectorAll('#rtc-log .prompt')].some(li => li.textContent.includes('went wrong'));
 		})()`, 15*time.Second)
 		state := eval[[]string](tb, `(() => { const s = document.getElementById('rtc-state'); return [s.dataset.state, s.dataset.offer, s.textContent]; })()`)
-		if state[0] != "failed" || state[1] != "open" || strings.Contains(state[2], "connected") {
+		if state[0] != "failed" || state[1] != "open" || state[2] != "failed · offer open" {
 			t.Errorf("call state %q after the failed turn, want failed · offer open", state)
+		}
+		if card := eval[string](tb, `document.getElementById('rtc').innerText`); strings.Contains(card, "connected") {
+			t.Errorf("the microphone card still says connected after the refusal:\n%s", card)
 		}
 		failedReply(t, tb, "#rtc-log .reply")
 		tb.screenshot("microphone-offer")

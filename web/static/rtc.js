@@ -2,7 +2,7 @@
 // signalled over the /v1/webrtc WebSocket (offer, answer, trickled
 // candidates), the session protocol's events on a data channel, and the
 // reply played from the remote track. Its Call line is the call's state
-// (in call, refused · offer open, callback booked, ended), its Connection
+// (in call, refused · offer open, callback booked, ended), its Media link
 // line the peer connection's; a fallback offer is answered as on the
 // synthetic call's card (offer.js).
 
@@ -21,9 +21,12 @@ export function initRTC() {
 
   function setState(s, detail) { state.set(s, detail); }
 
+  // The peer connection's state, in words that are not the call's: the
+  // link can be up while the call is refused or over.
+  const MEDIA = {new: '–', connecting: 'connecting', connected: 'up', disconnected: 'interrupted', failed: 'failed', closed: 'closed'};
   function setMedia(s) {
     ui.media.dataset.state = s;
-    ui.media.textContent = s;
+    ui.media.textContent = MEDIA[s] || s;
   }
 
   function log(cls, text, meta) { return logTo(ui.log, cls, text, meta); }
