@@ -267,6 +267,13 @@ func (t *twilioTransport) Send(ctx context.Context, msg any) error {
 
 func (t *twilioTransport) endUtterance(utt string) {
 	t.conn.EndUtterance(utt)
+	// The last utterance is the one Close waits to hear played. One that
+	// is done as it ends (a key cleared it while it was queued: prompt
+	// audio whose premise ended, its end written late) adds nothing to
+	// wait for, and must not hide a line queued after it was cleared.
+	if t.conn.Tracker().Progress(utt).Done {
+		return
+	}
 	t.mu.Lock()
 	t.last = utt
 	t.mu.Unlock()
