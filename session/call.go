@@ -573,8 +573,9 @@ func (c *Call) enqueue(r TurnRequest, speech *backend.Audio, spoke time.Time) *P
 
 // bargeIn rotates the call's generation in every stage and tells the caller.
 // The new generation is taken under c.mu; `interrupted` is queued and the
-// stages are rotated after it is let go (a round trip each in fleet mode). A stage that cannot be rotated now is rotated again before the
-// next turn's work is submitted to it (Call.rotate), and meanwhile the old
+// stages are rotated after it is let go (a round trip each in fleet mode).
+// A stage that cannot be rotated now is rotated again before the next
+// turn's work is submitted to it (Call.rotate), and meanwhile the old
 // generation's work on it has lost its right to speak here all the same.
 func (c *Call) bargeIn() {
 	at := c.s.cfg.Clock.Now()
