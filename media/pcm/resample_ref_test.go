@@ -23,7 +23,7 @@ func newRefResampler(inRate, outRate int) (*refResampler, error) {
 	if inRate <= 0 || outRate <= 0 {
 		return nil, fmt.Errorf("pcm: rates %d -> %d: %w", inRate, outRate, ErrRatio)
 	}
-	g := refGCD(inRate, outRate)
+	g := gcd(inRate, outRate)
 	r := &refResampler{in: inRate, out: outRate, l: outRate / g, m: inRate / g}
 	if r.l > maxPhases {
 		return nil, fmt.Errorf("pcm: rates %d -> %d need %d phases: %w", inRate, outRate, r.l, ErrRatio)
@@ -41,7 +41,7 @@ func (r *refResampler) design() {
 	fc := 0.5 * rolloff * math.Min(1, float64(r.out)/float64(r.in)) // cycles per input sample
 	r.half = int(math.Ceil(zeroCrossings / (2 * fc)))
 	r.taps = make([][]float32, r.l)
-	i0b := refBesselI0(kaiserBeta)
+	i0b := besselI0(kaiserBeta)
 	for p := range r.l {
 		row := make([]float32, 2*r.half)
 		var sum float64
@@ -53,8 +53,8 @@ func (r *refResampler) design() {
 			if x <= -1 || x >= 1 {
 				continue
 			}
-			w := refBesselI0(kaiserBeta*math.Sqrt(1-x*x)) / i0b
-			vals[j] = 2 * fc * refSinc(2*fc*tau) * w
+			w := besselI0(kaiserBeta*math.Sqrt(1-x*x)) / i0b
+			vals[j] = 2 * fc * sinc(2*fc*tau) * w
 			sum += vals[j]
 		}
 		for j, v := range vals {
@@ -117,31 +117,4 @@ func (r *refResampler) drain(dst []int16) []int16 {
 		r.pos -= drop * r.l
 	}
 	return dst
-}
-
-func refSinc(x float64) float64 {
-	if x == 0 {
-		return 1
-	}
-	return math.Sin(math.Pi*x) / (math.Pi * x)
-}
-
-// besselI0 is the zeroth-order modified Bessel function of the first kind.
-func refBesselI0(x float64) float64 {
-	sum, term := 1.0, 1.0
-	for k := 1; k < 50; k++ {
-		term *= (x / (2 * float64(k))) * (x / (2 * float64(k)))
-		sum += term
-		if term < 1e-12*sum {
-			break
-		}
-	}
-	return sum
-}
-
-func refGCD(a, b int) int {
-	for b != 0 {
-		a, b = b, a%b
-	}
-	return a
 }
