@@ -59,6 +59,16 @@ func TestEspeakCall(t *testing.T) {
 		}
 	}
 	send(map[string]any{"type": "hello", "audio": map[string]any{"encoding": "pcm16", "rate": 16000}})
+	// A turn sent before the session is admitted is refused not_admitted.
+	for admitted := false; !admitted; {
+		_, b, err := c.Read(ctx)
+		if err != nil {
+			t.Fatalf("waiting for admission: %v", err)
+		}
+		var m struct{ Type, Disposition string }
+		_ = json.Unmarshal(b, &m)
+		admitted = m.Type == "session" && m.Disposition == "admitted"
+	}
 	send(map[string]any{"type": "turn", "id": "t1", "text": "good morning, how can I help you today"})
 
 	var speech []int16
