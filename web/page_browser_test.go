@@ -259,6 +259,9 @@ func TestBrowser(t *testing.T) {
 			return !o.hidden && o.dataset.state === 'open' && cb.offsetParent !== null && heard < 3000
 				&& [...document.querySelectorAll('#call-log .prompt')].some(li => li.textContent.includes('went wrong'));
 		})()`, 5*time.Second)
+		// The turn's turn_end follows its prompt and offer (the fallback
+		// speaks first), so the card may still say "in call" for a moment.
+		tb.waitJS("the call's state failed", `document.getElementById('call-state').dataset.state === 'failed'`, 10*time.Second)
 		state := eval[[]string](tb, `(() => { const s = document.getElementById('call-state'); return [s.dataset.state, s.dataset.offer, s.textContent]; })()`)
 		if state[0] != "failed" || state[1] != "open" || !strings.Contains(state[2], "offer open") {
 			t.Errorf("call state %q after the failed turn, want failed · offer open", state)
@@ -304,6 +307,9 @@ func TestBrowser(t *testing.T) {
 			return !o.hidden && o.dataset.state === 'open' && cb.offsetParent !== null && started && !ended
 				&& [...document.querySelectorAll('#rtc-log .prompt')].some(li => li.textContent.includes('went wrong'));
 		})()`, 15*time.Second)
+		// The turn's turn_end follows its prompt and offer (the fallback
+		// speaks first), so the card may still say "in call" for a moment.
+		tb.waitJS("the call's state failed", `document.getElementById('rtc-state').dataset.state === 'failed'`, 10*time.Second)
 		state := eval[[]string](tb, `(() => { const s = document.getElementById('rtc-state'); return [s.dataset.state, s.dataset.offer, s.textContent]; })()`)
 		if state[0] != "failed" || state[1] != "open" || state[2] != "failed · offer open" {
 			t.Errorf("call state %q after the failed turn, want failed · offer open", state)
