@@ -36,7 +36,7 @@ func TestPromptAudioWhileSynthesisSaturated(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	synthesis.Rotate("call", 0)
+	synthesis.Rotate("call", 0, now)
 	for _, id := range []string{"a", "b"} {
 		synthesis.Offer(stages.Job{ID: id, Owner: "call", Born: now}, now)
 		synthesis.Take(now)
@@ -57,7 +57,7 @@ func TestPromptAudioWhileSynthesisSaturated(t *testing.T) {
 	if synth.Started() != rendered {
 		t.Fatalf("prompt rendered again (%d -> %d): not from the cache", rendered, synth.Started())
 	}
-	if got := synthesis.Snapshot().Ledger.Refused.Overloaded; got != 1 {
+	if got := synthesis.Snapshot(now).Ledger.Refused.Overloaded; got != 1 {
 		t.Fatalf("synthesis refusals %d", got)
 	}
 }

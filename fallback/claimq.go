@@ -23,7 +23,7 @@ type claimQueue struct {
 }
 
 func newClaimQueue(l stages.Limits, clock stages.Clock) (*claimQueue, error) {
-	c, err := stages.New(l, stages.WithClock(clock.Now))
+	c, err := stages.New(l)
 	if err != nil {
 		return nil, err
 	}
@@ -41,13 +41,13 @@ func (q *claimQueue) offer(job stages.Job) (stages.Disposition, []string, error)
 	}
 	expired := q.expire(now)
 	if _, ok := q.c.Generation(job.Owner); !ok {
-		if err := q.c.Rotate(job.Owner, job.Generation); err != nil {
+		if err := q.c.Rotate(job.Owner, job.Generation, now); err != nil {
 			return 0, expired, err
 		}
 	}
 	d, err := q.c.Offer(job, now)
 	if err != nil || d != stages.Queued {
-		q.c.ForgetAt(job.Owner, now)
+		q.c.Forget(job.Owner, now)
 	}
 	q.arm(now)
 	return d, expired, err
@@ -55,7 +55,7 @@ func (q *claimQueue) offer(job stages.Job) (stages.Disposition, []string, error)
 
 // room reports whether an offer now would find a waiting place.
 func (q *claimQueue) room() bool {
-	s := q.c.Snapshot()
+	s := q.c.Snapshot(q.clock.Now())
 	return !s.Closed && s.Queued < s.Limits.Waiting
 }
 
@@ -85,9 +85,10 @@ func (q *claimQueue) claim(want string) (stages.Disposition, string, []string, e
 func (q *claimQueue) release(id, owner string) (stages.Disposition, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	now := q.clock.Now()
 	d, err := q.c.Release(id)
-	q.c.Forget(owner)
-	q.arm(q.clock.Now())
+	q.c.Forget(owner, now)
+	q.arm(now)
 	return d, err
 }
 
@@ -106,14 +107,14 @@ func (q *claimQueue) cancel(id, owner string) stages.Disposition {
 	d := st
 	switch st {
 	case stages.Queued:
-		d, _ = q.c.CancelAt(id, now)
+		d, _ = q.c.Cancel(id, now)
 	case stages.Active:
-		q.c.CancelAt(id, now)
+		q.c.Cancel(id, now)
 		d, _ = q.c.Release(id)
 	case stages.Cancelled: // cancelled while active, lease still held
 		d, _ = q.c.Release(id)
 	}
-	q.c.ForgetAt(owner, now)
+	q.c.Forget(owner, now)
 	q.arm(now)
 	return d
 }
@@ -131,7 +132,7 @@ func (q *claimQueue) expire(now time.Time) []string {
 		if err != nil || d != stages.Expired {
 			return out // cannot happen: the head is past its age
 		}
-		q.c.ForgetAt(w[0].Owner, now)
+		q.c.Forget(w[0].Owner, now)
 		out = append(out, id)
 	}
 }

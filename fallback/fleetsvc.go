@@ -160,14 +160,14 @@ func (s *Service) Snapshot(k Kind) stages.Snapshot {
 		}
 		return stages.Snapshot{Limits: s.cfg.CallbackLimits()}
 	case k == KindCallback:
-		return s.cbq.c.Snapshot()
+		return s.cbq.c.Snapshot(s.clock.Now())
 	case s.hfq != nil:
 		if p := s.fleet.handoffSnap.Load(); p != nil {
 			return *p
 		}
 		return stages.Snapshot{Limits: s.cfg.HandoffLimits()}
 	}
-	return s.hq.c.Snapshot()
+	return s.hq.c.Snapshot(s.clock.Now())
 }
 
 // Fleet reports whether the callback and handoff queues are shared by a

@@ -215,7 +215,7 @@ func LocalGate(l stages.Limits, clock stages.Clock, log *slog.Logger, opts ...st
 	if clock == nil {
 		clock = stages.SystemClock
 	}
-	c, err := stages.New(l, append([]stages.Option{stages.WithClock(clock.Now)}, opts...)...)
+	c, err := stages.New(l, opts...)
 	if err != nil {
 		return nil, err
 	}

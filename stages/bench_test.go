@@ -30,7 +30,7 @@ func benchController(b *testing.B, slots int) *Controller {
 // BenchmarkCycle is one offer+take+release through the controller.
 func BenchmarkCycle(b *testing.B) {
 	c := benchController(b, 1)
-	c.Rotate("call", 1)
+	c.Rotate("call", 1, t0)
 	ids := benchIDs(4096)
 	now := t0.Add(time.Second)
 	job := Job{Owner: "call", Generation: 1, Born: t0}
@@ -65,7 +65,7 @@ func BenchmarkCycleRecorded(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c.Rotate("call", 1)
+	c.Rotate("call", 1, t0)
 	ids := benchIDs(4096)
 	now := t0.Add(time.Second)
 	job := Job{Owner: "call", Generation: 1, Born: t0}
@@ -106,7 +106,7 @@ func BenchmarkCycleParallel(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		o := fmt.Sprint("call-", owners.Add(1))
-		c.Rotate(o, 1)
+		c.Rotate(o, 1, t0)
 		job := Job{Owner: o, Generation: 1, Born: t0}
 		for i := int(owners.Load()) * 4096; pb.Next(); i++ {
 			job.ID = ids[i%len(ids)] + "" // distinct per goroutine via the offset
@@ -148,7 +148,7 @@ func BenchmarkHeap(b *testing.B) {
 		b.Run(fmt.Sprint(cycles), func(b *testing.B) {
 			for b.Loop() {
 				c := benchController(b, 1)
-				c.Rotate("call", 1)
+				c.Rotate("call", 1, t0)
 				ids := benchIDs(4096)
 				now := t0.Add(time.Second)
 				job := Job{Owner: "call", Generation: 1, Born: t0}

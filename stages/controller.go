@@ -84,7 +84,6 @@ type Controller struct {
 	limits  Limits // as configured
 	eff     Limits // as the policy enforces them
 	policy  Policy
-	clock   func() time.Time
 	closed  bool
 	queue   ring
 	recs    []record
@@ -96,16 +95,13 @@ type Controller struct {
 	ledger  Ledger
 	tenants map[string]int // waiting work per tenant, only while nonzero
 	rec     Recorder       // nil unless WithRecorder: then every operation is recorded
+	// last is the latest time a caller gave: the time at which Release,
+	// Close and Reopen, which judge no time and take none, are recorded.
+	last time.Time
 }
 
 // Option configures a Controller.
 type Option func(*Controller)
-
-// WithClock sets the clock a Controller uses to stamp cancellations and to
-// age its Snapshot. Admission decisions always use the time passed in.
-func WithClock(now func() time.Time) Option {
-	return func(c *Controller) { c.clock = now }
-}
 
 // New returns an open Controller with the given limits.
 func New(l Limits, opts ...Option) (*Controller, error) {
@@ -117,7 +113,6 @@ func New(l Limits, opts ...Option) (*Controller, error) {
 	}
 	c := &Controller{
 		limits:  l,
-		clock:   time.Now,
 		queue:   newRing(l.Waiting),
 		recs:    make([]record, l.Slots+l.Waiting),
 		free:    make([]int32, 0, l.Slots+l.Waiting),
@@ -142,14 +137,9 @@ func (c *Controller) Limits() Limits { return c.limits }
 // owner's current one (any generation starts an unknown owner). The owner's
 // queued work is cancelled and leaves the queue at once; its active work is
 // cancelled but keeps its lease until Release. The owner's ordering history
-// starts afresh.
-func (c *Controller) Rotate(owner string, generation uint64) error {
-	return c.RotateAt(owner, generation, c.clock())
-}
-
-// RotateAt is Rotate with the time of the cancellation given, so that the
-// age of pending cleanup is measured in the caller's clock domain.
-func (c *Controller) RotateAt(owner string, generation uint64, now time.Time) error {
+// starts afresh. now stamps the cancellations, so that the age of pending
+// cleanup is measured in the caller's clock domain.
+func (c *Controller) Rotate(owner string, generation uint64, now time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.rotate(owner, generation, now, nil)
@@ -158,6 +148,7 @@ func (c *Controller) RotateAt(owner string, generation uint64, now time.Time) er
 // rotate runs under c.mu. cancelled, when set, learns each queued identity
 // that left the queue and each active one that lost its right to speak.
 func (c *Controller) rotate(id string, gen uint64, now time.Time, cancelled func(id string, queued bool)) error {
+	c.saw(now)
 	err := c.rotateOwner(id, gen, now, cancelled)
 	if c.rec != nil {
 		c.record(Operation{Op: OpRotate, At: now, Owner: id, Generation: gen, Err: err})
@@ -215,18 +206,14 @@ func (c *Controller) cancelOwned(o *owner, now time.Time, cancelled func(string,
 // Forget ends owner's conversation: like Rotate, then the owner's generation
 // and ordering history are dropped, so any later work for it is stale.
 // Leases held by its cancelled work stay held until Release.
-func (c *Controller) Forget(owner string) {
-	c.ForgetAt(owner, c.clock())
-}
-
-// ForgetAt is Forget with the time of the cancellation given.
-func (c *Controller) ForgetAt(owner string, now time.Time) {
+func (c *Controller) Forget(owner string, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.forget(owner, now, nil)
 }
 
 func (c *Controller) forget(id string, now time.Time, cancelled func(string, bool)) {
+	c.saw(now)
 	if o := c.owners[id]; o != nil {
 		c.cancelOwned(o, now, cancelled)
 		delete(c.owners, id)
@@ -259,6 +246,7 @@ func (c *Controller) Offer(job Job, now time.Time) (Disposition, error) {
 }
 
 func (c *Controller) offer(job Job, now time.Time) (Disposition, error) {
+	c.saw(now)
 	h, at, dup := c.ids.find(job.ID) // queued, leased or a tombstone
 	if dup {
 		return 0, fmt.Errorf("%w: %q", ErrDuplicate, job.ID)
@@ -329,6 +317,7 @@ func (c *Controller) Take(now time.Time) (Disposition, string, error) {
 }
 
 func (c *Controller) take(now time.Time) (Disposition, string, error) {
+	c.saw(now)
 	ref, ok := c.queue.peek()
 	if !ok {
 		if c.closed {
@@ -364,7 +353,7 @@ func (c *Controller) take(now time.Time) (Disposition, string, error) {
 // completed work: it returns Cancelled for work cancelled while active and
 // Completed otherwise. Releasing an identity without a lease is an error.
 func (c *Controller) Release(id string) (Disposition, error) {
-	return c.releaseRecorded(id, false)
+	return c.releaseAt(id, false, time.Time{})
 }
 
 // ReleaseFailed returns the lease held by id after its backend failed: it
@@ -372,15 +361,18 @@ func (c *Controller) Release(id string) (Disposition, error) {
 // the stage's ledger never shows a failure as a success. Work cancelled
 // while active is still Cancelled: its backend's error is the cancel's.
 func (c *Controller) ReleaseFailed(id string) (Disposition, error) {
-	return c.releaseRecorded(id, true)
+	return c.releaseAt(id, true, time.Time{})
 }
 
-func (c *Controller) releaseRecorded(id string, failed bool) (Disposition, error) {
+// releaseAt releases id; now, when not zero, is the caller's time (a
+// Dispatcher's), recorded with the release.
+func (c *Controller) releaseAt(id string, failed bool, now time.Time) (Disposition, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.saw(now)
 	d, err := c.release(id, failed)
 	if c.rec != nil {
-		c.record(Operation{Op: OpRelease, At: c.clock(), ID: id, Disposition: d, Err: err})
+		c.record(Operation{Op: OpRelease, At: c.last, ID: id, Disposition: d, Err: err})
 	}
 	return d, err
 }
@@ -445,23 +437,31 @@ func (c *Controller) finish(ref int32, d Disposition) {
 // Close closes admission: offers are refused as Closed and Take reports
 // Closed once the queue is empty. Queued work may still be taken and held
 // leases stay releasable.
-func (c *Controller) Close() {
-	c.mu.Lock()
-	c.closed = true
-	if c.rec != nil {
-		c.record(Operation{Op: OpClose, At: c.clock()})
-	}
-	c.mu.Unlock()
-}
+func (c *Controller) Close() { c.setClosed(true, time.Time{}) }
 
 // Reopen opens admission again after Close.
-func (c *Controller) Reopen() {
+func (c *Controller) Reopen() { c.setClosed(false, time.Time{}) }
+
+// setClosed closes or reopens admission at now (zero: the latest time given).
+func (c *Controller) setClosed(closed bool, now time.Time) {
 	c.mu.Lock()
-	c.closed = false
+	defer c.mu.Unlock()
+	c.saw(now)
+	c.closed = closed
 	if c.rec != nil {
-		c.record(Operation{Op: OpReopen, At: c.clock()})
+		op := OpReopen
+		if closed {
+			op = OpClose
+		}
+		c.record(Operation{Op: op, At: c.last})
 	}
-	c.mu.Unlock()
+}
+
+// saw keeps the latest time a caller gave; it runs under c.mu.
+func (c *Controller) saw(now time.Time) {
+	if now.After(c.last) {
+		c.last = now
+	}
 }
 
 // State reports the state of id: Queued, Active, Cancelled (also while its
@@ -494,12 +494,7 @@ func (c *Controller) Generation(owner string) (uint64, bool) {
 // generation: queued work leaves the queue (Cancelled); active work is marked
 // cancelled and keeps its lease until Release. It returns the work's state
 // afterwards; work already terminal is left as it is.
-func (c *Controller) Cancel(id string) (Disposition, error) {
-	return c.CancelAt(id, c.clock())
-}
-
-// CancelAt is Cancel with the time of the cancellation given.
-func (c *Controller) CancelAt(id string, now time.Time) (Disposition, error) {
+func (c *Controller) Cancel(id string, now time.Time) (Disposition, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	d, err := c.cancel(id, now)
@@ -510,6 +505,7 @@ func (c *Controller) CancelAt(id string, now time.Time) (Disposition, error) {
 }
 
 func (c *Controller) cancel(id string, now time.Time) (Disposition, error) {
+	c.saw(now)
 	e, ok := c.ids.lookup(id)
 	switch {
 	case !ok:

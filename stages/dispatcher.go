@@ -120,9 +120,10 @@ func (d *Dispatcher) Submit(job Job) (*Ticket, Disposition, error) {
 func (d *Dispatcher) Release(id string) (Disposition, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	disp, err := d.c.Release(id)
+	now := d.clock.Now()
+	disp, err := d.c.releaseAt(id, false, now)
 	if err == nil {
-		d.pump(d.clock.Now())
+		d.pump(now)
 	}
 	return disp, err
 }
@@ -132,9 +133,10 @@ func (d *Dispatcher) Release(id string) (Disposition, error) {
 func (d *Dispatcher) ReleaseFailed(id string) (Disposition, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	disp, err := d.c.ReleaseFailed(id)
+	now := d.clock.Now()
+	disp, err := d.c.releaseAt(id, true, now)
 	if err == nil {
-		d.pump(d.clock.Now())
+		d.pump(now)
 	}
 	return disp, err
 }
@@ -172,7 +174,7 @@ func (d *Dispatcher) Cancel(id string) (Disposition, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now := d.clock.Now()
-	disp, err := d.c.CancelAt(id, now)
+	disp, err := d.c.Cancel(id, now)
 	if err == nil {
 		if t := d.waiting[id]; t != nil {
 			d.resolve(t, Cancelled, now)
@@ -183,14 +185,15 @@ func (d *Dispatcher) Cancel(id string) (Disposition, error) {
 }
 
 // Close closes admission (see Controller.Close). Queued work still runs.
-func (d *Dispatcher) Close() { d.c.Close() }
+func (d *Dispatcher) Close() { d.c.setClosed(true, d.clock.Now()) }
 
 // Reopen opens admission again.
 func (d *Dispatcher) Reopen() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.c.Reopen()
-	d.pump(d.clock.Now())
+	now := d.clock.Now()
+	d.c.setClosed(false, now)
+	d.pump(now)
 }
 
 // Stop cancels the dispatcher's timer. Work still queued stays queued; Stop

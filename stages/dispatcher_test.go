@@ -105,7 +105,7 @@ func TestDispatcherRotateCancelsQueuedKeepsLease(t *testing.T) {
 	}
 	resolved(t, a2, stages.Cancelled, t0)
 	pending(t, b1) // a1's lease is held until its cleanup is confirmed
-	if s := d.Controller().Snapshot(); s.CleanupPending != 1 || s.Leased != 1 {
+	if s := d.Controller().Snapshot(t0); s.CleanupPending != 1 || s.Leased != 1 {
 		t.Fatalf("snapshot %+v", s)
 	}
 	if disp, _ := d.Release("a1"); disp != stages.Cancelled {
@@ -127,7 +127,7 @@ func TestDispatcherCancelAndForget(t *testing.T) {
 	resolved(t, b1, stages.Cancelled, t0)
 	d.Forget("b")
 	resolved(t, b2, stages.Cancelled, t0)
-	if s := d.Controller().Snapshot(); s.Queued != 0 {
+	if s := d.Controller().Snapshot(t0); s.Queued != 0 {
 		t.Fatalf("queued %d", s.Queued)
 	}
 }

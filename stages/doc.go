@@ -22,12 +22,11 @@
 // reservation it permits are one atomic step: two goroutines can never both
 // see the last free slot or the last waiting position.
 //
-// The Controller starts no timer. Offer and Take take the time from their
-// callers; the other operations read the clock given by WithClock (the
-// system clock by default) only to date cancellations. A Dispatcher owns time
-// for a Controller: it takes work when a slot frees or
-// when the head of the queue reaches its deadline, so expiry is reported
-// promptly without polling.
+// The Controller starts no timer and reads no clock: every operation that
+// judges or dates anything takes the time from its caller. A Dispatcher
+// owns time for a Controller: it takes work when a slot frees or when the
+// head of the queue reaches its deadline, so expiry is reported promptly
+// without polling.
 //
 // # Memory
 //

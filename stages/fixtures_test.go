@@ -9,7 +9,7 @@ import (
 func owners(t *testing.T, c *Controller, gen uint64, ids ...string) {
 	t.Helper()
 	for _, id := range ids {
-		if err := c.Rotate(id, gen); err != nil {
+		if err := c.Rotate(id, gen, t0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -34,7 +34,7 @@ func TestFixtureOverload(t *testing.T) {
 	wantRelease(t, c, "a1", Completed)
 	wantTake(t, c, 1, Admitted, "c1")
 	wantTake(t, c, 1, Busy, "")
-	if s := c.Snapshot(); s.Queued != 1 || s.Leased != 2 {
+	if s := c.Snapshot(t0); s.Queued != 1 || s.Leased != 2 {
 		t.Fatalf("queued %d leased %d", s.Queued, s.Leased)
 	}
 	checkLedger(t, c)
@@ -72,19 +72,19 @@ func TestFixtureCancellationWithDelayedCleanup(t *testing.T) {
 	wantOffer(t, c, job("a2", "a", 1, 0), 0, Queued)
 	wantOffer(t, c, job("b1", "b", 1, 0), 0, Queued)
 	wantTake(t, c, 0, Admitted, "a1")
-	if err := c.RotateAt("a", 2, at(1)); err != nil {
+	if err := c.Rotate("a", 2, at(1)); err != nil {
 		t.Fatal(err)
 	}
 	if s, _ := c.State("a2"); s != Cancelled {
 		t.Fatalf("State(a2) = %v", s)
 	}
-	s := c.SnapshotAt(at(4))
+	s := c.Snapshot(at(4))
 	if s.Queued != 1 || s.Leased != 1 || s.CleanupPending != 1 || s.OldestCleanup != 3*time.Second {
 		t.Fatalf("snapshot %+v", s)
 	}
 	wantTake(t, c, 5, Busy, "") // cleanup still pending: b1 must wait
 	wantRelease(t, c, "a1", Cancelled)
-	if s := c.Snapshot(); s.CleanupPending != 0 {
+	if s := c.Snapshot(t0); s.CleanupPending != 0 {
 		t.Fatalf("cleanup pending after release: %d", s.CleanupPending)
 	}
 	wantTake(t, c, 6, Admitted, "b1")
@@ -133,19 +133,19 @@ func TestForget(t *testing.T) {
 	wantOffer(t, c, job("a1", "a", 1, 0), 0, Queued)
 	wantOffer(t, c, job("a2", "a", 1, 0), 0, Queued)
 	wantTake(t, c, 0, Admitted, "a1")
-	c.Forget("a")
+	c.Forget("a", t0)
 	if _, ok := c.Generation("a"); ok {
 		t.Fatal("generation survived Forget")
 	}
 	if s, _ := c.State("a2"); s != Cancelled {
 		t.Fatalf("queued work after Forget: %v", s)
 	}
-	if s := c.Snapshot(); s.Leased != 1 || s.CleanupPending != 1 || s.Queued != 0 {
+	if s := c.Snapshot(t0); s.Leased != 1 || s.CleanupPending != 1 || s.Queued != 0 {
 		t.Fatalf("snapshot after Forget: %+v", s)
 	}
 	wantOffer(t, c, job("a3", "a", 1, 0), 0, Stale)
 	wantRelease(t, c, "a1", Cancelled)
-	c.Forget("never-seen") // a no-op, not a panic
+	c.Forget("never-seen", t0) // a no-op, not a panic
 	checkLedger(t, c)
 }
 
@@ -201,10 +201,10 @@ func TestInvalidInput(t *testing.T) {
 			t.Errorf("Offer(%+v) = %v, %v; want ErrJob", j, d, err)
 		}
 	}
-	if err := c.Rotate("", 1); !errors.Is(err, ErrGeneration) {
+	if err := c.Rotate("", 1, t0); !errors.Is(err, ErrGeneration) {
 		t.Errorf("Rotate with empty owner: %v", err)
 	}
-	if err := c.Rotate("a", 0); !errors.Is(err, ErrGeneration) {
+	if err := c.Rotate("a", 0, t0); !errors.Is(err, ErrGeneration) {
 		t.Errorf("Rotate backwards: %v", err)
 	}
 	if _, err := c.Release("nobody"); !errors.Is(err, ErrNoLease) {
@@ -214,7 +214,7 @@ func TestInvalidInput(t *testing.T) {
 	if _, err := c.Release("q"); !errors.Is(err, ErrNoLease) {
 		t.Errorf("Release of queued work: %v", err)
 	}
-	if s := c.Snapshot(); s.Ledger.Offered != 1 {
+	if s := c.Snapshot(t0); s.Ledger.Offered != 1 {
 		t.Errorf("invalid offers were counted: %+v", s.Ledger)
 	}
 }

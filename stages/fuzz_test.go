@@ -27,7 +27,7 @@ func FuzzOperations(f *testing.F) {
 			case 0:
 				o := owners[arg%2]
 				gen[o] += uint64(arg%3) + 1
-				c.RotateAt(o, gen[o], now)
+				c.Rotate(o, gen[o], now)
 			case 1:
 				o := owners[arg%2]
 				born := now.Add(-time.Duration(arg) * 300 * time.Millisecond)
@@ -39,9 +39,9 @@ func FuzzOperations(f *testing.F) {
 					c.Release(id + string(rune('0'+arg%10)))
 				}
 			case 6:
-				c.CancelAt(ids[arg%len(ids)]+string(rune('0'+arg%10)), now)
+				c.Cancel(ids[arg%len(ids)]+string(rune('0'+arg%10)), now)
 			case 7:
-				c.ForgetAt(owners[arg%2], now)
+				c.Forget(owners[arg%2], now)
 			case 8:
 				c.Close()
 			case 9:
@@ -49,7 +49,7 @@ func FuzzOperations(f *testing.F) {
 			default:
 				now = now.Add(time.Duration(arg) * 250 * time.Millisecond)
 			}
-			s := c.SnapshotAt(now)
+			s := c.Snapshot(now)
 			if s.Leased > l.Slots || s.Queued > l.Waiting || s.Tombstones > l.Tombstones {
 				t.Fatalf("limits broken after op %d: %+v", i, s)
 			}

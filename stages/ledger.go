@@ -108,13 +108,8 @@ type Snapshot struct {
 }
 
 // Snapshot reports the controller's inventory and ledger, with ages measured
-// by the controller's clock.
-func (c *Controller) Snapshot() Snapshot {
-	return c.SnapshotAt(c.clock())
-}
-
-// SnapshotAt is Snapshot with ages measured at now.
-func (c *Controller) SnapshotAt(now time.Time) Snapshot {
+// at now.
+func (c *Controller) Snapshot(now time.Time) Snapshot {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := Snapshot{

@@ -188,14 +188,14 @@ func TestProperties(t *testing.T) {
 				o := rapid.SampledFrom(owners).Draw(t, "owner")
 				g := uint64(rapid.IntRange(0, 4).Draw(t, "gen"))
 				want := m.rotate(o, g)
-				if err := c.RotateAt(o, g, now); (err == nil) != want {
+				if err := c.Rotate(o, g, now); (err == nil) != want {
 					t.Fatalf("Rotate(%s, %d) = %v, model ok %v", o, g, err, want)
 				}
 			},
 			"forget": func(t *rapid.T) {
 				o := rapid.SampledFrom(owners).Draw(t, "owner")
 				m.forget(o)
-				c.ForgetAt(o, now)
+				c.Forget(o, now)
 			},
 			"offer": func(t *rapid.T) {
 				o := rapid.SampledFrom(owners).Draw(t, "owner")
@@ -242,7 +242,7 @@ func TestProperties(t *testing.T) {
 				}
 				id := rapid.SampledFrom(known).Draw(t, "id")
 				want, ok := m.cancel(id)
-				got, err := c.CancelAt(id, now)
+				got, err := c.Cancel(id, now)
 				if (err == nil) != ok || got != want {
 					t.Fatalf("Cancel(%s) = %v, %v; model %v, %v", id, got, err, want, ok)
 				}
@@ -264,7 +264,7 @@ func TestProperties(t *testing.T) {
 // inventory and tombstone count, the ledger, pending cleanup, and the state
 // of every identity in known.
 func verify(t *rapid.T, c *Controller, m *model, l Limits, known []string, now time.Time) {
-	s := c.SnapshotAt(now)
+	s := c.Snapshot(now)
 	if s.Leased > l.Slots || s.Queued > l.Waiting || s.Tombstones > m.tombstones {
 		t.Fatalf("limits broken: %+v", s)
 	}
@@ -315,7 +315,7 @@ func TestTombstoneProperties(t *testing.T) {
 		owners := []string{"a", "b"}
 		for _, o := range owners {
 			m.rotate(o, 1)
-			c.RotateAt(o, 1, now)
+			c.Rotate(o, 1, now)
 		}
 		pool := []string{"j0", "j1", "j2", "j3", "j4", "j5"}
 		t.Repeat(map[string]func(*rapid.T){
@@ -350,7 +350,7 @@ func TestTombstoneProperties(t *testing.T) {
 				id := rapid.SampledFrom(pool).Draw(t, "id")
 				if rapid.Bool().Draw(t, "cancel") {
 					want, ok := m.cancel(id)
-					if got, err := c.CancelAt(id, now); (err == nil) != ok || got != want {
+					if got, err := c.Cancel(id, now); (err == nil) != ok || got != want {
 						t.Fatalf("Cancel(%s) = %v, %v; model %v, %v", id, got, err, want, ok)
 					}
 					return
@@ -363,7 +363,7 @@ func TestTombstoneProperties(t *testing.T) {
 			"rotate": func(t *rapid.T) {
 				o := rapid.SampledFrom(owners).Draw(t, "owner")
 				m.rotate(o, m.gen[o]+1)
-				if err := c.RotateAt(o, m.gen[o], now); err != nil {
+				if err := c.Rotate(o, m.gen[o], now); err != nil {
 					t.Fatal(err)
 				}
 			},

@@ -30,7 +30,7 @@ func TestPolicies(t *testing.T) {
 		for i := range 100 {
 			wantTake(t, c, 50, Admitted, string(rune('A'+i)))
 		}
-		if s := c.Snapshot(); s.Leased != 100 || s.Policy != Unbounded {
+		if s := c.Snapshot(t0); s.Leased != 100 || s.Policy != Unbounded {
 			t.Fatalf("%+v", s)
 		}
 		checkLedger(t, c)
@@ -56,7 +56,7 @@ func TestPolicies(t *testing.T) {
 		checkLedger(t, c)
 		wantRelease(t, c, "a1", Cancelled) // the real cleanup, too late
 		checkLedger(t, c)
-		if s := c.Snapshot(); s.Leased != 1 || s.CleanupPending != 0 {
+		if s := c.Snapshot(t0); s.Leased != 1 || s.CleanupPending != 0 {
 			t.Fatalf("%+v", s)
 		}
 	})
@@ -91,7 +91,7 @@ func TestTenantShare(t *testing.T) {
 	offer("a4", "a", "big", Queued)
 	owners(t, c, 2, "a") // cancelled queued work frees its share too
 	offer("b2", "b", "big", Queued)
-	if s := c.Snapshot(); s.Ledger.Refused.OverShare != 2 || s.Ledger.Refused.Overloaded != 2 {
+	if s := c.Snapshot(t0); s.Ledger.Refused.OverShare != 2 || s.Ledger.Refused.Overloaded != 2 {
 		t.Fatalf("ledger %+v", s.Ledger.Refused)
 	}
 	if len(c.tenants) != 2 {

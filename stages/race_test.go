@@ -61,7 +61,7 @@ func TestConcurrentAdmission(t *testing.T) {
 		}()
 	}
 	for range 200 { // readers race with the writers
-		s := c.Snapshot()
+		s := c.Snapshot(t0)
 		if s.Leased > slots || s.Queued > 8 {
 			t.Fatalf("limits broken: %+v", s)
 		}
@@ -74,7 +74,7 @@ func TestConcurrentAdmission(t *testing.T) {
 	if most.Load() > slots {
 		t.Fatalf("%d leases held at once, slots %d", most.Load(), slots)
 	}
-	s := c.Snapshot()
+	s := c.Snapshot(t0)
 	if s.Leased != 0 || s.Queued != 0 || s.Owners != 0 {
 		t.Fatalf("inventory after every call ended: %+v", s)
 	}

@@ -42,9 +42,10 @@ func (o Op) String() string {
 // fields of its Op are set.
 type Operation struct {
 	Op Op
-	// At is the time the operation was given (Offer, Take, the *At forms,
-	// and the Dispatcher's own time), or the controller's clock (WithClock)
-	// for Release, Close and Reopen, which take no time.
+	// At is the time the operation was given. Release, Close and Reopen
+	// take none from a Controller's callers: they are dated by their
+	// Dispatcher's clock, or else at the latest time the Controller was
+	// given (zero before any).
 	At time.Time
 	// ID is the offered job (OpOffer), the job taken (OpTake, when Admitted
 	// or Expired), released (OpRelease) or cancelled (OpCancel).

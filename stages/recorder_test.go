@@ -48,7 +48,7 @@ func TestRecorderSeesEveryOperation(t *testing.T) {
 	var log opLog
 	clock := stagestest.NewClock(t0)
 	c, err := stages.New(stages.Limits{Slots: 1, Waiting: 2, MaxAge: time.Second},
-		stages.WithRecorder(&log), stages.WithClock(clock.Now))
+		stages.WithRecorder(&log))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestRecorderAllocs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.Rotate("call", 1)
+		c.Rotate("call", 1, t0)
 		ids := make([]string, 256)
 		for i := range ids {
 			ids[i] = fmt.Sprint("turn-", i)

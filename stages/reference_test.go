@@ -51,7 +51,7 @@ func wantRelease(t *testing.T, c *Controller, id string, want Disposition) {
 
 func checkLedger(t *testing.T, c *Controller) {
 	t.Helper()
-	s := c.Snapshot()
+	s := c.Snapshot(t0)
 	if err := s.Ledger.Check(s.Queued, s.Leased); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func checkLedger(t *testing.T, c *Controller) {
 func TestReference(t *testing.T) {
 	c := mustNew(t, Limits{Slots: 1, Waiting: 2, MaxAge: 2 * time.Second})
 	for _, o := range []string{"caller-a", "caller-b"} {
-		if err := c.Rotate(o, 1); err != nil {
+		if err := c.Rotate(o, 1, t0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -74,13 +74,13 @@ func TestReference(t *testing.T) {
 	wantOffer(t, c, job("full", "caller-a", 1, 0), 0, Overloaded)
 	wantTake(t, c, 0, Admitted, "one")
 	wantTake(t, c, 0, Busy, "")
-	if err := c.Rotate("caller-a", 2); err != nil {
+	if err := c.Rotate("caller-a", 2, t0); err != nil {
 		t.Fatal(err)
 	}
 	if s, _ := c.State("one"); s != Cancelled {
 		t.Fatalf("State(one) = %v, want cancelled", s)
 	}
-	if c.Snapshot().Leased != 1 {
+	if c.Snapshot(t0).Leased != 1 {
 		t.Fatal("cancelled active work lost its lease before release")
 	}
 	wantTake(t, c, 0, Busy, "")
@@ -98,11 +98,11 @@ func TestReference(t *testing.T) {
 		t.Fatalf("Generation(caller-a) = %d, %v", g, ok)
 	}
 	wantOffer(t, c, job("new", "caller-a", 2, -1), 0, Queued)
-	if err := c.Rotate("caller-a", 3); err != nil {
+	if err := c.Rotate("caller-a", 3, t0); err != nil {
 		t.Fatal(err)
 	}
-	if s, _ := c.State("new"); s != Cancelled || c.Snapshot().Queued != 0 {
-		t.Fatalf("State(new) = %v, queued %d", s, c.Snapshot().Queued)
+	if s, _ := c.State("new"); s != Cancelled || c.Snapshot(t0).Queued != 0 {
+		t.Fatalf("State(new) = %v, queued %d", s, c.Snapshot(t0).Queued)
 	}
 	c.Close()
 	wantOffer(t, c, job("closed", "caller-a", 3, 0), 0, Closed)
@@ -110,7 +110,7 @@ func TestReference(t *testing.T) {
 	if _, err := c.Release("one"); !errors.Is(err, ErrNoLease) {
 		t.Fatalf("second release: %v", err)
 	}
-	if err := c.Rotate("caller-a", 3); !errors.Is(err, ErrGeneration) {
+	if err := c.Rotate("caller-a", 3, t0); !errors.Is(err, ErrGeneration) {
 		t.Fatalf("rotate to same generation: %v", err)
 	}
 	if _, err := c.Offer(job("future", "caller-a", 3, 1), at(0)); !errors.Is(err, ErrJob) {

@@ -62,16 +62,16 @@ func (s localStore) ReleaseFailed(_ context.Context, id string) (Disposition, er
 }
 
 func (s localStore) Rotate(_ context.Context, owner string, gen uint64, now time.Time) error {
-	return s.c.RotateAt(owner, gen, now)
+	return s.c.Rotate(owner, gen, now)
 }
 
 func (s localStore) Forget(_ context.Context, owner string, now time.Time) error {
-	s.c.ForgetAt(owner, now)
+	s.c.Forget(owner, now)
 	return nil
 }
 
 func (s localStore) Cancel(_ context.Context, id string, now time.Time) (Disposition, error) {
-	return s.c.CancelAt(id, now)
+	return s.c.Cancel(id, now)
 }
 
 func (s localStore) Close(context.Context) error  { s.c.Close(); return nil }
@@ -88,7 +88,7 @@ func (s localStore) Generation(_ context.Context, owner string) (uint64, bool, e
 }
 
 func (s localStore) Snapshot(_ context.Context, now time.Time) (Snapshot, error) {
-	return s.c.SnapshotAt(now), nil
+	return s.c.Snapshot(now), nil
 }
 
 // Pending is queued work waiting for its outcome; *Ticket and
@@ -191,7 +191,7 @@ func (g localGate) Cancel(_ context.Context, id string) (Disposition, error) {
 }
 
 func (g localGate) Snapshot(context.Context) (Snapshot, error) {
-	sn := g.d.Controller().SnapshotAt(g.d.Clock().Now())
+	sn := g.d.Controller().Snapshot(g.d.Clock().Now())
 	sn.TakeErrors = g.d.TakeErrors()
 	return sn, nil
 }
@@ -218,7 +218,7 @@ type controllerView struct {
 }
 
 func (v controllerView) Snapshot(context.Context) (Snapshot, error) {
-	return v.c.SnapshotAt(v.clock.Now()), nil
+	return v.c.Snapshot(v.clock.Now()), nil
 }
 
 func (v controllerView) Waiting(context.Context) ([]Waiter, error) {

@@ -274,7 +274,7 @@ func TestBrowser(t *testing.T) {
 		if got := eval[string](tb, `document.getElementById('call-state').textContent`); !strings.HasPrefix(got, "callback booked") {
 			t.Errorf("call state %q after the callback, want callback booked", got)
 		}
-		if n := r.svc.CallbackStage().Snapshot().Queued; n != 1 {
+		if n := r.svc.CallbackStage().Snapshot(time.Now()).Queued; n != 1 {
 			t.Errorf("callback queue holds %d, want the booked callback", n)
 		}
 		tb.screenshot("offer-callback-booked")

@@ -367,14 +367,14 @@ func trimGen(s string) string {
 }
 
 // Rotate advances owner to generation fleet-wide, as
-// stages.Controller.RotateAt: its queued work, wherever it was submitted,
+// stages.Controller.Rotate: its queued work, wherever it was submitted,
 // leaves the queue at once.
 func (s *Store) Rotate(ctx context.Context, owner string, generation uint64, now time.Time) error {
 	_, err := s.rotate(ctx, owner, generation, now, 0)
 	return err
 }
 
-// Forget ends owner's conversation fleet-wide, as stages.Controller.ForgetAt.
+// Forget ends owner's conversation fleet-wide, as stages.Controller.Forget.
 func (s *Store) Forget(ctx context.Context, owner string, now time.Time) error {
 	s.forgetOwner(owner)
 	_, err := s.run(ctx, forgetScript, 0, now, owner)
@@ -398,7 +398,7 @@ func (s *Store) cancel(ctx context.Context, id string, now time.Time, pump int) 
 	return stages.Disposition(r.code), r, nil
 }
 
-// Cancel withdraws one piece of work, as stages.Controller.CancelAt.
+// Cancel withdraws one piece of work, as stages.Controller.Cancel.
 func (s *Store) Cancel(ctx context.Context, id string, now time.Time) (stages.Disposition, error) {
 	d, _, err := s.cancel(ctx, id, now, 0)
 	return d, err

@@ -23,7 +23,7 @@ func BenchmarkCycleTraced(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c.Rotate("call", 1)
+	c.Rotate("call", 1, time.Now())
 	ids := make([]string, 4096)
 	for i := range ids {
 		ids[i] = fmt.Sprint("turn-", i)

@@ -258,7 +258,7 @@ func runStage(s *stageLines, opt Options, enc *json.Encoder) (*StageReport, erro
 		}
 	}
 	sr.After = after.outcomes()
-	sr.Final = c.SnapshotAt(last)
+	sr.Final = c.Snapshot(last)
 	if before != nil {
 		sr.Changes = changes(s.name, before, after)
 	}

@@ -57,7 +57,7 @@ func newWorkload(t *testing.T, seed uint64, w *Writer, limits map[string]stages.
 	slices.Sort(names)
 	for _, name := range names {
 		l := limits[name]
-		c, err := stages.New(l, stages.WithClock(clock.Now), w.Stage(name, l, stages.Frontdoor, true))
+		c, err := stages.New(l, w.Stage(name, l, stages.Frontdoor, true))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -358,11 +358,11 @@ func Apply(c *stages.Controller, op Op) Result {
 			r.Disposition, err = c.Release(op.ID)
 		}
 	case "cancel":
-		r.Disposition, err = c.CancelAt(op.ID, now)
+		r.Disposition, err = c.Cancel(op.ID, now)
 	case "rotate":
-		err = c.RotateAt(op.Owner, *op.Generation, now)
+		err = c.Rotate(op.Owner, *op.Generation, now)
 	case "forget":
-		c.ForgetAt(op.Owner, now)
+		c.Forget(op.Owner, now)
 	case "close":
 		c.Close()
 	case "reopen":
@@ -415,7 +415,7 @@ func Replay(c *stages.Controller, r io.Reader, w io.Writer) (Summary, error) {
 	if err != nil {
 		return sum, err
 	}
-	sum.Final = c.SnapshotAt(last)
+	sum.Final = c.Snapshot(last)
 	return sum, enc.Encode(sum)
 }
 

@@ -302,6 +302,9 @@ func (s *stageRecorder) Record(op stages.Operation) {
 		w.notRecord.Add(1)
 		return
 	}
+	if op.At.IsZero() { // Close or Reopen before the controller was given any time
+		op.At = w.opt.Now()
+	}
 	s.seq++
 	select {
 	case w.ch <- entry{st: s, seq: s.seq, op: op}:

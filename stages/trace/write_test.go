@@ -36,20 +36,20 @@ func TestWriterRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := stages.Limits{Slots: 2, Waiting: 3, MaxAge: 1500*time.Millisecond + 1, TenantWaiting: 1, Tombstones: 9}
-	c, err := stages.New(l, w.Stage("mödel \"x\"", l, stages.ReleaseOnCancel, true), stages.WithClock(func() time.Time { return t0.Add(7 * time.Second) }))
+	c, err := stages.New(l, w.Stage("mödel \"x\"", l, stages.ReleaseOnCancel, true))
 	if err != nil {
 		t.Fatal(err)
 	}
 	odd := "call\n\t\"1\"\\\x00\xff☎"
 	born := t0.Add(-1234567891 * time.Nanosecond)
 	now := t0.Add(time.Millisecond + 1)
-	c.RotateAt(odd, 1<<63, now)
+	c.Rotate(odd, 1<<63, now)
 	c.Offer(stages.Job{ID: odd + "/t", Owner: odd, Generation: 1 << 63, Born: born, Tenant: "ténant"}, now)
 	c.Take(now)
 	c.Release(odd + "/t")
 	c.Release("none")
-	c.CancelAt("none", now)
-	c.ForgetAt(odd, now)
+	c.Cancel("none", now)
+	c.Forget(odd, now)
 	c.Close()
 	c.Reopen()
 	if err := w.Close(); err != nil {
@@ -79,7 +79,7 @@ func TestWriterRoundTrip(t *testing.T) {
 	if tk := ops[4]; tk.ID != o.ID || *tk.Disposition != stages.Admitted {
 		t.Errorf("take %+v", tk)
 	}
-	if r := ops[5]; *r.Disposition != stages.Completed || r.At.Sub(Origin) != 7*time.Second {
+	if r := ops[5]; *r.Disposition != stages.Completed || r.At.Sub(Origin) != now.Sub(t0) {
 		t.Errorf("release %+v", r)
 	}
 	if r := ops[6]; r.Disposition != nil || !strings.Contains(r.Error, "no lease") {
@@ -111,12 +111,12 @@ func TestWriterBound(t *testing.T) {
 	}
 	l := stages.Limits{Slots: 1, Waiting: 4, MaxAge: time.Hour, Tombstones: 16}
 	var now time.Time
-	c, err := stages.New(l, w.Stage("model", l, stages.Frontdoor, true), stages.WithClock(func() time.Time { return now }))
+	c, err := stages.New(l, w.Stage("model", l, stages.Frontdoor, true))
 	if err != nil {
 		t.Fatal(err)
 	}
 	now = t0
-	c.Rotate("call", 1)
+	c.Rotate("call", 1, now)
 	cycles := 0
 	for i := range 2000 {
 		id := "turn-" + strings.Repeat("x", i%7) + string(rune('a'+i%26))
