@@ -28,7 +28,7 @@ var (
 // Call is one caller's conversation: its session lease, its generation, its
 // turns and its single writer.
 type Call struct {
-	s    *Server
+	s    *Engine
 	id   string
 	t    Transport
 	caps Capabilities // what t declared it can do beyond Transport
@@ -91,7 +91,7 @@ func (c *Call) advance(p phase) {
 	}
 }
 
-func newCall(s *Server, id string, t Transport, caps Capabilities) *Call {
+func newCall(s *Engine, id string, t Transport, caps Capabilities) *Call {
 	c := &Call{s: s, id: id, t: t, caps: caps, log: s.log.With("call", id),
 		history:  backend.NewHistory(0, 0),
 		format:   media.Format{Encoding: media.PCM16, Channels: 1},
@@ -131,7 +131,7 @@ func (c *Call) stop(cause error) {
 	}
 }
 
-// run serves the call until it has ended (Server.Run).
+// run serves the call until it has ended (Engine.Run).
 func (c *Call) run(parent context.Context) {
 	ended := make(chan struct{})
 	c.start(parent, func() { close(ended) })

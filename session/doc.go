@@ -1,7 +1,7 @@
 // Package session runs voice calls: the WebSocket protocol, the call and its
 // turns, generations and barge-in, and the HTTP server of frontdoor serve.
 //
-// A Server admits each call through the session stage, then each turn's
+// An Engine admits each call through the session stage, then each turn's
 // model request and synthesis job through their own stages (package stages).
 // A call's generation advances when the caller barges in: queued work of the
 // old generation is cancelled at once and active work loses its right to
@@ -36,6 +36,6 @@
 // against), which the server wraps in its own decorators (drain,
 // quarantine); the conformance suite runs on that wiring. No gate
 // operation is made while a call's mutex is held. What a refused caller
-// hears comes from a Fallback. Server.Config takes extra HTTP handlers to
+// hears comes from a Fallback. Engine.Config takes extra HTTP handlers to
 // mount beside /v1/session.
 package session

@@ -41,7 +41,7 @@ func TestEspeakCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(srv.Handler())
+	hs := httptest.NewServer(testHandler(srv, nil))
 	defer func() { hs.Close(); srv.Close() }()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -49,7 +49,7 @@ type pinger interface {
 // startHeartbeat pings p every Interval until the returned stop is called;
 // a ping unanswered within Timeout logs, counts and calls dead (which must
 // not wait for stop). stop waits for the pinging goroutine to end.
-func (s *Server) startHeartbeat(p pinger, dead func(), log *slog.Logger) (stop func()) {
+func (s *Engine) startHeartbeat(p pinger, dead func(), log *slog.Logger) (stop func()) {
 	h := s.cfg.Heartbeat
 	if h.Interval <= 0 {
 		return func() {}

@@ -3,7 +3,9 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
@@ -20,7 +23,7 @@ import (
 // rig is a server on an httptest listener with stub backends.
 type rig struct {
 	t     testing.TB
-	srv   *Server
+	srv   *Engine
 	http  *httptest.Server
 	model *stub.Model
 	synth *stub.Synthesizer
@@ -32,6 +35,9 @@ type rigListener func(net.Listener) net.Listener
 
 // rigAfter runs after the server closed.
 type rigAfter func()
+
+// rigRoutes returns extra routes for the rig's mux, once its options ran.
+type rigRoutes func() map[string]http.Handler
 
 func newRig(t testing.TB, opts ...any) *rig {
 	t.Helper()
@@ -45,6 +51,7 @@ func newRig(t testing.TB, opts ...any) *rig {
 	st := stub.Settings{Tokens: 4, FrameCount: 5, Rate: 16000}
 	var wrap rigListener
 	var after []rigAfter
+	var routes rigRoutes
 	for _, o := range opts {
 		switch o := o.(type) {
 		case func(*Config, *stub.Settings):
@@ -53,6 +60,8 @@ func newRig(t testing.TB, opts ...any) *rig {
 			wrap = o
 		case rigAfter:
 			after = append(after, o)
+		case rigRoutes:
+			routes = o
 		default:
 			t.Fatalf("rig option %T", o)
 		}
@@ -65,13 +74,41 @@ func newRig(t testing.TB, opts ...any) *rig {
 	}
 	r.srv = srv
 	r.after = after
-	r.http = httptest.NewUnstartedServer(srv.Handler())
+	var extra map[string]http.Handler
+	if routes != nil {
+		extra = routes()
+	}
+	r.http = httptest.NewUnstartedServer(testHandler(srv, extra))
 	if wrap != nil {
 		r.http.Listener = wrap(r.http.Listener)
 	}
 	r.http.Start()
 	t.Cleanup(r.close)
 	return r
+}
+
+// testHandler serves e's call routes and the operations endpoints the
+// tests read, as package session/server mounts them (which these tests
+// cannot import), with extra beside them.
+func testHandler(e *Engine, extra map[string]http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/session", e.ServeSession)
+	mux.HandleFunc("GET /v1/twilio", e.ServeTwilio)
+	mux.HandleFunc("GET /v1/twilio/{token}", e.ServeTwilio)
+	mux.HandleFunc("GET /v1/webrtc", e.ServeWebRTC)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		rd := e.Readiness(r.Context())
+		if !rd.Ready {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		_ = json.NewEncoder(w).Encode(rd)
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(e.Registry(), promhttp.HandlerOpts{}))
+	for p, h := range extra {
+		mux.Handle(p, h)
+	}
+	return mux
 }
 
 func (r *rig) close() {

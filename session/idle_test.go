@@ -21,7 +21,7 @@ func TestCallOutlivesHandler(t *testing.T) {
 	returned, undone := make(chan struct{}, 1), make(chan struct{})
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		ctx, handlerDone := WithCallEnd(req.Context(), func() { close(undone) })
-		r.srv.Handler().ServeHTTP(w, req.WithContext(ctx))
+		testHandler(r.srv, nil).ServeHTTP(w, req.WithContext(ctx))
 		handlerDone()
 		returned <- struct{}{}
 	}))
@@ -73,7 +73,7 @@ func TestCallEndWithoutCall(t *testing.T) {
 		undone := make(chan struct{})
 		front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			ctx, handlerDone := WithCallEnd(req.Context(), func() { close(undone) })
-			r.srv.Handler().ServeHTTP(w, req.WithContext(ctx))
+			testHandler(r.srv, nil).ServeHTTP(w, req.WithContext(ctx))
 			handlerDone()
 		}))
 		if path == "/v1/session" {

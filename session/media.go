@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
@@ -47,17 +46,6 @@ type WebRTCConfig struct {
 // run: enough to keep the pacer fed, little enough that a barge-in cuts the
 // reply within a frame or two and turns end when their audio has played.
 const mediaLead = 60 * time.Millisecond
-
-// mediaRoutes mounts the media endpoints, except where Config.Handlers
-// brings its own handler for the same pattern (a test double, a proxy).
-func (s *Server) mediaRoutes() {
-	for p, h := range map[string]http.HandlerFunc{"GET /v1/twilio": s.serveTwilio,
-		"GET /v1/twilio/{token}": s.serveTwilio, "GET /v1/webrtc": s.serveWebRTC} {
-		if _, own := s.cfg.Handlers[p]; !own {
-			s.mux.Handle(p, h)
-		}
-	}
-}
 
 // interruptPlayback stops the caller's playback on transports that
 // declare Capabilities.Interrupt (the writer calls it before it sends
@@ -103,7 +91,7 @@ const maxPrompt = 30 * time.Second
 // promptAudio renders text with the synthesizer, outside the synthesis
 // stage (prompts are short and must be heard even when it is full), as
 // 8 kHz µ-law.
-func (s *Server) promptAudio(ctx context.Context, text string) ([]byte, error) {
+func (s *Engine) promptAudio(ctx context.Context, text string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	var out []byte

@@ -76,13 +76,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 
 // stageCollector exports every stage's Snapshot at scrape time.
 type stageCollector struct {
-	s *Server
+	s *Engine
 
 	dispositions, offered, depth, oldest, leases, slots, waitingCap, maxAge,
 	cleanup, oldestCleanup, overdue, closed, takeErrors *prometheus.Desc
 }
 
-func newStageCollector(s *Server) *stageCollector {
+func newStageCollector(s *Engine) *stageCollector {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, append([]string{"stage"}, labels...), nil)
 	}

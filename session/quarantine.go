@@ -98,14 +98,14 @@ func newQuarantineMetrics(reg prometheus.Registerer) quarantineMetrics {
 
 // setupQuarantine gives the backend stages (recognize, model, synthesis)
 // their quarantine policy.
-func (s *Server) setupQuarantine(after int) {
+func (s *Engine) setupQuarantine(after int) {
 	for _, st := range []*stage{s.recognize, s.model, s.synth} {
 		st.q.after = after // its Guard (newStage) refuses while quarantined
 	}
 }
 
 // quarantinedStages names the stages in quarantine, for /readyz.
-func (s *Server) quarantinedStages() error {
+func (s *Engine) quarantinedStages() error {
 	var names []string
 	for _, st := range s.stageList() {
 		if st.quarantined() {

@@ -29,7 +29,7 @@ import (
 // spokenServer is a server with the espeak-ng synthesizer, the pocketsphinx
 // recognizer and a stub model that records its turns.
 type spokenServer struct {
-	srv   *Server
+	srv   *Engine
 	http  *httptest.Server
 	model *historyModel
 	rec   *pocketsphinx.Recognizer
@@ -59,7 +59,7 @@ func newSpokenServer(t *testing.T, session stages.Limits) *spokenServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.http = httptest.NewServer(s.srv.Handler())
+	s.http = httptest.NewServer(testHandler(s.srv, nil))
 	t.Cleanup(func() {
 		s.http.CloseClientConnections()
 		s.http.Close()

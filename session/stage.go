@@ -36,7 +36,7 @@ type stage struct {
 // newStage wraps g, the stage's gate as Config.NewGate built it, in the
 // server's decorators: closed on this replica while it drains or while its
 // backend is quarantined (stages.Guard, counted in its ledger).
-func (s *Server) newStage(name string, idx int, g stages.Gate) *stage {
+func (s *Engine) newStage(name string, idx int, g stages.Gate) *stage {
 	st := &stage{name: name, idx: idx, timeout: s.cfg.CleanupTimeout, op: s.cfg.StoreTimeout, clock: s.cfg.Clock, log: s.log, m: s.m}
 	st.gate = stages.Guard(g, func() bool { return st.draining.Load() || st.quarantined() })
 	st.view = st.gate
@@ -199,7 +199,7 @@ func (w *watch) returned() {
 // snapshots from Redis in fleet mode) in /v1/stages and /metrics. A drain
 // leaves it open: callers refused while the server drains may still book a
 // durable callback; its owner closes it.
-func (s *Server) AddView(name string, v stages.View) {
+func (s *Engine) AddView(name string, v stages.View) {
 	st := &stage{name: name, idx: -1, view: v, timeout: s.cfg.CleanupTimeout, clock: s.cfg.Clock, log: s.log, m: s.m}
 	s.mu.Lock()
 	s.extra = append(s.extra, st)

@@ -58,7 +58,7 @@ func (c *Call) tenant() string { return CallerFrom(c.ctx).Tenant }
 // a waiting place, so that a new caller would be refused overloaded. A
 // closed stage (drain) is not full: closed callers are told so over the
 // WebSocket (`session` closed, 1013).
-func (s *Server) SessionFull() bool {
+func (s *Engine) SessionFull() bool {
 	sn := s.snapshot(s.session)
 	return !sn.Closed && sn.Leased >= sn.Limits.Slots && sn.Queued >= sn.Limits.Waiting
 }

@@ -26,7 +26,7 @@ const (
 // Transport carries one call: typed client events in, server messages and
 // audio out. The native WebSocket protocol is one Transport; Twilio Media
 // Streams and WebRTC data channels can be others, driving the same Call
-// through Server.Run.
+// through Engine.Run.
 type Transport interface {
 	// Recv blocks for the next client event. A *ProtocolError is bad input:
 	// the call answers it with an `error` message and calls Recv again. Any
@@ -44,7 +44,7 @@ type Transport interface {
 }
 
 // Capabilities are what a transport can do beyond the Transport contract.
-// A transport declares them when it starts its call (Server.Run); the call
+// A transport declares them when it starts its call (Engine.Run); the call
 // uses what is declared and never looks for abilities by type assertion.
 // The zero value declares none.
 type Capabilities struct {

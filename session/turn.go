@@ -179,7 +179,7 @@ func (c *Call) finished(t *turn, st string, disp stages.Disposition, err error) 
 
 // backendOutcome tells Config.OnBackend how a backend did, leaving out a
 // lease lost to the store (not the backend's doing).
-func (s *Server) backendOutcome(stage string, err error) {
+func (s *Engine) backendOutcome(stage string, err error) {
 	if s.cfg.OnBackend != nil && !errors.Is(err, ErrLeaseLost) {
 		s.cfg.OnBackend(stage, err)
 	}

@@ -17,10 +17,10 @@ import (
 	"github.com/frontdoorhq/frontdoor/media/twilio"
 )
 
-// serveTwilio is GET /v1/twilio: a Twilio Media Streams bidirectional
-// stream (docs/TELEPHONY.md). The call asks for admission once `start` has
+// ServeTwilio is the handler of GET /v1/twilio: a Twilio Media Streams
+// bidirectional stream (docs/TELEPHONY.md). The call asks for admission once `start` has
 // arrived; from then on it is a Call like any other, over twilioTransport.
-func (s *Server) serveTwilio(w http.ResponseWriter, r *http.Request) {
+func (s *Engine) ServeTwilio(w http.ResponseWriter, r *http.Request) {
 	if err := s.VerifyTwilio(r); err != nil {
 		http.Error(w, "bad X-Twilio-Signature", http.StatusForbidden)
 		return
@@ -71,7 +71,7 @@ var ErrTwilioSignature = errors.New("session: bad X-Twilio-Signature")
 // the call token when the path carries one. The layer in front calls it
 // before it spends the call token, so that a request the gateway did not
 // sign cannot use up a token; the handler checks again.
-func (s *Server) VerifyTwilio(r *http.Request) error {
+func (s *Engine) VerifyTwilio(r *http.Request) error {
 	tc := s.cfg.Twilio
 	if tc.AuthToken == "" {
 		return nil
@@ -89,7 +89,7 @@ func (s *Server) VerifyTwilio(r *http.Request) error {
 }
 
 // twilioStart reads connected and start, within the start timeout.
-func (s *Server) twilioStart(ctx context.Context, conn *twilio.Conn) (*twilio.Start, error) {
+func (s *Engine) twilioStart(ctx context.Context, conn *twilio.Conn) (*twilio.Start, error) {
 	wait := s.cfg.Twilio.StartTimeout
 	if wait <= 0 {
 		wait = 10 * time.Second
@@ -128,7 +128,7 @@ func (s *Server) twilioStart(ctx context.Context, conn *twilio.Conn) (*twilio.St
 // heard as audio, an `offer` becomes the keypad menu (twilio_menu.go), and
 // everything is logged.
 type twilioTransport struct {
-	s      *Server
+	s      *Engine
 	conn   *twilio.Conn
 	start  *twilio.Start
 	log    *slog.Logger

@@ -74,7 +74,6 @@ func wireKeypad(t *testing.T, o keypadOptions, limits func(*Config, *stub.Settin
 		k.offers = NewOffers(svc)
 		k.offers.OfferWindow = o.window
 		c.Fallback = k.offers
-		c.Handlers = map[string]http.Handler{"GET /v1/agents": svc.AgentHandler(nil)}
 		c.Logger = slog.New(k.logs)
 		limits(c, s)
 	}
@@ -82,7 +81,10 @@ func wireKeypad(t *testing.T, o keypadOptions, limits func(*Config, *stub.Settin
 		k.offers.Wait()
 		k.svc.Close()
 	}
-	k.rig = newRig(t, wire, rigAfter(after))
+	agents := rigRoutes(func() map[string]http.Handler {
+		return map[string]http.Handler{"GET /v1/agents": k.svc.AgentHandler(nil)}
+	})
+	k.rig = newRig(t, wire, rigAfter(after), agents)
 	return k
 }
 

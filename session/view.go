@@ -49,7 +49,7 @@ type StagesView struct {
 
 // Stages reports every stage: limits, inventory, pending and overdue
 // cleanup, the ledger and the waiting list.
-func (s *Server) Stages() StagesView {
+func (s *Engine) Stages() StagesView {
 	v := StagesView{Draining: s.draining.Load(), Calls: s.Calls(), At: s.cfg.Clock.Now()}
 	ctx := context.Background()
 	for _, st := range s.stageList() {
@@ -100,7 +100,7 @@ func (v StagesView) Stage(name string) (StageView, bool) {
 
 // snapshot is st's snapshot for a scrape: the last seen (closed) while it
 // cannot be read, the read error counted.
-func (s *Server) snapshot(st *stage) stages.Snapshot {
+func (s *Engine) snapshot(st *stage) stages.Snapshot {
 	sn, err := st.snapshot(context.Background())
 	if err != nil {
 		s.m.viewErrors.WithLabelValues(st.name).Inc()

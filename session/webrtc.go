@@ -24,12 +24,12 @@ import (
 // far behind has lost real time anyway.
 const rtcInbox = 128
 
-// serveWebRTC is GET /v1/webrtc: WebRTC signalling on the WebSocket (offer,
-// answer, trickled candidates), PCMU audio both ways, and the session's JSON
+// ServeWebRTC is the handler of GET /v1/webrtc: WebRTC signalling on the
+// WebSocket (offer, answer, trickled candidates), PCMU audio both ways, and the session's JSON
 // events on the "events" data channel. The call starts once that channel is
 // open, and ends on hangup, when the signalling socket closes, or when the
 // peer connection fails.
-func (s *Server) serveWebRTC(w http.ResponseWriter, r *http.Request) {
+func (s *Engine) ServeWebRTC(w http.ResponseWriter, r *http.Request) {
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.cfg.OriginPatterns})
 	if err != nil {
 		s.log.Debug("webrtc: accept", "err", err)
@@ -93,7 +93,7 @@ type rtcItem struct {
 // rtcTransport carries a Call over a pion peer: events on the data channel,
 // caller audio from the PCMU track, reply audio paced onto the PCMU track.
 type rtcTransport struct {
-	s    *Server
+	s    *Engine
 	ws   *websocket.Conn
 	peer *webrtc.Peer
 	log  *slog.Logger

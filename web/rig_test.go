@@ -18,6 +18,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/server"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/web"
 )
@@ -26,7 +27,7 @@ import (
 // as frontdoor serve mounts it, on a loopback httptest listener.
 type rig struct {
 	t      *testing.T
-	srv    *session.Server
+	srv    *server.Server
 	page   *web.Page
 	http   *httptest.Server
 	model  *stub.Model
@@ -73,7 +74,7 @@ func newRig(t *testing.T, opts ...func(*rigConfig)) *rig {
 		t.Fatal(err)
 	}
 	r.page = web.Handler(web.Options{Burster: loadBurster("http://" + ln.Addr().String())})
-	cfg := rc.cfg
+	cfg := server.Config{Config: rc.cfg}
 	cfg.ModelBackend, cfg.Synthesizer = r.model, r.synth
 	cfg.Root = r.page
 	cfg.Handlers = r.page.Routes()
@@ -104,7 +105,7 @@ func newRig(t *testing.T, opts ...func(*rigConfig)) *rig {
 		}
 		cfg.Handlers["GET /v1/agents"] = svc.AgentHandler(nil)
 	}
-	srv, err := session.New(cfg)
+	srv, err := server.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

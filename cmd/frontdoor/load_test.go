@@ -17,6 +17,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/server"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -27,9 +28,9 @@ func TestLoadSmoke(t *testing.T) {
 	st := stub.Settings{ModelDelay: 20 * time.Millisecond, Tokens: 3, SynthDelay: 10 * time.Millisecond,
 		FrameCount: 3, FrameDelay: 5 * time.Millisecond, CleanupDelay: 10 * time.Millisecond}
 	model, synth := stub.NewModel(st), stub.NewSynthesizer(st)
-	srv, err := session.New(session.Config{ModelBackend: model, Synthesizer: synth,
+	srv, err := server.New(server.Config{Config: session.Config{ModelBackend: model, Synthesizer: synth,
 		Model:     stages.Limits{Slots: 2, Waiting: 2, MaxAge: 200 * time.Millisecond},
-		Synthesis: stages.Limits{Slots: 2, Waiting: 2, MaxAge: 200 * time.Millisecond}})
+		Synthesis: stages.Limits{Slots: 2, Waiting: 2, MaxAge: 200 * time.Millisecond}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,8 +102,8 @@ func TestLoadTwilio(t *testing.T) {
 	const token, public = "cli-test-token-0123456789", "wss://frontdoor.example.com/v1/twilio"
 	st := stub.Settings{ModelDelay: 10 * time.Millisecond, Tokens: 2, SynthDelay: 10 * time.Millisecond, FrameCount: 10}
 	model, synth, rec := stub.NewModel(st), stub.NewSynthesizer(st), stub.NewRecognizer(st)
-	srv, err := session.New(session.Config{ModelBackend: model, Synthesizer: synth, Recognizer: rec,
-		Twilio: session.TwilioConfig{AuthToken: token, PublicURL: public}})
+	srv, err := server.New(server.Config{Config: session.Config{ModelBackend: model, Synthesizer: synth, Recognizer: rec,
+		Twilio: session.TwilioConfig{AuthToken: token, PublicURL: public}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/server"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/web"
 )
@@ -227,15 +228,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		StoreTimeout:   set.store.timeout,
 		Ready:          readiness(fl.readyFunc(), health),
 		OnBackend:      health.Observe,
-		Root:           page,
-		Handlers:       handlers,
 		OriginPatterns: set.guard.origins(),
 	}
 	set.guard.limits.apply(&scfg) // audio limits, quarantine: serve_limits.go
 	if err := set.media.apply(&scfg); err != nil {
 		return err
 	}
-	srv, err := session.New(scfg)
+	srv, err := server.New(server.Config{Config: scfg, Root: page, Handlers: handlers})
 	if err != nil {
 		return err
 	}

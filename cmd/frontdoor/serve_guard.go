@@ -12,8 +12,8 @@ import (
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/guard"
+	"github.com/frontdoorhq/frontdoor/session/server"
 )
 
 // guardWiring puts package guard in front of frontdoor serve: its flags,
@@ -117,7 +117,7 @@ func (g *guardServers) Shutdown(ctx context.Context) error {
 // serve starts the public server on ln (and the operator server on
 // -operator-listen) behind the guard. served receives the first Serve
 // error.
-func (w *guardWiring) serve(ln net.Listener, srv *session.Server, reg *prometheus.Registry, log *slog.Logger) (*guardServers, <-chan error, error) {
+func (w *guardWiring) serve(ln net.Listener, srv *server.Server, reg *prometheus.Registry, log *slog.Logger) (*guardServers, <-chan error, error) {
 	cfg := w.set.Config(w.auth)
 	if w.overloadHTTP {
 		cfg.Busy = srv.SessionFull

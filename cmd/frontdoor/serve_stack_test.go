@@ -8,6 +8,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/server"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage/redistest"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
@@ -48,11 +49,11 @@ func TestServeStackConformance(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				stagestest.RunGate(t, func(t *testing.T, l stages.Limits, clock *stagestest.Clock) stages.Gate {
 					fl := store.open(t)
-					srv, err := session.New(session.Config{
+					srv, err := server.New(server.Config{Config: session.Config{
 						Model: l, Clock: clock, Logger: log, QuarantineAfter: quarantine,
 						NewGate:      fl.newGate(stages.Frontdoor, log),
 						ModelBackend: stub.NewModel(stub.Settings{}), Synthesizer: stub.NewSynthesizer(stub.Settings{}),
-					})
+					}})
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/server"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -27,10 +28,10 @@ func TestTenantCapHeldForTheWholeCall(t *testing.T) {
 	model, synth := stub.NewModel(st), stub.NewSynthesizer(st)
 	defer model.Close()
 	defer synth.Close()
-	srv, err := session.New(session.Config{
+	srv, err := server.New(server.Config{Config: session.Config{
 		Session:      stages.Limits{Slots: 4, Waiting: 4, MaxAge: 5 * time.Second},
 		ModelBackend: model, Synthesizer: synth,
-	})
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/server"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -110,10 +111,10 @@ func TestEveryUpgradeBehindListenerIsAdmitted(t *testing.T) {
 	model, synth := stub.NewModel(st), stub.NewSynthesizer(st)
 	defer model.Close()
 	defer synth.Close()
-	srv, err := session.New(session.Config{
+	srv, err := server.New(server.Config{Config: session.Config{
 		Session:      stages.Limits{Slots: callers, Waiting: callers, MaxAge: 5 * time.Second},
 		ModelBackend: model, Synthesizer: synth,
-	})
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/server"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -15,7 +16,7 @@ import (
 // stub backends running on a shared capacity of each stage's slots.
 type testServer struct {
 	URL    string
-	Srv    *session.Server
+	Srv    *server.Server
 	Model  *stub.CappedModel
 	Synth  *stub.CappedSynthesizer
 	policy stages.Policy
@@ -37,14 +38,14 @@ func startServer(tb testing.TB, o serverOpts) *testServer {
 	ts := &testServer{policy: o.policy,
 		Model: stub.NewCappedModel(o.stub, stub.NewCapacity(o.capacity)),
 		Synth: stub.NewCappedSynthesizer(o.stub, stub.NewCapacity(o.capacity))}
-	srv, err := session.New(session.Config{
+	srv, err := server.New(server.Config{Config: session.Config{
 		Session: o.session, Model: o.model, Synthesis: o.synt,
 		CleanupTimeout: o.cleanupTimeout,
 		ModelBackend:   ts.Model, Synthesizer: ts.Synth,
 		NewGate: func(_ string, l stages.Limits, clock stages.Clock) (stages.Gate, error) {
 			return session.LocalGate(l, clock, slog.New(slog.DiscardHandler), stages.WithPolicy(o.policy))
 		},
-	})
+	}})
 	if err != nil {
 		tb.Fatal(err)
 	}

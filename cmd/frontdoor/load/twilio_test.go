@@ -10,6 +10,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/cmd/frontdoor/load"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/server"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -25,11 +26,11 @@ func startTwilioServer(t *testing.T, sess stages.Limits, st stub.Settings) strin
 	t.Helper()
 	model, synth, rec := stub.NewModel(st), stub.NewSynthesizer(st), stub.NewRecognizer(st)
 	turn := stages.Limits{Slots: 4, Waiting: 4, MaxAge: 5 * time.Second}
-	srv, err := session.New(session.Config{
+	srv, err := server.New(server.Config{Config: session.Config{
 		Session: sess, Recognize: turn, Model: turn, Synthesis: turn,
 		ModelBackend: model, Synthesizer: synth, Recognizer: rec,
 		Twilio: session.TwilioConfig{AuthToken: twilioToken, PublicURL: twilioPublic},
-	})
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}

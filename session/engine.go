@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,14 +15,13 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
-// Config configures a Server. Zero values take the defaults noted.
+// Config configures an Engine. Zero values take the defaults noted.
 type Config struct {
 	// Limits of the three stages. A zero Limits takes DefaultSessionLimits,
 	// DefaultModelLimits or DefaultSynthesisLimits.
@@ -81,10 +79,6 @@ type Config struct {
 	// for cancelled work, nor for a lease lost to the store).
 	OnBackend func(stage string, err error)
 
-	// Root serves GET / (nil: a placeholder page). Handlers are mounted on
-	// the server's mux by pattern (e.g. "GET /v1/agents").
-	Root     http.Handler
-	Handlers map[string]http.Handler
 	// OriginPatterns are the cross-origin hosts allowed to open a
 	// WebSocket (coder/websocket AcceptOptions); same-origin always is.
 	OriginPatterns []string
@@ -124,14 +118,15 @@ var (
 	DefaultRecognizeLimits = stages.Limits{Slots: 8, Waiting: 16, MaxAge: 2 * time.Second}
 )
 
-// Server is frontdoor's session server.
-type Server struct {
+// Engine is frontdoor's call engine: its stages, the calls in progress, and
+// their drain. Transports start calls on it (Run); package session/server
+// serves it over HTTP.
+type Engine struct {
 	cfg Config
 	log *slog.Logger
 	reg *prometheus.Registry
 	m   *metrics
 	obs *observer // turn histograms and the tracer (observe.go)
-	mux *http.ServeMux
 
 	session, recognize, model, synth *stage
 
@@ -144,10 +139,10 @@ type Server struct {
 	closed    bool
 }
 
-// New returns a Server. It starts no goroutine: each call runs in
+// New returns an Engine. It starts no goroutine: each call runs in
 // goroutines of its own, started by the handler that accepts it (or Run),
 // and Drain and Close wait for them.
-func New(cfg Config) (*Server, error) {
+func New(cfg Config) (*Engine, error) {
 	if cfg.ModelBackend == nil || cfg.Synthesizer == nil {
 		return nil, errors.New("session: Config needs ModelBackend and Synthesizer")
 	}
@@ -197,7 +192,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.QueueUpdate = time.Second
 	}
 	cfg.Outbound = cfg.Outbound.withDefaults()
-	s := &Server{cfg: cfg, log: cfg.Logger, reg: cfg.Registry, calls: map[*Call]struct{}{}}
+	s := &Engine{cfg: cfg, log: cfg.Logger, reg: cfg.Registry, calls: map[*Call]struct{}{}}
 	s.m = newMetrics(s.reg)
 	s.obs = newObserver(cfg.TracerProvider, s.reg)
 	var err error
@@ -222,49 +217,20 @@ func New(cfg Config) (*Server, error) {
 	s.m.quarantineMetrics = newQuarantineMetrics(s.reg)
 	s.setupQuarantine(cfg.QuarantineAfter)
 	s.reg.MustRegister(newStageCollector(s))
-	s.routes()
 	return s, nil
 }
 
-func (s *Server) stageList() []*stage {
+func (s *Engine) stageList() []*stage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]*stage{s.session, s.recognize, s.model, s.synth}, s.extra...)
 }
 
 // Registry returns the server's metrics registry.
-func (s *Server) Registry() *prometheus.Registry { return s.reg }
-
-// Handler returns the server's HTTP handler.
-func (s *Server) Handler() http.Handler { return s.mux }
+func (s *Engine) Registry() *prometheus.Registry { return s.reg }
 
 // Ready reports whether the server admits new calls.
-func (s *Server) Ready() bool { return !s.draining.Load() }
-
-func (s *Server) routes() {
-	s.mux = http.NewServeMux()
-	s.mux.HandleFunc("GET /v1/session", s.serveSession)
-	s.mediaRoutes()
-	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		_, _ = io.WriteString(w, "ok\n")
-	})
-	s.mux.HandleFunc("GET /readyz", s.serveReady)
-	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{Registry: s.reg}))
-	s.mux.HandleFunc("GET /v1/stages", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(s.Stages())
-	})
-	root := s.cfg.Root
-	if root == nil {
-		root = http.HandlerFunc(placeholder)
-	}
-	s.mux.Handle("GET /{$}", root)
-	for p, h := range s.cfg.Handlers {
-		s.mux.Handle(p, h)
-	}
-}
+func (s *Engine) Ready() bool { return !s.draining.Load() }
 
 // Readiness is the answer of /readyz: 200 with ready true, or 503 with
 // every reason the server should get no new calls (draining, a quarantined
@@ -276,7 +242,7 @@ type Readiness struct {
 
 // Readiness reports whether the server should be sent new calls, and why
 // not.
-func (s *Server) Readiness(ctx context.Context) Readiness {
+func (s *Engine) Readiness(ctx context.Context) Readiness {
 	rd := Readiness{Reasons: []string{}}
 	if !s.Ready() {
 		rd.Reasons = append(rd.Reasons, "draining")
@@ -299,24 +265,8 @@ func (s *Server) Readiness(ctx context.Context) Readiness {
 	return rd
 }
 
-func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
-	rd := s.Readiness(r.Context())
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	if !rd.Ready {
-		w.WriteHeader(http.StatusServiceUnavailable)
-	}
-	_ = json.NewEncoder(w).Encode(rd)
-}
-
-func placeholder(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	_, _ = io.WriteString(w, `<!doctype html><title>frontdoor</title><h1>frontdoor</h1>
-<p>The voice session server is running. Calls connect on <code>/v1/session</code> (WebSocket).
-See <a href="/v1/stages">/v1/stages</a>, <a href="/metrics">/metrics</a>, <a href="/readyz">/readyz</a>.</p>`)
-}
-
-// serveSession accepts the WebSocket, starts the call and returns: the
+// ServeSession is the handler of GET /v1/session, the native WebSocket
+// protocol. It accepts the WebSocket, starts the call and returns: the
 // call runs on in goroutines of its own (Call.start; counted in callsWG, so
 // that Drain and Close wait for it). A handler that stayed for the whole
 // call would keep net/http's request, response and connection state (with
@@ -324,7 +274,7 @@ See <a href="/v1/stages">/v1/stages</a>, <a href="/metrics">/metrics</a>, <a hre
 // holds the line. What the layer in front undoes when this handler returns
 // (the tenant's count of calls at once) it undoes when the call ends
 // instead: WithCallEnd.
-func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
+func (s *Engine) ServeSession(w http.ResponseWriter, r *http.Request) {
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.cfg.OriginPatterns})
 	if err != nil {
 		s.log.Debug("websocket accept", "err", err)
@@ -356,7 +306,7 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 // work has stopped. Other transports (Twilio, WebRTC) call it from their
 // own handlers, declaring what they can do beyond Transport in caps. It
 // closes t.
-func (s *Server) Run(ctx context.Context, t Transport, caps Capabilities) {
+func (s *Engine) Run(ctx context.Context, t Transport, caps Capabilities) {
 	c := s.newCall(t, caps)
 	if c == nil {
 		t.Close(CloseTryLater, "server closed")
@@ -414,7 +364,7 @@ func holdCallEnd(ctx context.Context) func() {
 	return e.done
 }
 
-func (s *Server) newCall(t Transport, caps Capabilities) *Call {
+func (s *Engine) newCall(t Transport, caps Capabilities) *Call {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -427,7 +377,7 @@ func (s *Server) newCall(t Transport, caps Capabilities) *Call {
 	return c
 }
 
-func (s *Server) endCall(c *Call) {
+func (s *Engine) endCall(c *Call) {
 	s.mu.Lock()
 	delete(s.calls, c)
 	s.mu.Unlock()
@@ -436,7 +386,7 @@ func (s *Server) endCall(c *Call) {
 }
 
 // Calls returns the number of calls in progress.
-func (s *Server) Calls() int {
+func (s *Engine) Calls() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.calls)
@@ -454,7 +404,7 @@ var ErrDrainTimeout = errors.New("session: drain timeout: calls ended with 1001"
 // The synthesis stage closes last, once no turn admitted by the model stage
 // is still on its way to it, so turns already running finish with their
 // audio. (A speech turn still in recognition meets the closed model stage.)
-func (s *Server) Drain(ctx context.Context) error {
+func (s *Engine) Drain(ctx context.Context) error {
 	s.draining.Store(true)
 	for _, st := range s.stageList() {
 		if st != s.synth {
@@ -496,7 +446,7 @@ func (s *Server) Drain(ctx context.Context) error {
 // and stops the stages' timers. Backends are the caller's to close; a
 // backend that never confirms its cleanup keeps Close waiting until it is
 // closed.
-func (s *Server) Close() {
+func (s *Engine) Close() {
 	s.draining.Store(true)
 	s.mu.Lock()
 	s.closed = true
@@ -523,7 +473,7 @@ func newID() string {
 // the server's own decorators (drain, quarantine) around what
 // Config.NewGate built, or nil for a name it does not run. It is for tests
 // and tools that check the stage contract on exactly what the server runs.
-func (s *Server) Gate(name string) stages.Gate {
+func (s *Engine) Gate(name string) stages.Gate {
 	for _, st := range []*stage{s.session, s.recognize, s.model, s.synth} {
 		if st.name == name {
 			return st.gate

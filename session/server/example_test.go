@@ -1,4 +1,4 @@
-package session_test
+package server_test
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/server"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -17,10 +18,12 @@ func ExampleNew() {
 	model, synth := stub.NewModel(stub.Settings{}), stub.NewSynthesizer(stub.Settings{})
 	defer model.Close()
 	defer synth.Close()
-	srv, err := session.New(session.Config{
-		Model:        stages.Limits{Slots: 4, Waiting: 8, MaxAge: 1500 * time.Millisecond},
-		ModelBackend: model,
-		Synthesizer:  synth,
+	srv, err := server.New(server.Config{
+		Config: session.Config{
+			Model:        stages.Limits{Slots: 4, Waiting: 8, MaxAge: 1500 * time.Millisecond},
+			ModelBackend: model,
+			Synthesizer:  synth,
+		},
 		Root: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			fmt.Fprint(w, "the demo page")
 		}),

@@ -1,0 +1,97 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/frontdoorhq/frontdoor/session"
+)
+
+// Config configures a Server: the engine's configuration and what the HTTP
+// server mounts beside the engine's routes.
+type Config struct {
+	session.Config
+
+	// Root serves GET / (nil: a placeholder page). Handlers are mounted on
+	// the server's mux by pattern (e.g. "GET /v1/agents"); a handler for
+	// a media route ("GET /v1/twilio", "GET /v1/twilio/{token}", "GET
+	// /v1/webrtc") takes its place (a test double, a proxy).
+	Root     http.Handler
+	Handlers map[string]http.Handler
+}
+
+// Server is a session.Engine served over HTTP.
+type Server struct {
+	*session.Engine
+	cfg Config
+	mux *http.ServeMux
+}
+
+// New returns a Server with a new Engine for cfg.Config. Like the engine
+// it starts no goroutine.
+func New(cfg Config) (*Server, error) {
+	e, err := session.New(cfg.Config)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s := &Server{Engine: e, cfg: cfg}
+	s.routes()
+	return s, nil
+}
+
+// Handler returns the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+func (s *Server) routes() {
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("GET /v1/session", s.ServeSession)
+	for p, h := range map[string]http.HandlerFunc{"GET /v1/twilio": s.ServeTwilio,
+		"GET /v1/twilio/{token}": s.ServeTwilio, "GET /v1/webrtc": s.ServeWebRTC} {
+		if _, own := s.cfg.Handlers[p]; !own {
+			s.mux.Handle(p, h)
+		}
+	}
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	s.mux.HandleFunc("GET /readyz", s.serveReady)
+	reg := s.Registry()
+	s.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	s.mux.HandleFunc("GET /v1/stages", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(s.Stages())
+	})
+	root := s.cfg.Root
+	if root == nil {
+		root = http.HandlerFunc(placeholder)
+	}
+	s.mux.Handle("GET /{$}", root)
+	for p, h := range s.cfg.Handlers {
+		s.mux.Handle(p, h)
+	}
+}
+
+// serveReady is GET /readyz: 200 when the engine should be sent new calls,
+// 503 with its reasons when not (session.Readiness).
+func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
+	rd := s.Readiness(r.Context())
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	if !rd.Ready {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	_ = json.NewEncoder(w).Encode(rd)
+}
+
+func placeholder(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = io.WriteString(w, `<!doctype html><title>frontdoor</title><h1>frontdoor</h1>
+<p>The voice session server is running. Calls connect on <code>/v1/session</code> (WebSocket).
+See <a href="/v1/stages">/v1/stages</a>, <a href="/metrics">/metrics</a>, <a href="/readyz">/readyz</a>.</p>`)
+}
