@@ -20,9 +20,9 @@ var (
 	errGone      = errors.New("session: caller disconnected")
 	errGoingAway = errors.New("session: server shutting down")
 	errRefused   = errors.New("session: refused by the session stage")
-	// errTransferred: the transport ended the call because a person took
+	// ErrTransferred: the transport ended the call because a person took
 	// it (a Twilio stream closed so that the TwiML transfers the call).
-	errTransferred = errors.New("session: call transferred to a person")
+	ErrTransferred = errors.New("session: call transferred to a person")
 )
 
 // Call is one caller's conversation: its session lease, its generation, its
@@ -289,7 +289,7 @@ func closeStatus(cause error) (CloseStatus, string) {
 		return ClosePolicy, "rate limited"
 	case errors.Is(cause, ErrAudioRate):
 		return ClosePolicy, "audio rate"
-	case errors.Is(cause, errTransferred):
+	case errors.Is(cause, ErrTransferred):
 		return CloseTryLater, "transferred to a person"
 	}
 	return CloseNormal, ""
@@ -311,7 +311,7 @@ func endName(cause error) string {
 		return "rate_limited"
 	case errors.Is(cause, ErrAudioRate):
 		return "audio_rate"
-	case errors.Is(cause, errTransferred):
+	case errors.Is(cause, ErrTransferred):
 		return "transferred"
 	}
 	return "disconnected"
@@ -434,7 +434,7 @@ func (c *Call) readLoop(ctx context.Context, io *sync.WaitGroup) {
 		if err != nil {
 			var pe *ProtocolError
 			if !errors.As(err, &pe) {
-				c.stop(fmt.Errorf("%w: %w", errGone, err)) // err may say why (errTransferred)
+				c.stop(fmt.Errorf("%w: %w", errGone, err)) // err may say why (ErrTransferred)
 				return
 			}
 			c.badInput(pe)
@@ -472,7 +472,7 @@ func (c *Call) readNative(ctx context.Context) (text bool, err error) {
 //
 //go:noinline
 func (c *Call) handleMessage(binary bool, data []byte) error {
-	ev, err := decodeMessage(binary, data)
+	ev, err := DecodeMessage(binary, data)
 	if err != nil {
 		return err
 	}

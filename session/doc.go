@@ -27,15 +27,14 @@
 // # Seams
 //
 // A Transport carries typed client events in and server events and audio out,
-// so other wire protocols (Twilio Media Streams, WebRTC data channels) drive
-// the same Call. What a transport can do beyond that (an undecoded reader,
+// so every wire protocol (the native WebSocket, Twilio Media Streams, WebRTC
+// data channels) drives the same Call, through Engine.Start or Engine.Run. What a transport can do beyond that (an undecoded reader,
 // Abort, Interrupt, a keypad) it declares in Capabilities when it starts its
 // call; the call never discovers abilities by type assertion. Stage
 // admission goes through one contract, stages.Gate (Config.NewGate builds
 // one per stage: in process, on Redis, or a baseline policy to measure
-// against), which the server wraps in its own decorators (drain,
+// against), which the engine wraps in its own decorators (drain,
 // quarantine); the conformance suite runs on that wiring. No gate
 // operation is made while a call's mutex is held. What a refused caller
-// hears comes from a Fallback. Engine.Config takes extra HTTP handlers to
-// mount beside /v1/session.
+// hears comes from a Fallback (Prompts, or package session/offer's).
 package session

@@ -8,12 +8,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
@@ -78,14 +76,6 @@ type Config struct {
 	// the backend finished the work, or its error when it failed (never
 	// for cancelled work, nor for a lease lost to the store).
 	OnBackend func(stage string, err error)
-
-	// OriginPatterns are the cross-origin hosts allowed to open a
-	// WebSocket (coder/websocket AcceptOptions); same-origin always is.
-	OriginPatterns []string
-	// Twilio configures GET /v1/twilio (Twilio Media Streams) and WebRTC
-	// GET /v1/webrtc (browsers); see media.go.
-	Twilio TwilioConfig
-	WebRTC WebRTCConfig
 
 	// Heartbeat pings every WebSocket (/v1/session, /v1/twilio, the
 	// signalling socket of /v1/webrtc) to find dead peers (zero: no
@@ -226,6 +216,25 @@ func (s *Engine) stageList() []*stage {
 	return append([]*stage{s.session, s.recognize, s.model, s.synth}, s.extra...)
 }
 
+// Clock returns the clock the engine's stages and calls run on
+// (Config.Clock), for the transports' own timers.
+func (s *Engine) Clock() stages.Clock { return s.cfg.Clock }
+
+// CountProtocolError counts a transport's protocol error of kind code in
+// frontdoor_protocol_errors_total, beside the engine's own.
+func (s *Engine) CountProtocolError(code string) {
+	s.m.protocolErrs.WithLabelValues(code).Inc()
+}
+
+// Fallback returns what refused callers hear (Config.Fallback), for a
+// transport that speaks for it (a keypad menu, prompts without a text
+// channel).
+func (s *Engine) Fallback() Fallback { return s.cfg.Fallback }
+
+// Synthesizer returns the engine's synthesizer, for a transport that
+// renders prompts outside the synthesis stage.
+func (s *Engine) Synthesizer() backend.Synthesizer { return s.cfg.Synthesizer }
+
 // Registry returns the server's metrics registry.
 func (s *Engine) Registry() *prometheus.Registry { return s.reg }
 
@@ -265,46 +274,40 @@ func (s *Engine) Readiness(ctx context.Context) Readiness {
 	return rd
 }
 
-// ServeSession is the handler of GET /v1/session, the native WebSocket
-// protocol. It accepts the WebSocket, starts the call and returns: the
-// call runs on in goroutines of its own (Call.start; counted in callsWG, so
-// that Drain and Close wait for it). A handler that stayed for the whole
-// call would keep net/http's request, response and connection state (with
-// their buffers) and its own deep stack alive for as long as an idle caller
-// holds the line. What the layer in front undoes when this handler returns
-// (the tenant's count of calls at once) it undoes when the call ends
-// instead: WithCallEnd.
-func (s *Engine) ServeSession(w http.ResponseWriter, r *http.Request) {
-	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.cfg.OriginPatterns})
-	if err != nil {
-		s.log.Debug("websocket accept", "err", err)
-		return
-	}
-	c.SetReadLimit(MaxMessageBytes)
-	// net/http cancels the request's context when the handler returns; the
-	// call keeps its values (the Caller) but not that cancellation. (A
-	// hijacked connection's context was never cancelled by the caller
-	// leaving: the call sees that on its socket.)
-	ctx := context.WithoutCancel(r.Context())
-	ended := holdCallEnd(ctx)
-	t := &WebSocket{Conn: c}
-	call := s.newCall(t, t.capabilities())
+// Start starts a call on t that outlives the handler that accepted it:
+// the call runs in goroutines of its own (counted, so that Drain and Close
+// wait for it), and Start returns at once. A handler that stayed for the
+// whole call would keep net/http's request, response and connection state
+// (with their buffers) and its own deep stack alive for as long as an idle
+// caller holds the line. What the layer in front undoes when the handler
+// returns (WithCallEnd) is undone when the call ends instead. ended, when
+// set, runs once the call has ended and its backend work has stopped. When
+// the engine is closed, Start closes t (1013) and reports false.
+//
+// ctx's values (the Caller) are the call's; its cancellation is not: a
+// request's context ends with its handler.
+func (s *Engine) Start(ctx context.Context, t Transport, caps Capabilities, ended func()) bool {
+	ctx = context.WithoutCancel(ctx)
+	undo := holdCallEnd(ctx)
+	call := s.newCall(t, caps)
 	if call == nil {
 		t.Close(CloseTryLater, "server closed")
-		ended()
-		return
+		undo()
+		return false
 	}
-	stopPings := s.startHeartbeat(c, func() { _ = c.CloseNow() }, s.log)
 	call.start(ctx, func() {
-		stopPings()
+		if ended != nil {
+			ended()
+		}
 		s.endCall(call)
-		ended()
+		undo()
 	})
+	return true
 }
 
 // Run serves one call on t until it ends and every piece of its backend
-// work has stopped. Other transports (Twilio, WebRTC) call it from their
-// own handlers, declaring what they can do beyond Transport in caps. It
+// work has stopped. Transports whose handler stays for its call (Twilio,
+// WebRTC) call it from that handler, declaring what they can do beyond Transport in caps. It
 // closes t.
 func (s *Engine) Run(ctx context.Context, t Transport, caps Capabilities) {
 	c := s.newCall(t, caps)

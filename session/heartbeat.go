@@ -40,16 +40,18 @@ func (h Heartbeat) timeout() time.Duration {
 	return h.Interval
 }
 
-// pinger is a WebSocket whose reader answers pongs (coder/websocket: Ping
+// Pinger is a WebSocket whose reader answers pongs (coder/websocket: Ping
 // needs a concurrent Read, which every transport's reader is).
-type pinger interface {
+type Pinger interface {
 	Ping(ctx context.Context) error
 }
 
-// startHeartbeat pings p every Interval until the returned stop is called;
-// a ping unanswered within Timeout logs, counts and calls dead (which must
-// not wait for stop). stop waits for the pinging goroutine to end.
-func (s *Engine) startHeartbeat(p pinger, dead func(), log *slog.Logger) (stop func()) {
+// StartHeartbeat pings p every Config.Heartbeat.Interval until the
+// returned stop is called; a ping unanswered within its Timeout logs,
+// counts and calls dead (which must not wait for stop). stop waits for the
+// pinging goroutine to end. A transport on a WebSocket starts it with its
+// call.
+func (s *Engine) StartHeartbeat(p Pinger, dead func(), log *slog.Logger) (stop func()) {
 	h := s.cfg.Heartbeat
 	if h.Interval <= 0 {
 		return func() {}

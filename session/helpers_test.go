@@ -92,10 +92,7 @@ func newRig(t testing.TB, opts ...any) *rig {
 // cannot import), with extra beside them.
 func testHandler(e *Engine, extra map[string]http.Handler) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/session", e.ServeSession)
-	mux.HandleFunc("GET /v1/twilio", e.ServeTwilio)
-	mux.HandleFunc("GET /v1/twilio/{token}", e.ServeTwilio)
-	mux.HandleFunc("GET /v1/webrtc", e.ServeWebRTC)
+	mux.HandleFunc("GET /v1/session", testNative(e))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		rd := e.Readiness(r.Context())

@@ -2,104 +2,10 @@ package session
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/coder/websocket"
 )
-
-// TestCallOutlivesHandler: the native handler returns once the call is
-// accepted (so net/http lets go of the request), the call goes on, and
-// what a layer in front undoes at the end (WithCallEnd) waits for the
-// call's end, not the handler's.
-func TestCallOutlivesHandler(t *testing.T) {
-	r := newRig(t)
-	returned, undone := make(chan struct{}, 1), make(chan struct{})
-	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		ctx, handlerDone := WithCallEnd(req.Context(), func() { close(undone) })
-		testHandler(r.srv, nil).ServeHTTP(w, req.WithContext(ctx))
-		handlerDone()
-		returned <- struct{}{}
-	}))
-	defer front.Close()
-	url := "ws" + strings.TrimPrefix(front.URL, "http") + "/v1/session"
-	c, _, err := websocket.Dial(t.Context(), url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseNow()
-	cl := &client{t: t, conn: c, ctx: t.Context()}
-	if m := cl.expect("session"); m.Disposition != "admitted" {
-		t.Fatalf("session %+v", m)
-	}
-	<-returned // the handler is gone, the call is not
-	cl.send(map[string]any{"type": "turn", "id": "t1", "text": "hello"})
-	cl.expect("turn_end")
-	select {
-	case <-undone:
-		t.Fatal("the call's end was undone while the call went on")
-	default:
-	}
-	if r.srv.Calls() != 1 {
-		t.Fatalf("%d calls", r.srv.Calls())
-	}
-	cl.send(map[string]any{"type": "hangup"})
-	for { // to the server's close, which the close handshake answers
-		if _, _, err := c.Read(t.Context()); err != nil {
-			break
-		}
-	}
-	select {
-	case <-undone:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the call's end was never undone")
-	}
-	if r.srv.Calls() != 0 {
-		t.Fatalf("%d calls after the undo", r.srv.Calls())
-	}
-}
-
-// TestCallEndWithoutCall: a request that starts no call (a closed server
-// refuses it after the upgrade; a plain request) is undone when its
-// handler returns.
-func TestCallEndWithoutCall(t *testing.T) {
-	r := newRig(t)
-	r.srv.Close()
-	for _, path := range []string{"/v1/session", "/healthz"} {
-		undone := make(chan struct{})
-		front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			ctx, handlerDone := WithCallEnd(req.Context(), func() { close(undone) })
-			testHandler(r.srv, nil).ServeHTTP(w, req.WithContext(ctx))
-			handlerDone()
-		}))
-		if path == "/v1/session" {
-			c, _, err := websocket.Dial(t.Context(), "ws"+strings.TrimPrefix(front.URL, "http")+path, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, _, err := c.Read(t.Context()); websocket.CloseStatus(err) != websocket.StatusTryAgainLater {
-				t.Errorf("closed server: %v, want 1013", err)
-			}
-			c.CloseNow()
-		} else {
-			resp, err := http.Get(front.URL + path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-		}
-		select {
-		case <-undone:
-		case <-time.After(5 * time.Second):
-			t.Errorf("%s: never undone", path)
-		}
-		front.Close()
-	}
-}
 
 // testLinger is a writer's idle wait that the test fires.
 type testLinger struct {

@@ -54,7 +54,7 @@ type Sender interface {
 }
 
 // Fallback decides what a caller hears after a refusal or expiry, and may
-// offer alternatives. Package fallback provides the full one (offers,
+// offer alternatives. Package session/offer provides the full one (offers,
 // callbacks, handoffs); Prompts is the minimal default.
 type Fallback interface {
 	// Refused is called after each refusal, expiry or backend failure, and
@@ -69,6 +69,11 @@ type Fallback interface {
 	// audio itself. When it does not (Prompts), transports without a text
 	// channel (Twilio) speak the prompt text with the synthesizer.
 	SpeaksPrompts() bool
+	// SpokenAnswer is asked about each transcript of a caller whose
+	// transport declared no Capabilities.Answer: when the utterance
+	// answers the call's open offer ("a person, please"), it returns the
+	// answer, which the call gives to Message instead of the model.
+	SpokenAnswer(call, transcript string) (ClientEvent, bool)
 	// CallEnded tells a Fallback that keeps per-call state that the call
 	// has ended.
 	CallEnded(call string)
@@ -89,6 +94,9 @@ func (Prompts) Message(context.Context, string, ClientEvent, Sender) bool { retu
 
 // SpeaksPrompts implements Fallback: Prompts sends text only.
 func (Prompts) SpeaksPrompts() bool { return false }
+
+// SpokenAnswer implements Fallback: Prompts offers nothing to answer.
+func (Prompts) SpokenAnswer(string, string) (ClientEvent, bool) { return ClientEvent{}, false }
 
 // CallEnded implements Fallback: Prompts keeps no state.
 func (Prompts) CallEnded(string) {}

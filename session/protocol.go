@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/stages"
@@ -215,6 +216,15 @@ func protoErr(code, format string, args ...any) *ProtocolError {
 	return &ProtocolError{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
+// DecodeMessage decodes a message of the native protocol: binary audio or
+// a JSON event (DecodeText).
+func DecodeMessage(binary bool, data []byte) (ClientEvent, error) {
+	if binary {
+		return ClientEvent{Kind: EventAudio, Data: data}, nil
+	}
+	return DecodeText(data)
+}
+
 // DecodeText decodes one JSON text message from the caller. Bad input
 // returns a *ProtocolError.
 func DecodeText(data []byte) (ClientEvent, error) {
@@ -296,4 +306,19 @@ func decodeTurn(data []byte) (ClientEvent, error) {
 		return ClientEvent{}, protoErr(CodeBadField, "turn.age_ms must be in [0, %d]", MaxAge.Milliseconds())
 	}
 	return ClientEvent{Kind: EventTurn, Type: "turn", Turn: t}, nil
+}
+
+// OfferMsg lists the fallbacks a refused caller may take now.
+type OfferMsg struct {
+	Type  string          `json:"type"` // "offer"
+	Kinds []fallback.Kind `json:"kinds"`
+}
+
+// FallbackMsg answers a `callback` or `handoff` request.
+type FallbackMsg struct {
+	Type        string             `json:"type"` // "callback" or "handoff"
+	Disposition stages.Disposition `json:"disposition"`
+	Ticket      string             `json:"ticket,omitempty"`
+	Agent       string             `json:"agent,omitempty"`
+	Position    int                `json:"position,omitempty"`
 }

@@ -2,11 +2,7 @@ package session
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"time"
-
-	"github.com/coder/websocket"
 )
 
 // CloseStatus is the reason a call's connection ends, in WebSocket terms;
@@ -24,9 +20,9 @@ const (
 )
 
 // Transport carries one call: typed client events in, server messages and
-// audio out. The native WebSocket protocol is one Transport; Twilio Media
-// Streams and WebRTC data channels can be others, driving the same Call
-// through Engine.Run.
+// audio out. The native WebSocket protocol (package session/native) is one
+// Transport; Twilio Media Streams and WebRTC data channels are others,
+// driving the same Call through Engine.Run or Engine.Start.
 type Transport interface {
 	// Recv blocks for the next client event. A *ProtocolError is bad input:
 	// the call answers it with an `error` message and calls Recv again. Any
@@ -74,67 +70,6 @@ type Capabilities struct {
 	// bounds.
 	Answer func(ctx context.Context, transcript string) (ClientEvent, bool)
 }
-
-// WebSocket is the Transport of GET /v1/session: JSON text messages and
-// binary audio frames on a coder/websocket connection.
-type WebSocket struct {
-	Conn *websocket.Conn
-}
-
-// Recv implements Transport. (A call's reader does the same in two steps
-// of its own: Call.readLoop.)
-func (w *WebSocket) Recv(ctx context.Context) (ClientEvent, error) {
-	typ, data, err := w.Conn.Read(ctx)
-	if err != nil {
-		return ClientEvent{}, err
-	}
-	return decodeMessage(typ == websocket.MessageBinary, data)
-}
-
-// decodeMessage decodes a message of the native protocol: binary audio or
-// a JSON event.
-func decodeMessage(binary bool, data []byte) (ClientEvent, error) {
-	if binary {
-		return ClientEvent{Kind: EventAudio, Data: data}, nil
-	}
-	return DecodeText(data)
-}
-
-// Send implements Transport.
-func (w *WebSocket) Send(ctx context.Context, msg any) error {
-	b, err := json.Marshal(msg)
-	if err != nil {
-		return fmt.Errorf("session: encode %T: %w", msg, err)
-	}
-	return w.Conn.Write(ctx, websocket.MessageText, b)
-}
-
-// SendAudio implements Transport.
-func (w *WebSocket) SendAudio(ctx context.Context, audio []byte) error {
-	return w.Conn.Write(ctx, websocket.MessageBinary, audio)
-}
-
-// Close implements Transport.
-func (w *WebSocket) Close(status CloseStatus, reason string) {
-	_ = w.Conn.Close(websocket.StatusCode(status), reason)
-}
-
-// capabilities are the WebSocket's: the undecoded reader and Abort.
-func (w *WebSocket) capabilities() Capabilities {
-	return Capabilities{ReadNative: w.readNative, Abort: w.Abort}
-}
-
-// readNative reads the next message undecoded (Capabilities.ReadNative).
-func (w *WebSocket) readNative(ctx context.Context) (binary bool, data []byte, err error) {
-	typ, data, err := w.Conn.Read(ctx)
-	return typ == websocket.MessageBinary, data, err
-}
-
-// Abort drops the connection without a close handshake (coder/websocket's
-// CloseNow): for a caller who stopped reading, whose socket buffers are
-// full, a close frame cannot get through and the handshake would only wait
-// out its timeouts (5 s to write, 5 s for the answer).
-func (w *WebSocket) Abort() { _ = w.Conn.CloseNow() }
 
 // closeGrace bounds the close handshake of a call ended for a policy
 // violation (1008): a caller flooding audio or turns need not read, and its

@@ -272,18 +272,21 @@ func (c *Call) recognize(t *turn, job stages.Job) bool {
 	}
 	t.text = text
 	_ = c.push(t.ctx, frame{gen: t.gen, msg: &TranscriptMsg{Type: "transcript", Turn: t.id, Generation: t.gen, Text: text}})
-	answer := c.caps.Answer
-	if a, ok := c.s.cfg.Fallback.(spokenAnswerer); ok && answer == nil {
-		answer = func(context.Context, string) (ClientEvent, bool) { return a.spokenAnswer(c.id, text) }
+	// The transport's menu hears answers in words where it has one; the
+	// Fallback otherwise.
+	var ev ClientEvent
+	var ok bool
+	if c.caps.Answer != nil {
+		ev, ok = c.caps.Answer(t.ctx, text)
+	} else {
+		ev, ok = c.s.cfg.Fallback.SpokenAnswer(c.id, text)
 	}
-	if answer != nil {
-		if ev, ok := answer(t.ctx, text); ok {
-			// An answer to an offer goes to the Fallback, as a key
-			// would; the model never sees it.
-			c.s.cfg.Fallback.Message(c.ctx, c.id, ev, c)
-			c.endTurn(t, stages.Completed.String(), StageRecognize, "")
-			return false
-		}
+	if ok {
+		// An answer to an offer goes to the Fallback, as a key would;
+		// the model never sees it.
+		c.s.cfg.Fallback.Message(c.ctx, c.id, ev, c)
+		c.endTurn(t, stages.Completed.String(), StageRecognize, "")
+		return false
 	}
 	return true
 }

@@ -97,6 +97,12 @@ func (f *offerFallback) wait() { f.wg.Wait() }
 // SpeaksPrompts implements session.Fallback: this one sends text only.
 func (f *offerFallback) SpeaksPrompts() bool { return false }
 
+// SpokenAnswer implements session.Fallback: this one takes no answer in
+// words.
+func (f *offerFallback) SpokenAnswer(string, string) (session.ClientEvent, bool) {
+	return session.ClientEvent{}, false
+}
+
 // CallEnded implements session.Fallback.
 func (f *offerFallback) CallEnded(call string) {
 	f.mu.Lock()

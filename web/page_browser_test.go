@@ -239,7 +239,7 @@ func TestBrowser(t *testing.T) {
 	})
 
 	t.Run("OfferWithPromptText", func(t *testing.T) {
-		// The synthetic call against session.Offers, as frontdoor serve
+		// The synthetic call against offer.Offers, as frontdoor serve
 		// wires it: the model fails, the page draws the reply as failed,
 		// shows the offer's buttons while the prompt's 6 s of paced audio
 		// is still arriving, and books a callback.
@@ -285,7 +285,7 @@ func TestBrowser(t *testing.T) {
 
 	t.Run("MicrophoneOffer", func(t *testing.T) {
 		// The microphone call against the server's own /v1/webrtc and
-		// session.Offers: speech from the fake microphone, recognized (a
+		// offer.Offers: speech from the fake microphone, recognized (a
 		// stub), a model that fails; the card draws the turn as failed,
 		// says the call is failed with an offer open (not "connected"),
 		// shows the offer while the prompt's audio plays, books a

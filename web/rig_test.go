@@ -18,6 +18,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/offer"
 	"github.com/frontdoorhq/frontdoor/session/server"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/web"
@@ -34,7 +35,7 @@ type rig struct {
 	synth  *stub.Synthesizer
 	fb     *offerFallback
 	svc    *fallback.Service // the fallback service behind fb or offers
-	offers *session.Offers
+	offers *offer.Offers
 }
 
 type rigConfig struct {
@@ -43,7 +44,7 @@ type rigConfig struct {
 	handlers map[string]http.Handler // extra routes (a test double of /v1/webrtc)
 	fallback bool                    // package fallback's queues, offers and /v1/agents
 	// offers wires package fallback in as frontdoor serve does
-	// (session.Offers): prompts spoken with audio rendered by a stub
+	// (offer.Offers): prompts spoken with audio rendered by a stub
 	// synthesizer of promptFrames 20 ms frames, and offers answered.
 	offers       bool
 	promptFrames int
@@ -97,7 +98,7 @@ func newRig(t *testing.T, opts ...func(*rigConfig)) *rig {
 		}
 		r.svc = svc
 		if rc.offers {
-			r.offers = session.NewOffers(svc)
+			r.offers = offer.New(svc)
 			cfg.Fallback = r.offers
 		} else {
 			r.fb = newOfferFallback(svc)

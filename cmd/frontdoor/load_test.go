@@ -18,6 +18,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/server"
+	"github.com/frontdoorhq/frontdoor/session/telephony"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -102,8 +103,8 @@ func TestLoadTwilio(t *testing.T) {
 	const token, public = "cli-test-token-0123456789", "wss://frontdoor.example.com/v1/twilio"
 	st := stub.Settings{ModelDelay: 10 * time.Millisecond, Tokens: 2, SynthDelay: 10 * time.Millisecond, FrameCount: 10}
 	model, synth, rec := stub.NewModel(st), stub.NewSynthesizer(st), stub.NewRecognizer(st)
-	srv, err := server.New(server.Config{Config: session.Config{ModelBackend: model, Synthesizer: synth, Recognizer: rec,
-		Twilio: session.TwilioConfig{AuthToken: token, PublicURL: public}}})
+	srv, err := server.New(server.Config{Config: session.Config{ModelBackend: model, Synthesizer: synth, Recognizer: rec},
+		Twilio: telephony.Config{AuthToken: token, PublicURL: public}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/offer"
 	"github.com/frontdoorhq/frontdoor/session/server"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/web"
@@ -208,7 +209,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer svc.Close()
-	offers := session.NewOffers(svc)
+	offers := offer.New(svc)
 	page := web.Handler(web.Options{Burster: loadBurster(ln.Addr().String()), Logger: log})
 	defer page.Close()
 	handlers := page.Routes()
@@ -228,13 +229,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		StoreTimeout:   set.store.timeout,
 		Ready:          readiness(fl.readyFunc(), health),
 		OnBackend:      health.Observe,
-		OriginPatterns: set.guard.origins(),
 	}
 	set.guard.limits.apply(&scfg) // audio limits, quarantine: serve_limits.go
-	if err := set.media.apply(&scfg); err != nil {
+	sc := server.Config{Config: scfg, Root: page, Handlers: handlers, OriginPatterns: set.guard.origins()}
+	if err := set.media.apply(&sc); err != nil {
 		return err
 	}
-	srv, err := server.New(server.Config{Config: scfg, Root: page, Handlers: handlers})
+	srv, err := server.New(sc)
 	if err != nil {
 		return err
 	}

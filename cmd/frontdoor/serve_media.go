@@ -8,14 +8,16 @@ import (
 
 	pion "github.com/pion/webrtc/v4"
 
-	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/session/server"
+	"github.com/frontdoorhq/frontdoor/session/telephony"
+	"github.com/frontdoorhq/frontdoor/session/webrtc"
 )
 
 // mediaSettings are the flags of the telephony (/v1/twilio) and browser
 // (/v1/webrtc) endpoints.
 type mediaSettings struct {
-	twilio session.TwilioConfig
-	webrtc session.WebRTCConfig
+	twilio telephony.Config
+	webrtc webrtc.Config
 	ice    string
 }
 
@@ -32,7 +34,7 @@ func mediaFlags(fs *flag.FlagSet) *mediaSettings {
 }
 
 // apply checks the media flags and sets them on cfg.
-func (m *mediaSettings) apply(cfg *session.Config) error {
+func (m *mediaSettings) apply(cfg *server.Config) error {
 	if m.twilio.AuthToken != "" && !strings.HasPrefix(m.twilio.PublicURL, "wss://") && !strings.HasPrefix(m.twilio.PublicURL, "ws://") {
 		return fmt.Errorf("-twilio-auth-token needs -twilio-public-url, the wss:// URL Twilio signs")
 	}

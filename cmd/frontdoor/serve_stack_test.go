@@ -16,7 +16,7 @@ import (
 
 // TestServeStackConformance runs the stage contract (stagestest.RunGate) on
 // exactly the gates frontdoor serve submits work to: built by serve's own
-// wiring (fleet.newGate) for each -store, inside a session.Server that wraps
+// wiring (fleet.newGate) for each -store, inside a server.Server that wraps
 // them in its decorators (drain and quarantine guards) as it does for
 // callers, with quarantine off and on.
 func TestServeStackConformance(t *testing.T) {

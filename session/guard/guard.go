@@ -44,7 +44,7 @@ type Config struct {
 	// apply. POST /v1/call-tokens mints them (operator role).
 	CallTokens *CallTokens
 	// VerifyTelephony, when set, checks a telephony upgrade's gateway
-	// signature (session.Server.VerifyTwilio) before its call token is
+	// signature (server.Server.VerifyTwilio) before its call token is
 	// spent: a request the gateway did not sign is refused 403 and cannot
 	// use up a token.
 	VerifyTelephony func(r *http.Request) error

@@ -1,7 +1,8 @@
-// Package server is frontdoor's HTTP and operations server: it serves a
-// session.Engine's calls on their routes (GET /v1/session, /v1/twilio,
-// /v1/webrtc) and the operations endpoints beside them: /healthz, /readyz,
-// /metrics and /v1/stages, with the page and extra handlers it is given.
+// Package server is frontdoor's HTTP and operations server: it wires the
+// transports to a session.Engine on their routes (GET /v1/session, package
+// session/native; /v1/twilio and /v1/webrtc) and serves the operations
+// endpoints beside them: /healthz, /readyz, /metrics and /v1/stages, with
+// the page and extra handlers it is given.
 //
 // It holds no call state of its own: admission, calls and their drain are
 // the engine's, and a Server is an Engine with its HTTP handler.

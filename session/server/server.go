@@ -9,6 +9,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/session/native"
+	"github.com/frontdoorhq/frontdoor/session/telephony"
+	"github.com/frontdoorhq/frontdoor/session/webrtc"
 )
 
 // Config configures a Server: the engine's configuration and what the HTTP
@@ -22,13 +25,27 @@ type Config struct {
 	// /v1/webrtc") takes its place (a test double, a proxy).
 	Root     http.Handler
 	Handlers map[string]http.Handler
+	// OriginPatterns are the cross-origin hosts allowed to open a
+	// WebSocket (coder/websocket AcceptOptions) on the call routes;
+	// same-origin always is.
+	OriginPatterns []string
+
+	// Twilio configures GET /v1/twilio, the Twilio Media Streams
+	// endpoint (its OriginPatterns and Logger, when unset, are the
+	// server's and the engine's).
+	Twilio telephony.Config
+	// WebRTC configures GET /v1/webrtc, the browser endpoint (its
+	// OriginPatterns and Logger, when unset, are the server's and the
+	// engine's).
+	WebRTC webrtc.Config
 }
 
 // Server is a session.Engine served over HTTP.
 type Server struct {
 	*session.Engine
-	cfg Config
-	mux *http.ServeMux
+	cfg    Config
+	mux    *http.ServeMux
+	twilio *telephony.Handler
 }
 
 // New returns a Server with a new Engine for cfg.Config. Like the engine
@@ -43,14 +60,35 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// VerifyTwilio checks a /v1/twilio upgrade's X-Twilio-Signature
+// (telephony.Handler.Verify), for the layer in front (session/guard) to
+// call before it spends a call token.
+func (s *Server) VerifyTwilio(r *http.Request) error { return s.twilio.Verify(r) }
+
 // Handler returns the server's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.mux }
 
 func (s *Server) routes() {
 	s.mux = http.NewServeMux()
-	s.mux.HandleFunc("GET /v1/session", s.ServeSession)
-	for p, h := range map[string]http.HandlerFunc{"GET /v1/twilio": s.ServeTwilio,
-		"GET /v1/twilio/{token}": s.ServeTwilio, "GET /v1/webrtc": s.ServeWebRTC} {
+	s.mux.Handle("GET /v1/session", native.Handler(s.Engine,
+		native.Options{OriginPatterns: s.cfg.OriginPatterns, Logger: s.cfg.Logger}))
+	tc := s.cfg.Twilio
+	if tc.OriginPatterns == nil {
+		tc.OriginPatterns = s.cfg.OriginPatterns
+	}
+	if tc.Logger == nil {
+		tc.Logger = s.cfg.Logger
+	}
+	s.twilio = telephony.NewHandler(s.Engine, tc)
+	rc := s.cfg.WebRTC
+	if rc.OriginPatterns == nil {
+		rc.OriginPatterns = s.cfg.OriginPatterns
+	}
+	if rc.Logger == nil {
+		rc.Logger = s.cfg.Logger
+	}
+	for p, h := range map[string]http.Handler{"GET /v1/twilio": s.twilio,
+		"GET /v1/twilio/{token}": s.twilio, "GET /v1/webrtc": webrtc.Handler(s.Engine, rc)} {
 		if _, own := s.cfg.Handlers[p]; !own {
 			s.mux.Handle(p, h)
 		}

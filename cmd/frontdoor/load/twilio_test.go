@@ -11,6 +11,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/server"
+	"github.com/frontdoorhq/frontdoor/session/telephony"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -29,8 +30,7 @@ func startTwilioServer(t *testing.T, sess stages.Limits, st stub.Settings) strin
 	srv, err := server.New(server.Config{Config: session.Config{
 		Session: sess, Recognize: turn, Model: turn, Synthesis: turn,
 		ModelBackend: model, Synthesizer: synth, Recognizer: rec,
-		Twilio: session.TwilioConfig{AuthToken: twilioToken, PublicURL: twilioPublic},
-	}})
+	}, Twilio: telephony.Config{AuthToken: twilioToken, PublicURL: twilioPublic}})
 	if err != nil {
 		t.Fatal(err)
 	}

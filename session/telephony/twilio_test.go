@@ -1,8 +1,9 @@
-package session
+package telephony
 
 import (
 	"context"
 	"errors"
+	"github.com/frontdoorhq/frontdoor/session"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -60,15 +61,15 @@ func indexOf(log []twilio.Outbound, event string) int {
 func TestTwilioCall(t *testing.T) {
 	logs := &logRecords{}
 	hm := &historyModel{}
-	r := newRig(t, func(c *Config, s *stub.Settings) {
+	r := newRig(t, func(c *session.Config, s *stub.Settings) {
 		c.Recognizer = stub.NewRecognizer(stub.Settings{})
 		c.Logger = slog.New(logs)
 		s.Rate = 16000
 		s.FrameCount = 150 // a 3 s reply
 		s.Tokens = 12
 	})
-	hm.Model = r.srv.cfg.ModelBackend
-	r.srv.cfg.ModelBackend = hm
+	hm.Model = r.modelBackend()
+	r.setModelBackend(hm)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	g := r.gateway(ctx, twiliotest.Options{Speed: 2, CustomParameters: map[string]string{"caller": "+15550100"}})
@@ -161,7 +162,7 @@ func TestTwilioCall(t *testing.T) {
 	if websocket.CloseStatus(s.Err) != websocket.StatusNormalClosure {
 		t.Fatalf("closed with %v after stop", s.Err)
 	}
-	if v := r.stage(StageRecognize); v.Ledger.Completed < 2 {
+	if v := r.stage(session.StageRecognize); v.Ledger.Completed < 2 {
 		t.Fatalf("recognize ledger %+v", v.Ledger)
 	}
 }
@@ -171,7 +172,7 @@ func TestTwilioCall(t *testing.T) {
 // once played), and then the socket closes with 1013.
 func TestTwilioRefused(t *testing.T) {
 	logs := &logRecords{}
-	r := newRig(t, func(c *Config, s *stub.Settings) {
+	r := newRig(t, func(c *session.Config, s *stub.Settings) {
 		c.Session = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 100 * time.Millisecond}
 		c.Logger = slog.New(logs)
 		c.Recognizer = stub.NewRecognizer(stub.Settings{})
@@ -204,9 +205,9 @@ func TestTwilioRefused(t *testing.T) {
 // signed over the configured public URL is accepted.
 func TestTwilioSignature(t *testing.T) {
 	const token, public = "test-token-0123456789", "wss://frontdoor.example.com/v1/twilio"
-	r := newRig(t, func(c *Config, _ *stub.Settings) {
-		c.Twilio = TwilioConfig{AuthToken: token, PublicURL: public}
-	})
+	r := newRig(t, rigTwilio(func(c *Config) {
+		c.AuthToken, c.PublicURL = token, public
+	}))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, tc := range []struct {

@@ -1,9 +1,11 @@
-package session
+package telephony
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/session/offer"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -27,7 +29,7 @@ import (
 type keypad struct {
 	*rig
 	svc    *fallback.Service
-	offers *Offers
+	offers *offer.Offers
 	logs   *logRecords
 }
 
@@ -40,7 +42,7 @@ type keypadOptions struct {
 
 func newKeypad(t *testing.T, o keypadOptions) *keypad {
 	t.Helper()
-	k := wireKeypad(t, o, func(c *Config, _ *stub.Settings) {
+	k := wireKeypad(t, o, func(c *session.Config, _ *stub.Settings) {
 		c.Session = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 200 * time.Millisecond}
 	})
 	holder := k.admitted()
@@ -51,7 +53,7 @@ func newKeypad(t *testing.T, o keypadOptions) *keypad {
 // wireKeypad starts a rig with package fallback as its Fallback (SQLite
 // callbacks in a temporary directory, the agents' WebSocket on
 // /v1/agents, prompts of 200 ms) and the stage limits set by limits.
-func wireKeypad(t *testing.T, o keypadOptions, limits func(*Config, *stub.Settings)) *keypad {
+func wireKeypad(t *testing.T, o keypadOptions, limits func(*session.Config, *stub.Settings)) *keypad {
 	t.Helper()
 	if o.keyWait > 0 {
 		old := twilioKeyWait.Load()
@@ -59,7 +61,7 @@ func wireKeypad(t *testing.T, o keypadOptions, limits func(*Config, *stub.Settin
 		t.Cleanup(func() { twilioKeyWait.Store(old) })
 	}
 	k := &keypad{logs: &logRecords{}}
-	wire := func(c *Config, s *stub.Settings) {
+	wire := func(c *session.Config, s *stub.Settings) {
 		fc := fallback.DefaultConfig()
 		fc.DataDir = t.TempDir()
 		if o.config != nil {
@@ -71,7 +73,7 @@ func wireKeypad(t *testing.T, o keypadOptions, limits func(*Config, *stub.Settin
 			t.Fatal(err)
 		}
 		k.svc = svc
-		k.offers = NewOffers(svc)
+		k.offers = offer.New(svc)
 		k.offers.OfferWindow = o.window
 		c.Fallback = k.offers
 		c.Logger = slog.New(k.logs)
@@ -173,7 +175,7 @@ func TestTwilioKeypadCallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cbs) != 1 || cbs[0].Number != "+15550142" || cbs[0].Status != fallback.StatusPending || cbs[0].Turn != StageSession || cbs[0].Call == "" {
+	if len(cbs) != 1 || cbs[0].Number != "+15550142" || cbs[0].Status != fallback.StatusPending || cbs[0].Turn != session.StageSession || cbs[0].Call == "" {
 		t.Fatalf("callbacks %+v", cbs)
 	}
 	if out := k.logs.find("twilio: keypad outcome"); len(out) != 1 || out[0]["ticket"] != cbs[0].Ticket {
@@ -252,7 +254,7 @@ func TestTwilioKeypadNotEstablished(t *testing.T) {
 		prompts := func(s twiliotest.Snapshot) int {
 			n := 0
 			for _, m := range s.Echoed {
-				if strings.HasPrefix(m, StageSession+"~") {
+				if strings.HasPrefix(m, session.StageSession+"~") {
 					n++
 				}
 			}
@@ -446,7 +448,7 @@ func TestTwilioKeypadNoNumber(t *testing.T) {
 		if got := k.saidText("menu~"); got != menuHandoff {
 			t.Fatalf("menu %q, want %q", got, menuHandoff)
 		}
-		want := fallback.PromptFor(StageSession, stages.Expired, []fallback.Kind{fallback.KindHandoff}).Text
+		want := fallback.PromptFor(session.StageSession, stages.Expired, []fallback.Kind{fallback.KindHandoff}).Text
 		if p := k.logs.find("twilio: prompt"); len(p) != 2 || p[1]["text"] != want {
 			t.Fatalf("prompts %v, want the last %q", p, want)
 		}
@@ -483,7 +485,7 @@ func TestTwilioKeypadNoNumber(t *testing.T) {
 		if s.Received == 0 || len(k.said()) != 0 {
 			t.Fatalf("heard %v, said %v", s.Received, k.said())
 		}
-		want := fallback.PromptFor(StageSession, stages.Expired, nil).Text
+		want := fallback.PromptFor(session.StageSession, stages.Expired, nil).Text
 		if p := k.logs.find("twilio: prompt"); len(p) != 2 || p[1]["text"] != want {
 			t.Fatalf("prompts %v, want the last %q", p, want)
 		}

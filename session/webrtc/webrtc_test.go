@@ -1,4 +1,4 @@
-package session
+package webrtc
 
 import (
 	"context"
@@ -11,7 +11,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/frontdoorhq/frontdoor/media/pcm"
-	"github.com/frontdoorhq/frontdoor/media/webrtc"
+	mediartc "github.com/frontdoorhq/frontdoor/media/webrtc"
+	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 )
 
@@ -20,7 +21,7 @@ import (
 type browser struct {
 	t      *testing.T
 	ws     *websocket.Conn
-	peer   *webrtc.Peer
+	peer   *mediartc.Peer
 	voiced atomic.Int64 // 20 ms packets of reply audio with speech energy
 
 	mu     sync.Mutex
@@ -36,7 +37,7 @@ func (r *rig) browser(ctx context.Context) *browser {
 		r.t.Fatal(err)
 	}
 	b := &browser{t: r.t.(*testing.T), ws: ws}
-	peer, err := webrtc.NewPeer(webrtc.Config{
+	peer, err := mediartc.NewPeer(mediartc.Config{
 		LoopbackOnly: true,
 		OnAudio: func(s []int16) {
 			if pcm.RMS(s) > 300 {
@@ -52,7 +53,7 @@ func (r *rig) browser(ctx context.Context) *browser {
 				b.mu.Unlock()
 			}
 		},
-	}, webrtc.WebSocketTransport{Conn: ws})
+	}, mediartc.WebSocketTransport{Conn: ws})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func (r *rig) browser(ctx context.Context) *browser {
 	b.cancel = cancel
 	b.wg.Go(func() {
 		for {
-			sig, err := webrtc.ReadSignal(bctx, ws)
+			sig, err := mediartc.ReadSignal(bctx, ws)
 			if err != nil {
 				return
 			}
@@ -139,9 +140,8 @@ func has(typ string) func([]msg) bool {
 // arrives, the reply's audio stops, and nothing of the old generation
 // follows; hangup on the data channel ends the call.
 func TestWebRTCCall(t *testing.T) {
-	r := newRig(t, func(c *Config, s *stub.Settings) {
+	r := newRig(t, func(c *session.Config, s *stub.Settings) {
 		c.Recognizer = stub.NewRecognizer(stub.Settings{})
-		c.WebRTC = WebRTCConfig{LoopbackOnly: true}
 		s.FrameCount = 200 // a 4 s reply
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

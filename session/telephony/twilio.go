@@ -1,9 +1,10 @@
-package session
+package telephony
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -14,14 +15,38 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/frontdoorhq/frontdoor/media"
+	"github.com/frontdoorhq/frontdoor/media/g711"
+	"github.com/frontdoorhq/frontdoor/media/pcm"
 	"github.com/frontdoorhq/frontdoor/media/twilio"
+	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/internal/pcmu"
 )
 
-// ServeTwilio is the handler of GET /v1/twilio: a Twilio Media Streams
-// bidirectional stream (docs/TELEPHONY.md). The call asks for admission once `start` has
-// arrived; from then on it is a Call like any other, over twilioTransport.
-func (s *Engine) ServeTwilio(w http.ResponseWriter, r *http.Request) {
-	if err := s.VerifyTwilio(r); err != nil {
+// Handler serves GET /v1/twilio (and /v1/twilio/{token}): a Twilio Media
+// Streams bidirectional stream (docs/TELEPHONY.md), or Telnyx's dialect of
+// it (?dialect=telnyx), carrying one call of its engine.
+type Handler struct {
+	e   *session.Engine
+	cfg Config
+	log *slog.Logger
+}
+
+// NewHandler returns the Handler that starts its calls on e.
+func NewHandler(e *session.Engine, cfg Config) *Handler {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Handler{e: e, cfg: cfg, log: log}
+}
+
+// ServeHTTP serves one stream. The call asks for admission once `start`
+// has arrived; from then on it is a call like any other, over
+// twilioTransport, and ServeHTTP returns when it has ended
+// (session.Engine.Run).
+func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := s.Verify(r); err != nil {
 		http.Error(w, "bad X-Twilio-Signature", http.StatusForbidden)
 		return
 	}
@@ -41,9 +66,9 @@ func (s *Engine) ServeTwilio(w http.ResponseWriter, r *http.Request) {
 		s.log.Info("twilio: no stream", "err", err)
 		return
 	}
-	t := &twilioTransport{s: s, conn: conn, start: start, speaks: s.cfg.Fallback.SpeaksPrompts(),
+	t := &twilioTransport{s: s, conn: conn, start: start, speaks: s.e.Fallback().SpeaksPrompts(),
 		log: s.log.With("stream", start.StreamSID, "twilio_call", start.CallSID), byTurn: map[string]string{},
-		menu: newTwilioMenu(s.cfg.Fallback, start.CustomParameters)}
+		menu: newTwilioMenu(s.e.Fallback(), start.CustomParameters)}
 	t.log.Info("twilio: stream started", "params", len(start.CustomParameters))
 	runCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -53,8 +78,8 @@ func (s *Engine) ServeTwilio(w http.ResponseWriter, r *http.Request) {
 			_ = conn.Close(websocket.StatusInternalError, "send failed")
 		}
 	})
-	stopPings := s.startHeartbeat(conn, func() { _ = conn.CloseNow() }, t.log)
-	s.Run(ctx, t, Capabilities{Interrupt: t.Interrupt, Keypad: t.keypad, Answer: t.spokenAnswer})
+	stopPings := s.e.StartHeartbeat(conn, func() { _ = conn.CloseNow() }, t.log)
+	s.e.Run(ctx, t, session.Capabilities{Interrupt: t.Interrupt, Keypad: t.keypad, Answer: t.spokenAnswer})
 	stopPings()
 	stop()
 	wg.Wait()
@@ -62,17 +87,17 @@ func (s *Engine) ServeTwilio(w http.ResponseWriter, r *http.Request) {
 	t.bg.Wait()
 }
 
-// ErrTwilioSignature: a telephony upgrade without a valid
-// X-Twilio-Signature while an auth token is configured.
-var ErrTwilioSignature = errors.New("session: bad X-Twilio-Signature")
+// ErrSignature: a telephony upgrade without a valid X-Twilio-Signature
+// while an auth token is configured.
+var ErrSignature = errors.New("telephony: bad X-Twilio-Signature")
 
-// VerifyTwilio checks a /v1/twilio upgrade's X-Twilio-Signature (nil when
-// no auth token is configured): over TwilioConfig.PublicURL, plus "/" and
+// Verify checks a /v1/twilio upgrade's X-Twilio-Signature (nil when no
+// auth token is configured): over Config.PublicURL, plus "/" and
 // the call token when the path carries one. The layer in front calls it
 // before it spends the call token, so that a request the gateway did not
 // sign cannot use up a token; the handler checks again.
-func (s *Engine) VerifyTwilio(r *http.Request) error {
-	tc := s.cfg.Twilio
+func (s *Handler) Verify(r *http.Request) error {
+	tc := s.cfg
 	if tc.AuthToken == "" {
 		return nil
 	}
@@ -81,29 +106,29 @@ func (s *Engine) VerifyTwilio(r *http.Request) error {
 		signed = strings.TrimSuffix(signed, "/") + "/" + tok
 	}
 	if err := twilio.ValidateRequest(r, tc.AuthToken, signed); err != nil {
-		s.m.protocolErrs.WithLabelValues("twilio_signature").Inc()
+		s.e.CountProtocolError("twilio_signature")
 		s.log.Warn("twilio: refused upgrade", "err", err, "remote", r.RemoteAddr)
-		return fmt.Errorf("%w: %w", ErrTwilioSignature, err)
+		return fmt.Errorf("%w: %w", ErrSignature, err)
 	}
 	return nil
 }
 
 // twilioStart reads connected and start, within the start timeout.
-func (s *Engine) twilioStart(ctx context.Context, conn *twilio.Conn) (*twilio.Start, error) {
-	wait := s.cfg.Twilio.StartTimeout
+func (s *Handler) twilioStart(ctx context.Context, conn *twilio.Conn) (*twilio.Start, error) {
+	wait := s.cfg.StartTimeout
 	if wait <= 0 {
 		wait = 10 * time.Second
 	}
 	// A timer, not a read deadline: an expired Read context would drop the
 	// connection without a close status.
-	timer := s.cfg.Clock.AfterFunc(wait, func() { _ = conn.Close(websocket.StatusPolicyViolation, "no start") })
+	timer := s.e.Clock().AfterFunc(wait, func() { _ = conn.Close(websocket.StatusPolicyViolation, "no start") })
 	defer timer.Stop()
 	for {
 		m, err := conn.Read(ctx)
 		if err != nil {
 			var de *twilio.DecodeError
 			if errors.As(err, &de) {
-				s.m.protocolErrs.WithLabelValues("twilio_" + de.Event).Inc()
+				s.e.CountProtocolError("twilio_" + de.Event)
 				continue
 			}
 			return nil, err
@@ -125,10 +150,10 @@ func (s *Engine) twilioStart(ctx context.Context, conn *twilio.Conn) (*twilio.St
 // twilioTransport carries a Call over a Media Streams connection. Session
 // events have no place on the wire: audio_start and audio_end bracket an
 // utterance (a mark follows it), `interrupted` becomes a clear, prompts are
-// heard as audio, an `offer` becomes the keypad menu (twilio_menu.go), and
+// heard as audio, an `offer` becomes the keypad menu (menu.go), and
 // everything is logged.
 type twilioTransport struct {
-	s      *Engine
+	s      *Handler
 	conn   *twilio.Conn
 	start  *twilio.Start
 	log    *slog.Logger
@@ -136,7 +161,7 @@ type twilioTransport struct {
 	menu   *twilioMenu
 
 	hello bool // the reader's: hello was delivered
-	// handedOff: a person took the call (twilio_menu.go). The
+	// handedOff: a person took the call (menu.go). The
 	// conversation is over on this stream while it closes for the
 	// transfer: the caller's audio is not listened to, and no more audio
 	// of the call's is sent after the line that says so.
@@ -145,7 +170,7 @@ type twilioTransport struct {
 	mu      sync.Mutex
 	n       int
 	utt     string            // utterance being sent
-	conv    *toMulaw          // its conversion to µ-law
+	conv    *pcmu.Converter   // its conversion to µ-law
 	byTurn  map[string]string // turn -> its latest utterance
 	last    string            // the last utterance queued
 	closing bool              // Close began: no more prompts are started
@@ -156,22 +181,22 @@ type twilioTransport struct {
 
 // Recv implements Transport. The first event is a hello declaring 8 kHz
 // µ-law, the format of both directions.
-func (t *twilioTransport) Recv(ctx context.Context) (ClientEvent, error) {
+func (t *twilioTransport) Recv(ctx context.Context) (session.ClientEvent, error) {
 	if !t.hello {
 		t.hello = true
-		return ClientEvent{Kind: EventHello, Type: "hello", Audio: media.Telephony}, nil
+		return session.ClientEvent{Kind: session.EventHello, Type: "hello", Audio: media.Telephony}, nil
 	}
 	for {
 		m, err := t.conn.Read(ctx)
 		if err != nil {
 			var de *twilio.DecodeError
 			if errors.As(err, &de) {
-				return ClientEvent{}, protoErr(CodeBadField, "%v", de)
+				return session.ClientEvent{}, &session.ProtocolError{Code: session.CodeBadField, Message: fmt.Sprintf("%v", de)}
 			}
 			if t.handedOff.Load() { // the stream ends because a person took the call
-				return ClientEvent{}, fmt.Errorf("%w: %w", errTransferred, err)
+				return session.ClientEvent{}, fmt.Errorf("%w: %w", session.ErrTransferred, err)
 			}
-			return ClientEvent{}, err
+			return session.ClientEvent{}, err
 		}
 		switch m.Event {
 		case twilio.EventMedia:
@@ -181,10 +206,10 @@ func (t *twilioTransport) Recv(ctx context.Context) (ClientEvent, error) {
 			if t.handedOff.Load() {
 				continue // the call is a person's now
 			}
-			return ClientEvent{Kind: EventAudio, Type: "media", Data: m.Media.Payload}, nil
+			return session.ClientEvent{Kind: session.EventAudio, Type: "media", Data: m.Media.Payload}, nil
 		case twilio.EventStop:
 			t.log.Info("twilio: stop")
-			return ClientEvent{Kind: EventHangup, Type: "hangup"}, nil
+			return session.ClientEvent{Kind: session.EventHangup, Type: "hangup"}, nil
 		case twilio.EventDTMF:
 			digit := m.DTMF.Digit
 			if len(digit) > 4 {
@@ -208,11 +233,11 @@ func (t *twilioTransport) Recv(ctx context.Context) (ClientEvent, error) {
 func (t *twilioTransport) Send(ctx context.Context, msg any) error {
 	t.noteSent(msg)
 	switch m := msg.(type) {
-	case *AudioStartMsg:
+	case *session.AudioStartMsg:
 		if t.handedOff.Load() {
 			return nil // no utterance: its audio and end are dropped
 		}
-		conv, err := newToMulaw(m.Encoding, m.Rate)
+		conv, err := pcmu.NewConverter(m.Encoding, m.Rate)
 		if err != nil {
 			return err
 		}
@@ -225,7 +250,7 @@ func (t *twilioTransport) Send(ctx context.Context, msg any) error {
 		}
 		t.byTurn[m.Turn] = t.utt
 		t.mu.Unlock()
-	case *AudioEndMsg:
+	case *session.AudioEndMsg:
 		t.mu.Lock()
 		utt, conv := t.utt, t.conv
 		t.utt, t.conv = "", nil
@@ -233,30 +258,30 @@ func (t *twilioTransport) Send(ctx context.Context, msg any) error {
 		if utt == "" {
 			return nil
 		}
-		if rest := conv.flush(); len(rest) > 0 {
+		if rest := conv.Flush(); len(rest) > 0 {
 			if err := t.conn.SendAudio(utt, rest); err != nil {
 				return err
 			}
 		}
 		t.endUtterance(utt)
-	case *PromptMsg:
+	case *session.PromptMsg:
 		t.log.Info("twilio: prompt", "stage", m.Stage, "reason", m.Reason, "text", m.Text)
 		if !t.speaks {
 			t.speak(m.Text)
 		}
-	case *InterruptedMsg:
+	case *session.InterruptedMsg:
 		heard := int64(-1)
 		if m.Heard != nil {
 			heard = m.Heard.AudioMS
 		}
 		t.log.Info("twilio: interrupted", "generation", m.Generation, "cancelled", m.Cancelled, "heard_ms", heard)
-	case *SessionMsg:
+	case *session.SessionMsg:
 		t.log.Info("twilio: session", "disposition", m.Disposition, "position", m.Position)
-	case *OfferMsg:
+	case *session.OfferMsg:
 		t.offered(m)
-	case *FallbackMsg:
+	case *session.FallbackMsg:
 		t.answered(m)
-	case *ErrorMsg:
+	case *session.ErrorMsg:
 		t.log.Debug("twilio: error", "code", m.Code, "message", m.Message)
 		t.answerFailed(m)
 	default:
@@ -306,7 +331,7 @@ func (t *twilioTransport) speak(text string) {
 }
 
 // SendAudio implements Transport: the frame joins the connection's pacer,
-// and the writer waits while more than mediaLead is ahead of playback.
+// and the writer waits while more than pcmu.Lead is ahead of playback.
 func (t *twilioTransport) SendAudio(ctx context.Context, b []byte) error {
 	t.mu.Lock()
 	utt, conv := t.utt, t.conv
@@ -317,14 +342,14 @@ func (t *twilioTransport) SendAudio(ctx context.Context, b []byte) error {
 	if t.handedOff.Load() {
 		return nil // the rest of a reply begun before a person took the call
 	}
-	ulaw, err := conv.convert(b)
+	ulaw, err := conv.Convert(b)
 	if err != nil {
 		return err
 	}
 	if err := t.conn.SendAudio(utt, ulaw); err != nil {
 		return err
 	}
-	return waitBuffered(ctx, t.conn.Buffered, mediaLead)
+	return pcmu.WaitBuffered(ctx, t.conn.Buffered, pcmu.Lead)
 }
 
 // Interrupt is the transport's Capabilities.Interrupt: clear, and what the caller heard of
@@ -351,18 +376,18 @@ func (t *twilioTransport) Interrupt(ctx context.Context, turn string) (time.Dura
 }
 
 // Close implements Transport. A refused or expired call first hears its
-// prompt (and the keypad menu's outcome, twilio_menu.go): Close waits
+// prompt (and the keypad menu's outcome, menu.go): Close waits
 // (bounded) for the prompt to be rendered, played and its mark echoed, then
 // closes with 1013. The keypad menu also closes a conversation this way
 // when a person took the call. Prompts asked for once Close began are not
 // started: the rendering Close waits for is all there will be.
-func (t *twilioTransport) Close(status CloseStatus, reason string) {
+func (t *twilioTransport) Close(status session.CloseStatus, reason string) {
 	t.once.Do(func() {
 		t.menuClosing(status)
 		t.mu.Lock()
 		t.closing = true
 		t.mu.Unlock()
-		if status == CloseTryLater {
+		if status == session.CloseTryLater {
 			t.waitPlayed(5 * time.Second)
 		}
 		_ = t.conn.Close(websocket.StatusCode(status), reason)
@@ -388,4 +413,67 @@ func (t *twilioTransport) waitPlayed(grace time.Duration) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// Config configures GET /v1/twilio, the Twilio Media Streams endpoint.
+type Config struct {
+	// AuthToken, when set, makes the endpoint require a valid
+	// X-Twilio-Signature on the upgrade, computed over PublicURL.
+	AuthToken string
+	// PublicURL is the stream URL exactly as written in the TwiML
+	// (wss://host/v1/twilio): behind a proxy the server cannot rebuild it.
+	// A stream URL carrying a call token (/v1/twilio/<token>, see
+	// session/guard) is signed with the token: PublicURL + "/" + token.
+	PublicURL string
+	// StartTimeout bounds the wait for `start` after the upgrade (0: 10s).
+	StartTimeout time.Duration
+	// OriginPatterns are the cross-origin hosts allowed to open the
+	// WebSocket (coder/websocket AcceptOptions); same-origin always is.
+	OriginPatterns []string
+	// Logger (nil: discard).
+	Logger *slog.Logger
+}
+
+// maxPrompt bounds the prompt audio a transport renders itself.
+const maxPrompt = 30 * time.Second
+
+// promptAudio renders text with the synthesizer, outside the synthesis
+// stage (prompts are short and must be heard even when it is full), as
+// 8 kHz µ-law.
+func (s *Handler) promptAudio(ctx context.Context, text string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	var out []byte
+	var rs *pcm.Resampler
+	rate := 0
+	err := s.e.Synthesizer().Synthesize(ctx, text, func(a backend.Audio) error {
+		if rate == 0 {
+			rate = a.Rate
+			if a.Rate != 8000 {
+				var err error
+				if rs, err = pcm.NewResampler(a.Rate, 8000); err != nil {
+					return err
+				}
+			}
+		}
+		if a.Rate != rate {
+			return fmt.Errorf("telephony: prompt audio changed rate: %w", backend.ErrMalformed)
+		}
+		samples := a.Samples
+		if rs != nil {
+			samples = rs.Resample(nil, samples)
+		}
+		if media.Telephony.Duration(len(out)+len(samples)) > maxPrompt {
+			return nil
+		}
+		out = g711.EncodeMulaw(out, samples)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if rs != nil {
+		out = g711.EncodeMulaw(out, rs.Flush(nil))
+	}
+	return out, nil
 }

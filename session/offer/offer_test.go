@@ -1,7 +1,8 @@
-package session
+package offer
 
 import (
 	"context"
+	"github.com/frontdoorhq/frontdoor/session"
 	"testing"
 	"time"
 
@@ -13,15 +14,15 @@ import (
 )
 
 // withOffers wires package fallback in as the rig's Fallback.
-func withOffers(t *testing.T) (func(*Config, *stub.Settings), rigAfter, **fallback.Service) {
+func withOffers(t *testing.T) (func(*session.Config, *stub.Settings), rigAfter, **fallback.Service) {
 	return withOffersPrompt(t, 3)
 }
 
 // withOffersPrompt is withOffers with prompt audio of frames 20 ms frames.
-func withOffersPrompt(t *testing.T, frames int) (func(*Config, *stub.Settings), rigAfter, **fallback.Service) {
+func withOffersPrompt(t *testing.T, frames int) (func(*session.Config, *stub.Settings), rigAfter, **fallback.Service) {
 	var svc *fallback.Service
 	var offers *Offers
-	cfg := func(c *Config, s *stub.Settings) {
+	cfg := func(c *session.Config, s *stub.Settings) {
 		fc := fallback.DefaultConfig()
 		fc.DataDir = t.TempDir()
 		var err error
@@ -29,7 +30,7 @@ func withOffersPrompt(t *testing.T, frames int) (func(*Config, *stub.Settings), 
 		if err != nil {
 			t.Fatal(err)
 		}
-		offers = NewOffers(svc)
+		offers = New(svc)
 		offers.OfferWindow = 2 * time.Second
 		c.Fallback = offers
 	}
@@ -45,7 +46,7 @@ func withOffersPrompt(t *testing.T, frames int) (func(*Config, *stub.Settings), 
 // (durably, with a ticket) and is then closed with 1013.
 func TestOffersSessionRefused(t *testing.T) {
 	wire, after, _ := withOffers(t)
-	r := newRig(t, wire, after, func(c *Config, s *stub.Settings) {
+	r := newRig(t, wire, after, func(c *session.Config, s *stub.Settings) {
 		c.Session = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 5 * time.Second}
 	})
 	r.admitted()
@@ -68,7 +69,7 @@ func TestOffersSessionRefused(t *testing.T) {
 		t.Fatalf("prompt without audio: %v", types(all))
 	}
 	c.send(map[string]any{"type": "callback", "consent": false, "number": "+15550123"})
-	if m := c.expect("error"); m.Code != CodeBadField {
+	if m := c.expect("error"); m.Code != session.CodeBadField {
 		t.Fatalf("callback without consent: %+v", m)
 	}
 	c.send(map[string]any{"type": "callback", "consent": true, "number": "+1 555 0123"})
@@ -85,7 +86,7 @@ func TestOffersSessionRefused(t *testing.T) {
 // heard as audio even while the synthesis stage is saturated.
 func TestOffersPromptAudioWhileSynthesisFull(t *testing.T) {
 	wire, after, _ := withOffers(t)
-	r := newRig(t, wire, after, func(c *Config, s *stub.Settings) {
+	r := newRig(t, wire, after, func(c *session.Config, s *stub.Settings) {
 		c.Synthesis = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 5 * time.Second}
 		s.FrameCount, s.FrameDelay = 100, 10*time.Millisecond
 	})
@@ -94,18 +95,18 @@ func TestOffersPromptAudioWhileSynthesisFull(t *testing.T) {
 	a.until(isType("audio_start"))
 	b.send(map[string]any{"type": "turn", "id": "b1", "text": "x"})
 	b.until(func(m msg) bool {
-		return m.Type == "disposition" && m.Stage == StageSynthesis && m.Disposition == "queued"
+		return m.Type == "disposition" && m.Stage == session.StageSynthesis && m.Disposition == "queued"
 	})
 	c.send(map[string]any{"type": "turn", "id": "c1", "text": "x"})
 	all := c.until(isType("audio_end")) // the prompt's; turn_end goes ahead of it
-	if end := lastOf(all, "turn_end"); end.Disposition != "overloaded" || end.Stage != StageSynthesis {
+	if end := lastOf(all, "turn_end"); end.Disposition != "overloaded" || end.Stage != session.StageSynthesis {
 		t.Fatalf("%v", types(all))
 	}
 	var audio int
 	for _, m := range all {
 		audio += m.Bytes
 	}
-	if p := lastOf(all, "prompt"); p.Stage != StageSynthesis || audio == 0 {
+	if p := lastOf(all, "prompt"); p.Stage != session.StageSynthesis || audio == 0 {
 		t.Fatalf("prompt %+v audio %d: %v", p, audio, types(all))
 	}
 	if lastOf(all, "offer").Type == "" {
@@ -121,7 +122,7 @@ func TestOffersPromptAudioWhileSynthesisFull(t *testing.T) {
 func TestOffersOfferWithPrompt(t *testing.T) {
 	var svc *fallback.Service
 	var offers *Offers
-	r := newRig(t, func(c *Config, s *stub.Settings) {
+	r := newRig(t, func(c *session.Config, s *stub.Settings) {
 		s.FailRate = 1 // every turn's model fails
 		fc := fallback.DefaultConfig()
 		fc.DataDir = t.TempDir()
@@ -131,14 +132,14 @@ func TestOffersOfferWithPrompt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		offers = NewOffers(svc)
+		offers = New(svc)
 		c.Fallback = offers
 	}, rigAfter(func() { offers.Wait(); svc.Close() }))
 	c := r.admitted()
 	c.send(map[string]any{"type": "turn", "id": "t1", "text": "x"})
 	all := c.until(isType("offer"))
 	p, o := lastOf(all, "prompt"), lastOf(all, "offer")
-	if p.Reason != TurnFailed || len(o.Kinds) != 2 || lastOf(all, "audio_start").Type != "" {
+	if p.Reason != session.TurnFailed || len(o.Kinds) != 2 || lastOf(all, "audio_start").Type != "" {
 		t.Fatalf("want prompt, then offer before any audio: %v", types(all))
 	}
 	c.send(map[string]any{"type": "callback", "consent": true, "number": "+15550123"})

@@ -1,7 +1,8 @@
-package session
+package telephony
 
 import (
 	"context"
+	"github.com/frontdoorhq/frontdoor/session"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -29,13 +30,13 @@ import (
 // spokenServer is a server with the espeak-ng synthesizer, the pocketsphinx
 // recognizer and a stub model that records its turns.
 type spokenServer struct {
-	srv   *Engine
+	srv   *session.Engine
 	http  *httptest.Server
 	model *historyModel
 	rec   *pocketsphinx.Recognizer
 }
 
-func newSpokenServer(t *testing.T, session stages.Limits) *spokenServer {
+func newSpokenServer(t *testing.T, sessionLimits stages.Limits) *spokenServer {
 	t.Helper()
 	if !espeak.Available() || !pocketsphinx.Available() {
 		t.Fatal("apt-get install espeak-ng pocketsphinx pocketsphinx-en-us (bash .ci/test does)")
@@ -52,14 +53,14 @@ func newSpokenServer(t *testing.T, session stages.Limits) *spokenServer {
 	m := stub.NewModel(stub.Settings{Tokens: 4})
 	s := &spokenServer{model: &historyModel{Model: m}, rec: rec}
 	lim := stages.Limits{Slots: 2, Waiting: 2, MaxAge: 10 * time.Second}
-	s.srv, err = New(Config{
-		Session: session, Recognize: lim, Model: lim, Synthesis: lim,
+	s.srv, err = session.New(session.Config{
+		Session: sessionLimits, Recognize: lim, Model: lim, Synthesis: lim,
 		ModelBackend: s.model, Synthesizer: synth, Recognizer: rec,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.http = httptest.NewServer(testHandler(s.srv, nil))
+	s.http = httptest.NewServer(testHandler(s.srv, Config{}, nil))
 	t.Cleanup(func() {
 		s.http.CloseClientConnections()
 		s.http.Close()

@@ -1,4 +1,4 @@
-package session
+package offer
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -38,16 +40,16 @@ type offerState struct {
 
 func (s *offerState) done() { s.once.Do(func() { close(s.answered) }) }
 
-// NewOffers returns the Fallback for svc.
-func NewOffers(svc *fallback.Service) *Offers {
+// New returns the Fallback for svc.
+func New(svc *fallback.Service) *Offers {
 	return &Offers{svc: svc, calls: map[string]*offerState{}}
 }
 
 // Wait waits for the handoff watchers, which end with their calls.
 func (o *Offers) Wait() { o.wg.Wait() }
 
-// Refused implements Fallback.
-func (o *Offers) Refused(ctx context.Context, r Refusal, out Sender) {
+// Refused implements session.Fallback.
+func (o *Offers) Refused(ctx context.Context, r session.Refusal, out session.Sender) {
 	avail := o.svc.Available()
 	if r.Final {
 		avail = nil // the call is ending: no question it cannot answer
@@ -63,7 +65,7 @@ func (o *Offers) Refused(ctx context.Context, r Refusal, out Sender) {
 			p = fallback.PromptOf(r.Outcome(), keys)
 		}
 	}
-	pm := &PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text}
+	pm := &session.PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text}
 	_ = out.Send(ctx, pm)
 	if len(p.Offer) == 0 || r.Disposition == stages.Queued {
 		o.speak(ctx, r.Turn, pm, out)
@@ -78,7 +80,7 @@ func (o *Offers) Refused(ctx context.Context, r Refusal, out Sender) {
 	o.calls[r.Call] = st
 	o.mu.Unlock()
 	offer := func() bool {
-		if err := out.Send(ctx, &OfferMsg{Type: "offer", Kinds: p.Offer}); errors.Is(err, ErrPremiseGone) {
+		if err := out.Send(ctx, &session.OfferMsg{Type: "offer", Kinds: p.Offer}); errors.Is(err, session.ErrPremiseGone) {
 			// The call's state changed since the prompt: its offer is
 			// not made, and there is nothing to answer.
 			o.mu.Lock()
@@ -106,7 +108,7 @@ func (o *Offers) Refused(ctx context.Context, r Refusal, out Sender) {
 		}
 		o.speak(ctx, r.Turn, pm, out)
 	}
-	if r.Stage != StageSession {
+	if r.Stage != session.StageSession {
 		return
 	}
 	window := o.OfferWindow
@@ -126,7 +128,7 @@ func (o *Offers) Refused(ctx context.Context, r Refusal, out Sender) {
 // cached by package fallback, when the call can take audio. It is spoken
 // for pm's premise: cut if the call's state changed since pm, even while
 // it was rendered.
-func (o *Offers) speak(ctx context.Context, turn string, pm *PromptMsg, out Sender) {
+func (o *Offers) speak(ctx context.Context, turn string, pm *session.PromptMsg, out session.Sender) {
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	a, err := o.svc.PromptAudio(rctx, pm.Text)
@@ -136,23 +138,8 @@ func (o *Offers) speak(ctx context.Context, turn string, pm *PromptMsg, out Send
 	_ = out.SendAudio(ctx, turn, pm, a)
 }
 
-// OfferMsg lists the fallbacks a refused caller may take now.
-type OfferMsg struct {
-	Type  string          `json:"type"` // "offer"
-	Kinds []fallback.Kind `json:"kinds"`
-}
-
-// FallbackMsg answers a `callback` or `handoff` request.
-type FallbackMsg struct {
-	Type        string             `json:"type"` // "callback" or "handoff"
-	Disposition stages.Disposition `json:"disposition"`
-	Ticket      string             `json:"ticket,omitempty"`
-	Agent       string             `json:"agent,omitempty"`
-	Position    int                `json:"position,omitempty"`
-}
-
-// Message implements Fallback: `callback` {consent, number} and `handoff` {}.
-func (o *Offers) Message(ctx context.Context, call string, ev ClientEvent, out Sender) bool {
+// Message implements session.Fallback: `callback` {consent, number} and `handoff` {}.
+func (o *Offers) Message(ctx context.Context, call string, ev session.ClientEvent, out session.Sender) bool {
 	if ev.Type != string(fallback.KindCallback) && ev.Type != string(fallback.KindHandoff) {
 		return false
 	}
@@ -160,10 +147,10 @@ func (o *Offers) Message(ctx context.Context, call string, ev ClientEvent, out S
 	st := o.calls[call]
 	o.mu.Unlock()
 	fail := func(code, msg string) {
-		_ = out.Send(ctx, &ErrorMsg{Type: "error", Code: code, Message: msg})
+		_ = out.Send(ctx, &session.ErrorMsg{Type: "error", Code: code, Message: msg})
 	}
 	if st == nil {
-		fail(CodeOutOfOrder, "no offer to answer")
+		fail(session.CodeOutOfOrder, "no offer to answer")
 		return true
 	}
 	switch fallback.Kind(ev.Type) {
@@ -173,24 +160,24 @@ func (o *Offers) Message(ctx context.Context, call string, ev ClientEvent, out S
 			Number  string `json:"number"`
 		}
 		if err := json.Unmarshal(ev.Data, &m); err != nil {
-			fail(CodeBadField, "callback: "+err.Error())
+			fail(session.CodeBadField, "callback: "+err.Error())
 			return true
 		}
 		res, err := o.svc.RequestCallback(ctx, fallback.CallbackRequest{Call: call, Turn: st.turn, Number: m.Number, Consent: m.Consent})
 		switch {
 		case errors.Is(err, fallback.ErrConsent), errors.Is(err, fallback.ErrNumber), errors.Is(err, fallback.ErrRequest):
-			fail(CodeBadField, err.Error())
+			fail(session.CodeBadField, err.Error())
 			return true
 		case err != nil:
 			p := fallback.PromptFailed(fallback.StageCallback, nil)
-			pm := &PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text}
+			pm := &session.PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text}
 			_ = out.Send(ctx, pm)
 			o.speak(ctx, st.turn, pm, out)
 		default:
-			_ = out.Send(ctx, &FallbackMsg{Type: "callback", Disposition: res.Disposition, Ticket: res.Ticket})
+			_ = out.Send(ctx, &session.FallbackMsg{Type: "callback", Disposition: res.Disposition, Ticket: res.Ticket})
 			if res.Disposition != stages.Queued {
 				p := fallback.PromptFor(fallback.StageCallback, res.Disposition, nil)
-				_ = out.Send(ctx, &PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text})
+				_ = out.Send(ctx, &session.PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text})
 			}
 		}
 		st.done()
@@ -201,13 +188,13 @@ func (o *Offers) Message(ctx context.Context, call string, ev ClientEvent, out S
 		_ = json.Unmarshal(ev.Data, &m)
 		h, d, err := o.svc.RequestHandoff(ctx, fallback.HandoffRequest{Call: call, Turn: st.turn, Summary: "the caller asked for a person after a refusal"})
 		if err != nil {
-			fail(CodeBadField, err.Error())
+			fail(session.CodeBadField, err.Error())
 			return true
 		}
 		if h == nil {
-			_ = out.Send(ctx, &FallbackMsg{Type: "handoff", Disposition: d})
+			_ = out.Send(ctx, &session.FallbackMsg{Type: "handoff", Disposition: d})
 			p := fallback.PromptFor(fallback.StageHandoff, d, nil)
-			_ = out.Send(ctx, &PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text})
+			_ = out.Send(ctx, &session.PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text})
 			st.done()
 			return true
 		}
@@ -215,11 +202,11 @@ func (o *Offers) Message(ctx context.Context, call string, ev ClientEvent, out S
 		st.handoff = h
 		o.mu.Unlock()
 		pos, _ := h.Position()
-		_ = out.Send(ctx, &FallbackMsg{Type: "handoff", Disposition: d, Ticket: h.Ticket, Position: pos})
+		_ = out.Send(ctx, &session.FallbackMsg{Type: "handoff", Disposition: d, Ticket: h.Ticket, Position: pos})
 		if m.Spoken {
 			// Asked for in words: the answer is confirmed in words.
 			p := fallback.PromptFor(fallback.StageHandoff, d, nil)
-			pm := &PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text}
+			pm := &session.PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text}
 			_ = out.Send(ctx, pm)
 			o.speak(ctx, st.turn, pm, out)
 		}
@@ -230,49 +217,115 @@ func (o *Offers) Message(ctx context.Context, call string, ev ClientEvent, out S
 				h.Cancel() // the caller left
 				return
 			}
-			_ = out.Send(ctx, &FallbackMsg{Type: "handoff", Disposition: oc.Disposition, Ticket: h.Ticket, Agent: oc.Agent})
+			_ = out.Send(ctx, &session.FallbackMsg{Type: "handoff", Disposition: oc.Disposition, Ticket: h.Ticket, Agent: oc.Agent})
 			if oc.Disposition != stages.Completed {
 				p := fallback.PromptFor(fallback.StageHandoff, oc.Disposition, nil)
-				_ = out.Send(ctx, &PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text})
+				_ = out.Send(ctx, &session.PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text})
 			}
 		})
 	}
 	return true
 }
 
-// spokenAnswerer is a Fallback that takes answers in words from callers
-// whose transport has no menu of its own (Capabilities.Answer).
-type spokenAnswerer interface {
-	spokenAnswer(call, transcript string) (ClientEvent, bool)
-}
-
-// spokenAnswer turns a transcript that asks for a person ("a person
+// SpokenAnswer implements session.Fallback. It turns a transcript that asks for a person ("a person
 // please") into the `handoff` answer to the call's open offer of one. Only
 // a person can be asked for in words here: a callback needs a number, which
 // a browser caller gives in its `callback` message (a phone caller's keypad
-// menu takes "call me back": twilio_menu.go).
-func (o *Offers) spokenAnswer(call, transcript string) (ClientEvent, bool) {
+// menu takes "call me back": package session/telephony).
+func (o *Offers) SpokenAnswer(call, transcript string) (session.ClientEvent, bool) {
 	if fallback.SpokenAnswer(transcript) != fallback.KindHandoff {
-		return ClientEvent{}, false
+		return session.ClientEvent{}, false
 	}
 	o.mu.Lock()
 	st := o.calls[call]
 	asked := st != nil && st.handoff != nil
 	o.mu.Unlock()
 	if st == nil || asked || !slices.Contains(st.kinds, fallback.KindHandoff) {
-		return ClientEvent{}, false
+		return session.ClientEvent{}, false
 	}
 	select {
 	case <-st.answered:
-		return ClientEvent{}, false
+		return session.ClientEvent{}, false
 	default:
 	}
-	return ClientEvent{Kind: EventOther, Type: string(fallback.KindHandoff), Data: []byte(`{"type":"handoff","spoken":true}`)}, true
+	return session.ClientEvent{Kind: session.EventOther, Type: string(fallback.KindHandoff), Data: []byte(`{"type":"handoff","spoken":true}`)}, true
 }
 
-// CallEnded implements Fallback.
+// SpeaksPrompts implements session.Fallback: Offers renders prompt audio.
+func (o *Offers) SpeaksPrompts() bool { return true }
+
+// CallEnded implements session.Fallback.
 func (o *Offers) CallEnded(call string) {
 	o.mu.Lock()
 	delete(o.calls, call)
 	o.mu.Unlock()
+}
+
+// EndOffer ends a refused call's wait for an answer, as the end of the
+// offer window would (for a keypad menu: package session/telephony).
+func (o *Offers) EndOffer(call string) {
+	o.mu.Lock()
+	st := o.calls[call]
+	o.mu.Unlock()
+	if st != nil {
+		st.done()
+	}
+}
+
+// RenderPrompt returns a prompt's speech, rendered outside the synthesis
+// stage and cached by package fallback.
+func (o *Offers) RenderPrompt(ctx context.Context, text string) (backend.Audio, error) {
+	return o.svc.PromptAudio(ctx, text)
+}
+
+// AnswerWindow is how long a refused call waits for an answer to its
+// offer (OfferWindow, 0: 30s).
+func (o *Offers) AnswerWindow() time.Duration {
+	if o.OfferWindow <= 0 {
+		return 30 * time.Second
+	}
+	return o.OfferWindow
+}
+
+// WithdrawHandoff cancels the call's handoff. It reports false when the
+// handoff had already resolved otherwise (an agent took it): its outcome
+// is then on its way to the call.
+func (o *Offers) WithdrawHandoff(call string) bool {
+	o.mu.Lock()
+	var h *fallback.Handoff
+	if st := o.calls[call]; st != nil {
+		h = st.handoff
+	}
+	o.mu.Unlock()
+	if h == nil {
+		return true
+	}
+	h.Cancel()
+	select {
+	case <-h.Done():
+		return h.Outcome().Disposition == stages.Cancelled
+	default:
+		return true
+	}
+}
+
+// keypadOffer narrows the fallbacks a refusal would offer (kinds) to those
+// the caller's keypad menu can take, when out's transport declared a
+// keypad (Capabilities.Keypad), which reserves the menu for them; ok is
+// false for any other caller, who answers with messages and is offered
+// kinds unchanged. Offers calls it before it words the prompt, so that a
+// phone caller is never asked a question that nothing listens for.
+func keypadOffer(out session.Sender, kinds []fallback.Kind) (keys []fallback.Kind, ok bool) {
+	keypad := out.Keypad()
+	if keypad == nil {
+		return kinds, false
+	}
+	offered := make([]string, len(kinds))
+	for i, k := range kinds {
+		offered[i] = string(k)
+	}
+	for _, k := range keypad(offered) {
+		keys = append(keys, fallback.Kind(k))
+	}
+	return keys, true
 }

@@ -1,7 +1,8 @@
-package session
+package telephony
 
 import (
 	"context"
+	"github.com/frontdoorhq/frontdoor/session"
 	"slices"
 	"strings"
 	"testing"
@@ -28,7 +29,7 @@ func spokenMidcall(t *testing.T) (*midcall, *historyModel) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rec.Close() })
-	kp := wireKeypad(t, keypadOptions{window: 20 * time.Second, keyWait: 15 * time.Second}, func(c *Config, s *stub.Settings) {
+	kp := wireKeypad(t, keypadOptions{window: 20 * time.Second, keyWait: 15 * time.Second}, func(c *session.Config, s *stub.Settings) {
 		c.Session = stages.Limits{Slots: 8, Waiting: 1, MaxAge: 5 * time.Second}
 		c.Model = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 10 * time.Second}
 		c.Recognize = stages.Limits{Slots: 2, Waiting: 2, MaxAge: 10 * time.Second}
@@ -36,9 +37,9 @@ func spokenMidcall(t *testing.T) (*midcall, *historyModel) {
 		s.Rate, s.FrameCount = 16000, 10
 	})
 	k := &midcall{keypad: kp}
-	hm := &historyModel{Model: k.srv.cfg.ModelBackend}
+	hm := &historyModel{Model: k.modelBackend()}
 	k.model = &gatedModel{Model: hm, gate: make(chan struct{})}
-	k.srv.cfg.ModelBackend = k.model
+	k.setModelBackend(k.model)
 	t.Cleanup(k.model.open)
 	return k, hm
 }
@@ -77,7 +78,7 @@ func TestSpokenPersonAfterRefusal(t *testing.T) {
 	if p := c.expect("prompt"); p.Text != want {
 		t.Fatalf("confirmation %q, want %q", p.Text, want)
 	}
-	if end := c.until(isType("turn_end")); lastOf(end, "turn_end").Disposition != "completed" || lastOf(end, "turn_end").Stage != StageRecognize {
+	if end := c.until(isType("turn_end")); lastOf(end, "turn_end").Disposition != "completed" || lastOf(end, "turn_end").Stage != session.StageRecognize {
 		t.Fatalf("turn_end %+v", lastOf(end, "turn_end"))
 	}
 	if slices.ContainsFunc(hm.seen(), func(tu backend.Turn) bool { return strings.Contains(tu.Text, "person") }) {

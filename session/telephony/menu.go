@@ -1,4 +1,4 @@
-package session
+package telephony
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/media/g711"
 	"github.com/frontdoorhq/frontdoor/media/pcm"
+	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
@@ -61,81 +62,24 @@ var twilioKeyWait atomic.Int64
 
 func init() { twilioKeyWait.Store(int64(10 * time.Second)) }
 
-// keypadFallback is a Fallback that a keypad menu can drive: Offers.
-type keypadFallback interface {
-	// endOffer ends a refused call's wait for an answer, as the end of
+// KeypadFallback is a Fallback that a keypad menu can drive
+// (session/offer.Offers): the menu opens for the offers it makes, and the
+// caller's key becomes its answer.
+type KeypadFallback interface {
+	session.Fallback
+	// EndOffer ends a refused call's wait for an answer, as the end of
 	// the offer window would.
-	endOffer(call string)
-	// renderPrompt returns a prompt's speech, rendered outside the
+	EndOffer(call string)
+	// RenderPrompt returns a prompt's speech, rendered outside the
 	// synthesis stage.
-	renderPrompt(ctx context.Context, text string) (backend.Audio, error)
-	// offerWindow bounds a hold for a person: from the offer, as long as
+	RenderPrompt(ctx context.Context, text string) (backend.Audio, error)
+	// AnswerWindow bounds a hold for a person: from the offer, as long as
 	// a refused call waits for an answer.
-	offerWindow() time.Duration
-	// withdrawHandoff cancels the call's handoff. It reports false when
+	AnswerWindow() time.Duration
+	// WithdrawHandoff cancels the call's handoff. It reports false when
 	// the handoff had already resolved otherwise (an agent took it): its
 	// outcome is then on its way to the call.
-	withdrawHandoff(call string) bool
-}
-
-func (o *Offers) endOffer(call string) {
-	o.mu.Lock()
-	st := o.calls[call]
-	o.mu.Unlock()
-	if st != nil {
-		st.done()
-	}
-}
-
-func (o *Offers) renderPrompt(ctx context.Context, text string) (backend.Audio, error) {
-	return o.svc.PromptAudio(ctx, text)
-}
-
-func (o *Offers) offerWindow() time.Duration {
-	if o.OfferWindow <= 0 {
-		return 30 * time.Second
-	}
-	return o.OfferWindow
-}
-
-func (o *Offers) withdrawHandoff(call string) bool {
-	o.mu.Lock()
-	var h *fallback.Handoff
-	if st := o.calls[call]; st != nil {
-		h = st.handoff
-	}
-	o.mu.Unlock()
-	if h == nil {
-		return true
-	}
-	h.Cancel()
-	select {
-	case <-h.Done():
-		return h.Outcome().Disposition == stages.Cancelled
-	default:
-		return true
-	}
-}
-
-// keypadOffer narrows the fallbacks a refusal would offer (kinds) to those
-// the caller's keypad menu can take, when out's transport declared a
-// keypad (Capabilities.Keypad), which reserves the menu for them; ok is
-// false for any other caller, who answers with messages and is offered
-// kinds unchanged. Offers calls it before it words the prompt, so that a
-// phone caller is never asked a question that nothing listens for.
-func keypadOffer(out Sender, kinds []fallback.Kind) (keys []fallback.Kind, ok bool) {
-	keypad := out.Keypad()
-	if keypad == nil {
-		return kinds, false
-	}
-	offered := make([]string, len(kinds))
-	for i, k := range kinds {
-		offered[i] = string(k)
-	}
-	for _, k := range keypad(offered) {
-		keys = append(keys, fallback.Kind(k))
-	}
-	return keys, true
+	WithdrawHandoff(call string) bool
 }
 
 // keypad is the transport's Capabilities.Keypad: the menu takes what it
@@ -165,7 +109,7 @@ const (
 
 // twilioMenu is the keypad menu's state for one stream.
 type twilioMenu struct {
-	fb      keypadFallback // nil: no menu (the Fallback cannot take answers)
+	fb      KeypadFallback // nil: no menu (the Fallback cannot take answers)
 	number  string         // the caller's E.164 number; "" without a valid one
 	keyWait time.Duration
 
@@ -185,9 +129,9 @@ type twilioMenu struct {
 	speech   chan struct{} // closed when the latest spoken line was queued
 }
 
-func newTwilioMenu(fb Fallback, params map[string]string) *twilioMenu {
+func newTwilioMenu(fb session.Fallback, params map[string]string) *twilioMenu {
 	m := &twilioMenu{keyWait: time.Duration(twilioKeyWait.Load())}
-	if k, ok := fb.(keypadFallback); ok {
+	if k, ok := fb.(KeypadFallback); ok {
 		m.fb = k
 	}
 	if n, err := fallback.NormalizeNumber(params[callerParam]); err == nil {
@@ -225,12 +169,12 @@ func (t *twilioTransport) noteSent(msg any) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	switch v := msg.(type) {
-	case *SessionMsg:
+	case *session.SessionMsg:
 		m.call = v.Session
 		m.admitted = m.admitted || v.Disposition == stages.Admitted
-	case *AudioStartMsg:
+	case *session.AudioStartMsg:
 		m.replied = true
-	case *PromptMsg:
+	case *session.PromptMsg:
 		// A callback the store failed to take is answered with this
 		// prompt alone (its audio is the Fallback's): the answer is over.
 		if m.state == menuAnswered && v.Reason == fallback.ReasonFailed && v.Stage == string(m.chosen) {
@@ -242,7 +186,7 @@ func (t *twilioTransport) noteSent(msg any) {
 // offered opens the menu for an `offer` of the keys reserved for it: only
 // those the caller can use. With no usable key a refused call ends as it
 // would have without an offer.
-func (t *twilioTransport) offered(o *OfferMsg) {
+func (t *twilioTransport) offered(o *session.OfferMsg) {
 	m := t.menu
 	m.mu.Lock()
 	if m.fb == nil || m.state != menuOffering || m.call == "" {
@@ -273,11 +217,11 @@ func (t *twilioTransport) offered(o *OfferMsg) {
 		call := m.call
 		m.mu.Unlock()
 		t.log.Info("twilio: no keypad option", "kinds", o.Kinds, "has_number", m.number != "")
-		m.fb.endOffer(call)
+		m.fb.EndOffer(call)
 		return
 	}
 	m.state = menuOpen
-	m.midcall, m.offerAt, m.replied = m.admitted, t.s.cfg.Clock.Now(), false
+	m.midcall, m.offerAt, m.replied = m.admitted, t.s.e.Clock().Now(), false
 	callback, handoff, midcall := m.callback, m.handoff, m.midcall
 	m.mu.Unlock()
 	t.log.Info("twilio: keypad menu", "callback", callback, "handoff", handoff, "midcall", midcall)
@@ -298,7 +242,7 @@ func (t *twilioTransport) armMenu(d time.Duration) {
 	if m.state != menuOpen {
 		return
 	}
-	m.timer = t.s.cfg.Clock.AfterFunc(d, func() { t.decline("no key") })
+	m.timer = t.s.e.Clock().AfterFunc(d, func() { t.decline("no key") })
 }
 
 // decline ends an open menu: the caller pressed another key or none in
@@ -318,7 +262,7 @@ func (t *twilioTransport) decline(why string) {
 	call := m.call
 	m.mu.Unlock()
 	t.log.Info("twilio: keypad menu declined", "why", why)
-	m.fb.endOffer(call)
+	m.fb.EndOffer(call)
 }
 
 // pressed handles a keypress. A key on offer becomes the native answer (a
@@ -327,26 +271,26 @@ func (t *twilioTransport) decline(why string) {
 // declines it. Keys at other times are ignored. A key stops the rest of
 // the menu: a clear, unless other audio (a reply the conversation went on
 // with) was queued after the menu, which a clear would cut as well.
-func (t *twilioTransport) pressed(ctx context.Context, digit string) (ClientEvent, bool) {
+func (t *twilioTransport) pressed(ctx context.Context, digit string) (session.ClientEvent, bool) {
 	m := t.menu
 	m.mu.Lock()
 	if m.state != menuOpen {
 		m.mu.Unlock()
-		return ClientEvent{}, false
+		return session.ClientEvent{}, false
 	}
-	var ev ClientEvent
+	var ev session.ClientEvent
 	switch {
 	case digit == keyCallback && m.callback:
 		m.chosen = fallback.KindCallback
 		data, _ := json.Marshal(map[string]any{"type": "callback", "consent": true, "number": m.number})
-		ev = ClientEvent{Kind: EventOther, Type: string(fallback.KindCallback), Data: data}
+		ev = session.ClientEvent{Kind: session.EventOther, Type: string(fallback.KindCallback), Data: data}
 	case digit == keyHandoff && m.handoff:
 		m.chosen = fallback.KindHandoff
-		ev = ClientEvent{Kind: EventOther, Type: string(fallback.KindHandoff), Data: []byte(`{"type":"handoff"}`)}
+		ev = session.ClientEvent{Kind: session.EventOther, Type: string(fallback.KindHandoff), Data: []byte(`{"type":"handoff"}`)}
 	default:
 		m.mu.Unlock()
 		t.decline("other key")
-		return ClientEvent{}, false
+		return session.ClientEvent{}, false
 	}
 	m.state = menuAnswered
 	if m.timer != nil {
@@ -369,7 +313,7 @@ func (t *twilioTransport) pressed(ctx context.Context, digit string) (ClientEven
 // back" is key 1 and "a person" key 2, each only while that key is on
 // offer; anything else is not an answer and leaves the menu open, and the
 // utterance goes on to the model as usual.
-func (t *twilioTransport) spokenAnswer(ctx context.Context, transcript string) (ClientEvent, bool) {
+func (t *twilioTransport) spokenAnswer(ctx context.Context, transcript string) (session.ClientEvent, bool) {
 	kind := fallback.SpokenAnswer(transcript)
 	m := t.menu
 	m.mu.Lock()
@@ -377,7 +321,7 @@ func (t *twilioTransport) spokenAnswer(ctx context.Context, transcript string) (
 		(kind == fallback.KindCallback && m.callback || kind == fallback.KindHandoff && m.handoff)
 	m.mu.Unlock()
 	if !offered {
-		return ClientEvent{}, false
+		return session.ClientEvent{}, false
 	}
 	key := keyCallback
 	if kind == fallback.KindHandoff {
@@ -395,7 +339,7 @@ func (t *twilioTransport) spokenAnswer(ctx context.Context, transcript string) (
 // session refusal, so that the TwiML after <Connect> transfers the call.
 // A cancelled handoff was withdrawn here (the hold ended) or with the call,
 // and whoever withdrew it speaks.
-func (t *twilioTransport) answered(f *FallbackMsg) {
+func (t *twilioTransport) answered(f *session.FallbackMsg) {
 	m := t.menu
 	m.mu.Lock()
 	if (m.state != menuAnswered && m.state != menuHolding) || string(m.chosen) != f.Type ||
@@ -410,7 +354,7 @@ func (t *twilioTransport) answered(f *FallbackMsg) {
 	if m.chosen == fallback.KindHandoff && f.Disposition == stages.Queued {
 		m.state = menuHolding
 		if m.midcall && m.hold == nil {
-			m.hold = t.s.cfg.Clock.AfterFunc(m.offerAt.Add(m.fb.offerWindow()).Sub(t.s.cfg.Clock.Now()), t.holdEnded)
+			m.hold = t.s.e.Clock().AfterFunc(m.offerAt.Add(m.fb.AnswerWindow()).Sub(t.s.e.Clock().Now()), t.holdEnded)
 		}
 	} else {
 		m.state = menuDone
@@ -430,7 +374,7 @@ func (t *twilioTransport) answered(f *FallbackMsg) {
 		then = func(bool) {
 			t.bg.Go(func() {
 				t.log.Info("twilio: handed to a person: closing for the transfer")
-				t.Close(CloseTryLater, "transferred to a person")
+				t.Close(session.CloseTryLater, "transferred to a person")
 			})
 		}
 	}
@@ -450,7 +394,7 @@ func (t *twilioTransport) holdEnded() {
 	}
 	call := m.call
 	m.mu.Unlock()
-	if !m.fb.withdrawHandoff(call) {
+	if !m.fb.WithdrawHandoff(call) {
 		return
 	}
 	m.mu.Lock()
@@ -469,8 +413,8 @@ func (t *twilioTransport) holdEnded() {
 // (the handoff queue could not be asked, say): nothing was established,
 // the caller hears so, and a refused call ends (a conversation goes on).
 // Errors about the stream itself are not the answer's.
-func (t *twilioTransport) answerFailed(e *ErrorMsg) {
-	if (e.Code != CodeBadField && e.Code != CodeOutOfOrder) ||
+func (t *twilioTransport) answerFailed(e *session.ErrorMsg) {
+	if (e.Code != session.CodeBadField && e.Code != session.CodeOutOfOrder) ||
 		strings.HasPrefix(e.Message, "twilio:") || strings.HasPrefix(e.Message, "caller audio:") {
 		return
 	}
@@ -485,14 +429,14 @@ func (t *twilioTransport) answerFailed(e *ErrorMsg) {
 	m.mu.Unlock()
 	t.log.Warn("twilio: keypad answer not established", "kind", kind, "code", e.Code, "err", e.Message)
 	t.say(string(kind)+"-failed", fallback.PromptFailed(string(kind), nil).Text, nil)
-	m.fb.endOffer(call)
+	m.fb.EndOffer(call)
 }
 
 // menuClosing runs as the stream closes: the menu's timers stop, and a
 // caller still holding for a person when a refused call ends (the offer
 // window ran out; the handoff is withdrawn with the call) hears that the
 // search stopped.
-func (t *twilioTransport) menuClosing(status CloseStatus) {
+func (t *twilioTransport) menuClosing(status session.CloseStatus) {
 	m := t.menu
 	m.mu.Lock()
 	holding := m.state == menuHolding && !m.midcall
@@ -504,7 +448,7 @@ func (t *twilioTransport) menuClosing(status CloseStatus) {
 	}
 	m.state = menuDone
 	m.mu.Unlock()
-	if holding && status == CloseTryLater {
+	if holding && status == session.CloseTryLater {
 		p := fallback.PromptFor(fallback.StageHandoff, stages.Expired, nil)
 		t.log.Info("twilio: handoff hold ended with the call")
 		t.say("handoff-expired", p.Text, nil)
@@ -545,7 +489,7 @@ func (t *twilioTransport) say(name, text string, queued func(ok bool)) {
 		}()
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
-		a, err := m.fb.renderPrompt(ctx, text)
+		a, err := m.fb.RenderPrompt(ctx, text)
 		var b []byte
 		if err == nil {
 			b, err = mulaw8k(a)

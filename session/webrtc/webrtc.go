@@ -1,10 +1,11 @@
-package session
+package webrtc
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -15,7 +16,9 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/media/g711"
-	"github.com/frontdoorhq/frontdoor/media/webrtc"
+	mediartc "github.com/frontdoorhq/frontdoor/media/webrtc"
+	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/session/internal/pcmu"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -24,40 +27,73 @@ import (
 // far behind has lost real time anyway.
 const rtcInbox = 128
 
-// ServeWebRTC is the handler of GET /v1/webrtc: WebRTC signalling on the
-// WebSocket (offer, answer, trickled candidates), PCMU audio both ways, and the session's JSON
-// events on the "events" data channel. The call starts once that channel is
-// open, and ends on hangup, when the signalling socket closes, or when the
-// peer connection fails.
-func (s *Engine) ServeWebRTC(w http.ResponseWriter, r *http.Request) {
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.cfg.OriginPatterns})
+// errGone is what Recv returns once signalling or the connection ended.
+var errGone = errors.New("webrtc: caller disconnected")
+
+// Config configures GET /v1/webrtc, the browser endpoint.
+type Config struct {
+	// LoopbackOnly gathers only 127.0.0.1 candidates (tests, single host).
+	LoopbackOnly bool
+	// ExcludeLoopback leaves out the 127.0.0.1 candidates offered by
+	// default beside the host's others (they make single-host use work).
+	ExcludeLoopback bool
+	// ICEServers are STUN/TURN servers (none by default).
+	ICEServers []pion.ICEServer
+	// ConnectTimeout bounds signalling until the media connection is up
+	// (0: 15s).
+	ConnectTimeout time.Duration
+	// OriginPatterns are the cross-origin hosts allowed to open the
+	// signalling WebSocket (coder/websocket AcceptOptions); same-origin
+	// always is.
+	OriginPatterns []string
+	// Logger (nil: discard).
+	Logger *slog.Logger
+}
+
+// Handler returns the handler of GET /v1/webrtc: WebRTC signalling on the
+// WebSocket (offer, answer, trickled candidates), PCMU audio both ways, and
+// the session's JSON events on the "events" data channel. The call starts
+// on e once that channel is open, and ends on hangup, when the signalling
+// socket closes, or when the peer connection fails; the handler returns
+// when it has ended (session.Engine.Run).
+func Handler(e *session.Engine, rc Config) http.Handler {
+	log := rc.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		serve(e, rc, log, w, r)
+	})
+}
+
+func serve(s *session.Engine, rc Config, log *slog.Logger, w http.ResponseWriter, r *http.Request) {
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: rc.OriginPatterns})
 	if err != nil {
-		s.log.Debug("webrtc: accept", "err", err)
+		log.Debug("webrtc: accept", "err", err)
 		return
 	}
-	ws.SetReadLimit(webrtc.MaxSignalSize)
+	ws.SetReadLimit(mediartc.MaxSignalSize)
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	t := &rtcTransport{s: s, ws: ws, log: s.log.With("transport", "webrtc"),
+	t := &rtcTransport{s: s, ws: ws, log: log.With("transport", "webrtc"),
 		in: make(chan rtcItem, rtcInbox), gone: make(chan struct{})}
-	rc := s.cfg.WebRTC
-	peer, err := webrtc.NewPeer(webrtc.Config{
+	peer, err := mediartc.NewPeer(mediartc.Config{
 		LoopbackOnly:    rc.LoopbackOnly,
 		IncludeLoopback: !rc.ExcludeLoopback,
 		ICEServers:      rc.ICEServers,
 		OnAudio:         t.onAudio,
 		OnEvent:         t.onEvent,
 		OnState:         t.onState,
-	}, webrtc.WebSocketTransport{Conn: ws})
+	}, mediartc.WebSocketTransport{Conn: ws})
 	if err != nil {
-		s.log.Error("webrtc: peer", "err", err)
+		log.Error("webrtc: peer", "err", err)
 		_ = ws.Close(websocket.StatusInternalError, "peer")
 		return
 	}
 	t.peer = peer
 	var wg sync.WaitGroup
 	wg.Go(func() { t.signals(ctx) })
-	stopPings := s.startHeartbeat(ws, func() { _ = ws.CloseNow() }, t.log)
+	stopPings := s.StartHeartbeat(ws, func() { _ = ws.CloseNow() }, t.log)
 	defer stopPings()
 	wg.Go(func() { _ = peer.Run(ctx) })
 	defer func() {
@@ -71,7 +107,7 @@ func (s *Engine) ServeWebRTC(w http.ResponseWriter, r *http.Request) {
 	if wait <= 0 {
 		wait = 15 * time.Second
 	}
-	timer := stages.NewTimer(s.cfg.Clock, wait)
+	timer := stages.NewTimer(s.Clock(), wait)
 	defer timer.Stop()
 	select {
 	case <-peer.Open():
@@ -82,20 +118,20 @@ func (s *Engine) ServeWebRTC(w http.ResponseWriter, r *http.Request) {
 		_ = ws.Close(websocket.StatusPolicyViolation, "no connection")
 		return
 	}
-	s.Run(ctx, t, Capabilities{Interrupt: t.Interrupt})
+	s.Run(ctx, t, session.Capabilities{Interrupt: t.Interrupt})
 }
 
 type rtcItem struct {
-	ev  ClientEvent
+	ev  session.ClientEvent
 	err error
 }
 
 // rtcTransport carries a Call over a pion peer: events on the data channel,
 // caller audio from the PCMU track, reply audio paced onto the PCMU track.
 type rtcTransport struct {
-	s    *Engine
+	s    *session.Engine
 	ws   *websocket.Conn
-	peer *webrtc.Peer
+	peer *mediartc.Peer
 	log  *slog.Logger
 
 	in       chan rtcItem
@@ -106,7 +142,7 @@ type rtcTransport struct {
 	mu     sync.Mutex
 	turn   string        // the turn whose audio is being queued
 	queued time.Duration // of that turn's audio
-	conv   *toMulaw
+	conv   *pcmu.Converter
 	once   sync.Once
 }
 
@@ -116,9 +152,9 @@ func (t *rtcTransport) end() { t.goneOnce.Do(func() { close(t.gone) }) }
 func (t *rtcTransport) signals(ctx context.Context) {
 	defer t.end()
 	for {
-		sig, err := webrtc.ReadSignal(ctx, t.ws)
+		sig, err := mediartc.ReadSignal(ctx, t.ws)
 		if err != nil {
-			if errors.Is(err, webrtc.ErrSignal) {
+			if errors.Is(err, mediartc.ErrSignal) {
 				t.signalError(ctx, err)
 				continue
 			}
@@ -131,8 +167,8 @@ func (t *rtcTransport) signals(ctx context.Context) {
 }
 
 func (t *rtcTransport) signalError(ctx context.Context, err error) {
-	t.s.m.protocolErrs.WithLabelValues("webrtc_signal").Inc()
-	b, _ := json.Marshal(&ErrorMsg{Type: "error", Code: CodeBadField, Message: err.Error()})
+	t.s.CountProtocolError("webrtc_signal")
+	b, _ := json.Marshal(&session.ErrorMsg{Type: "error", Code: session.CodeBadField, Message: err.Error()})
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	_ = t.ws.Write(wctx, websocket.MessageText, b)
@@ -142,19 +178,19 @@ func (t *rtcTransport) push(it rtcItem) {
 	select {
 	case t.in <- it:
 	default:
-		t.s.m.protocolErrs.WithLabelValues("webrtc_overrun").Inc()
+		t.s.CountProtocolError("webrtc_overrun")
 	}
 }
 
 // onAudio runs on pion's track reader: the packet goes to the call's reader
 // as µ-law, the format its hello declared.
 func (t *rtcTransport) onAudio(pcm []int16) {
-	t.push(rtcItem{ev: ClientEvent{Kind: EventAudio, Type: "audio", Data: g711.EncodeMulaw(nil, pcm)}})
+	t.push(rtcItem{ev: session.ClientEvent{Kind: session.EventAudio, Type: "audio", Data: g711.EncodeMulaw(nil, pcm)}})
 }
 
 func (t *rtcTransport) onEvent(data []byte) {
-	ev, err := DecodeText(data)
-	if err == nil && ev.Kind == EventHello {
+	ev, err := session.DecodeText(data)
+	if err == nil && ev.Kind == session.EventHello {
 		return // the format is the track's, declared by the transport
 	}
 	t.push(rtcItem{ev: ev, err: err})
@@ -171,29 +207,29 @@ func (t *rtcTransport) onState(st pion.PeerConnectionState) {
 	}
 }
 
-// Recv implements Transport. The first event is a hello declaring 8 kHz
+// Recv implements session.Transport. The first event is a hello declaring 8 kHz
 // µ-law (PCMU) both ways.
-func (t *rtcTransport) Recv(ctx context.Context) (ClientEvent, error) {
+func (t *rtcTransport) Recv(ctx context.Context) (session.ClientEvent, error) {
 	if !t.hello {
 		t.hello = true
-		return ClientEvent{Kind: EventHello, Type: "hello", Audio: media.Telephony}, nil
+		return session.ClientEvent{Kind: session.EventHello, Type: "hello", Audio: media.Telephony}, nil
 	}
 	select {
 	case it := <-t.in:
 		return it.ev, it.err
 	case <-t.gone:
-		return ClientEvent{}, errGone
+		return session.ClientEvent{}, errGone
 	case <-ctx.Done():
-		return ClientEvent{}, ctx.Err()
+		return session.ClientEvent{}, ctx.Err()
 	}
 }
 
-// Send implements Transport: every event goes on the data channel; audio
+// Send implements session.Transport: every event goes on the data channel; audio
 // brackets also frame the track's utterances.
 func (t *rtcTransport) Send(ctx context.Context, msg any) error {
 	switch m := msg.(type) {
-	case *AudioStartMsg:
-		conv, err := newToMulaw(m.Encoding, m.Rate)
+	case *session.AudioStartMsg:
+		conv, err := pcmu.NewConverter(m.Encoding, m.Rate)
 		if err != nil {
 			return err
 		}
@@ -203,13 +239,13 @@ func (t *rtcTransport) Send(ctx context.Context, msg any) error {
 		m2 := *m
 		m2.Encoding, m2.Rate = string(media.Mulaw), 8000 // what the track carries
 		msg = &m2
-	case *AudioEndMsg:
+	case *session.AudioEndMsg:
 		t.mu.Lock()
 		conv := t.conv
 		t.conv = nil
 		t.mu.Unlock()
 		if conv != nil {
-			if rest := conv.flush(); len(rest) > 0 {
+			if rest := conv.Flush(); len(rest) > 0 {
 				if err := t.peer.SendAudio(rest); err != nil {
 					return err
 				}
@@ -219,7 +255,7 @@ func (t *rtcTransport) Send(ctx context.Context, msg any) error {
 	}
 	b, err := json.Marshal(msg)
 	if err != nil {
-		return fmt.Errorf("session: encode %T: %w", msg, err)
+		return fmt.Errorf("webrtc: encode %T: %w", msg, err)
 	}
 	if err := t.peer.SendEvent(b); err != nil {
 		select {
@@ -232,7 +268,7 @@ func (t *rtcTransport) Send(ctx context.Context, msg any) error {
 	return nil
 }
 
-// SendAudio implements Transport.
+// SendAudio implements session.Transport.
 func (t *rtcTransport) SendAudio(ctx context.Context, b []byte) error {
 	t.mu.Lock()
 	conv := t.conv
@@ -240,7 +276,7 @@ func (t *rtcTransport) SendAudio(ctx context.Context, b []byte) error {
 	if conv == nil {
 		return nil
 	}
-	ulaw, err := conv.convert(b)
+	ulaw, err := conv.Convert(b)
 	if err != nil {
 		return err
 	}
@@ -250,7 +286,7 @@ func (t *rtcTransport) SendAudio(ctx context.Context, b []byte) error {
 	t.mu.Lock()
 	t.queued += media.Telephony.Duration(len(ulaw))
 	t.mu.Unlock()
-	return waitBuffered(ctx, t.peer.Buffered, mediaLead)
+	return pcmu.WaitBuffered(ctx, t.peer.Buffered, pcmu.Lead)
 }
 
 // Interrupt is the transport's Capabilities.Interrupt: the queued audio is dropped, and the
@@ -267,13 +303,13 @@ func (t *rtcTransport) Interrupt(_ context.Context, turn string) (time.Duration,
 	return max(queued-dropped, 0), true
 }
 
-// Close implements Transport. A refused caller's prompt audio, if any, is
+// Close implements session.Transport. A refused caller's prompt audio, if any, is
 // let play out (bounded) before the peer closes.
-func (t *rtcTransport) Close(status CloseStatus, reason string) {
+func (t *rtcTransport) Close(status session.CloseStatus, reason string) {
 	t.once.Do(func() {
-		if status == CloseTryLater {
+		if status == session.CloseTryLater {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_ = waitBuffered(ctx, t.peer.Buffered, 0)
+			_ = pcmu.WaitBuffered(ctx, t.peer.Buffered, 0)
 			cancel()
 		}
 		_ = t.peer.Close()

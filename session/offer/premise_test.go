@@ -1,6 +1,7 @@
-package session
+package offer
 
 import (
+	"github.com/frontdoorhq/frontdoor/session"
 	"testing"
 	"time"
 
@@ -19,7 +20,7 @@ import (
 func TestPromptPremiseManualClock(t *testing.T) {
 	clock := stagestest.NewClock(time.Unix(1_700_000_000, 0))
 	wire, after, _ := withOffersPrompt(t, 250) // 5 s
-	r := newRig(t, wire, after, func(c *Config, s *stub.Settings) {
+	r := newRig(t, wire, after, func(c *session.Config, s *stub.Settings) {
 		c.Clock = clock
 		c.Pace = true
 		c.Session = stages.Limits{Slots: 1, Waiting: 1, MaxAge: time.Second}
@@ -73,7 +74,7 @@ func TestPromptPremiseManualClock(t *testing.T) {
 			}
 			cut = true
 		case "prompt":
-			if m.Reason != "expired" || m.Stage != StageSession {
+			if m.Reason != "expired" || m.Stage != session.StageSession {
 				t.Fatalf("prompt %+v", m)
 			}
 		case "offer":

@@ -1,7 +1,8 @@
-package session
+package telephony
 
 import (
 	"context"
+	"github.com/frontdoorhq/frontdoor/session"
 	"slices"
 	"strings"
 	"sync"
@@ -9,7 +10,6 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/media/twilio/twiliotest"
@@ -74,15 +74,15 @@ type midcall struct {
 
 func newMidcall(t *testing.T, o keypadOptions) *midcall {
 	t.Helper()
-	kp := wireKeypad(t, o, func(c *Config, s *stub.Settings) {
+	kp := wireKeypad(t, o, func(c *session.Config, s *stub.Settings) {
 		c.Session = stages.Limits{Slots: 8, Waiting: 1, MaxAge: 5 * time.Second}
 		c.Model = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 10 * time.Second}
 		c.Recognizer = stub.NewRecognizer(stub.Settings{})
 		s.Rate, s.FrameCount = 16000, 10 // 200 ms replies
 	})
 	k := &midcall{keypad: kp}
-	k.model = &gatedModel{Model: k.srv.cfg.ModelBackend, gate: make(chan struct{})}
-	k.srv.cfg.ModelBackend = k.model
+	k.model = &gatedModel{Model: k.modelBackend(), gate: make(chan struct{})}
+	k.setModelBackend(k.model)
 	t.Cleanup(k.model.open) // before the rig closes: cleanups run last first
 	return k
 }
@@ -94,11 +94,13 @@ func (k *midcall) fillModel() {
 	a := k.admitted()
 	a.send(map[string]any{"type": "turn", "id": "a1", "text": "hold"})
 	a.until(func(m msg) bool {
-		return m.Type == "disposition" && m.Stage == StageModel && m.Disposition == "admitted"
+		return m.Type == "disposition" && m.Stage == session.StageModel && m.Disposition == "admitted"
 	})
 	b := k.admitted()
 	b.send(map[string]any{"type": "turn", "id": "b1", "text": "hold"})
-	b.until(func(m msg) bool { return m.Type == "disposition" && m.Stage == StageModel && m.Disposition == "queued" })
+	b.until(func(m msg) bool {
+		return m.Type == "disposition" && m.Stage == session.StageModel && m.Disposition == "queued"
+	})
 	k.waiter = b
 }
 
@@ -112,7 +114,7 @@ func (k *midcall) openModel() {
 	if b := k.waiter; b != nil {
 		k.waiter = nil
 		b.until(func(m msg) bool {
-			return m.Type == "disposition" && m.Stage == StageModel && m.Disposition == "admitted"
+			return m.Type == "disposition" && m.Stage == session.StageModel && m.Disposition == "admitted"
 		})
 	}
 }
@@ -187,8 +189,8 @@ func TestTwilioMidcallCallback(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	g := k.refused(ctx, t, "+1 555 0151")
-	want := fallback.PromptFor(StageModel, stages.Overloaded, bothKinds).Text
-	if p := k.prompts(StageModel); len(p) != 1 || p[0] != want {
+	want := fallback.PromptFor(session.StageModel, stages.Overloaded, bothKinds).Text
+	if p := k.prompts(session.StageModel); len(p) != 1 || p[0] != want {
 		t.Fatalf("prompts %q, want %q", p, want)
 	}
 	if got := k.saidText("menu~"); got != menuBoth {
@@ -331,8 +333,8 @@ func TestTwilioMidcallHandoff(t *testing.T) {
 		t.Fatalf("a handoff booked callbacks: %+v", cbs)
 	}
 	// Operators see the call end as a transfer, not as a lost caller.
-	transferred := k.srv.m.calls.WithLabelValues("transferred")
-	waitFor(t, "the call counted as transferred", func() bool { return testutil.ToFloat64(transferred) == 1 })
+	transferred := func() float64 { return callsEnded(t, k.rig, "transferred") }
+	waitFor(t, "the call counted as transferred", func() bool { return transferred() == 1 })
 	_ = ws.Close(websocket.StatusNormalClosure, "")
 }
 
@@ -412,10 +414,10 @@ func TestTwilioMidcallSpeechDuringMenu(t *testing.T) {
 	speak(ctx, t, g) // refused again: the stage is still full
 	heard(ctx, t, g, "speech-2~", k.said)
 	want := []string{
-		fallback.PromptFor(StageModel, stages.Overloaded, bothKinds).Text,
-		fallback.PromptFor(StageModel, stages.Overloaded, nil).Text,
+		fallback.PromptFor(session.StageModel, stages.Overloaded, bothKinds).Text,
+		fallback.PromptFor(session.StageModel, stages.Overloaded, nil).Text,
 	}
-	if p := k.prompts(StageModel); !slices.Equal(p, want) {
+	if p := k.prompts(session.StageModel); !slices.Equal(p, want) {
 		t.Fatalf("prompts %q, want %q", p, want)
 	}
 	k.openModel()
@@ -447,8 +449,8 @@ func TestTwilioMidcallNoNumber(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
 		k.refused(ctx, t, "")
-		want := fallback.PromptFor(StageModel, stages.Overloaded, []fallback.Kind{fallback.KindHandoff}).Text
-		if p := k.prompts(StageModel); len(p) != 1 || p[0] != want {
+		want := fallback.PromptFor(session.StageModel, stages.Overloaded, []fallback.Kind{fallback.KindHandoff}).Text
+		if p := k.prompts(session.StageModel); len(p) != 1 || p[0] != want {
 			t.Fatalf("prompts %q, want %q", p, want)
 		}
 		if got := k.saidText("menu~"); got != menuHandoff {
@@ -468,8 +470,8 @@ func TestTwilioMidcallNoNumber(t *testing.T) {
 		g := k.dialAdmitted(ctx, t, "")
 		speak(ctx, t, g)
 		heard(ctx, t, g, "speech-1~", k.said) // the prompt's audio
-		want := fallback.PromptFor(StageModel, stages.Overloaded, nil).Text
-		if p := k.prompts(StageModel); len(p) != 1 || p[0] != want || strings.HasSuffix(p[0], "?") {
+		want := fallback.PromptFor(session.StageModel, stages.Overloaded, nil).Text
+		if p := k.prompts(session.StageModel); len(p) != 1 || p[0] != want || strings.HasSuffix(p[0], "?") {
 			t.Fatalf("prompts %q, want %q", p, want)
 		}
 		k.openModel()
@@ -492,7 +494,7 @@ func TestOffersMidcallNative(t *testing.T) {
 	c.send(map[string]any{"type": "turn", "id": "c1", "text": "x"})
 	all := c.until(isType("offer"))
 	p := lastOf(all, "prompt")
-	if want := fallback.PromptFor(StageModel, stages.Overloaded, bothKinds).Text; p.Stage != StageModel || p.Reason != "overloaded" || p.Text != want {
+	if want := fallback.PromptFor(session.StageModel, stages.Overloaded, bothKinds).Text; p.Stage != session.StageModel || p.Reason != "overloaded" || p.Text != want {
 		t.Fatalf("prompt %+v, want %q", p, want)
 	}
 	if o := lastOf(all, "offer"); !slices.Equal(o.Kinds, []string{"callback", "handoff"}) {

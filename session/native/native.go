@@ -1,0 +1,98 @@
+package native
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+
+	"github.com/coder/websocket"
+
+	"github.com/frontdoorhq/frontdoor/session"
+)
+
+// Options configure a Handler.
+type Options struct {
+	// OriginPatterns are the cross-origin hosts allowed to open the
+	// WebSocket (coder/websocket AcceptOptions); same-origin always is.
+	OriginPatterns []string
+	// Logger (nil: discard).
+	Logger *slog.Logger
+}
+
+// Handler returns the handler of GET /v1/session: it accepts the
+// WebSocket, starts its call on e and returns while the call runs on
+// (session.Engine.Start). The engine's heartbeat pings the socket.
+func Handler(e *session.Engine, o Options) http.Handler {
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: o.OriginPatterns})
+		if err != nil {
+			log.Debug("websocket accept", "err", err)
+			return
+		}
+		c.SetReadLimit(session.MaxMessageBytes)
+		t := &WebSocket{Conn: c}
+		stopPings := e.StartHeartbeat(c, func() { _ = c.CloseNow() }, log)
+		if !e.Start(r.Context(), t, t.Capabilities(), stopPings) {
+			stopPings()
+		}
+	})
+}
+
+// WebSocket is the Transport of GET /v1/session: JSON text messages and
+// binary audio frames on a coder/websocket connection.
+type WebSocket struct {
+	Conn *websocket.Conn
+}
+
+// Recv implements session.Transport. (A call's reader does the same in
+// two steps of its own, with Capabilities.ReadNative.)
+func (w *WebSocket) Recv(ctx context.Context) (session.ClientEvent, error) {
+	typ, data, err := w.Conn.Read(ctx)
+	if err != nil {
+		return session.ClientEvent{}, err
+	}
+	return session.DecodeMessage(typ == websocket.MessageBinary, data)
+}
+
+// Send implements session.Transport.
+func (w *WebSocket) Send(ctx context.Context, msg any) error {
+	b, err := json.Marshal(msg)
+	if err != nil {
+		return fmt.Errorf("native: encode %T: %w", msg, err)
+	}
+	return w.Conn.Write(ctx, websocket.MessageText, b)
+}
+
+// SendAudio implements session.Transport.
+func (w *WebSocket) SendAudio(ctx context.Context, audio []byte) error {
+	return w.Conn.Write(ctx, websocket.MessageBinary, audio)
+}
+
+// Close implements session.Transport.
+func (w *WebSocket) Close(status session.CloseStatus, reason string) {
+	_ = w.Conn.Close(websocket.StatusCode(status), reason)
+}
+
+// Capabilities are the WebSocket's: the undecoded reader and Abort.
+func (w *WebSocket) Capabilities() session.Capabilities {
+	return session.Capabilities{ReadNative: w.readNative, Abort: w.Abort}
+}
+
+// readNative reads the next message undecoded (Capabilities.ReadNative).
+func (w *WebSocket) readNative(ctx context.Context) (binary bool, data []byte, err error) {
+	typ, data, err := w.Conn.Read(ctx)
+	return typ == websocket.MessageBinary, data, err
+}
+
+// Abort drops the connection without a close handshake (coder/websocket's
+// CloseNow): for a caller who stopped reading, whose socket buffers are
+// full, a close frame cannot get through and the handshake would only wait
+// out its timeouts (5 s to write, 5 s for the answer).
+func (w *WebSocket) Abort() { _ = w.Conn.CloseNow() }
