@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -71,20 +70,6 @@ type client struct {
 	t    testing.TB
 	conn *websocket.Conn
 	ctx  context.Context
-}
-
-func (r *rig) dial() *client {
-	r.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	r.t.Cleanup(cancel)
-	url := "ws" + strings.TrimPrefix(r.http.URL, "http") + "/v1/session"
-	c, _, err := websocket.Dial(ctx, url, nil)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	c.SetReadLimit(1 << 20)
-	r.t.Cleanup(func() { c.CloseNow() })
-	return &client{t: r.t, conn: c, ctx: ctx}
 }
 
 // msg is a decoded server message; binary frames have Type "binary".

@@ -3,23 +3,16 @@ package offer
 import (
 	"context"
 	"encoding/json"
-	"github.com/frontdoorhq/frontdoor/media/pcm"
-	"github.com/frontdoorhq/frontdoor/media/wav"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/frontdoorhq/frontdoor/session"
-	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/native"
 	"github.com/frontdoorhq/frontdoor/stages"
@@ -32,10 +25,7 @@ type rig struct {
 	http  *httptest.Server
 	model *stub.Model
 	synth *stub.Synthesizer
-	// backend is the engine's model: r.model until a test wraps it
-	// (modelBackend, setModelBackend).
-	backend *swapModel
-	after   []rigAfter
+	after []rigAfter
 }
 
 // rigListener wraps the test server's listener.
@@ -75,9 +65,7 @@ func newRig(t testing.TB, opts ...any) *rig {
 		}
 	}
 	r := &rig{t: t, model: stub.NewModel(st), synth: stub.NewSynthesizer(st)}
-	r.backend = &swapModel{}
-	r.backend.m.Store(&modelRef{r.model})
-	cfg.ModelBackend, cfg.Synthesizer = r.backend, r.synth
+	cfg.ModelBackend, cfg.Synthesizer = r.model, r.synth
 
 	srv, err := session.New(cfg)
 	if err != nil {
@@ -176,13 +164,6 @@ func (c *client) send(v any) {
 	}
 }
 
-func (c *client) sendRaw(s string) {
-	c.t.Helper()
-	if err := c.conn.Write(c.ctx, websocket.MessageText, []byte(s)); err != nil {
-		c.t.Fatal(err)
-	}
-}
-
 func (c *client) read() (msg, error) {
 	typ, b, err := c.conn.Read(c.ctx)
 	if err != nil {
@@ -248,55 +229,6 @@ func types(ms []msg) []string {
 	return out
 }
 
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
-func (r *rig) stage(name string) session.StageView {
-	v, ok := r.srv.Stages().Stage(name)
-	if !ok {
-		r.t.Fatalf("no stage %s", name)
-	}
-	return v
-}
-
-var _ sync.Mutex
-
-// counter sums every series of the named metric family.
-func counter(t testing.TB, r *rig, name string) float64 {
-	t.Helper()
-	mfs, err := r.srv.Registry().Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			switch {
-			case m.Counter != nil:
-				sum += m.Counter.GetValue()
-			case m.Gauge != nil:
-				sum += m.Gauge.GetValue()
-			case m.Histogram != nil:
-				sum += float64(m.Histogram.GetSampleCount())
-			}
-		}
-	}
-	return sum
-}
-
-var _ = testutil.ToFloat64
-
 func lastOf(ms []msg, typ string) msg {
 	for i := len(ms) - 1; i >= 0; i-- {
 		if ms[i].Type == typ {
@@ -304,109 +236,4 @@ func lastOf(ms []msg, typ string) msg {
 		}
 	}
 	return msg{}
-}
-
-// speech reads an espeak-ng fixture from media/testdata at rate.
-func speech(t testing.TB, name string, rate int) []int16 {
-	t.Helper()
-	a, err := wav.ReadFile("../../media/testdata/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a.SampleRate == rate {
-		return a.Samples
-	}
-	s, err := pcm.Resample(a.Samples, a.SampleRate, rate)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-// historyModel wraps a model and keeps the history each turn was given.
-type historyModel struct {
-	backend.Model
-	mu    sync.Mutex
-	turns []backend.Turn
-}
-
-func (h *historyModel) Reply(ctx context.Context, t backend.Turn, emit func(string) error) error {
-	h.mu.Lock()
-	h.turns = append(h.turns, t)
-	h.mu.Unlock()
-	return h.Model.Reply(ctx, t, emit)
-}
-
-func (h *historyModel) seen() []backend.Turn {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]backend.Turn(nil), h.turns...)
-}
-
-// logRecords captures log records whose message starts with a prefix.
-type logRecords struct {
-	mu   sync.Mutex
-	recs []map[string]any
-}
-
-func (l *logRecords) Enabled(context.Context, slog.Level) bool { return true }
-func (l *logRecords) WithAttrs([]slog.Attr) slog.Handler       { return l }
-func (l *logRecords) WithGroup(string) slog.Handler            { return l }
-func (l *logRecords) Handle(_ context.Context, r slog.Record) error {
-	m := map[string]any{"msg": r.Message}
-	r.Attrs(func(a slog.Attr) bool { m[a.Key] = a.Value.Any(); return true })
-	l.mu.Lock()
-	l.recs = append(l.recs, m)
-	l.mu.Unlock()
-	return nil
-}
-
-func (l *logRecords) find(prefix string) []map[string]any {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []map[string]any
-	for _, r := range l.recs {
-		if strings.HasPrefix(r["msg"].(string), prefix) {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// swapModel is a backend.Model whose model a test may replace once the
-// engine runs (with a wrapper of the one before).
-type swapModel struct{ m atomic.Pointer[modelRef] }
-
-type modelRef struct{ backend.Model }
-
-func (s *swapModel) Reply(ctx context.Context, t backend.Turn, emit func(string) error) error {
-	return s.m.Load().Reply(ctx, t, emit)
-}
-
-// modelBackend is the model the engine's turns go to.
-func (r *rig) modelBackend() backend.Model { return r.backend.m.Load().Model }
-
-// setModelBackend makes m the model the engine's turns go to.
-func (r *rig) setModelBackend(m backend.Model) { r.backend.m.Store(&modelRef{m}) }
-
-// callsEnded is frontdoor_calls_total{end} of the rig's engine.
-func callsEnded(t testing.TB, r *rig, end string) float64 {
-	t.Helper()
-	mfs, err := r.srv.Registry().Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "frontdoor_calls_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "end" && l.GetValue() == end {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
 }

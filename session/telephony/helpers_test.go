@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend"
@@ -189,13 +188,6 @@ func (c *client) send(v any) {
 	}
 }
 
-func (c *client) sendRaw(s string) {
-	c.t.Helper()
-	if err := c.conn.Write(c.ctx, websocket.MessageText, []byte(s)); err != nil {
-		c.t.Fatal(err)
-	}
-}
-
 func (c *client) read() (msg, error) {
 	typ, b, err := c.conn.Read(c.ctx)
 	if err != nil {
@@ -279,36 +271,6 @@ func (r *rig) stage(name string) session.StageView {
 	}
 	return v
 }
-
-var _ sync.Mutex
-
-// counter sums every series of the named metric family.
-func counter(t testing.TB, r *rig, name string) float64 {
-	t.Helper()
-	mfs, err := r.srv.Registry().Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			switch {
-			case m.Counter != nil:
-				sum += m.Counter.GetValue()
-			case m.Gauge != nil:
-				sum += m.Gauge.GetValue()
-			case m.Histogram != nil:
-				sum += float64(m.Histogram.GetSampleCount())
-			}
-		}
-	}
-	return sum
-}
-
-var _ = testutil.ToFloat64
 
 func lastOf(ms []msg, typ string) msg {
 	for i := len(ms) - 1; i >= 0; i-- {
