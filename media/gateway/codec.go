@@ -60,6 +60,7 @@ type Start struct {
 type Event struct {
 	Kind     Kind
 	Name     string // the dialect's own name for the message ("media", "MEDIA_START", "websocket:notify")
+	Info     string // for KindInfo: InfoConnected, InfoCleared, InfoFlow or "" for anything else
 	Seq      int64  // sequence number where the dialect has one
 	Start    *Start
 	Audio    []byte
@@ -68,6 +69,13 @@ type Event struct {
 	Err      *GatewayError
 	Progress *Progress // set by Conn.Read on the echo of a mark it sent
 }
+
+// What a KindInfo event is, where a dialect has it.
+const (
+	InfoConnected = "connected" // the socket is open, start follows (Twilio-like dialects)
+	InfoCleared   = "cleared"   // the gateway acknowledges a clear (Plivo clearedAudio, Vonage websocket:cleared)
+	InfoFlow      = "flow"      // flow control or status (Asterisk MEDIA_XOFF, MEDIA_XON, STATUS)
+)
 
 // GatewayError is an error the gateway reports on the stream.
 type GatewayError struct {
@@ -114,7 +122,9 @@ type Capabilities struct {
 // Codec is one dialect's wire format. The server side decodes what the
 // gateway sends (Decode) and encodes commands to it (Encode); the gateway
 // side, for simulators and load generators, does the reverse (EncodeEvent,
-// DecodeCommand). Encoders append to dst and return the frame, so a caller
+// DecodeCommand). EncodeEvent finds the stream's identifiers in e.Start for
+// every kind of event, since most dialects repeat them, and returns
+// ErrUnsupported for what the dialect cannot say. Encoders append to dst and return the frame, so a caller
 // that passes the previous frame's Data[:0] reuses its buffer. Decoders never
 // panic: bad input yields a *DecodeError. A Codec is safe for concurrent use.
 type Codec interface {
