@@ -1,0 +1,133 @@
+package exotel
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/frontdoorhq/frontdoor/media/gateway"
+	"github.com/frontdoorhq/frontdoor/media/gateway/gatewaytest"
+)
+
+func read(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func text(s string) gateway.Frame { return gateway.Frame{Data: []byte(s)} }
+
+const sid = "MZxxxxxxxxxxxxxxxxxxxxxxxx"
+
+// TestDecodeDocumented decodes the examples of Exotel's WebSocket protocol page.
+func TestDecodeDocumented(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		want gateway.Event
+	}{
+		{"connected.json", gateway.Event{Kind: gateway.KindInfo, Name: "connected", Info: gateway.InfoConnected}},
+		{"start.json", gateway.Event{Kind: gateway.KindStart, Name: "start", Seq: 1, Start: &gateway.Start{
+			StreamID: sid, CallID: "CAxxxxxxxxxxxxxxxxxxxxxxxx", AccountID: "ACxxxxxxxxxxxxxxxxxxxxxxxx",
+			From: "+919876543210", To: "+918047491899", Params: map[string]string{"key1": "value1"}, Format: gateway.L16(8000),
+		}}},
+		{"media.json", gateway.Event{Kind: gateway.KindMedia, Name: "media", Seq: 3, Audio: []byte{0, 0, 1, 0}}},
+		{"dtmf.json", gateway.Event{Kind: gateway.KindDTMF, Name: "dtmf", Seq: 7, Digit: "5"}},
+		{"mark.json", gateway.Event{Kind: gateway.KindMark, Name: "mark", Seq: 15, Mark: "greeting-end"}},
+		{"stop.json", gateway.Event{Kind: gateway.KindStop, Name: "stop", Seq: 20}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			got, err := Codec{}.Decode(gateway.Frame{Data: read(t, tc.file)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gatewaytest.SameEvent(t, got, tc.want)
+		})
+	}
+}
+
+func TestDecodeCommandDocumented(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		want gateway.Command
+	}{
+		{"clear.json", gateway.Command{Kind: gateway.KindClear, StreamID: sid}},
+		{"mark_out.json", gateway.Command{Kind: gateway.KindMark, StreamID: sid, Mark: "greeting-end"}},
+	} {
+		got, err := Codec{}.DecodeCommand(gateway.Frame{Data: read(t, tc.file)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gatewaytest.SameCommand(t, got, tc.want)
+	}
+}
+
+func TestEncode(t *testing.T) {
+	for _, tc := range []struct {
+		cmd  gateway.Command
+		want string
+	}{
+		{gateway.Command{Kind: gateway.KindAudio, StreamID: "s", Audio: []byte{1, 0}}, `{"event":"media","stream_sid":"s","media":{"payload":"AQA="}}`},
+		{gateway.Command{Kind: gateway.KindMark, StreamID: "s", Mark: "u1.1"}, `{"event":"mark","stream_sid":"s","mark":{"name":"u1.1"}}`},
+		{gateway.Command{Kind: gateway.KindClear, StreamID: "s"}, `{"event":"clear","stream_sid":"s"}`},
+	} {
+		f, err := Codec{}.Encode(nil, tc.cmd)
+		if err != nil || f.Binary || string(f.Data) != tc.want {
+			t.Errorf("Encode(%v) = %s, %v; want %s", tc.cmd.Kind, f.Data, err, tc.want)
+		}
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   gateway.Frame
+		want error
+	}{
+		{"not json", text(`{"event":`), gateway.ErrMalformed},
+		{"binary", gateway.Frame{Binary: true, Data: []byte{1, 2}}, gateway.ErrMalformed},
+		{"unknown", text(`{"event":"clear"}`), gateway.ErrUnknownEvent},
+		{"sequence as number", text(`{"event":"dtmf","sequence_number":7,"dtmf":{"digit":"1"}}`), gateway.ErrMalformed},
+		{"sequence not a count", text(`{"event":"dtmf","sequence_number":"x","dtmf":{"digit":"1"}}`), gateway.ErrMalformed},
+		{"rate as number", text(`{"event":"start","start":{"stream_sid":"s","media_format":{"sample_rate":8000}}}`), gateway.ErrMalformed},
+		{"rate 44100", text(`{"event":"start","start":{"stream_sid":"s","media_format":{"sample_rate":"44100"}}}`), gateway.ErrUnsupported},
+		{"8-bit", text(`{"event":"start","start":{"stream_sid":"s","media_format":{"sample_rate":"8000","bit_rate":"8"}}}`), gateway.ErrUnsupported},
+		{"no stream", text(`{"event":"start","start":{"media_format":{}}}`), gateway.ErrMalformed},
+		{"bad base64", text(`{"event":"media","media":{"payload":"%"}}`), gateway.ErrPayload},
+		{"bad chunk", text(`{"event":"media","media":{"payload":"","chunk":"-1"}}`), gateway.ErrMalformed},
+		{"no mark name", text(`{"event":"mark","mark":{}}`), gateway.ErrMalformed},
+		{"oversize", gateway.Frame{Data: make([]byte, MaxMessageSize+1)}, gateway.ErrTooLarge},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Codec{}.Decode(tc.in)
+			var de *gateway.DecodeError
+			if !errors.As(err, &de) || !errors.Is(err, tc.want) {
+				t.Fatalf("Decode = %v, want a *DecodeError wrapping %v", err, tc.want)
+			}
+		})
+	}
+	if _, err := (Codec{}).DecodeCommand(text(`{"event":"media","stream_sid":"s","media":{"payload":"AAAA"}}`)); !errors.Is(err, gateway.ErrPayload) {
+		t.Errorf("a 3-byte chunk: %v, want ErrPayload (Exotel wants multiples of 320 bytes)", err)
+	}
+}
+
+func TestConn(t *testing.T) {
+	for _, f := range formats {
+		t.Run(f.String(), func(t *testing.T) {
+			gatewaytest.RunConn(t, gatewaytest.Setup{Codec: Codec{}, Start: gateway.Start{StreamID: "s1", Format: f}, Malformed: text(`{"event":"dtmf","dtmf":{"digit":5}}`)})
+		})
+	}
+}
+
+func TestStop(t *testing.T) { gatewaytest.RunStop(t, gatewaytest.Setup{Codec: Codec{}}) }
+
+func FuzzDecode(f *testing.F) {
+	var seeds [][]byte
+	for _, n := range []string{"connected.json", "start.json", "media.json", "dtmf.json", "mark.json", "stop.json", "clear.json", "mark_out.json"} {
+		seeds = append(seeds, read(f, n))
+	}
+	gatewaytest.Fuzz(f, Codec{}, seeds...)
+}
