@@ -1,0 +1,134 @@
+package jambonz
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/coder/websocket"
+
+	"github.com/frontdoorhq/frontdoor/media/gateway"
+	"github.com/frontdoorhq/frontdoor/media/gateway/gatewaytest"
+)
+
+func read(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func text(s string) gateway.Frame { return gateway.Frame{Data: []byte(s)} }
+
+func TestDecodeDocumented(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		want gateway.Event
+	}{
+		{"metadata.json", gateway.Event{Kind: gateway.KindStart, Name: "metadata", Start: &gateway.Start{
+			StreamID: "c7a9d2e0-7b0e-4a3f-9e1d-2b6c8f0e4a11", CallID: "f0b5a1f6-3c1e-123e-4b73-06a1e3b5f0c2",
+			AccountID: "fef61e75-cec3-496c-a7bc-8368e4d6ab6a", From: "+15083084809", To: "+15083728299", Format: gateway.L16(8000),
+			Params: map[string]string{"direction": "inbound", "callStatus": "in-progress", "applicationSid": "0e0681b6-a1d3-4a7b-b8f6-6e8b5a0a3d6e",
+				"caller": "+15083084809", "priority": "gold"}}}},
+		{"dtmf.json", gateway.Event{Kind: gateway.KindDTMF, Name: "dtmf", Digit: "5"}},
+		{"mark_playout.json", gateway.Event{Kind: gateway.KindMark, Name: "mark", Mark: "u1.1"}},
+		{"mark_cleared.json", gateway.Event{Kind: gateway.KindMark, Name: "mark", Mark: "u1.1"}},
+		{"play_done.json", gateway.Event{Kind: gateway.KindInfo, Name: "playDone"}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			got, err := Codec{}.Decode(gateway.Frame{Data: read(t, tc.file)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gatewaytest.SameEvent(t, got, tc.want)
+		})
+	}
+}
+
+func TestCommands(t *testing.T) {
+	for _, tc := range []struct {
+		cmd  gateway.Command
+		file string
+		want string
+	}{
+		{gateway.Command{Kind: gateway.KindMark, Mark: "u1.1"}, "mark.json", `{"type":"mark","data":{"name":"u1.1"}}`},
+		{gateway.Command{Kind: gateway.KindClear}, "kill_audio.json", `{"type":"killAudio"}`},
+		{gateway.Command{Kind: gateway.KindHangup}, "disconnect.json", `{"type":"disconnect"}`},
+	} {
+		f, err := Codec{}.Encode(nil, tc.cmd)
+		if err != nil || f.Binary || string(f.Data) != tc.want {
+			t.Errorf("Encode(%v) = %s, %v; want %s", tc.cmd.Kind, f.Data, err, tc.want)
+		}
+		got, err := Codec{}.DecodeCommand(gateway.Frame{Data: read(t, tc.file)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gatewaytest.SameCommand(t, got, tc.cmd)
+	}
+	got, err := Codec{}.DecodeCommand(gateway.Frame{Data: read(t, "play_audio.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gatewaytest.SameCommand(t, got, gateway.Command{Kind: gateway.KindAudio, Audio: []byte{0, 0, 1, 0}})
+	if c, err := (Codec{}).DecodeCommand(gateway.Frame{Data: read(t, "clear_marks.json")}); err != nil || c.Kind != gateway.KindNone {
+		t.Fatalf("clearMarks: %+v, %v", c, err)
+	}
+	f, err := Codec{}.Encode(nil, gateway.Command{Kind: gateway.KindAudio, Audio: []byte{1, 0}})
+	if err != nil || !f.Binary || string(f.Data) != "\x01\x00" {
+		t.Fatalf("audio: %v, %v", f, err)
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   gateway.Frame
+		want error
+	}{
+		{"not json", text(`[`), gateway.ErrMalformed},
+		{"not an object", text(`[1]`), gateway.ErrMalformed},
+		{"null", text(`null`), gateway.ErrMalformed},
+		{"no callSid", text(`{"sampleRate":8000}`), gateway.ErrMalformed},
+		{"no rate", text(`{"callSid":"c"}`), gateway.ErrMalformed},
+		{"rate as string", text(`{"callSid":"c","sampleRate":"8000"}`), gateway.ErrMalformed},
+		{"11 kHz", text(`{"callSid":"c","sampleRate":11025}`), gateway.ErrUnsupported},
+		{"stereo", text(`{"callSid":"c","sampleRate":8000,"mixType":"stereo"}`), gateway.ErrUnsupported},
+		{"unknown type", text(`{"type":"verb:hook"}`), gateway.ErrUnknownEvent},
+		{"unknown event", text(`{"event":"transcription"}`), gateway.ErrUnknownEvent},
+		{"mark without name", text(`{"type":"mark","data":{}}`), gateway.ErrMalformed},
+		{"dtmf without digit", text(`{"event":"dtmf"}`), gateway.ErrMalformed},
+		{"dtmf as number", text(`{"event":"dtmf","dtmf":5}`), gateway.ErrMalformed},
+		{"odd audio", gateway.Frame{Binary: true, Data: []byte{0}}, gateway.ErrPayload},
+		{"oversize", gateway.Frame{Data: make([]byte, MaxMessageSize+1)}, gateway.ErrTooLarge},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Codec{}.Decode(tc.in)
+			var de *gateway.DecodeError
+			if !errors.As(err, &de) || !errors.Is(err, tc.want) {
+				t.Fatalf("Decode = %v, want a *DecodeError wrapping %v", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestConn(t *testing.T) {
+	pair := gatewaytest.WebSocketPair(Codec{}, &websocket.AcceptOptions{Subprotocols: []string{Subprotocol}}, &websocket.DialOptions{Subprotocols: []string{Subprotocol}})
+	for _, f := range formats[:2] {
+		t.Run(f.String(), func(t *testing.T) {
+			gatewaytest.RunConn(t, gatewaytest.Setup{Codec: Codec{}, Pair: pair,
+				Start: gateway.Start{StreamID: "call-sid", From: "+15550100", Params: map[string]string{"caller": "+15550100"}, Format: f},
+				Malformed: text(`{"type":"mark"}`)})
+		})
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	var seeds [][]byte
+	for _, n := range []string{"metadata.json", "dtmf.json", "mark_playout.json", "mark_cleared.json", "play_done.json", "play_audio.json", "kill_audio.json", "disconnect.json", "clear_marks.json", "mark.json"} {
+		seeds = append(seeds, read(f, n))
+	}
+	gatewaytest.Fuzz(f, Codec{}, seeds...)
+}
