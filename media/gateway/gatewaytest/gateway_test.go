@@ -50,7 +50,9 @@ func TestClearAndMarks(t *testing.T) {
 			send(gateway.Command{Kind: gateway.KindMark, Mark: "behind"})
 			send(gateway.Command{Kind: gateway.KindClear})
 			send(gateway.Command{Kind: gateway.KindMark, Mark: "after"})
-			s, err := g.Wait(ctx, func(s gatewaytest.Snapshot) bool { return len(s.Echoed) == len(tc.want) && s.Count(gateway.KindMark) == 2 })
+			s, err := g.Wait(ctx, func(s gatewaytest.Snapshot) bool {
+				return len(s.Echoed) == len(tc.want) && s.Count(gateway.KindMark) == 2
+			})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -119,7 +119,7 @@ func TestConn(t *testing.T) {
 	for _, f := range formats[:2] {
 		t.Run(f.String(), func(t *testing.T) {
 			gatewaytest.RunConn(t, gatewaytest.Setup{Codec: Codec{}, Pair: pair,
-				Start: gateway.Start{StreamID: "call-sid", From: "+15550100", Params: map[string]string{"caller": "+15550100"}, Format: f},
+				Start:     gateway.Start{StreamID: "call-sid", From: "+15550100", Params: map[string]string{"caller": "+15550100"}, Format: f},
 				Malformed: text(`{"type":"mark"}`)})
 		})
 	}
