@@ -136,3 +136,15 @@ func DecodePCM(dst []int16, f media.Format, audio []byte) ([]int16, error) {
 	}
 	return pcm.Decode(dst, audio)
 }
+
+// DecodeJSONText checks that f is a text frame of at most max bytes and
+// decodes it into v, for the dialects whose every message is JSON text.
+func DecodeJSONText(dialect string, f Frame, max int, v any) error {
+	if err := CheckSize(dialect, f, max); err != nil {
+		return err
+	}
+	if f.Binary {
+		return Errorf(dialect, "", "", ErrMalformed, "binary frame (%s sends JSON text)", dialect)
+	}
+	return UnmarshalJSON(dialect, "", f.Data, v)
+}

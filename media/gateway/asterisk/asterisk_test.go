@@ -2,25 +2,12 @@ package asterisk
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/media/gateway"
 	"github.com/frontdoorhq/frontdoor/media/gateway/gatewaytest"
 )
-
-func read(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func text(s string) gateway.Frame { return gateway.Frame{Data: []byte(s)} }
 
 const connID = "e226e283-c90a-4ea9-9e37-389000b9ef47"
 
@@ -46,7 +33,7 @@ func TestDecodeDocumented(t *testing.T) {
 	} {
 		for _, c := range []Codec{{PlainText}, {JSON}} {
 			t.Run(tc.file+"/"+c.Control.String(), func(t *testing.T) {
-				got, err := c.Decode(gateway.Frame{Data: read(t, tc.file)})
+				got, err := c.Decode(gateway.Frame{Data: gatewaytest.Testdata(t, tc.file)})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -91,7 +78,7 @@ func TestEncode(t *testing.T) {
 		t.Fatalf("a mark with a space in plain text: %v", err)
 	}
 	for _, file := range []string{"stop_buffering.json", "stop_buffering.txt"} {
-		if c, err := (Codec{}).DecodeCommand(gateway.Frame{Data: read(t, file)}); err != nil || c.Kind != gateway.KindNone {
+		if c, err := (Codec{}).DecodeCommand(gateway.Frame{Data: gatewaytest.Testdata(t, file)}); err != nil || c.Kind != gateway.KindNone {
 			t.Fatalf("%s: %+v, %v", file, c, err)
 		}
 	}
@@ -119,7 +106,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"variables not an object", `{"event":"MEDIA_START","connection_id":"x","format":"ulaw","channel_variables":[1]}`, gateway.ErrMalformed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Codec{}.Decode(text(tc.in))
+			_, err := Codec{}.Decode(gatewaytest.Text(tc.in))
 			var de *gateway.DecodeError
 			if !errors.As(err, &de) || !errors.Is(err, tc.want) {
 				t.Fatalf("Decode = %v, want a *DecodeError wrapping %v", err, tc.want)
@@ -135,20 +122,16 @@ func TestConn(t *testing.T) {
 	for _, c := range []Codec{{PlainText}, {JSON}} {
 		for _, f := range c.Capabilities().Formats {
 			t.Run(c.Control.String()+"/"+f.String(), func(t *testing.T) {
-				gatewaytest.RunConn(t, gatewaytest.Setup{Codec: c, Start: gateway.Start{StreamID: connID, CallID: "pbx1-1.2", Format: f}, Malformed: text("DTMF_END")})
+				gatewaytest.RunConn(t, gatewaytest.Setup{Codec: c, Start: gateway.Start{StreamID: connID, CallID: "pbx1-1.2", Format: f}, Malformed: gatewaytest.Text("DTMF_END")})
 			})
 		}
 	}
 }
 
 func FuzzDecode(f *testing.F) {
-	var seeds [][]byte
-	for _, n := range []string{"media_start.txt", "media_start.json", "media_start_legacy.txt", "dtmf_end.txt", "dtmf_end.json", "mark_processed.json", "status.txt", "xoff.txt", "buffering_completed.txt", "stop_buffering.json", "stop_buffering.txt"} {
-		seeds = append(seeds, read(f, n))
-	}
-	gatewaytest.Fuzz(f, Codec{JSON}, seeds...)
+	gatewaytest.Fuzz(f, Codec{JSON}, gatewaytest.Seeds(f, "media_start.txt", "media_start.json", "media_start_legacy.txt", "dtmf_end.txt", "dtmf_end.json", "mark_processed.json", "status.txt", "xoff.txt", "buffering_completed.txt", "stop_buffering.json", "stop_buffering.txt")...)
 }
 
 func FuzzDecodePlainText(f *testing.F) {
-	gatewaytest.Fuzz(f, Codec{PlainText}, read(f, "media_start.txt"), read(f, "dtmf_end.txt"), read(f, "status.txt"), []byte("MEDIA_MARK_PROCESSED u1.1"))
+	gatewaytest.Fuzz(f, Codec{PlainText}, gatewaytest.Testdata(f, "media_start.txt"), gatewaytest.Testdata(f, "dtmf_end.txt"), gatewaytest.Testdata(f, "status.txt"), []byte("MEDIA_MARK_PROCESSED u1.1"))
 }

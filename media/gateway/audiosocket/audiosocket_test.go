@@ -159,9 +159,5 @@ func TestLinkContext(t *testing.T) {
 }
 
 func FuzzDecode(f *testing.F) {
-	var seeds [][]byte
-	for _, n := range []string{"uuid.bin", "dtmf.bin", "hangup.bin", "error.bin", "slin.bin", "slin16.bin"} {
-		seeds = append(seeds, read(f, n).Data)
-	}
-	gatewaytest.Fuzz(f, Codec{}, seeds...)
+	gatewaytest.Fuzz(f, Codec{}, gatewaytest.Seeds(f, "uuid.bin", "dtmf.bin", "hangup.bin", "error.bin", "slin.bin", "slin16.bin")...)
 }

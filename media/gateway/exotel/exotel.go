@@ -115,14 +115,8 @@ type wireStop struct {
 }
 
 func decodeWire(f gateway.Frame) (*wire, int64, error) {
-	if err := gateway.CheckSize(name, f, MaxMessageSize); err != nil {
-		return nil, 0, err
-	}
-	if f.Binary {
-		return nil, 0, gateway.Errorf(name, "", "", gateway.ErrMalformed, "binary frame (Exotel sends JSON text)")
-	}
 	var w wire
-	if err := gateway.UnmarshalJSON(name, "", f.Data, &w); err != nil {
+	if err := gateway.DecodeJSONText(name, f, MaxMessageSize, &w); err != nil {
 		return nil, 0, err
 	}
 	if w.Event == "" {

@@ -2,24 +2,11 @@ package exotel
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/frontdoorhq/frontdoor/media/gateway"
 	"github.com/frontdoorhq/frontdoor/media/gateway/gatewaytest"
 )
-
-func read(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func text(s string) gateway.Frame { return gateway.Frame{Data: []byte(s)} }
 
 const sid = "MZxxxxxxxxxxxxxxxxxxxxxxxx"
 
@@ -40,7 +27,7 @@ func TestDecodeDocumented(t *testing.T) {
 		{"stop.json", gateway.Event{Kind: gateway.KindStop, Name: "stop", Seq: 20}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			got, err := Codec{}.Decode(gateway.Frame{Data: read(t, tc.file)})
+			got, err := Codec{}.Decode(gateway.Frame{Data: gatewaytest.Testdata(t, tc.file)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,7 +44,7 @@ func TestDecodeCommandDocumented(t *testing.T) {
 		{"clear.json", gateway.Command{Kind: gateway.KindClear, StreamID: sid}},
 		{"mark_out.json", gateway.Command{Kind: gateway.KindMark, StreamID: sid, Mark: "greeting-end"}},
 	} {
-		got, err := Codec{}.DecodeCommand(gateway.Frame{Data: read(t, tc.file)})
+		got, err := Codec{}.DecodeCommand(gateway.Frame{Data: gatewaytest.Testdata(t, tc.file)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,34 +69,22 @@ func TestEncode(t *testing.T) {
 }
 
 func TestDecodeErrors(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		in   gateway.Frame
-		want error
-	}{
-		{"not json", text(`{"event":`), gateway.ErrMalformed},
-		{"binary", gateway.Frame{Binary: true, Data: []byte{1, 2}}, gateway.ErrMalformed},
-		{"unknown", text(`{"event":"clear"}`), gateway.ErrUnknownEvent},
-		{"sequence as number", text(`{"event":"dtmf","sequence_number":7,"dtmf":{"digit":"1"}}`), gateway.ErrMalformed},
-		{"sequence not a count", text(`{"event":"dtmf","sequence_number":"x","dtmf":{"digit":"1"}}`), gateway.ErrMalformed},
-		{"rate as number", text(`{"event":"start","start":{"stream_sid":"s","media_format":{"sample_rate":8000}}}`), gateway.ErrMalformed},
-		{"rate 44100", text(`{"event":"start","start":{"stream_sid":"s","media_format":{"sample_rate":"44100"}}}`), gateway.ErrUnsupported},
-		{"8-bit", text(`{"event":"start","start":{"stream_sid":"s","media_format":{"sample_rate":"8000","bit_rate":"8"}}}`), gateway.ErrUnsupported},
-		{"no stream", text(`{"event":"start","start":{"media_format":{}}}`), gateway.ErrMalformed},
-		{"bad base64", text(`{"event":"media","media":{"payload":"%"}}`), gateway.ErrPayload},
-		{"bad chunk", text(`{"event":"media","media":{"payload":"","chunk":"-1"}}`), gateway.ErrMalformed},
-		{"no mark name", text(`{"event":"mark","mark":{}}`), gateway.ErrMalformed},
-		{"oversize", gateway.Frame{Data: make([]byte, MaxMessageSize+1)}, gateway.ErrTooLarge},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := Codec{}.Decode(tc.in)
-			var de *gateway.DecodeError
-			if !errors.As(err, &de) || !errors.Is(err, tc.want) {
-				t.Fatalf("Decode = %v, want a *DecodeError wrapping %v", err, tc.want)
-			}
-		})
-	}
-	if _, err := (Codec{}).DecodeCommand(text(`{"event":"media","stream_sid":"s","media":{"payload":"AAAA"}}`)); !errors.Is(err, gateway.ErrPayload) {
+	gatewaytest.CheckDecodeErrors(t, Codec{}, []gatewaytest.ErrorCase{
+		{Name: "not json", In: gatewaytest.Text(`{"event":`), Want: gateway.ErrMalformed},
+		{Name: "binary", In: gateway.Frame{Binary: true, Data: []byte{1, 2}}, Want: gateway.ErrMalformed},
+		{Name: "unknown", In: gatewaytest.Text(`{"event":"clear"}`), Want: gateway.ErrUnknownEvent},
+		{Name: "sequence as number", In: gatewaytest.Text(`{"event":"dtmf","sequence_number":7,"dtmf":{"digit":"1"}}`), Want: gateway.ErrMalformed},
+		{Name: "sequence not a count", In: gatewaytest.Text(`{"event":"dtmf","sequence_number":"x","dtmf":{"digit":"1"}}`), Want: gateway.ErrMalformed},
+		{Name: "rate as number", In: gatewaytest.Text(`{"event":"start","start":{"stream_sid":"s","media_format":{"sample_rate":8000}}}`), Want: gateway.ErrMalformed},
+		{Name: "rate 44100", In: gatewaytest.Text(`{"event":"start","start":{"stream_sid":"s","media_format":{"sample_rate":"44100"}}}`), Want: gateway.ErrUnsupported},
+		{Name: "8-bit", In: gatewaytest.Text(`{"event":"start","start":{"stream_sid":"s","media_format":{"sample_rate":"8000","bit_rate":"8"}}}`), Want: gateway.ErrUnsupported},
+		{Name: "no stream", In: gatewaytest.Text(`{"event":"start","start":{"media_format":{}}}`), Want: gateway.ErrMalformed},
+		{Name: "bad base64", In: gatewaytest.Text(`{"event":"media","media":{"payload":"%"}}`), Want: gateway.ErrPayload},
+		{Name: "bad chunk", In: gatewaytest.Text(`{"event":"media","media":{"payload":"","chunk":"-1"}}`), Want: gateway.ErrMalformed},
+		{Name: "no mark name", In: gatewaytest.Text(`{"event":"mark","mark":{}}`), Want: gateway.ErrMalformed},
+		{Name: "oversize", In: gateway.Frame{Data: make([]byte, MaxMessageSize+1)}, Want: gateway.ErrTooLarge},
+	})
+	if _, err := (Codec{}).DecodeCommand(gatewaytest.Text(`{"event":"media","stream_sid":"s","media":{"payload":"AAAA"}}`)); !errors.Is(err, gateway.ErrPayload) {
 		t.Errorf("a 3-byte chunk: %v, want ErrPayload (Exotel wants multiples of 320 bytes)", err)
 	}
 }
@@ -117,7 +92,7 @@ func TestDecodeErrors(t *testing.T) {
 func TestConn(t *testing.T) {
 	for _, f := range formats {
 		t.Run(f.String(), func(t *testing.T) {
-			gatewaytest.RunConn(t, gatewaytest.Setup{Codec: Codec{}, Start: gateway.Start{StreamID: "s1", Format: f}, Malformed: text(`{"event":"dtmf","dtmf":{"digit":5}}`)})
+			gatewaytest.RunConn(t, gatewaytest.Setup{Codec: Codec{}, Start: gateway.Start{StreamID: "s1", Format: f}, Malformed: gatewaytest.Text(`{"event":"dtmf","dtmf":{"digit":5}}`)})
 		})
 	}
 }
@@ -125,9 +100,5 @@ func TestConn(t *testing.T) {
 func TestStop(t *testing.T) { gatewaytest.RunStop(t, gatewaytest.Setup{Codec: Codec{}}) }
 
 func FuzzDecode(f *testing.F) {
-	var seeds [][]byte
-	for _, n := range []string{"connected.json", "start.json", "media.json", "dtmf.json", "mark.json", "stop.json", "clear.json", "mark_out.json"} {
-		seeds = append(seeds, read(f, n))
-	}
-	gatewaytest.Fuzz(f, Codec{}, seeds...)
+	gatewaytest.Fuzz(f, Codec{}, gatewaytest.Seeds(f, "connected.json", "start.json", "media.json", "dtmf.json", "mark.json", "stop.json", "clear.json", "mark_out.json")...)
 }

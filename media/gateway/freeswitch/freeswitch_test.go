@@ -2,22 +2,11 @@ package freeswitch
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/frontdoorhq/frontdoor/media/gateway"
 	"github.com/frontdoorhq/frontdoor/media/gateway/gatewaytest"
 )
-
-func read(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 func TestDecode(t *testing.T) {
 	for _, tc := range []struct {
@@ -25,10 +14,10 @@ func TestDecode(t *testing.T) {
 		c    Codec
 		want gateway.Event
 	}{
-		{gateway.Frame{Data: read(t, "metadata.json")}, Codec{}, gateway.Event{Kind: gateway.KindStart, Name: "metadata", Start: &gateway.Start{
+		{gateway.Frame{Data: gatewaytest.Testdata(t, "metadata.json")}, Codec{}, gateway.Event{Kind: gateway.KindStart, Name: "metadata", Start: &gateway.Start{
 			StreamID: "a1b2c3d4-0000-1111-2222-333344445555", Format: gateway.L16(8000),
 			Params: map[string]string{"uuid": "a1b2c3d4-0000-1111-2222-333344445555", "caller": "+15550100", "tenant_hint": "acme"}}}},
-		{gateway.Frame{Data: read(t, "metadata.txt")}, Codec{SampleRate: 16000}, gateway.Event{Kind: gateway.KindStart, Name: "metadata", Start: &gateway.Start{
+		{gateway.Frame{Data: gatewaytest.Testdata(t, "metadata.txt")}, Codec{SampleRate: 16000}, gateway.Event{Kind: gateway.KindStart, Name: "metadata", Start: &gateway.Start{
 			StreamID: "freeswitch", Format: gateway.L16(16000), Params: map[string]string{"metadata": "call from the lobby phone"}}}},
 		{gateway.Frame{Binary: true, Data: []byte{1, 0}}, Codec{}, gateway.Event{Kind: gateway.KindMedia, Name: "audio", Audio: []byte{1, 0}}},
 	} {
@@ -47,7 +36,7 @@ func TestStreamAudio(t *testing.T) {
 	if err != nil || f.Binary || string(f.Data) != `{"type":"streamAudio","data":{"audioDataType":"raw","sampleRate":8000,"audioData":"AAABAA=="}}` {
 		t.Fatalf("Encode = %s, %v", f.Data, err)
 	}
-	c, err := Codec{}.DecodeCommand(gateway.Frame{Data: read(t, "stream_audio.json")})
+	c, err := Codec{}.DecodeCommand(gateway.Frame{Data: gatewaytest.Testdata(t, "stream_audio.json")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,24 +53,12 @@ func TestStreamAudio(t *testing.T) {
 }
 
 func TestDecodeErrors(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		in   gateway.Frame
-		want error
-	}{
-		{"odd audio", gateway.Frame{Binary: true, Data: []byte{1}}, gateway.ErrPayload},
-		{"not utf-8", gateway.Frame{Data: []byte{0xff, 0xfe}}, gateway.ErrMalformed},
-		{"broken json", gateway.Frame{Data: []byte(`{"uuid":`)}, gateway.ErrMalformed},
-		{"oversize", gateway.Frame{Binary: true, Data: make([]byte, MaxMessageSize+2)}, gateway.ErrTooLarge},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := Codec{}.Decode(tc.in)
-			var de *gateway.DecodeError
-			if !errors.As(err, &de) || !errors.Is(err, tc.want) {
-				t.Fatalf("Decode = %v, want a *DecodeError wrapping %v", err, tc.want)
-			}
-		})
-	}
+	gatewaytest.CheckDecodeErrors(t, Codec{}, []gatewaytest.ErrorCase{
+		{Name: "odd audio", In: gateway.Frame{Binary: true, Data: []byte{1}}, Want: gateway.ErrPayload},
+		{Name: "not utf-8", In: gateway.Frame{Data: []byte{0xff, 0xfe}}, Want: gateway.ErrMalformed},
+		{Name: "broken json", In: gateway.Frame{Data: []byte(`{"uuid":`)}, Want: gateway.ErrMalformed},
+		{Name: "oversize", In: gateway.Frame{Binary: true, Data: make([]byte, MaxMessageSize+2)}, Want: gateway.ErrTooLarge},
+	})
 	for _, tc := range []struct {
 		in   string
 		want error
@@ -108,5 +85,5 @@ func TestConn(t *testing.T) {
 }
 
 func FuzzDecode(f *testing.F) {
-	gatewaytest.Fuzz(f, Codec{}, read(f, "metadata.json"), read(f, "metadata.txt"), read(f, "stream_audio.json"))
+	gatewaytest.Fuzz(f, Codec{}, gatewaytest.Testdata(f, "metadata.json"), gatewaytest.Testdata(f, "metadata.txt"), gatewaytest.Testdata(f, "stream_audio.json"))
 }

@@ -2,7 +2,10 @@ package gatewaytest
 
 import (
 	"bytes"
+	"errors"
 	"maps"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/frontdoorhq/frontdoor/media/gateway"
@@ -35,4 +38,49 @@ func SameCommand(t testing.TB, got, want gateway.Command) {
 		got.Mark != want.Mark || !bytes.Equal(got.Audio, want.Audio) {
 		t.Fatalf("command\n got %+v\nwant %+v", got, want)
 	}
+}
+
+// Testdata returns the contents of testdata/name, a dialect's sample
+// messages.
+func Testdata(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Text returns a text frame of s.
+func Text(s string) gateway.Frame { return gateway.Frame{Data: []byte(s)} }
+
+// ErrorCase is an input a decoder must refuse with a *gateway.DecodeError
+// wrapping Want.
+type ErrorCase struct {
+	Name string
+	In   gateway.Frame
+	Want error
+}
+
+// CheckDecodeErrors runs codec.Decode on every case.
+func CheckDecodeErrors(t *testing.T, codec gateway.Codec, cases []ErrorCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			_, err := codec.Decode(tc.In)
+			var de *gateway.DecodeError
+			if !errors.As(err, &de) || !errors.Is(err, tc.Want) {
+				t.Fatalf("Decode = %v, want a *gateway.DecodeError wrapping %v", err, tc.Want)
+			}
+		})
+	}
+}
+
+// Seeds returns the contents of the named testdata files, for Fuzz.
+func Seeds(f *testing.F, names ...string) [][]byte {
+	var seeds [][]byte
+	for _, n := range names {
+		seeds = append(seeds, Testdata(f, n))
+	}
+	return seeds
 }

@@ -1,9 +1,6 @@
 package jambonz
 
 import (
-	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/coder/websocket"
@@ -11,17 +8,6 @@ import (
 	"github.com/frontdoorhq/frontdoor/media/gateway"
 	"github.com/frontdoorhq/frontdoor/media/gateway/gatewaytest"
 )
-
-func read(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func text(s string) gateway.Frame { return gateway.Frame{Data: []byte(s)} }
 
 func TestDecodeDocumented(t *testing.T) {
 	for _, tc := range []struct {
@@ -39,7 +25,7 @@ func TestDecodeDocumented(t *testing.T) {
 		{"play_done.json", gateway.Event{Kind: gateway.KindInfo, Name: "playDone"}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			got, err := Codec{}.Decode(gateway.Frame{Data: read(t, tc.file)})
+			got, err := Codec{}.Decode(gateway.Frame{Data: gatewaytest.Testdata(t, tc.file)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -62,18 +48,18 @@ func TestCommands(t *testing.T) {
 		if err != nil || f.Binary || string(f.Data) != tc.want {
 			t.Errorf("Encode(%v) = %s, %v; want %s", tc.cmd.Kind, f.Data, err, tc.want)
 		}
-		got, err := Codec{}.DecodeCommand(gateway.Frame{Data: read(t, tc.file)})
+		got, err := Codec{}.DecodeCommand(gateway.Frame{Data: gatewaytest.Testdata(t, tc.file)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		gatewaytest.SameCommand(t, got, tc.cmd)
 	}
-	got, err := Codec{}.DecodeCommand(gateway.Frame{Data: read(t, "play_audio.json")})
+	got, err := Codec{}.DecodeCommand(gateway.Frame{Data: gatewaytest.Testdata(t, "play_audio.json")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	gatewaytest.SameCommand(t, got, gateway.Command{Kind: gateway.KindAudio, Audio: []byte{0, 0, 1, 0}})
-	if c, err := (Codec{}).DecodeCommand(gateway.Frame{Data: read(t, "clear_marks.json")}); err != nil || c.Kind != gateway.KindNone {
+	if c, err := (Codec{}).DecodeCommand(gateway.Frame{Data: gatewaytest.Testdata(t, "clear_marks.json")}); err != nil || c.Kind != gateway.KindNone {
 		t.Fatalf("clearMarks: %+v, %v", c, err)
 	}
 	f, err := Codec{}.Encode(nil, gateway.Command{Kind: gateway.KindAudio, Audio: []byte{1, 0}})
@@ -83,35 +69,23 @@ func TestCommands(t *testing.T) {
 }
 
 func TestDecodeErrors(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		in   gateway.Frame
-		want error
-	}{
-		{"not json", text(`[`), gateway.ErrMalformed},
-		{"not an object", text(`[1]`), gateway.ErrMalformed},
-		{"null", text(`null`), gateway.ErrMalformed},
-		{"no callSid", text(`{"sampleRate":8000}`), gateway.ErrMalformed},
-		{"no rate", text(`{"callSid":"c"}`), gateway.ErrMalformed},
-		{"rate as string", text(`{"callSid":"c","sampleRate":"8000"}`), gateway.ErrMalformed},
-		{"11 kHz", text(`{"callSid":"c","sampleRate":11025}`), gateway.ErrUnsupported},
-		{"stereo", text(`{"callSid":"c","sampleRate":8000,"mixType":"stereo"}`), gateway.ErrUnsupported},
-		{"unknown type", text(`{"type":"verb:hook"}`), gateway.ErrUnknownEvent},
-		{"unknown event", text(`{"event":"transcription"}`), gateway.ErrUnknownEvent},
-		{"mark without name", text(`{"type":"mark","data":{}}`), gateway.ErrMalformed},
-		{"dtmf without digit", text(`{"event":"dtmf"}`), gateway.ErrMalformed},
-		{"dtmf as number", text(`{"event":"dtmf","dtmf":5}`), gateway.ErrMalformed},
-		{"odd audio", gateway.Frame{Binary: true, Data: []byte{0}}, gateway.ErrPayload},
-		{"oversize", gateway.Frame{Data: make([]byte, MaxMessageSize+1)}, gateway.ErrTooLarge},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := Codec{}.Decode(tc.in)
-			var de *gateway.DecodeError
-			if !errors.As(err, &de) || !errors.Is(err, tc.want) {
-				t.Fatalf("Decode = %v, want a *DecodeError wrapping %v", err, tc.want)
-			}
-		})
-	}
+	gatewaytest.CheckDecodeErrors(t, Codec{}, []gatewaytest.ErrorCase{
+		{Name: "not json", In: gatewaytest.Text(`[`), Want: gateway.ErrMalformed},
+		{Name: "not an object", In: gatewaytest.Text(`[1]`), Want: gateway.ErrMalformed},
+		{Name: "null", In: gatewaytest.Text(`null`), Want: gateway.ErrMalformed},
+		{Name: "no callSid", In: gatewaytest.Text(`{"sampleRate":8000}`), Want: gateway.ErrMalformed},
+		{Name: "no rate", In: gatewaytest.Text(`{"callSid":"c"}`), Want: gateway.ErrMalformed},
+		{Name: "rate as string", In: gatewaytest.Text(`{"callSid":"c","sampleRate":"8000"}`), Want: gateway.ErrMalformed},
+		{Name: "11 kHz", In: gatewaytest.Text(`{"callSid":"c","sampleRate":11025}`), Want: gateway.ErrUnsupported},
+		{Name: "stereo", In: gatewaytest.Text(`{"callSid":"c","sampleRate":8000,"mixType":"stereo"}`), Want: gateway.ErrUnsupported},
+		{Name: "unknown type", In: gatewaytest.Text(`{"type":"verb:hook"}`), Want: gateway.ErrUnknownEvent},
+		{Name: "unknown event", In: gatewaytest.Text(`{"event":"transcription"}`), Want: gateway.ErrUnknownEvent},
+		{Name: "mark without name", In: gatewaytest.Text(`{"type":"mark","data":{}}`), Want: gateway.ErrMalformed},
+		{Name: "dtmf without digit", In: gatewaytest.Text(`{"event":"dtmf"}`), Want: gateway.ErrMalformed},
+		{Name: "dtmf as number", In: gatewaytest.Text(`{"event":"dtmf","dtmf":5}`), Want: gateway.ErrMalformed},
+		{Name: "odd audio", In: gateway.Frame{Binary: true, Data: []byte{0}}, Want: gateway.ErrPayload},
+		{Name: "oversize", In: gateway.Frame{Data: make([]byte, MaxMessageSize+1)}, Want: gateway.ErrTooLarge},
+	})
 }
 
 func TestConn(t *testing.T) {
@@ -120,15 +94,11 @@ func TestConn(t *testing.T) {
 		t.Run(f.String(), func(t *testing.T) {
 			gatewaytest.RunConn(t, gatewaytest.Setup{Codec: Codec{}, Pair: pair,
 				Start:     gateway.Start{StreamID: "call-sid", From: "+15550100", Params: map[string]string{"caller": "+15550100"}, Format: f},
-				Malformed: text(`{"type":"mark"}`)})
+				Malformed: gatewaytest.Text(`{"type":"mark"}`)})
 		})
 	}
 }
 
 func FuzzDecode(f *testing.F) {
-	var seeds [][]byte
-	for _, n := range []string{"metadata.json", "dtmf.json", "mark_playout.json", "mark_cleared.json", "play_done.json", "play_audio.json", "kill_audio.json", "disconnect.json", "clear_marks.json", "mark.json"} {
-		seeds = append(seeds, read(f, n))
-	}
-	gatewaytest.Fuzz(f, Codec{}, seeds...)
+	gatewaytest.Fuzz(f, Codec{}, gatewaytest.Seeds(f, "metadata.json", "dtmf.json", "mark_playout.json", "mark_cleared.json", "play_done.json", "play_audio.json", "kill_audio.json", "disconnect.json", "clear_marks.json", "mark.json")...)
 }

@@ -110,14 +110,8 @@ type wireDTMF struct {
 }
 
 func decodeWire(f gateway.Frame) (*wire, error) {
-	if err := gateway.CheckSize(name, f, MaxMessageSize); err != nil {
-		return nil, err
-	}
-	if f.Binary {
-		return nil, gateway.Errorf(name, "", "", gateway.ErrMalformed, "binary frame (Plivo sends JSON text)")
-	}
 	var w wire
-	if err := gateway.UnmarshalJSON(name, "", f.Data, &w); err != nil {
+	if err := gateway.DecodeJSONText(name, f, MaxMessageSize, &w); err != nil {
 		return nil, err
 	}
 	if w.Event == "" {

@@ -2,25 +2,12 @@ package plivo
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/media/gateway"
 	"github.com/frontdoorhq/frontdoor/media/gateway/gatewaytest"
 )
-
-func read(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func text(s string) gateway.Frame { return gateway.Frame{Data: []byte(s)} }
 
 // TestDecodeDocumented decodes the examples of Plivo's protocol pages.
 func TestDecodeDocumented(t *testing.T) {
@@ -39,7 +26,7 @@ func TestDecodeDocumented(t *testing.T) {
 		{"clearedAudio.json", gateway.Event{Kind: gateway.KindInfo, Name: "clearedAudio", Seq: 9, Info: gateway.InfoCleared}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			got, err := Codec{}.Decode(gateway.Frame{Data: read(t, tc.file)})
+			got, err := Codec{}.Decode(gateway.Frame{Data: gatewaytest.Testdata(t, tc.file)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,7 +46,7 @@ func TestDecodeCommandDocumented(t *testing.T) {
 		{"clearAudio.json", gateway.Command{Kind: gateway.KindClear, StreamID: "20170ada-f610-433b-8758-c02a2aab3662"}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			got, err := Codec{}.DecodeCommand(gateway.Frame{Data: read(t, tc.file)})
+			got, err := Codec{}.DecodeCommand(gateway.Frame{Data: gatewaytest.Testdata(t, tc.file)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,41 +78,29 @@ func TestEncode(t *testing.T) {
 }
 
 func TestDecodeErrors(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		in   gateway.Frame
-		want error
-	}{
-		{"not json", text(`{`), gateway.ErrMalformed},
-		{"binary", gateway.Frame{Binary: true, Data: []byte(`{"event":"dtmf"}`)}, gateway.ErrMalformed},
-		{"no event", text(`{}`), gateway.ErrMalformed},
-		{"unknown", text(`{"event":"playAudio"}`), gateway.ErrUnknownEvent},
-		{"start without format", text(`{"event":"start","start":{"streamId":"s"}}`), gateway.ErrMalformed},
-		{"start without stream", text(`{"event":"start","start":{"mediaFormat":{"encoding":"audio/x-mulaw","sampleRate":8000}}}`), gateway.ErrMalformed},
-		{"start in opus", text(`{"event":"start","start":{"streamId":"s","mediaFormat":{"encoding":"audio/opus","sampleRate":48000}}}`), gateway.ErrUnsupported},
-		{"mulaw at 16k", text(`{"event":"start","start":{"streamId":"s","mediaFormat":{"encoding":"audio/x-mulaw","sampleRate":16000}}}`), gateway.ErrUnsupported},
-		{"sequence as string", text(`{"event":"dtmf","sequenceNumber":"7","dtmf":{"digit":"1"}}`), gateway.ErrMalformed},
-		{"no payload", text(`{"event":"media","media":{}}`), gateway.ErrMalformed},
-		{"bad base64", text(`{"event":"media","media":{"payload":"!!"}}`), gateway.ErrPayload},
-		{"bad timestamp", text(`{"event":"media","media":{"payload":"","timestamp":"soon"}}`), gateway.ErrMalformed},
-		{"no digit", text(`{"event":"dtmf","dtmf":{}}`), gateway.ErrMalformed},
-		{"no checkpoint name", text(`{"event":"playedStream","streamId":"s"}`), gateway.ErrMalformed},
-		{"oversize", gateway.Frame{Data: make([]byte, MaxMessageSize+1)}, gateway.ErrTooLarge},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := Codec{}.Decode(tc.in)
-			var de *gateway.DecodeError
-			if !errors.As(err, &de) || !errors.Is(err, tc.want) {
-				t.Fatalf("Decode = %v, want a *DecodeError wrapping %v", err, tc.want)
-			}
-		})
-	}
+	gatewaytest.CheckDecodeErrors(t, Codec{}, []gatewaytest.ErrorCase{
+		{Name: "not json", In: gatewaytest.Text(`{`), Want: gateway.ErrMalformed},
+		{Name: "binary", In: gateway.Frame{Binary: true, Data: []byte(`{"event":"dtmf"}`)}, Want: gateway.ErrMalformed},
+		{Name: "no event", In: gatewaytest.Text(`{}`), Want: gateway.ErrMalformed},
+		{Name: "unknown", In: gatewaytest.Text(`{"event":"playAudio"}`), Want: gateway.ErrUnknownEvent},
+		{Name: "start without format", In: gatewaytest.Text(`{"event":"start","start":{"streamId":"s"}}`), Want: gateway.ErrMalformed},
+		{Name: "start without stream", In: gatewaytest.Text(`{"event":"start","start":{"mediaFormat":{"encoding":"audio/x-mulaw","sampleRate":8000}}}`), Want: gateway.ErrMalformed},
+		{Name: "start in opus", In: gatewaytest.Text(`{"event":"start","start":{"streamId":"s","mediaFormat":{"encoding":"audio/opus","sampleRate":48000}}}`), Want: gateway.ErrUnsupported},
+		{Name: "mulaw at 16k", In: gatewaytest.Text(`{"event":"start","start":{"streamId":"s","mediaFormat":{"encoding":"audio/x-mulaw","sampleRate":16000}}}`), Want: gateway.ErrUnsupported},
+		{Name: "sequence as string", In: gatewaytest.Text(`{"event":"dtmf","sequenceNumber":"7","dtmf":{"digit":"1"}}`), Want: gateway.ErrMalformed},
+		{Name: "no payload", In: gatewaytest.Text(`{"event":"media","media":{}}`), Want: gateway.ErrMalformed},
+		{Name: "bad base64", In: gatewaytest.Text(`{"event":"media","media":{"payload":"!!"}}`), Want: gateway.ErrPayload},
+		{Name: "bad timestamp", In: gatewaytest.Text(`{"event":"media","media":{"payload":"","timestamp":"soon"}}`), Want: gateway.ErrMalformed},
+		{Name: "no digit", In: gatewaytest.Text(`{"event":"dtmf","dtmf":{}}`), Want: gateway.ErrMalformed},
+		{Name: "no checkpoint name", In: gatewaytest.Text(`{"event":"playedStream","streamId":"s"}`), Want: gateway.ErrMalformed},
+		{Name: "oversize", In: gateway.Frame{Data: make([]byte, MaxMessageSize+1)}, Want: gateway.ErrTooLarge},
+	})
 }
 
 func TestConn(t *testing.T) {
 	for _, f := range formats {
 		t.Run(f.String(), func(t *testing.T) {
-			gatewaytest.RunConn(t, gatewaytest.Setup{Codec: Codec{}, Start: gateway.Start{StreamID: "s1", CallID: "c1", Format: f}, Malformed: text(`{"event":"media","media":{"payload":7}}`)})
+			gatewaytest.RunConn(t, gatewaytest.Setup{Codec: Codec{}, Start: gateway.Start{StreamID: "s1", CallID: "c1", Format: f}, Malformed: gatewaytest.Text(`{"event":"media","media":{"payload":7}}`)})
 		})
 	}
 }
@@ -133,9 +108,5 @@ func TestConn(t *testing.T) {
 func TestStop(t *testing.T) { gatewaytest.RunStop(t, gatewaytest.Setup{Codec: Codec{}}) }
 
 func FuzzDecode(f *testing.F) {
-	var seeds [][]byte
-	for _, n := range []string{"start.json", "media.json", "dtmf.json", "playedStream.json", "clearedAudio.json", "playAudio.json", "checkpoint.json", "clearAudio.json"} {
-		seeds = append(seeds, read(f, n))
-	}
-	gatewaytest.Fuzz(f, Codec{}, seeds...)
+	gatewaytest.Fuzz(f, Codec{}, gatewaytest.Seeds(f, "start.json", "media.json", "dtmf.json", "playedStream.json", "clearedAudio.json", "playAudio.json", "checkpoint.json", "clearAudio.json")...)
 }
