@@ -12,28 +12,17 @@ const sid = "MZxxxxxxxxxxxxxxxxxxxxxxxx"
 
 // TestDecodeDocumented decodes the examples of Exotel's WebSocket protocol page.
 func TestDecodeDocumented(t *testing.T) {
-	for _, tc := range []struct {
-		file string
-		want gateway.Event
-	}{
-		{"connected.json", gateway.Event{Kind: gateway.KindInfo, Name: "connected", Info: gateway.InfoConnected}},
-		{"start.json", gateway.Event{Kind: gateway.KindStart, Name: "start", Seq: 1, Start: &gateway.Start{
+	gatewaytest.CheckDecodeFiles(t, Codec{}, []gatewaytest.EventCase{
+		{File: "connected.json", Want: gateway.Event{Kind: gateway.KindInfo, Name: "connected", Info: gateway.InfoConnected}},
+		{File: "start.json", Want: gateway.Event{Kind: gateway.KindStart, Name: "start", Seq: 1, Start: &gateway.Start{
 			StreamID: sid, CallID: "CAxxxxxxxxxxxxxxxxxxxxxxxx", AccountID: "ACxxxxxxxxxxxxxxxxxxxxxxxx",
 			From: "+919876543210", To: "+918047491899", Params: map[string]string{"key1": "value1"}, Format: gateway.L16(8000),
 		}}},
-		{"media.json", gateway.Event{Kind: gateway.KindMedia, Name: "media", Seq: 3, Audio: []byte{0, 0, 1, 0}}},
-		{"dtmf.json", gateway.Event{Kind: gateway.KindDTMF, Name: "dtmf", Seq: 7, Digit: "5"}},
-		{"mark.json", gateway.Event{Kind: gateway.KindMark, Name: "mark", Seq: 15, Mark: "greeting-end"}},
-		{"stop.json", gateway.Event{Kind: gateway.KindStop, Name: "stop", Seq: 20}},
-	} {
-		t.Run(tc.file, func(t *testing.T) {
-			got, err := Codec{}.Decode(gateway.Frame{Data: gatewaytest.Testdata(t, tc.file)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			gatewaytest.SameEvent(t, got, tc.want)
-		})
-	}
+		{File: "media.json", Want: gateway.Event{Kind: gateway.KindMedia, Name: "media", Seq: 3, Audio: []byte{0, 0, 1, 0}}},
+		{File: "dtmf.json", Want: gateway.Event{Kind: gateway.KindDTMF, Name: "dtmf", Seq: 7, Digit: "5"}},
+		{File: "mark.json", Want: gateway.Event{Kind: gateway.KindMark, Name: "mark", Seq: 15, Mark: "greeting-end"}},
+		{File: "stop.json", Want: gateway.Event{Kind: gateway.KindStop, Name: "stop", Seq: 20}},
+	})
 }
 
 func TestDecodeCommandDocumented(t *testing.T) {

@@ -84,3 +84,43 @@ func Seeds(f *testing.F, names ...string) [][]byte {
 	}
 	return seeds
 }
+
+// EventCase is a sample message in testdata and the event it decodes to.
+type EventCase struct {
+	File string
+	Want gateway.Event
+}
+
+// CheckDecodeFiles decodes every case's file with codec.Decode.
+func CheckDecodeFiles(t *testing.T, codec gateway.Codec, cases []EventCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.File, func(t *testing.T) {
+			got, err := codec.Decode(gateway.Frame{Data: Testdata(t, tc.File)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			SameEvent(t, got, tc.Want)
+		})
+	}
+}
+
+// CommandCase is a sample message to a gateway and the command it decodes to.
+type CommandCase struct {
+	File string
+	Want gateway.Command
+}
+
+// CheckDecodeCommandFiles decodes every case's file with codec.DecodeCommand.
+func CheckDecodeCommandFiles(t *testing.T, codec gateway.Codec, cases []CommandCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.File, func(t *testing.T) {
+			got, err := codec.DecodeCommand(gateway.Frame{Data: Testdata(t, tc.File)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			SameCommand(t, got, tc.Want)
+		})
+	}
+}

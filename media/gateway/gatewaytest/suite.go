@@ -151,22 +151,13 @@ func (s *served) nextErr(t testing.TB, ctx context.Context) error {
 // ErrTooLarge; hang-up and stop where the dialect has them.
 func RunConn(t *testing.T, st Setup) {
 	t.Helper()
-	if st.Pair == nil {
-		st.Pair = WebSocketPair(st.Codec, nil, nil)
-	}
 	caps := st.Codec.Capabilities()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-
-	client, server := st.Pair(t)
-	srv := serve(t, ctx, server, st.Codec, &wg)
-	g, err := New(ctx, client, st.Codec, Options{Start: st.Start})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, server, g := st.begin(t, ctx, &wg)
 	defer g.Close()
 	want := g.Start()
 	rate := want.Format.SampleRate
@@ -309,7 +300,7 @@ func RunConn(t *testing.T, st Setup) {
 	wg.Wait()
 
 	// Media before start is out of order.
-	client, server = st.Pair(t)
+	client, server := st.Pair(t)
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel2()
 	srv = serve(t, ctx2, server, st.Codec, &wg)
@@ -329,23 +320,30 @@ func RunConn(t *testing.T, st Setup) {
 	wg.Wait()
 }
 
-// RunStop checks that the dialect's stop reaches the server as KindStop.
-func RunStop(t *testing.T, st Setup) {
+// begin links a served Conn and a Gateway; the Gateway has sent its start.
+func (st *Setup) begin(t *testing.T, ctx context.Context, wg *sync.WaitGroup) (*served, gateway.Link, *Gateway) {
 	t.Helper()
 	if st.Pair == nil {
 		st.Pair = WebSocketPair(st.Codec, nil, nil)
 	}
+	client, server := st.Pair(t)
+	srv := serve(t, ctx, server, st.Codec, wg)
+	g, err := New(ctx, client, st.Codec, Options{Start: st.Start})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, server, g
+}
+
+// RunStop checks that the dialect's stop reaches the server as KindStop.
+func RunStop(t *testing.T, st Setup) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	client, server := st.Pair(t)
-	srv := serve(t, ctx, server, st.Codec, &wg)
-	g, err := New(ctx, client, st.Codec, Options{Start: st.Start})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, server, g := st.begin(t, ctx, &wg)
 	defer g.Close()
 	srv.next(t, ctx, gateway.KindStart)
 	if err := g.SendStop(ctx); err != nil {

@@ -10,28 +10,17 @@ import (
 )
 
 func TestDecodeDocumented(t *testing.T) {
-	for _, tc := range []struct {
-		file string
-		want gateway.Event
-	}{
-		{"metadata.json", gateway.Event{Kind: gateway.KindStart, Name: "metadata", Start: &gateway.Start{
+	gatewaytest.CheckDecodeFiles(t, Codec{}, []gatewaytest.EventCase{
+		{File: "metadata.json", Want: gateway.Event{Kind: gateway.KindStart, Name: "metadata", Start: &gateway.Start{
 			StreamID: "c7a9d2e0-7b0e-4a3f-9e1d-2b6c8f0e4a11", CallID: "f0b5a1f6-3c1e-123e-4b73-06a1e3b5f0c2",
 			AccountID: "fef61e75-cec3-496c-a7bc-8368e4d6ab6a", From: "+15083084809", To: "+15083728299", Format: gateway.L16(8000),
 			Params: map[string]string{"direction": "inbound", "callStatus": "in-progress", "applicationSid": "0e0681b6-a1d3-4a7b-b8f6-6e8b5a0a3d6e",
 				"caller": "+15083084809", "priority": "gold"}}}},
-		{"dtmf.json", gateway.Event{Kind: gateway.KindDTMF, Name: "dtmf", Digit: "5"}},
-		{"mark_playout.json", gateway.Event{Kind: gateway.KindMark, Name: "mark", Mark: "u1.1"}},
-		{"mark_cleared.json", gateway.Event{Kind: gateway.KindMark, Name: "mark", Mark: "u1.1"}},
-		{"play_done.json", gateway.Event{Kind: gateway.KindInfo, Name: "playDone"}},
-	} {
-		t.Run(tc.file, func(t *testing.T) {
-			got, err := Codec{}.Decode(gateway.Frame{Data: gatewaytest.Testdata(t, tc.file)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			gatewaytest.SameEvent(t, got, tc.want)
-		})
-	}
+		{File: "dtmf.json", Want: gateway.Event{Kind: gateway.KindDTMF, Name: "dtmf", Digit: "5"}},
+		{File: "mark_playout.json", Want: gateway.Event{Kind: gateway.KindMark, Name: "mark", Mark: "u1.1"}},
+		{File: "mark_cleared.json", Want: gateway.Event{Kind: gateway.KindMark, Name: "mark", Mark: "u1.1"}},
+		{File: "play_done.json", Want: gateway.Event{Kind: gateway.KindInfo, Name: "playDone"}},
+	})
 }
 
 func TestCommands(t *testing.T) {

@@ -11,48 +11,26 @@ import (
 
 // TestDecodeDocumented decodes the examples of Plivo's protocol pages.
 func TestDecodeDocumented(t *testing.T) {
-	for _, tc := range []struct {
-		file string
-		want gateway.Event
-	}{
-		{"start.json", gateway.Event{Kind: gateway.KindStart, Name: "start", Seq: 1, Start: &gateway.Start{
+	gatewaytest.CheckDecodeFiles(t, Codec{}, []gatewaytest.EventCase{
+		{File: "start.json", Want: gateway.Event{Kind: gateway.KindStart, Name: "start", Seq: 1, Start: &gateway.Start{
 			StreamID: "87654321-4321-4321-4321-cba987654321", CallID: "12345678-1234-1234-1234-123456789abc",
 			AccountID: "MAXXXXXXXXXXXXXXXXXX", Params: map[string]string{"userId": "12345", "sessionId": "abc-xyz"},
 			Format: media.Telephony,
 		}}},
-		{"media.json", gateway.Event{Kind: gateway.KindMedia, Name: "media", Seq: 42, Audio: []byte{0xff, 0xfb, 0x90, 0xc4, 0, 0}}},
-		{"dtmf.json", gateway.Event{Kind: gateway.KindDTMF, Name: "dtmf", Seq: 7, Digit: "5"}},
-		{"playedStream.json", gateway.Event{Kind: gateway.KindMark, Name: "playedStream", Mark: "customer greeting audio"}},
-		{"clearedAudio.json", gateway.Event{Kind: gateway.KindInfo, Name: "clearedAudio", Seq: 9, Info: gateway.InfoCleared}},
-	} {
-		t.Run(tc.file, func(t *testing.T) {
-			got, err := Codec{}.Decode(gateway.Frame{Data: gatewaytest.Testdata(t, tc.file)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			gatewaytest.SameEvent(t, got, tc.want)
-		})
-	}
+		{File: "media.json", Want: gateway.Event{Kind: gateway.KindMedia, Name: "media", Seq: 42, Audio: []byte{0xff, 0xfb, 0x90, 0xc4, 0, 0}}},
+		{File: "dtmf.json", Want: gateway.Event{Kind: gateway.KindDTMF, Name: "dtmf", Seq: 7, Digit: "5"}},
+		{File: "playedStream.json", Want: gateway.Event{Kind: gateway.KindMark, Name: "playedStream", Mark: "customer greeting audio"}},
+		{File: "clearedAudio.json", Want: gateway.Event{Kind: gateway.KindInfo, Name: "clearedAudio", Seq: 9, Info: gateway.InfoCleared}},
+	})
 }
 
 // TestDecodeCommandDocumented decodes the examples of what goes to Plivo.
 func TestDecodeCommandDocumented(t *testing.T) {
-	for _, tc := range []struct {
-		file string
-		want gateway.Command
-	}{
-		{"playAudio.json", gateway.Command{Kind: gateway.KindAudio, Format: gateway.L16(8000), Audio: []byte{0, 0, 0, 0}}},
-		{"checkpoint.json", gateway.Command{Kind: gateway.KindMark, StreamID: "20170ada-f610-433b-8758-c02a2aab3662", Mark: "customer greeting audio"}},
-		{"clearAudio.json", gateway.Command{Kind: gateway.KindClear, StreamID: "20170ada-f610-433b-8758-c02a2aab3662"}},
-	} {
-		t.Run(tc.file, func(t *testing.T) {
-			got, err := Codec{}.DecodeCommand(gateway.Frame{Data: gatewaytest.Testdata(t, tc.file)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			gatewaytest.SameCommand(t, got, tc.want)
-		})
-	}
+	gatewaytest.CheckDecodeCommandFiles(t, Codec{}, []gatewaytest.CommandCase{
+		{File: "playAudio.json", Want: gateway.Command{Kind: gateway.KindAudio, Format: gateway.L16(8000), Audio: []byte{0, 0, 0, 0}}},
+		{File: "checkpoint.json", Want: gateway.Command{Kind: gateway.KindMark, StreamID: "20170ada-f610-433b-8758-c02a2aab3662", Mark: "customer greeting audio"}},
+		{File: "clearAudio.json", Want: gateway.Command{Kind: gateway.KindClear, StreamID: "20170ada-f610-433b-8758-c02a2aab3662"}},
+	})
 }
 
 func TestEncode(t *testing.T) {
