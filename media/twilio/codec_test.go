@@ -6,7 +6,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/media/gateway"
-	"github.com/frontdoorhq/frontdoor/media/gateway/gatewaytest"
+	"github.com/frontdoorhq/frontdoor/media/gateway/gatewaytest/suite"
 )
 
 // TestCodecConn runs the gateway suite on Twilio's and Telnyx's dialects:
@@ -14,9 +14,9 @@ import (
 func TestCodecConn(t *testing.T) {
 	for _, d := range []Dialect{Twilio, Telnyx} {
 		t.Run(d.String(), func(t *testing.T) {
-			gatewaytest.RunConn(t, gatewaytest.Setup{Codec: Codec{d}, Start: gateway.Start{StreamID: "MZ1", CallID: "CA1", Params: map[string]string{"caller": "+15550100"}},
+			suite.RunConn(t, suite.Setup{Codec: Codec{d}, Start: gateway.Start{StreamID: "MZ1", CallID: "CA1", Params: map[string]string{"caller": "+15550100"}},
 				Malformed: gateway.Frame{Data: []byte(`{"event":"media","media":{"payload":"!"}}`)}})
-			gatewaytest.RunStop(t, gatewaytest.Setup{Codec: Codec{d}})
+			suite.RunStop(t, suite.Setup{Codec: Codec{d}})
 		})
 	}
 }
@@ -38,5 +38,5 @@ func TestCodecDecode(t *testing.T) {
 }
 
 func FuzzCodecDecode(f *testing.F) {
-	gatewaytest.Fuzz(f, Codec{}, []byte(exTwConnected), []byte(exTwStart), []byte(exTwMedia), []byte(exTwDTMF), []byte(exTwMark), []byte(exTwStop))
+	suite.Fuzz(f, Codec{}, []byte(exTwConnected), []byte(exTwStart), []byte(exTwMedia), []byte(exTwDTMF), []byte(exTwMark), []byte(exTwStop))
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/media/gateway"
-	"github.com/frontdoorhq/frontdoor/media/gateway/gatewaytest"
+	"github.com/frontdoorhq/frontdoor/media/gateway/gatewaytest/suite"
 )
 
 const connID = "e226e283-c90a-4ea9-9e37-389000b9ef47"
@@ -33,11 +33,11 @@ func TestDecodeDocumented(t *testing.T) {
 	} {
 		for _, c := range []Codec{{PlainText}, {JSON}} {
 			t.Run(tc.file+"/"+c.Control.String(), func(t *testing.T) {
-				got, err := c.Decode(gateway.Frame{Data: gatewaytest.Testdata(t, tc.file)})
+				got, err := c.Decode(gateway.Frame{Data: suite.Testdata(t, tc.file)})
 				if err != nil {
 					t.Fatal(err)
 				}
-				gatewaytest.SameEvent(t, got, tc.want)
+				suite.SameEvent(t, got, tc.want)
 			})
 		}
 	}
@@ -68,7 +68,7 @@ func TestEncode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		gatewaytest.SameCommand(t, back, tc.cmd)
+		suite.SameCommand(t, back, tc.cmd)
 	}
 	f, err := Codec{}.Encode(nil, gateway.Command{Kind: gateway.KindAudio, Audio: make([]byte, 160)})
 	if err != nil || !f.Binary || len(f.Data) != 160 {
@@ -78,7 +78,7 @@ func TestEncode(t *testing.T) {
 		t.Fatalf("a mark with a space in plain text: %v", err)
 	}
 	for _, file := range []string{"stop_buffering.json", "stop_buffering.txt"} {
-		if c, err := (Codec{}).DecodeCommand(gateway.Frame{Data: gatewaytest.Testdata(t, file)}); err != nil || c.Kind != gateway.KindNone {
+		if c, err := (Codec{}).DecodeCommand(gateway.Frame{Data: suite.Testdata(t, file)}); err != nil || c.Kind != gateway.KindNone {
 			t.Fatalf("%s: %+v, %v", file, c, err)
 		}
 	}
@@ -106,7 +106,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"variables not an object", `{"event":"MEDIA_START","connection_id":"x","format":"ulaw","channel_variables":[1]}`, gateway.ErrMalformed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Codec{}.Decode(gatewaytest.Text(tc.in))
+			_, err := Codec{}.Decode(suite.Text(tc.in))
 			var de *gateway.DecodeError
 			if !errors.As(err, &de) || !errors.Is(err, tc.want) {
 				t.Fatalf("Decode = %v, want a *DecodeError wrapping %v", err, tc.want)
@@ -122,16 +122,16 @@ func TestConn(t *testing.T) {
 	for _, c := range []Codec{{PlainText}, {JSON}} {
 		for _, f := range c.Capabilities().Formats {
 			t.Run(c.Control.String()+"/"+f.String(), func(t *testing.T) {
-				gatewaytest.RunConn(t, gatewaytest.Setup{Codec: c, Start: gateway.Start{StreamID: connID, CallID: "pbx1-1.2", Format: f}, Malformed: gatewaytest.Text("DTMF_END")})
+				suite.RunConn(t, suite.Setup{Codec: c, Start: gateway.Start{StreamID: connID, CallID: "pbx1-1.2", Format: f}, Malformed: suite.Text("DTMF_END")})
 			})
 		}
 	}
 }
 
 func FuzzDecode(f *testing.F) {
-	gatewaytest.Fuzz(f, Codec{JSON}, gatewaytest.Seeds(f, "media_start.txt", "media_start.json", "media_start_legacy.txt", "dtmf_end.txt", "dtmf_end.json", "mark_processed.json", "status.txt", "xoff.txt", "buffering_completed.txt", "stop_buffering.json", "stop_buffering.txt")...)
+	suite.Fuzz(f, Codec{JSON}, suite.Seeds(f, "media_start.txt", "media_start.json", "media_start_legacy.txt", "dtmf_end.txt", "dtmf_end.json", "mark_processed.json", "status.txt", "xoff.txt", "buffering_completed.txt", "stop_buffering.json", "stop_buffering.txt")...)
 }
 
 func FuzzDecodePlainText(f *testing.F) {
-	gatewaytest.Fuzz(f, Codec{PlainText}, gatewaytest.Testdata(f, "media_start.txt"), gatewaytest.Testdata(f, "dtmf_end.txt"), gatewaytest.Testdata(f, "status.txt"), []byte("MEDIA_MARK_PROCESSED u1.1"))
+	suite.Fuzz(f, Codec{PlainText}, suite.Testdata(f, "media_start.txt"), suite.Testdata(f, "dtmf_end.txt"), suite.Testdata(f, "status.txt"), []byte("MEDIA_MARK_PROCESSED u1.1"))
 }

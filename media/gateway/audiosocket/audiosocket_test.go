@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/media/gateway"
-	"github.com/frontdoorhq/frontdoor/media/gateway/gatewaytest"
+	"github.com/frontdoorhq/frontdoor/media/gateway/gatewaytest/suite"
 )
 
 func read(t testing.TB, name string) gateway.Frame {
@@ -40,7 +40,7 @@ func TestDecode(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.file, err)
 		}
-		gatewaytest.SameEvent(t, got, tc.want)
+		suite.SameEvent(t, got, tc.want)
 	}
 }
 
@@ -127,14 +127,14 @@ func tcpPair(t testing.TB) (gateway.Link, gateway.Link) {
 func TestConn(t *testing.T) {
 	for _, c := range []Codec{{}, {SampleRate: 16000}} {
 		t.Run(c.Capabilities().Formats[0].String(), func(t *testing.T) {
-			gatewaytest.RunConn(t, gatewaytest.Setup{Codec: c, Pair: tcpPair,
+			suite.RunConn(t, suite.Setup{Codec: c, Pair: tcpPair,
 				Start: gateway.Start{StreamID: "40325b1a-8664-4d3a-8e4e-5e7b2b8d6d1c"}, Malformed: gateway.Frame{Binary: true, Data: []byte("\x42\x00\x00")}})
 		})
 	}
 }
 
 func TestStop(t *testing.T) {
-	gatewaytest.RunStop(t, gatewaytest.Setup{Codec: Codec{}, Pair: tcpPair, Start: gateway.Start{StreamID: "40325b1a-8664-4d3a-8e4e-5e7b2b8d6d1c"}})
+	suite.RunStop(t, suite.Setup{Codec: Codec{}, Pair: tcpPair, Start: gateway.Start{StreamID: "40325b1a-8664-4d3a-8e4e-5e7b2b8d6d1c"}})
 }
 
 // TestLinkContext: a read blocked on a silent peer returns when its
@@ -159,5 +159,5 @@ func TestLinkContext(t *testing.T) {
 }
 
 func FuzzDecode(f *testing.F) {
-	gatewaytest.Fuzz(f, Codec{}, gatewaytest.Seeds(f, "uuid.bin", "dtmf.bin", "hangup.bin", "error.bin", "slin.bin", "slin16.bin")...)
+	suite.Fuzz(f, Codec{}, suite.Seeds(f, "uuid.bin", "dtmf.bin", "hangup.bin", "error.bin", "slin.bin", "slin16.bin")...)
 }

@@ -5,14 +5,14 @@ import (
 	"testing"
 
 	"github.com/frontdoorhq/frontdoor/media/gateway"
-	"github.com/frontdoorhq/frontdoor/media/gateway/gatewaytest"
+	"github.com/frontdoorhq/frontdoor/media/gateway/gatewaytest/suite"
 )
 
 const sid = "MZxxxxxxxxxxxxxxxxxxxxxxxx"
 
 // TestDecodeDocumented decodes the examples of Exotel's WebSocket protocol page.
 func TestDecodeDocumented(t *testing.T) {
-	gatewaytest.CheckDecodeFiles(t, Codec{}, []gatewaytest.EventCase{
+	suite.CheckDecodeFiles(t, Codec{}, []suite.EventCase{
 		{File: "connected.json", Want: gateway.Event{Kind: gateway.KindInfo, Name: "connected", Info: gateway.InfoConnected}},
 		{File: "start.json", Want: gateway.Event{Kind: gateway.KindStart, Name: "start", Seq: 1, Start: &gateway.Start{
 			StreamID: sid, CallID: "CAxxxxxxxxxxxxxxxxxxxxxxxx", AccountID: "ACxxxxxxxxxxxxxxxxxxxxxxxx",
@@ -33,11 +33,11 @@ func TestDecodeCommandDocumented(t *testing.T) {
 		{"clear.json", gateway.Command{Kind: gateway.KindClear, StreamID: sid}},
 		{"mark_out.json", gateway.Command{Kind: gateway.KindMark, StreamID: sid, Mark: "greeting-end"}},
 	} {
-		got, err := Codec{}.DecodeCommand(gateway.Frame{Data: gatewaytest.Testdata(t, tc.file)})
+		got, err := Codec{}.DecodeCommand(gateway.Frame{Data: suite.Testdata(t, tc.file)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		gatewaytest.SameCommand(t, got, tc.want)
+		suite.SameCommand(t, got, tc.want)
 	}
 }
 
@@ -58,22 +58,22 @@ func TestEncode(t *testing.T) {
 }
 
 func TestDecodeErrors(t *testing.T) {
-	gatewaytest.CheckDecodeErrors(t, Codec{}, []gatewaytest.ErrorCase{
-		{Name: "not json", In: gatewaytest.Text(`{"event":`), Want: gateway.ErrMalformed},
+	suite.CheckDecodeErrors(t, Codec{}, []suite.ErrorCase{
+		{Name: "not json", In: suite.Text(`{"event":`), Want: gateway.ErrMalformed},
 		{Name: "binary", In: gateway.Frame{Binary: true, Data: []byte{1, 2}}, Want: gateway.ErrMalformed},
-		{Name: "unknown", In: gatewaytest.Text(`{"event":"clear"}`), Want: gateway.ErrUnknownEvent},
-		{Name: "sequence as number", In: gatewaytest.Text(`{"event":"dtmf","sequence_number":7,"dtmf":{"digit":"1"}}`), Want: gateway.ErrMalformed},
-		{Name: "sequence not a count", In: gatewaytest.Text(`{"event":"dtmf","sequence_number":"x","dtmf":{"digit":"1"}}`), Want: gateway.ErrMalformed},
-		{Name: "rate as number", In: gatewaytest.Text(`{"event":"start","start":{"stream_sid":"s","media_format":{"sample_rate":8000}}}`), Want: gateway.ErrMalformed},
-		{Name: "rate 44100", In: gatewaytest.Text(`{"event":"start","start":{"stream_sid":"s","media_format":{"sample_rate":"44100"}}}`), Want: gateway.ErrUnsupported},
-		{Name: "8-bit", In: gatewaytest.Text(`{"event":"start","start":{"stream_sid":"s","media_format":{"sample_rate":"8000","bit_rate":"8"}}}`), Want: gateway.ErrUnsupported},
-		{Name: "no stream", In: gatewaytest.Text(`{"event":"start","start":{"media_format":{}}}`), Want: gateway.ErrMalformed},
-		{Name: "bad base64", In: gatewaytest.Text(`{"event":"media","media":{"payload":"%"}}`), Want: gateway.ErrPayload},
-		{Name: "bad chunk", In: gatewaytest.Text(`{"event":"media","media":{"payload":"","chunk":"-1"}}`), Want: gateway.ErrMalformed},
-		{Name: "no mark name", In: gatewaytest.Text(`{"event":"mark","mark":{}}`), Want: gateway.ErrMalformed},
+		{Name: "unknown", In: suite.Text(`{"event":"clear"}`), Want: gateway.ErrUnknownEvent},
+		{Name: "sequence as number", In: suite.Text(`{"event":"dtmf","sequence_number":7,"dtmf":{"digit":"1"}}`), Want: gateway.ErrMalformed},
+		{Name: "sequence not a count", In: suite.Text(`{"event":"dtmf","sequence_number":"x","dtmf":{"digit":"1"}}`), Want: gateway.ErrMalformed},
+		{Name: "rate as number", In: suite.Text(`{"event":"start","start":{"stream_sid":"s","media_format":{"sample_rate":8000}}}`), Want: gateway.ErrMalformed},
+		{Name: "rate 44100", In: suite.Text(`{"event":"start","start":{"stream_sid":"s","media_format":{"sample_rate":"44100"}}}`), Want: gateway.ErrUnsupported},
+		{Name: "8-bit", In: suite.Text(`{"event":"start","start":{"stream_sid":"s","media_format":{"sample_rate":"8000","bit_rate":"8"}}}`), Want: gateway.ErrUnsupported},
+		{Name: "no stream", In: suite.Text(`{"event":"start","start":{"media_format":{}}}`), Want: gateway.ErrMalformed},
+		{Name: "bad base64", In: suite.Text(`{"event":"media","media":{"payload":"%"}}`), Want: gateway.ErrPayload},
+		{Name: "bad chunk", In: suite.Text(`{"event":"media","media":{"payload":"","chunk":"-1"}}`), Want: gateway.ErrMalformed},
+		{Name: "no mark name", In: suite.Text(`{"event":"mark","mark":{}}`), Want: gateway.ErrMalformed},
 		{Name: "oversize", In: gateway.Frame{Data: make([]byte, MaxMessageSize+1)}, Want: gateway.ErrTooLarge},
 	})
-	if _, err := (Codec{}).DecodeCommand(gatewaytest.Text(`{"event":"media","stream_sid":"s","media":{"payload":"AAAA"}}`)); !errors.Is(err, gateway.ErrPayload) {
+	if _, err := (Codec{}).DecodeCommand(suite.Text(`{"event":"media","stream_sid":"s","media":{"payload":"AAAA"}}`)); !errors.Is(err, gateway.ErrPayload) {
 		t.Errorf("a 3-byte chunk: %v, want ErrPayload (Exotel wants multiples of 320 bytes)", err)
 	}
 }
@@ -81,13 +81,13 @@ func TestDecodeErrors(t *testing.T) {
 func TestConn(t *testing.T) {
 	for _, f := range formats {
 		t.Run(f.String(), func(t *testing.T) {
-			gatewaytest.RunConn(t, gatewaytest.Setup{Codec: Codec{}, Start: gateway.Start{StreamID: "s1", Format: f}, Malformed: gatewaytest.Text(`{"event":"dtmf","dtmf":{"digit":5}}`)})
+			suite.RunConn(t, suite.Setup{Codec: Codec{}, Start: gateway.Start{StreamID: "s1", Format: f}, Malformed: suite.Text(`{"event":"dtmf","dtmf":{"digit":5}}`)})
 		})
 	}
 }
 
-func TestStop(t *testing.T) { gatewaytest.RunStop(t, gatewaytest.Setup{Codec: Codec{}}) }
+func TestStop(t *testing.T) { suite.RunStop(t, suite.Setup{Codec: Codec{}}) }
 
 func FuzzDecode(f *testing.F) {
-	gatewaytest.Fuzz(f, Codec{}, gatewaytest.Seeds(f, "connected.json", "start.json", "media.json", "dtmf.json", "mark.json", "stop.json", "clear.json", "mark_out.json")...)
+	suite.Fuzz(f, Codec{}, suite.Seeds(f, "connected.json", "start.json", "media.json", "dtmf.json", "mark.json", "stop.json", "clear.json", "mark_out.json")...)
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/frontdoorhq/frontdoor/media/gateway"
-	"github.com/frontdoorhq/frontdoor/media/gateway/gatewaytest"
+	"github.com/frontdoorhq/frontdoor/media/gateway/gatewaytest/suite"
 )
 
 func TestDecode(t *testing.T) {
@@ -14,10 +14,10 @@ func TestDecode(t *testing.T) {
 		c    Codec
 		want gateway.Event
 	}{
-		{gateway.Frame{Data: gatewaytest.Testdata(t, "metadata.json")}, Codec{}, gateway.Event{Kind: gateway.KindStart, Name: "metadata", Start: &gateway.Start{
+		{gateway.Frame{Data: suite.Testdata(t, "metadata.json")}, Codec{}, gateway.Event{Kind: gateway.KindStart, Name: "metadata", Start: &gateway.Start{
 			StreamID: "a1b2c3d4-0000-1111-2222-333344445555", Format: gateway.L16(8000),
 			Params: map[string]string{"uuid": "a1b2c3d4-0000-1111-2222-333344445555", "caller": "+15550100", "tenant_hint": "acme"}}}},
-		{gateway.Frame{Data: gatewaytest.Testdata(t, "metadata.txt")}, Codec{SampleRate: 16000}, gateway.Event{Kind: gateway.KindStart, Name: "metadata", Start: &gateway.Start{
+		{gateway.Frame{Data: suite.Testdata(t, "metadata.txt")}, Codec{SampleRate: 16000}, gateway.Event{Kind: gateway.KindStart, Name: "metadata", Start: &gateway.Start{
 			StreamID: "freeswitch", Format: gateway.L16(16000), Params: map[string]string{"metadata": "call from the lobby phone"}}}},
 		{gateway.Frame{Binary: true, Data: []byte{1, 0}}, Codec{}, gateway.Event{Kind: gateway.KindMedia, Name: "audio", Audio: []byte{1, 0}}},
 	} {
@@ -25,7 +25,7 @@ func TestDecode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		gatewaytest.SameEvent(t, got, tc.want)
+		suite.SameEvent(t, got, tc.want)
 	}
 }
 
@@ -36,11 +36,11 @@ func TestStreamAudio(t *testing.T) {
 	if err != nil || f.Binary || string(f.Data) != `{"type":"streamAudio","data":{"audioDataType":"raw","sampleRate":8000,"audioData":"AAABAA=="}}` {
 		t.Fatalf("Encode = %s, %v", f.Data, err)
 	}
-	c, err := Codec{}.DecodeCommand(gateway.Frame{Data: gatewaytest.Testdata(t, "stream_audio.json")})
+	c, err := Codec{}.DecodeCommand(gateway.Frame{Data: suite.Testdata(t, "stream_audio.json")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	gatewaytest.SameCommand(t, c, gateway.Command{Kind: gateway.KindAudio, Format: gateway.L16(8000), Audio: []byte{0, 0, 1, 0}})
+	suite.SameCommand(t, c, gateway.Command{Kind: gateway.KindAudio, Format: gateway.L16(8000), Audio: []byte{0, 0, 1, 0}})
 	f, err = Codec{Binary: true}.Encode(nil, gateway.Command{Kind: gateway.KindAudio, Audio: []byte{0, 0}})
 	if err != nil || !f.Binary || len(f.Data) != 2 {
 		t.Fatalf("binary Encode = %v, %v", f, err)
@@ -53,7 +53,7 @@ func TestStreamAudio(t *testing.T) {
 }
 
 func TestDecodeErrors(t *testing.T) {
-	gatewaytest.CheckDecodeErrors(t, Codec{}, []gatewaytest.ErrorCase{
+	suite.CheckDecodeErrors(t, Codec{}, []suite.ErrorCase{
 		{Name: "odd audio", In: gateway.Frame{Binary: true, Data: []byte{1}}, Want: gateway.ErrPayload},
 		{Name: "not utf-8", In: gateway.Frame{Data: []byte{0xff, 0xfe}}, Want: gateway.ErrMalformed},
 		{Name: "broken json", In: gateway.Frame{Data: []byte(`{"uuid":`)}, Want: gateway.ErrMalformed},
@@ -78,12 +78,12 @@ func TestDecodeErrors(t *testing.T) {
 func TestConn(t *testing.T) {
 	for _, c := range []Codec{{}, {SampleRate: 16000}, {Binary: true}} {
 		t.Run(c.format().String(), func(t *testing.T) {
-			gatewaytest.RunConn(t, gatewaytest.Setup{Codec: c, Start: gateway.Start{StreamID: "fs-uuid", Params: map[string]string{"caller": "+15550100"}},
+			suite.RunConn(t, suite.Setup{Codec: c, Start: gateway.Start{StreamID: "fs-uuid", Params: map[string]string{"caller": "+15550100"}},
 				Malformed: gateway.Frame{Binary: true, Data: []byte{1, 2, 3}}})
 		})
 	}
 }
 
 func FuzzDecode(f *testing.F) {
-	gatewaytest.Fuzz(f, Codec{}, gatewaytest.Testdata(f, "metadata.json"), gatewaytest.Testdata(f, "metadata.txt"), gatewaytest.Testdata(f, "stream_audio.json"))
+	suite.Fuzz(f, Codec{}, suite.Testdata(f, "metadata.json"), suite.Testdata(f, "metadata.txt"), suite.Testdata(f, "stream_audio.json"))
 }

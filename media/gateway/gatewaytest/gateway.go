@@ -5,11 +5,8 @@
 // real-time clock. Marks are echoed the way the dialect's gateway does: once
 // the audio before them has played, or, on a clear, at once where the
 // dialect echoes pending marks (ClearEchoesMarks) and never where it drops
-// them. A clear drops the buffered audio.
-//
-// RunConn and Fuzz are shared test suites that every dialect's tests call:
-// RunConn plays a whole exchange between a gateway.Conn and a Gateway over a
-// real link, Fuzz checks a decoder against arbitrary input.
+// them. A clear drops the buffered audio. Package suite, below this one,
+// has the tests every dialect runs with it.
 package gatewaytest
 
 import (

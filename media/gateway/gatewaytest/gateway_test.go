@@ -9,6 +9,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media/gateway"
 	"github.com/frontdoorhq/frontdoor/media/gateway/exotel"
 	"github.com/frontdoorhq/frontdoor/media/gateway/gatewaytest"
+	"github.com/frontdoorhq/frontdoor/media/gateway/gatewaytest/suite"
 	"github.com/frontdoorhq/frontdoor/media/gateway/plivo"
 	"github.com/frontdoorhq/frontdoor/media/gateway/vonage"
 )
@@ -29,7 +30,7 @@ func TestClearAndMarks(t *testing.T) {
 		t.Run(tc.codec.Name(), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			client, server := gatewaytest.WebSocketPair(tc.codec, nil, nil)(t)
+			client, server := suite.WebSocketPair(tc.codec, nil, nil)(t)
 			g, err := gatewaytest.New(ctx, client, tc.codec, gatewaytest.Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -76,7 +77,7 @@ func TestClearAndMarks(t *testing.T) {
 func TestWaitEnds(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	client, server := gatewaytest.WebSocketPair(vonage.Codec{}, nil, nil)(t)
+	client, server := suite.WebSocketPair(vonage.Codec{}, nil, nil)(t)
 	g, err := gatewaytest.New(ctx, client, vonage.Codec{}, gatewaytest.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -6,11 +6,11 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/frontdoorhq/frontdoor/media/gateway"
-	"github.com/frontdoorhq/frontdoor/media/gateway/gatewaytest"
+	"github.com/frontdoorhq/frontdoor/media/gateway/gatewaytest/suite"
 )
 
 func TestDecodeDocumented(t *testing.T) {
-	gatewaytest.CheckDecodeFiles(t, Codec{}, []gatewaytest.EventCase{
+	suite.CheckDecodeFiles(t, Codec{}, []suite.EventCase{
 		{File: "metadata.json", Want: gateway.Event{Kind: gateway.KindStart, Name: "metadata", Start: &gateway.Start{
 			StreamID: "c7a9d2e0-7b0e-4a3f-9e1d-2b6c8f0e4a11", CallID: "f0b5a1f6-3c1e-123e-4b73-06a1e3b5f0c2",
 			AccountID: "fef61e75-cec3-496c-a7bc-8368e4d6ab6a", From: "+15083084809", To: "+15083728299", Format: gateway.L16(8000),
@@ -37,18 +37,18 @@ func TestCommands(t *testing.T) {
 		if err != nil || f.Binary || string(f.Data) != tc.want {
 			t.Errorf("Encode(%v) = %s, %v; want %s", tc.cmd.Kind, f.Data, err, tc.want)
 		}
-		got, err := Codec{}.DecodeCommand(gateway.Frame{Data: gatewaytest.Testdata(t, tc.file)})
+		got, err := Codec{}.DecodeCommand(gateway.Frame{Data: suite.Testdata(t, tc.file)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		gatewaytest.SameCommand(t, got, tc.cmd)
+		suite.SameCommand(t, got, tc.cmd)
 	}
-	got, err := Codec{}.DecodeCommand(gateway.Frame{Data: gatewaytest.Testdata(t, "play_audio.json")})
+	got, err := Codec{}.DecodeCommand(gateway.Frame{Data: suite.Testdata(t, "play_audio.json")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	gatewaytest.SameCommand(t, got, gateway.Command{Kind: gateway.KindAudio, Audio: []byte{0, 0, 1, 0}})
-	if c, err := (Codec{}).DecodeCommand(gateway.Frame{Data: gatewaytest.Testdata(t, "clear_marks.json")}); err != nil || c.Kind != gateway.KindNone {
+	suite.SameCommand(t, got, gateway.Command{Kind: gateway.KindAudio, Audio: []byte{0, 0, 1, 0}})
+	if c, err := (Codec{}).DecodeCommand(gateway.Frame{Data: suite.Testdata(t, "clear_marks.json")}); err != nil || c.Kind != gateway.KindNone {
 		t.Fatalf("clearMarks: %+v, %v", c, err)
 	}
 	f, err := Codec{}.Encode(nil, gateway.Command{Kind: gateway.KindAudio, Audio: []byte{1, 0}})
@@ -58,36 +58,36 @@ func TestCommands(t *testing.T) {
 }
 
 func TestDecodeErrors(t *testing.T) {
-	gatewaytest.CheckDecodeErrors(t, Codec{}, []gatewaytest.ErrorCase{
-		{Name: "not json", In: gatewaytest.Text(`[`), Want: gateway.ErrMalformed},
-		{Name: "not an object", In: gatewaytest.Text(`[1]`), Want: gateway.ErrMalformed},
-		{Name: "null", In: gatewaytest.Text(`null`), Want: gateway.ErrMalformed},
-		{Name: "no callSid", In: gatewaytest.Text(`{"sampleRate":8000}`), Want: gateway.ErrMalformed},
-		{Name: "no rate", In: gatewaytest.Text(`{"callSid":"c"}`), Want: gateway.ErrMalformed},
-		{Name: "rate as string", In: gatewaytest.Text(`{"callSid":"c","sampleRate":"8000"}`), Want: gateway.ErrMalformed},
-		{Name: "11 kHz", In: gatewaytest.Text(`{"callSid":"c","sampleRate":11025}`), Want: gateway.ErrUnsupported},
-		{Name: "stereo", In: gatewaytest.Text(`{"callSid":"c","sampleRate":8000,"mixType":"stereo"}`), Want: gateway.ErrUnsupported},
-		{Name: "unknown type", In: gatewaytest.Text(`{"type":"verb:hook"}`), Want: gateway.ErrUnknownEvent},
-		{Name: "unknown event", In: gatewaytest.Text(`{"event":"transcription"}`), Want: gateway.ErrUnknownEvent},
-		{Name: "mark without name", In: gatewaytest.Text(`{"type":"mark","data":{}}`), Want: gateway.ErrMalformed},
-		{Name: "dtmf without digit", In: gatewaytest.Text(`{"event":"dtmf"}`), Want: gateway.ErrMalformed},
-		{Name: "dtmf as number", In: gatewaytest.Text(`{"event":"dtmf","dtmf":5}`), Want: gateway.ErrMalformed},
+	suite.CheckDecodeErrors(t, Codec{}, []suite.ErrorCase{
+		{Name: "not json", In: suite.Text(`[`), Want: gateway.ErrMalformed},
+		{Name: "not an object", In: suite.Text(`[1]`), Want: gateway.ErrMalformed},
+		{Name: "null", In: suite.Text(`null`), Want: gateway.ErrMalformed},
+		{Name: "no callSid", In: suite.Text(`{"sampleRate":8000}`), Want: gateway.ErrMalformed},
+		{Name: "no rate", In: suite.Text(`{"callSid":"c"}`), Want: gateway.ErrMalformed},
+		{Name: "rate as string", In: suite.Text(`{"callSid":"c","sampleRate":"8000"}`), Want: gateway.ErrMalformed},
+		{Name: "11 kHz", In: suite.Text(`{"callSid":"c","sampleRate":11025}`), Want: gateway.ErrUnsupported},
+		{Name: "stereo", In: suite.Text(`{"callSid":"c","sampleRate":8000,"mixType":"stereo"}`), Want: gateway.ErrUnsupported},
+		{Name: "unknown type", In: suite.Text(`{"type":"verb:hook"}`), Want: gateway.ErrUnknownEvent},
+		{Name: "unknown event", In: suite.Text(`{"event":"transcription"}`), Want: gateway.ErrUnknownEvent},
+		{Name: "mark without name", In: suite.Text(`{"type":"mark","data":{}}`), Want: gateway.ErrMalformed},
+		{Name: "dtmf without digit", In: suite.Text(`{"event":"dtmf"}`), Want: gateway.ErrMalformed},
+		{Name: "dtmf as number", In: suite.Text(`{"event":"dtmf","dtmf":5}`), Want: gateway.ErrMalformed},
 		{Name: "odd audio", In: gateway.Frame{Binary: true, Data: []byte{0}}, Want: gateway.ErrPayload},
 		{Name: "oversize", In: gateway.Frame{Data: make([]byte, MaxMessageSize+1)}, Want: gateway.ErrTooLarge},
 	})
 }
 
 func TestConn(t *testing.T) {
-	pair := gatewaytest.WebSocketPair(Codec{}, &websocket.AcceptOptions{Subprotocols: []string{Subprotocol}}, &websocket.DialOptions{Subprotocols: []string{Subprotocol}})
+	pair := suite.WebSocketPair(Codec{}, &websocket.AcceptOptions{Subprotocols: []string{Subprotocol}}, &websocket.DialOptions{Subprotocols: []string{Subprotocol}})
 	for _, f := range formats[:2] {
 		t.Run(f.String(), func(t *testing.T) {
-			gatewaytest.RunConn(t, gatewaytest.Setup{Codec: Codec{}, Pair: pair,
+			suite.RunConn(t, suite.Setup{Codec: Codec{}, Pair: pair,
 				Start:     gateway.Start{StreamID: "call-sid", From: "+15550100", Params: map[string]string{"caller": "+15550100"}, Format: f},
-				Malformed: gatewaytest.Text(`{"type":"mark"}`)})
+				Malformed: suite.Text(`{"type":"mark"}`)})
 		})
 	}
 }
 
 func FuzzDecode(f *testing.F) {
-	gatewaytest.Fuzz(f, Codec{}, gatewaytest.Seeds(f, "metadata.json", "dtmf.json", "mark_playout.json", "mark_cleared.json", "play_done.json", "play_audio.json", "kill_audio.json", "disconnect.json", "clear_marks.json", "mark.json")...)
+	suite.Fuzz(f, Codec{}, suite.Seeds(f, "metadata.json", "dtmf.json", "mark_playout.json", "mark_cleared.json", "play_done.json", "play_audio.json", "kill_audio.json", "disconnect.json", "clear_marks.json", "mark.json")...)
 }

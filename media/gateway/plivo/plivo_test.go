@@ -6,12 +6,12 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/media/gateway"
-	"github.com/frontdoorhq/frontdoor/media/gateway/gatewaytest"
+	"github.com/frontdoorhq/frontdoor/media/gateway/gatewaytest/suite"
 )
 
 // TestDecodeDocumented decodes the examples of Plivo's protocol pages.
 func TestDecodeDocumented(t *testing.T) {
-	gatewaytest.CheckDecodeFiles(t, Codec{}, []gatewaytest.EventCase{
+	suite.CheckDecodeFiles(t, Codec{}, []suite.EventCase{
 		{File: "start.json", Want: gateway.Event{Kind: gateway.KindStart, Name: "start", Seq: 1, Start: &gateway.Start{
 			StreamID: "87654321-4321-4321-4321-cba987654321", CallID: "12345678-1234-1234-1234-123456789abc",
 			AccountID: "MAXXXXXXXXXXXXXXXXXX", Params: map[string]string{"userId": "12345", "sessionId": "abc-xyz"},
@@ -26,7 +26,7 @@ func TestDecodeDocumented(t *testing.T) {
 
 // TestDecodeCommandDocumented decodes the examples of what goes to Plivo.
 func TestDecodeCommandDocumented(t *testing.T) {
-	gatewaytest.CheckDecodeCommandFiles(t, Codec{}, []gatewaytest.CommandCase{
+	suite.CheckDecodeCommandFiles(t, Codec{}, []suite.CommandCase{
 		{File: "playAudio.json", Want: gateway.Command{Kind: gateway.KindAudio, Format: gateway.L16(8000), Audio: []byte{0, 0, 0, 0}}},
 		{File: "checkpoint.json", Want: gateway.Command{Kind: gateway.KindMark, StreamID: "20170ada-f610-433b-8758-c02a2aab3662", Mark: "customer greeting audio"}},
 		{File: "clearAudio.json", Want: gateway.Command{Kind: gateway.KindClear, StreamID: "20170ada-f610-433b-8758-c02a2aab3662"}},
@@ -56,21 +56,21 @@ func TestEncode(t *testing.T) {
 }
 
 func TestDecodeErrors(t *testing.T) {
-	gatewaytest.CheckDecodeErrors(t, Codec{}, []gatewaytest.ErrorCase{
-		{Name: "not json", In: gatewaytest.Text(`{`), Want: gateway.ErrMalformed},
+	suite.CheckDecodeErrors(t, Codec{}, []suite.ErrorCase{
+		{Name: "not json", In: suite.Text(`{`), Want: gateway.ErrMalformed},
 		{Name: "binary", In: gateway.Frame{Binary: true, Data: []byte(`{"event":"dtmf"}`)}, Want: gateway.ErrMalformed},
-		{Name: "no event", In: gatewaytest.Text(`{}`), Want: gateway.ErrMalformed},
-		{Name: "unknown", In: gatewaytest.Text(`{"event":"playAudio"}`), Want: gateway.ErrUnknownEvent},
-		{Name: "start without format", In: gatewaytest.Text(`{"event":"start","start":{"streamId":"s"}}`), Want: gateway.ErrMalformed},
-		{Name: "start without stream", In: gatewaytest.Text(`{"event":"start","start":{"mediaFormat":{"encoding":"audio/x-mulaw","sampleRate":8000}}}`), Want: gateway.ErrMalformed},
-		{Name: "start in opus", In: gatewaytest.Text(`{"event":"start","start":{"streamId":"s","mediaFormat":{"encoding":"audio/opus","sampleRate":48000}}}`), Want: gateway.ErrUnsupported},
-		{Name: "mulaw at 16k", In: gatewaytest.Text(`{"event":"start","start":{"streamId":"s","mediaFormat":{"encoding":"audio/x-mulaw","sampleRate":16000}}}`), Want: gateway.ErrUnsupported},
-		{Name: "sequence as string", In: gatewaytest.Text(`{"event":"dtmf","sequenceNumber":"7","dtmf":{"digit":"1"}}`), Want: gateway.ErrMalformed},
-		{Name: "no payload", In: gatewaytest.Text(`{"event":"media","media":{}}`), Want: gateway.ErrMalformed},
-		{Name: "bad base64", In: gatewaytest.Text(`{"event":"media","media":{"payload":"!!"}}`), Want: gateway.ErrPayload},
-		{Name: "bad timestamp", In: gatewaytest.Text(`{"event":"media","media":{"payload":"","timestamp":"soon"}}`), Want: gateway.ErrMalformed},
-		{Name: "no digit", In: gatewaytest.Text(`{"event":"dtmf","dtmf":{}}`), Want: gateway.ErrMalformed},
-		{Name: "no checkpoint name", In: gatewaytest.Text(`{"event":"playedStream","streamId":"s"}`), Want: gateway.ErrMalformed},
+		{Name: "no event", In: suite.Text(`{}`), Want: gateway.ErrMalformed},
+		{Name: "unknown", In: suite.Text(`{"event":"playAudio"}`), Want: gateway.ErrUnknownEvent},
+		{Name: "start without format", In: suite.Text(`{"event":"start","start":{"streamId":"s"}}`), Want: gateway.ErrMalformed},
+		{Name: "start without stream", In: suite.Text(`{"event":"start","start":{"mediaFormat":{"encoding":"audio/x-mulaw","sampleRate":8000}}}`), Want: gateway.ErrMalformed},
+		{Name: "start in opus", In: suite.Text(`{"event":"start","start":{"streamId":"s","mediaFormat":{"encoding":"audio/opus","sampleRate":48000}}}`), Want: gateway.ErrUnsupported},
+		{Name: "mulaw at 16k", In: suite.Text(`{"event":"start","start":{"streamId":"s","mediaFormat":{"encoding":"audio/x-mulaw","sampleRate":16000}}}`), Want: gateway.ErrUnsupported},
+		{Name: "sequence as string", In: suite.Text(`{"event":"dtmf","sequenceNumber":"7","dtmf":{"digit":"1"}}`), Want: gateway.ErrMalformed},
+		{Name: "no payload", In: suite.Text(`{"event":"media","media":{}}`), Want: gateway.ErrMalformed},
+		{Name: "bad base64", In: suite.Text(`{"event":"media","media":{"payload":"!!"}}`), Want: gateway.ErrPayload},
+		{Name: "bad timestamp", In: suite.Text(`{"event":"media","media":{"payload":"","timestamp":"soon"}}`), Want: gateway.ErrMalformed},
+		{Name: "no digit", In: suite.Text(`{"event":"dtmf","dtmf":{}}`), Want: gateway.ErrMalformed},
+		{Name: "no checkpoint name", In: suite.Text(`{"event":"playedStream","streamId":"s"}`), Want: gateway.ErrMalformed},
 		{Name: "oversize", In: gateway.Frame{Data: make([]byte, MaxMessageSize+1)}, Want: gateway.ErrTooLarge},
 	})
 }
@@ -78,13 +78,13 @@ func TestDecodeErrors(t *testing.T) {
 func TestConn(t *testing.T) {
 	for _, f := range formats {
 		t.Run(f.String(), func(t *testing.T) {
-			gatewaytest.RunConn(t, gatewaytest.Setup{Codec: Codec{}, Start: gateway.Start{StreamID: "s1", CallID: "c1", Format: f}, Malformed: gatewaytest.Text(`{"event":"media","media":{"payload":7}}`)})
+			suite.RunConn(t, suite.Setup{Codec: Codec{}, Start: gateway.Start{StreamID: "s1", CallID: "c1", Format: f}, Malformed: suite.Text(`{"event":"media","media":{"payload":7}}`)})
 		})
 	}
 }
 
-func TestStop(t *testing.T) { gatewaytest.RunStop(t, gatewaytest.Setup{Codec: Codec{}}) }
+func TestStop(t *testing.T) { suite.RunStop(t, suite.Setup{Codec: Codec{}}) }
 
 func FuzzDecode(f *testing.F) {
-	gatewaytest.Fuzz(f, Codec{}, gatewaytest.Seeds(f, "start.json", "media.json", "dtmf.json", "playedStream.json", "clearedAudio.json", "playAudio.json", "checkpoint.json", "clearAudio.json")...)
+	suite.Fuzz(f, Codec{}, suite.Seeds(f, "start.json", "media.json", "dtmf.json", "playedStream.json", "clearedAudio.json", "playAudio.json", "checkpoint.json", "clearAudio.json")...)
 }

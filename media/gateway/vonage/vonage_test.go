@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/frontdoorhq/frontdoor/media/gateway"
-	"github.com/frontdoorhq/frontdoor/media/gateway/gatewaytest"
+	"github.com/frontdoorhq/frontdoor/media/gateway/gatewaytest/suite"
 )
 
 func TestDecodeDocumented(t *testing.T) {
@@ -13,22 +13,22 @@ func TestDecodeDocumented(t *testing.T) {
 		in   gateway.Frame
 		want gateway.Event
 	}{
-		{gateway.Frame{Data: gatewaytest.Testdata(t, "connected.json")}, gateway.Event{Kind: gateway.KindStart, Name: EventConnected, Start: &gateway.Start{
+		{gateway.Frame{Data: suite.Testdata(t, "connected.json")}, gateway.Event{Kind: gateway.KindStart, Name: EventConnected, Start: &gateway.Start{
 			StreamID: "websocket", Params: map[string]string{"prop1": "value1", "prop2": "value2"}, Format: gateway.L16(16000)}}},
-		{gatewaytest.Text(`{"event":"websocket:connected","content-type":"audio/l16;rate=8000","uuid":"63f61863-4a51-4f6b-86e1-46edebcf9356","n":3}`),
+		{suite.Text(`{"event":"websocket:connected","content-type":"audio/l16;rate=8000","uuid":"63f61863-4a51-4f6b-86e1-46edebcf9356","n":3}`),
 			gateway.Event{Kind: gateway.KindStart, Name: EventConnected, Start: &gateway.Start{StreamID: "63f61863-4a51-4f6b-86e1-46edebcf9356",
 				Params: map[string]string{"uuid": "63f61863-4a51-4f6b-86e1-46edebcf9356", "n": "3"}, Format: gateway.L16(8000)}}},
 		{gateway.Frame{Binary: true, Data: []byte{1, 0, 2, 0}}, gateway.Event{Kind: gateway.KindMedia, Name: "audio", Audio: []byte{1, 0, 2, 0}}},
-		{gateway.Frame{Data: gatewaytest.Testdata(t, "dtmf.json")}, gateway.Event{Kind: gateway.KindDTMF, Name: EventDTMF, Digit: "5"}},
-		{gatewaytest.Text(`{"event":"websocket:dtmf","dtmf":{"digit":"#"}}`), gateway.Event{Kind: gateway.KindDTMF, Name: EventDTMF, Digit: "#"}},
-		{gateway.Frame{Data: gatewaytest.Testdata(t, "notify.json")}, gateway.Event{Kind: gateway.KindMark, Name: EventNotify, Mark: "u1.1"}},
-		{gateway.Frame{Data: gatewaytest.Testdata(t, "cleared.json")}, gateway.Event{Kind: gateway.KindInfo, Name: EventCleared, Info: gateway.InfoCleared}},
+		{gateway.Frame{Data: suite.Testdata(t, "dtmf.json")}, gateway.Event{Kind: gateway.KindDTMF, Name: EventDTMF, Digit: "5"}},
+		{suite.Text(`{"event":"websocket:dtmf","dtmf":{"digit":"#"}}`), gateway.Event{Kind: gateway.KindDTMF, Name: EventDTMF, Digit: "#"}},
+		{gateway.Frame{Data: suite.Testdata(t, "notify.json")}, gateway.Event{Kind: gateway.KindMark, Name: EventNotify, Mark: "u1.1"}},
+		{gateway.Frame{Data: suite.Testdata(t, "cleared.json")}, gateway.Event{Kind: gateway.KindInfo, Name: EventCleared, Info: gateway.InfoCleared}},
 	} {
 		got, err := Codec{}.Decode(tc.in)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.in.Data, err)
 		}
-		gatewaytest.SameEvent(t, got, tc.want)
+		suite.SameEvent(t, got, tc.want)
 	}
 }
 
@@ -38,8 +38,8 @@ func TestCommands(t *testing.T) {
 		want gateway.Frame
 	}{
 		{gateway.Command{Kind: gateway.KindAudio, Audio: make([]byte, 640)}, gateway.Frame{Binary: true, Data: make([]byte, 640)}},
-		{gateway.Command{Kind: gateway.KindMark, Mark: "u1.1"}, gatewaytest.Text(`{"action":"notify","payload":{"name":"u1.1"}}`)},
-		{gateway.Command{Kind: gateway.KindClear}, gatewaytest.Text(`{"action":"clear"}`)},
+		{gateway.Command{Kind: gateway.KindMark, Mark: "u1.1"}, suite.Text(`{"action":"notify","payload":{"name":"u1.1"}}`)},
+		{gateway.Command{Kind: gateway.KindClear}, suite.Text(`{"action":"clear"}`)},
 	} {
 		f, err := Codec{}.Encode(nil, tc.cmd)
 		if err != nil || f.Binary != tc.want.Binary || string(f.Data) != string(tc.want.Data) {
@@ -49,9 +49,9 @@ func TestCommands(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		gatewaytest.SameCommand(t, back, tc.cmd)
+		suite.SameCommand(t, back, tc.cmd)
 	}
-	c, err := Codec{}.DecodeCommand(gateway.Frame{Data: gatewaytest.Testdata(t, "notify_action.json")})
+	c, err := Codec{}.DecodeCommand(gateway.Frame{Data: suite.Testdata(t, "notify_action.json")})
 	if err != nil || c.Kind != gateway.KindMark || c.Mark != "u1.1" {
 		t.Fatalf("notify action: %+v, %v", c, err)
 	}
@@ -61,18 +61,18 @@ func TestCommands(t *testing.T) {
 }
 
 func TestDecodeErrors(t *testing.T) {
-	gatewaytest.CheckDecodeErrors(t, Codec{}, []gatewaytest.ErrorCase{
-		{Name: "not json", In: gatewaytest.Text(`nope`), Want: gateway.ErrMalformed},
-		{Name: "no event", In: gatewaytest.Text(`{}`), Want: gateway.ErrMalformed},
-		{Name: "unknown", In: gatewaytest.Text(`{"event":"websocket:party"}`), Want: gateway.ErrUnknownEvent},
-		{Name: "no content-type", In: gatewaytest.Text(`{"event":"websocket:connected"}`), Want: gateway.ErrMalformed},
-		{Name: "content-type not a string", In: gatewaytest.Text(`{"event":"websocket:connected","content-type":16000}`), Want: gateway.ErrMalformed},
-		{Name: "opus", In: gatewaytest.Text(`{"event":"websocket:connected","content-type":"audio/opus"}`), Want: gateway.ErrUnsupported},
-		{Name: "l16 at 44.1k", In: gatewaytest.Text(`{"event":"websocket:connected","content-type":"audio/l16;rate=44100"}`), Want: gateway.ErrUnsupported},
+	suite.CheckDecodeErrors(t, Codec{}, []suite.ErrorCase{
+		{Name: "not json", In: suite.Text(`nope`), Want: gateway.ErrMalformed},
+		{Name: "no event", In: suite.Text(`{}`), Want: gateway.ErrMalformed},
+		{Name: "unknown", In: suite.Text(`{"event":"websocket:party"}`), Want: gateway.ErrUnknownEvent},
+		{Name: "no content-type", In: suite.Text(`{"event":"websocket:connected"}`), Want: gateway.ErrMalformed},
+		{Name: "content-type not a string", In: suite.Text(`{"event":"websocket:connected","content-type":16000}`), Want: gateway.ErrMalformed},
+		{Name: "opus", In: suite.Text(`{"event":"websocket:connected","content-type":"audio/opus"}`), Want: gateway.ErrUnsupported},
+		{Name: "l16 at 44.1k", In: suite.Text(`{"event":"websocket:connected","content-type":"audio/l16;rate=44100"}`), Want: gateway.ErrUnsupported},
 		{Name: "odd audio", In: gateway.Frame{Binary: true, Data: []byte{1}}, Want: gateway.ErrPayload},
-		{Name: "no digit", In: gatewaytest.Text(`{"event":"websocket:dtmf"}`), Want: gateway.ErrMalformed},
-		{Name: "digit not a string", In: gatewaytest.Text(`{"event":"websocket:dtmf","digit":5}`), Want: gateway.ErrMalformed},
-		{Name: "notify without name", In: gatewaytest.Text(`{"event":"websocket:notify","payload":{}}`), Want: gateway.ErrMalformed},
+		{Name: "no digit", In: suite.Text(`{"event":"websocket:dtmf"}`), Want: gateway.ErrMalformed},
+		{Name: "digit not a string", In: suite.Text(`{"event":"websocket:dtmf","digit":5}`), Want: gateway.ErrMalformed},
+		{Name: "notify without name", In: suite.Text(`{"event":"websocket:notify","payload":{}}`), Want: gateway.ErrMalformed},
 		{Name: "oversize", In: gateway.Frame{Binary: true, Data: make([]byte, MaxMessageSize+2)}, Want: gateway.ErrTooLarge},
 	})
 	if _, err := (Codec{}).DecodeCommand(gateway.Frame{Binary: true, Data: make([]byte, 100)}); !errors.Is(err, gateway.ErrPayload) {
@@ -83,12 +83,12 @@ func TestDecodeErrors(t *testing.T) {
 func TestConn(t *testing.T) {
 	for _, f := range formats {
 		t.Run(f.String(), func(t *testing.T) {
-			gatewaytest.RunConn(t, gatewaytest.Setup{Codec: Codec{}, Start: gateway.Start{StreamID: "call-uuid", Params: map[string]string{"caller": "+15550100"}, Format: f},
+			suite.RunConn(t, suite.Setup{Codec: Codec{}, Start: gateway.Start{StreamID: "call-uuid", Params: map[string]string{"caller": "+15550100"}, Format: f},
 				Malformed: gateway.Frame{Binary: true, Data: []byte{1, 2, 3}}})
 		})
 	}
 }
 
 func FuzzDecode(f *testing.F) {
-	gatewaytest.Fuzz(f, Codec{}, gatewaytest.Seeds(f, "connected.json", "dtmf.json", "notify.json", "cleared.json", "clear.json", "notify_action.json")...)
+	suite.Fuzz(f, Codec{}, suite.Seeds(f, "connected.json", "dtmf.json", "notify.json", "cleared.json", "clear.json", "notify_action.json")...)
 }

@@ -1,4 +1,4 @@
-package gatewaytest
+package suite
 
 import (
 	"bytes"
@@ -15,7 +15,11 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/frontdoorhq/frontdoor/media/gateway"
+	"github.com/frontdoorhq/frontdoor/media/gateway/gatewaytest"
 )
+
+// maxInbound bounds one message from the server to the simulated gateway.
+const maxInbound = 1 << 20
 
 // Pair returns the two ends of a link: the gateway's and the server's.
 type Pair func(t testing.TB) (client, server gateway.Link)
@@ -201,7 +205,7 @@ func RunConn(t *testing.T, st Setup) {
 			t.Fatalf("mark %q progress %+v, want u1 done with %v heard", ev.Mark, p, u1)
 		}
 	}
-	if _, err := g.Wait(ctx, func(s Snapshot) bool { return s.Received >= u1 }); err != nil {
+	if _, err := g.Wait(ctx, func(s gatewaytest.Snapshot) bool { return s.Received >= u1 }); err != nil {
 		t.Fatal(err)
 	}
 
@@ -211,7 +215,7 @@ func RunConn(t *testing.T, st Setup) {
 		t.Fatal(err)
 	}
 	c.EndUtterance("u2")
-	if _, err := g.Wait(ctx, func(s Snapshot) bool { return s.Received >= u1+200*time.Millisecond }); err != nil {
+	if _, err := g.Wait(ctx, func(s gatewaytest.Snapshot) bool { return s.Received >= u1+200*time.Millisecond }); err != nil {
 		t.Fatal(err)
 	}
 	progress, err := c.Clear(ctx)
@@ -232,7 +236,7 @@ func RunConn(t *testing.T, st Setup) {
 		t.Fatalf("clear progress %+v", progress)
 	}
 	if caps.Clear {
-		if _, err := g.Wait(ctx, func(s Snapshot) bool { return s.Count(gateway.KindClear) == 1 }); err != nil {
+		if _, err := g.Wait(ctx, func(s gatewaytest.Snapshot) bool { return s.Count(gateway.KindClear) == 1 }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -253,7 +257,7 @@ func RunConn(t *testing.T, st Setup) {
 		}
 	}
 	sent := u1 + c.Tracker().Progress("u2").Sent + u3
-	snap, err := g.Wait(ctx, func(s Snapshot) bool { return s.Received >= sent })
+	snap, err := g.Wait(ctx, func(s gatewaytest.Snapshot) bool { return s.Received >= sent })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +292,7 @@ func RunConn(t *testing.T, st Setup) {
 		if err := c.Hangup(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if s, _ := g.Wait(ctx, func(s Snapshot) bool { return s.HungUp }); !s.HungUp {
+		if s, _ := g.Wait(ctx, func(s gatewaytest.Snapshot) bool { return s.HungUp }); !s.HungUp {
 			t.Fatal("no hang-up")
 		}
 	} else if err := c.Hangup(ctx); !errors.Is(err, gateway.ErrUnsupported) {
@@ -321,14 +325,14 @@ func RunConn(t *testing.T, st Setup) {
 }
 
 // begin links a served Conn and a Gateway; the Gateway has sent its start.
-func (st *Setup) begin(t *testing.T, ctx context.Context, wg *sync.WaitGroup) (*served, gateway.Link, *Gateway) {
+func (st *Setup) begin(t *testing.T, ctx context.Context, wg *sync.WaitGroup) (*served, gateway.Link, *gatewaytest.Gateway) {
 	t.Helper()
 	if st.Pair == nil {
 		st.Pair = WebSocketPair(st.Codec, nil, nil)
 	}
 	client, server := st.Pair(t)
 	srv := serve(t, ctx, server, st.Codec, wg)
-	g, err := New(ctx, client, st.Codec, Options{Start: st.Start})
+	g, err := gatewaytest.New(ctx, client, st.Codec, gatewaytest.Options{Start: st.Start})
 	if err != nil {
 		t.Fatal(err)
 	}
