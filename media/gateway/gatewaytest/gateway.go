@@ -26,6 +26,10 @@ import (
 // MaxRecorded bounds the outbound audio a Gateway keeps, in time.
 const MaxRecorded = time.Minute
 
+// MaxLog bounds the commands a Gateway keeps in its log (an hour of 20 ms
+// frames); later ones are counted in Received but not logged.
+const MaxLog = 180_000
+
 // maxInbound bounds one message from the server.
 const maxInbound = 1 << 20
 

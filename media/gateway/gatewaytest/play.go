@@ -49,7 +49,9 @@ func (g *Gateway) receive(c gateway.Command) {
 	now := time.Now()
 	audio := c.Audio
 	c.Audio = nil // kept once, in g.audio
-	g.log = append(g.log, c)
+	if len(g.log) < MaxLog {
+		g.log = append(g.log, c)
+	}
 	switch c.Kind {
 	case gateway.KindAudio:
 		f := g.opts.Start.Format
@@ -154,7 +156,7 @@ func later(a, b time.Time) time.Time {
 
 // Snapshot is what the gateway has seen so far.
 type Snapshot struct {
-	Log      []gateway.Command // every command from the server, in order (audio without its bytes; see Audio)
+	Log      []gateway.Command // the commands from the server, in order (the first MaxLog; audio without its bytes, see Audio)
 	Echoed   []string          // marks echoed back, in order
 	Received time.Duration     // audio received
 	Heard    time.Duration     // audio played or still to play (not dropped by a clear)
