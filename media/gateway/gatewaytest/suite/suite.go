@@ -161,7 +161,7 @@ func RunConn(t *testing.T, st Setup) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	srv, server, g := st.begin(t, ctx, &wg)
+	srv, _, g := st.begin(t, ctx, &wg)
 	defer g.Close()
 	want := g.Start()
 	rate := want.Format.SampleRate
