@@ -32,6 +32,12 @@ const (
 // dialect has marks, and a clear on barge-in, returning what the caller
 // heard. Read must be called from one goroutine and Run from another; the
 // Send, EndUtterance, Clear and Hangup methods from any.
+//
+// Where the dialect has marks, an utterance has played when Read returns the
+// echo of its final mark with Progress.Done. Where it has none (AudioSocket,
+// mod_audio_stream), audio leaves in real time and is played as it arrives,
+// so an utterance has played once Buffered is zero after its EndUtterance,
+// and Tracker().Progress tells how much of it went out.
 type Conn struct {
 	link    Link
 	codec   Codec
