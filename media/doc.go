@@ -9,6 +9,10 @@
 //   - vad: an energy-based voice activity detector emitting speech start and end.
 //   - wav: a tiny RIFF/WAVE PCM16 reader and writer.
 //   - twilio: the Twilio (and Telnyx) Media Streams WebSocket protocol.
+//   - gateway: the Codec, Capabilities and generic Conn shared by the other
+//     telephony gateways, with a codec package per dialect (Plivo, Exotel,
+//     Vonage, Asterisk chan_websocket and AudioSocket, FreeSWITCH
+//     mod_audio_stream, Jambonz) and gatewaytest, their simulator.
 //   - webrtc: a pion-based server peer negotiating PCMU with a JSON data channel.
 //
 // Package media imports nothing from stages, session or fallback.

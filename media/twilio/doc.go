@@ -8,7 +8,8 @@
 //     that returns typed errors for unknown events, wrong JSON types, bad
 //     base64 and oversize frames.
 //   - Tracker: turns outbound marks and their echoes into how much of each
-//     utterance the caller has heard, for truncation after a barge-in.
+//     utterance the caller has heard, for truncation after a barge-in (an
+//     alias of gateway.Tracker, which every gateway dialect shares).
 //   - Conn: a connection helper over github.com/coder/websocket that reads
 //     typed messages and sends paced 20 ms µ-law media, marks and clear, in
 //     text frames only.

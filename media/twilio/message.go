@@ -2,11 +2,12 @@ package twilio
 
 import (
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/frontdoorhq/frontdoor/media/gateway"
 )
 
 // MaxMessageSize bounds one inbound JSON message. Twilio's media chunks are
@@ -26,12 +27,13 @@ const (
 	EventError     = "error" // Telnyx only, inbound
 )
 
-// Sentinel errors a caller can branch on with errors.Is.
+// Sentinel errors a caller can branch on with errors.Is. They are the
+// gateway package's, so errors.Is holds across every dialect.
 var (
-	ErrTooLarge     = errors.New("message too large")
-	ErrUnknownEvent = errors.New("unknown event")
-	ErrMalformed    = errors.New("malformed message")
-	ErrPayload      = errors.New("bad media payload")
+	ErrTooLarge     = gateway.ErrTooLarge
+	ErrUnknownEvent = gateway.ErrUnknownEvent
+	ErrMalformed    = gateway.ErrMalformed
+	ErrPayload      = gateway.ErrPayload
 )
 
 // DecodeError says which event and field of a message was bad.

@@ -1,0 +1,185 @@
+// Package freeswitch is the WebSocket protocol of FreeSWITCH's
+// mod_audio_stream (github.com/amigniter/mod_audio_stream) as a
+// gateway.Codec.
+//
+// It follows the module's README: the API command
+// "uuid_audio_stream <uuid> start <wss-url> <mix-type> <sampling-rate>
+// <metadata>" opens the socket and
+//
+//   - sends the optional metadata, any UTF-8 text, as the first (text)
+//     message; the Codec decodes it as the start: a JSON object's string
+//     fields become Start.Params (its "uuid", if any, the StreamID), other
+//     text is Params["metadata"]. Start the stream with metadata: without
+//     it the first message is audio, which the Conn refuses as out of order;
+//   - then streams the channel's audio as BINARY frames of 16-bit
+//     little-endian linear PCM (L16) at the sampling rate of the command,
+//     8k or 16k, which the socket does not announce: the Codec is told
+//     (SampleRate). Only the "mono" mix type is supported.
+//   - Audio back is the module's documented play response, a text frame
+//     {"type":"streamAudio","data":{"audioDataType":"raw","sampleRate":8000,
+//     "audioData":"<base64>"}}; with Binary set, the Codec sends raw binary
+//     frames instead, which the bidirectional release (1.0.3) plays as a
+//     continuous stream.
+//
+// mod_audio_stream has no marks, no clear and no DTMF on the socket, and no
+// hang-up message (uuid_audio_stream <uuid> stop, or a hang-up, closes it):
+// the Conn paces audio in real time, so what the caller heard at a barge-in
+// is the Tracker's playback clock and a clear drops the Conn's own queue.
+// Text that the module sends later (uuid_audio_stream send_text, stop's
+// metadata) decodes as another start, which the Conn reports as a
+// *gateway.DecodeError wrapping gateway.ErrOrder and otherwise ignores. The
+// streamAudio fields were checked against the README; the binary playback
+// of 1.0.3 could not be, as that release is distributed without its source.
+package freeswitch
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/frontdoorhq/frontdoor/media"
+	"github.com/frontdoorhq/frontdoor/media/gateway"
+)
+
+// MaxMessageSize bounds one inbound message; the module's frames are
+// STREAM_BUFFER_SIZE (20 ms by default) of audio.
+const MaxMessageSize = 64 << 10
+
+// MaxCommandSize bounds one message to the module (a simulator's limit).
+const MaxCommandSize = 1 << 20
+
+const name = "freeswitch"
+
+// Wire names.
+const (
+	TypeStreamAudio = "streamAudio"
+	AudioDataRaw    = "raw"
+)
+
+// Codec is mod_audio_stream at one sampling rate.
+type Codec struct {
+	SampleRate int  // 8000 (default) or 16000, as in the start command
+	Binary     bool // send audio as raw binary frames instead of streamAudio JSON
+}
+
+func (c Codec) format() media.Format {
+	if c.SampleRate == 0 {
+		return gateway.L16(8000)
+	}
+	return gateway.L16(c.SampleRate)
+}
+
+// Name returns "freeswitch".
+func (Codec) Name() string { return name }
+
+// Capabilities: none of marks, clear, DTMF or hang-up; L16 at the Codec's
+// rate.
+func (c Codec) Capabilities() gateway.Capabilities {
+	return gateway.Capabilities{Formats: []media.Format{c.format()}, MaxMessage: MaxMessageSize}
+}
+
+// Decode parses one message from mod_audio_stream.
+func (c Codec) Decode(f gateway.Frame) (gateway.Event, error) {
+	if err := gateway.CheckSize(name, f, MaxMessageSize); err != nil {
+		return gateway.Event{}, err
+	}
+	if f.Binary {
+		if len(f.Data)%2 != 0 {
+			return gateway.Event{}, gateway.Errorf(name, "audio", "", gateway.ErrPayload, "%d bytes is not whole samples", len(f.Data))
+		}
+		return gateway.Event{Kind: gateway.KindMedia, Name: "audio", Audio: f.Data}, nil
+	}
+	if !utf8.Valid(f.Data) {
+		return gateway.Event{}, gateway.Errorf(name, "metadata", "", gateway.ErrMalformed, "not UTF-8")
+	}
+	s := &gateway.Start{StreamID: "freeswitch", Format: c.format()}
+	var m map[string]json.RawMessage
+	if text := strings.TrimSpace(string(f.Data)); !strings.HasPrefix(text, "{") {
+		s.Params = map[string]string{"metadata": string(f.Data)}
+	} else if err := gateway.UnmarshalJSON(name, "metadata", f.Data, &m); err != nil {
+		return gateway.Event{}, err
+	} else {
+		s.Params = map[string]string{}
+		for k, raw := range m {
+			var v string
+			if json.Unmarshal(raw, &v) == nil {
+				s.Params[k] = v
+			}
+		}
+		if id := s.Params["uuid"]; id != "" {
+			s.StreamID = id
+		}
+	}
+	return gateway.Event{Kind: gateway.KindStart, Name: "metadata", Start: s}, nil
+}
+
+type play struct {
+	Type string    `json:"type"`
+	Data *playData `json:"data"`
+}
+
+type playData struct {
+	AudioDataType string  `json:"audioDataType"`
+	SampleRate    int     `json:"sampleRate,omitempty"`
+	AudioData     *string `json:"audioData"`
+}
+
+// Encode renders audio for mod_audio_stream; it has no other command.
+func (c Codec) Encode(dst []byte, cmd gateway.Command) (gateway.Frame, error) {
+	if cmd.Kind != gateway.KindAudio {
+		return gateway.Frame{}, gateway.ErrUnsupported
+	}
+	if c.Binary {
+		return gateway.Frame{Binary: true, Data: append(dst, cmd.Audio...)}, nil
+	}
+	a := gateway.EncodeBase64(cmd.Audio)
+	return gateway.Frame{Data: gateway.MarshalJSON(dst, play{Type: TypeStreamAudio, Data: &playData{AudioDataType: AudioDataRaw, SampleRate: c.format().SampleRate, AudioData: &a}})}, nil
+}
+
+// EncodeEvent renders an event as mod_audio_stream sends it (for
+// simulators): the start as its JSON metadata, media as binary frames.
+func (c Codec) EncodeEvent(dst []byte, e gateway.Event) (gateway.Frame, error) {
+	switch e.Kind {
+	case gateway.KindStart:
+		m := map[string]string{}
+		for k, v := range e.Start.Params {
+			m[k] = v
+		}
+		if e.Start.StreamID != "freeswitch" {
+			m["uuid"] = e.Start.StreamID
+		}
+		return gateway.Frame{Data: gateway.MarshalJSON(dst, m)}, nil
+	case gateway.KindMedia:
+		return gateway.Frame{Binary: true, Data: append(dst, e.Audio...)}, nil
+	}
+	return gateway.Frame{}, gateway.ErrUnsupported
+}
+
+// DecodeCommand parses a message sent to mod_audio_stream, as the module
+// would: binary audio, or streamAudio with raw audio at the stream's rate
+// (the module also plays wav, mp3 and ogg files; frontdoor sends none).
+func (c Codec) DecodeCommand(f gateway.Frame) (gateway.Command, error) {
+	if err := gateway.CheckSize(name, f, MaxCommandSize); err != nil {
+		return gateway.Command{}, err
+	}
+	if f.Binary {
+		return gateway.Command{Kind: gateway.KindAudio, Format: c.format(), Audio: f.Data}, nil
+	}
+	var p play
+	if err := gateway.UnmarshalJSON(name, "", f.Data, &p); err != nil {
+		return gateway.Command{}, err
+	}
+	if p.Type != TypeStreamAudio {
+		return gateway.Command{}, gateway.Errorf(name, p.Type, "type", gateway.ErrUnknownEvent, "%q", p.Type)
+	}
+	if p.Data == nil || p.Data.AudioData == nil {
+		return gateway.Command{}, gateway.Missing(name, p.Type, "data.audioData")
+	}
+	format := gateway.L16(p.Data.SampleRate)
+	if p.Data.AudioDataType != AudioDataRaw || !slices.Contains(c.Capabilities().Formats, format) {
+		return gateway.Command{}, gateway.Errorf(name, p.Type, "data", gateway.ErrUnsupported, "%s at %d Hz", p.Data.AudioDataType, p.Data.SampleRate)
+	}
+	a, err := gateway.DecodeBase64(name, p.Type, "data.audioData", *p.Data.AudioData)
+	return gateway.Command{Kind: gateway.KindAudio, Format: format, Audio: a}, err
+}
