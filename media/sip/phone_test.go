@@ -1,0 +1,146 @@
+package sip
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// speech is the caller's audio baresip sends: espeak-ng saying "hello"
+// (media/testdata/gen-speech.sh).
+var speech, _ = filepath.Abs("../testdata/hello-8k.wav")
+
+func tone(freq float64, d time.Duration) []int16 {
+	n := int(d / (time.Second / 8000))
+	pcm := make([]int16, n)
+	for i := range pcm {
+		pcm[i] = int16(8000 * math.Sin(2*math.Pi*freq*float64(i)/8000))
+	}
+	return pcm
+}
+
+// heard is what a handler saw of a call.
+type heard struct {
+	call    *Call
+	voiced  int // received 20 ms frames with speech energy
+	frames  int
+	digits  []rune
+	err     error
+	sendErr error
+	stats   MediaStats
+}
+
+func listen(t *testing.T, cfg Config) *Server {
+	t.Helper()
+	s, err := Listen(context.Background(), "127.0.0.1:0", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// TestBaresipCall: a real phone dials on UDP and on TCP, the handler
+// answers and plays a tone, gets the caller's speech and a DTMF 1, and the
+// call ends when the phone hangs up; the phone recorded the tone.
+func TestBaresipCall(t *testing.T) {
+	for _, transport := range []string{"udp", "tcp"} {
+		t.Run(transport, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			got := make(chan heard, 1)
+			started := make(chan *Call, 1)
+			s := listen(t, Config{Handler: HandlerFunc(func(ctx context.Context, c *Call) {
+				started <- c
+				h := heard{call: c}
+				defer func() { got <- h }()
+				m, err := c.Answer(ctx)
+				if err != nil {
+					h.err = err
+					return
+				}
+				h.sendErr = m.WritePCM(tone(600, time.Second))
+				frames, digits := m.Frames(), m.Digits()
+				for frames != nil || digits != nil {
+					select {
+					case f, ok := <-frames:
+						if !ok {
+							frames = nil
+							continue
+						}
+						h.frames++
+						if rms(f.PCM) > 300 {
+							h.voiced++
+						}
+					case d, ok := <-digits:
+						if !ok {
+							digits = nil
+							continue
+						}
+						h.digits = append(h.digits, d)
+					}
+				}
+				<-c.Done()
+				h.err, h.stats = c.Err(), m.Stats()
+			})})
+			phone := startBaresip(t, baresipOptions{Source: speech})
+			uri := fmt.Sprintf("sip:acme@%s", s.Addr())
+			if transport == "tcp" {
+				uri += ";transport=tcp"
+			}
+			phone.command(ctx, "dial", uri)
+			phone.waitEvent(ctx, "CALL_ESTABLISHED")
+			c := <-started
+			if c.Tenant != "acme" || c.From.User != "alice" || c.Transport != map[string]string{"udp": "UDP", "tcp": "TCP"}[transport] || c.CallID == "" {
+				t.Errorf("call: tenant %q from %q transport %q call-id %q", c.Tenant, c.From.User, c.Transport, c.CallID)
+			}
+			// The tone takes 1 s; the speech is 4 s long: press 1 within it.
+			time.Sleep(1500 * time.Millisecond)
+			phone.command(ctx, "sndcode", "1")
+			time.Sleep(500 * time.Millisecond)
+			phone.command(ctx, "hangup", "")
+			phone.waitEvent(ctx, "CALL_CLOSED")
+			var h heard
+			select {
+			case h = <-got:
+			case <-ctx.Done():
+				t.Fatal("the handler's call did not end after the phone hung up")
+			}
+			if !errors.Is(h.err, ErrRemoteHangup) || h.sendErr != nil {
+				t.Errorf("call ended with %v (send %v), want ErrRemoteHangup", h.err, h.sendErr)
+			}
+			if string(h.digits) != "1" {
+				t.Errorf("digits %q, want \"1\"", string(h.digits))
+			}
+			if h.voiced < 10 {
+				t.Errorf("%d of %d received frames carry speech, want 10 or more", h.voiced, h.frames)
+			}
+			if h.stats.PacketsOut < 50 {
+				t.Errorf("sent %d packets, want 50 (1 s) or more", h.stats.PacketsOut)
+			}
+			t.Logf("received %d frames (%d voiced), sent %d packets; pacing lateness p50 %v p99 %v max %v",
+				h.frames, h.voiced, h.stats.PacketsOut, h.stats.Pace.P50, h.stats.Pace.P99, h.stats.Pace.Max)
+			rec := phone.recording(ctx)
+			loud := loudWindows(rec.Samples, 2000)
+			if loud < 500*time.Millisecond {
+				t.Errorf("the phone recorded %v of tone (RMS over 2000), want 500ms or more of the 1 s sent", loud)
+			}
+			t.Logf("the phone recorded %v, %v of it tone", rec.Duration(), loud)
+		})
+	}
+}
+
+// loudWindows is how long pcm (8 kHz) has 20 ms windows with RMS over min.
+func loudWindows(pcm []int16, min float64) time.Duration {
+	var n int
+	for i := 0; i+frameSamples <= len(pcm); i += frameSamples {
+		if rms(pcm[i:i+frameSamples]) > min {
+			n++
+		}
+	}
+	return time.Duration(n) * framePeriod
+}
