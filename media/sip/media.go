@@ -37,8 +37,10 @@ const (
 
 // Frame is one received RTP packet of audio.
 type Frame struct {
+	SSRC      uint32
 	Seq       uint16
 	Timestamp uint32
+	Marker    bool    // the first packet of a talkspurt
 	Payload   []byte  // as received, in the call's Codec
 	PCM       []int16 // Payload decoded to 16-bit linear PCM at 8 kHz
 }
@@ -371,7 +373,7 @@ func (m *Media) receive() {
 }
 
 func (m *Media) deliver(p rtp.Packet) {
-	f := Frame{Seq: p.SequenceNumber, Timestamp: p.Timestamp, Payload: append([]byte(nil), p.Payload...)}
+	f := Frame{SSRC: p.SSRC, Seq: p.SequenceNumber, Timestamp: p.Timestamp, Marker: p.Marker, Payload: append([]byte(nil), p.Payload...)}
 	if m.codec.Name == "PCMA" {
 		f.PCM = g711.DecodeAlaw(nil, f.Payload)
 	} else {

@@ -51,11 +51,11 @@ const maxSDP = 16 << 10
 // mediaOffer is what the package uses of an SDP offer or answer: where to
 // send RTP, the codecs in the peer's order and the telephone-event type.
 type mediaOffer struct {
-	Addr     netip.AddrPort
-	Codecs   []Codec
-	EventPT  int // payload type of telephone-event/8000, or -1
-	Dir      string
-	PtimeMS  int
+	Addr    netip.AddrPort
+	Codecs  []Codec
+	EventPT int // payload type of telephone-event/8000, or -1
+	Dir     string
+	PtimeMS int
 }
 
 // parseSDP reads the first RTP/AVP audio stream of a session description.

@@ -143,7 +143,7 @@ func Listen(ctx context.Context, addr string, cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
-	if err := s.bind(ap); err != nil {
+	if s.udp, s.tcp, s.addr, err = bindPair(ap); err != nil {
 		return nil, err
 	}
 	if err := s.start(ctx); err != nil {
@@ -154,12 +154,13 @@ func Listen(ctx context.Context, addr string, cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// bind opens UDP and TCP on the same port.
-func (s *Server) bind(ap netip.AddrPort) error {
+// bindPair opens UDP and TCP on the same port of ap (any free one when
+// ap's port is 0).
+func bindPair(ap netip.AddrPort) (*net.UDPConn, *net.TCPListener, netip.AddrPort, error) {
 	for range 20 {
 		udp, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(ap))
 		if err != nil {
-			return fmt.Errorf("sip: listen udp %s: %w", ap, err)
+			return nil, nil, netip.AddrPort{}, fmt.Errorf("sip: listen udp %s: %w", ap, err)
 		}
 		bound := udp.LocalAddr().(*net.UDPAddr).AddrPort()
 		tcp, err := net.ListenTCP("tcp", net.TCPAddrFromAddrPort(bound))
@@ -168,13 +169,11 @@ func (s *Server) bind(ap netip.AddrPort) error {
 			if ap.Port() == 0 {
 				continue // the port picked for UDP is taken on TCP: pick again
 			}
-			return fmt.Errorf("sip: listen tcp %s: %w", bound, err)
+			return nil, nil, netip.AddrPort{}, fmt.Errorf("sip: listen tcp %s: %w", bound, err)
 		}
-		s.udp, s.tcp = udp, tcp
-		s.addr = netip.AddrPortFrom(bound.Addr().Unmap(), bound.Port())
-		return nil
+		return udp, tcp, netip.AddrPortFrom(bound.Addr().Unmap(), bound.Port()), nil
 	}
-	return fmt.Errorf("sip: no port free on both UDP and TCP at %s", ap.Addr())
+	return nil, nil, netip.AddrPort{}, fmt.Errorf("sip: no port free on both UDP and TCP at %s", ap.Addr())
 }
 
 func (s *Server) start(ctx context.Context) error {
@@ -406,4 +405,3 @@ func callID(req *sipmsg.Request) string {
 	}
 	return ""
 }
-
