@@ -271,9 +271,14 @@ func (c *Call) answerSDP() []byte {
 	return c.answer
 }
 
+// byeTimeout bounds the wait for the answer to a BYE.
+const byeTimeout = 5 * time.Second
+
 // Hangup ends the call from this side: an answered call gets a BYE (its RTP
 // stops first), a ringing one is rejected with 480. The call ends with
-// ErrHungUp. Hanging up a call that has ended does nothing.
+// ErrHungUp. It waits at most 5 s for the BYE's answer, whatever ctx says:
+// the call's own ctx ends as it hangs up. Hanging up a call that has ended
+// does nothing.
 func (c *Call) Hangup(ctx context.Context) error {
 	c.mu.Lock()
 	st := c.state
@@ -300,7 +305,8 @@ func (c *Call) hangup(ctx context.Context, cause error) error {
 	if !send {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	// Ending the call ended the Handler's ctx, which is often this one.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), byeTimeout)
 	defer cancel()
 	if err := c.dtx.Bye(ctx); err != nil {
 		return fmt.Errorf("sip: bye: %w", err)

@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/emiago/sipgo"
 	sipmsg "github.com/emiago/sipgo/sip"
@@ -108,12 +109,28 @@ func Dial(ctx context.Context, uri string, cfg DialConfig) (*Outgoing, error) {
 	}
 	srv, err := sipgo.NewServer(o.ua, sipgo.WithServerLogger(cfg.Logger))
 	if err == nil {
+		srv.OnBye(o.onBye)
+		o.serving.Add(2)
+		go func() {
+			defer o.serving.Done()
+			_ = srv.ServeUDP(o.udp)
+		}()
+		go func() {
+			defer o.serving.Done()
+			_ = srv.ServeTCP(o.tcp)
+		}()
+		opts := []sipgo.ClientOption{sipgo.WithClientHostname(cfg.LocalIP.String()), sipgo.WithClientLogger(cfg.Logger)}
+		if transport == "UDP" {
+			// Send from the listening socket, so that sipgo opens none of
+			// its own; it serves requests from it once registered.
+			if err = o.waitListening(ctx, local); err == nil {
+				opts = append(opts, sipgo.WithClientConnectionAddr(local.String()))
+			}
+		}
 		var client *sipgo.Client
-		client, err = sipgo.NewClient(o.ua,
-			sipgo.WithClientHostname(cfg.LocalIP.String()),
-			sipgo.WithClientPort(int(local.Port())),
-			sipgo.WithClientConnectionAddr(local.String()),
-			sipgo.WithClientLogger(cfg.Logger))
+		if err == nil {
+			client, err = sipgo.NewClient(o.ua, opts...)
+		}
 		if err == nil {
 			contact := sipmsg.ContactHeader{Address: sipmsg.Uri{Scheme: "sip", User: cfg.From, Host: cfg.LocalIP.String(), Port: int(local.Port())}}
 			if transport == "TCP" {
@@ -121,16 +138,6 @@ func Dial(ctx context.Context, uri string, cfg DialConfig) (*Outgoing, error) {
 				contact.Address.UriParams.Add("transport", "tcp")
 			}
 			dlgUA := &sipgo.DialogUA{Client: client, ContactHDR: contact}
-			srv.OnBye(o.onBye)
-			o.serving.Add(2)
-			go func() {
-				defer o.serving.Done()
-				_ = srv.ServeUDP(o.udp)
-			}()
-			go func() {
-				defer o.serving.Done()
-				_ = srv.ServeTCP(o.tcp)
-			}()
 			err = o.invite(ctx, dlgUA, target, transport, cfg, rtpConn, rtpAddr)
 		}
 	}
@@ -194,7 +201,10 @@ func (o *Outgoing) invite(ctx context.Context, dlgUA *sipgo.DialogUA, target sip
 	if err := d.Ack(ctx); err != nil {
 		return fmt.Errorf("sip: ack: %w", err)
 	}
-	o.Media = newMedia(rtpConn, answer.Addr, codec, answer.EventPT, cfg.Logger)
+	m := newMedia(rtpConn, answer.Addr, codec, answer.EventPT, cfg.Logger)
+	o.mu.Lock()
+	o.Media = m
+	o.mu.Unlock()
 	return nil
 }
 
@@ -214,10 +224,11 @@ func (o *Outgoing) end(cause error) {
 	o.endOnce.Do(func() {
 		o.mu.Lock()
 		o.err = cause
+		m := o.Media
 		o.mu.Unlock()
 		close(o.done)
-		if o.Media != nil {
-			o.Media.close()
+		if m != nil {
+			m.close()
 		}
 	})
 }
@@ -264,6 +275,22 @@ func (o *Outgoing) Close() error {
 		o.serving.Wait()
 	})
 	return nil
+}
+
+// waitListening waits until sipgo serves the UDP socket at local.
+func (o *Outgoing) waitListening(ctx context.Context, local netip.AddrPort) error {
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		if c, err := o.ua.TransportLayer().GetConnection("udp", local.String()); err == nil && c != nil {
+			return nil
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return fmt.Errorf("sip: udp listener: %w", ctx.Err())
+		}
+	}
 }
 
 // routeTo is the local IP the system would send to target from.
