@@ -224,7 +224,6 @@ func TestDialRefusals(t *testing.T) {
 	}
 }
 
-
 // TestDialCancel: a caller that gives up while the call rings sends CANCEL,
 // and the handler's call ends with ErrCanceled.
 func TestDialCancel(t *testing.T) {

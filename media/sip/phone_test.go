@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -143,4 +144,124 @@ func loudWindows(pcm []int16, min float64) time.Duration {
 		}
 	}
 	return time.Duration(n) * framePeriod
+}
+
+// TestBaresipPromptThenHangup is what frontdoor does with a caller refused
+// at the session stage: answer, play the prompt to its end, hang up (BYE).
+// The phone hears the prompt and sees the call closed by the far end.
+func TestBaresipPromptThenHangup(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	s := listen(t, Config{Handler: HandlerFunc(func(ctx context.Context, c *Call) {
+		m, err := c.Answer(ctx)
+		if err == nil {
+			err = m.WritePCM(tone(450, 800*time.Millisecond))
+		}
+		if err == nil {
+			err = m.Drain(ctx)
+		}
+		if err == nil {
+			err = c.Hangup(ctx)
+		}
+		if err == nil && !errors.Is(c.Err(), ErrHungUp) {
+			err = fmt.Errorf("call ended with %v, want ErrHungUp", c.Err())
+		}
+		done <- err
+	})})
+	phone := startBaresip(t, baresipOptions{Source: speech})
+	phone.command(ctx, "dial", fmt.Sprintf("sip:acme@%s", s.Addr()))
+	phone.waitEvent(ctx, "CALL_ESTABLISHED")
+	closed := phone.waitEvent(ctx, "CALL_CLOSED")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	rec := phone.recording(ctx)
+	if loud := loudWindows(rec.Samples, 2000); loud < 400*time.Millisecond {
+		t.Errorf("the phone heard %v of the 800 ms prompt before the BYE", loud)
+	}
+	t.Logf("phone: %v (%v)", closed["param"], rec.Duration())
+}
+
+// TestBaresipDigest: with Auth configured the phone is challenged (401);
+// the right password gets the call through with its user and tenant, a
+// wrong one or an unknown user fails (403) without the handler seeing it.
+func TestBaresipDigest(t *testing.T) {
+	auth := &Auth{Realm: "frontdoor", Users: map[string]User{"alice": {Password: "secret", Tenant: "acme"}}}
+	tests := []struct {
+		name, user, password string
+		ok                   bool
+	}{
+		{"right password", "alice", "secret", true},
+		{"wrong password", "alice", "guess", false},
+		{"unknown user", "mallory", "secret", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			calls := make(chan *Call, 1)
+			s := listen(t, Config{Auth: auth, Tenant: TenantFromUser, Handler: HandlerFunc(func(ctx context.Context, c *Call) {
+				calls <- c
+				if _, err := c.Answer(ctx); err != nil {
+					return
+				}
+				<-ctx.Done()
+			})})
+			phone := startBaresip(t, baresipOptions{User: tt.user, Password: tt.password, Source: speech})
+			phone.command(ctx, "dial", fmt.Sprintf("sip:acme@%s", s.Addr()))
+			if tt.ok {
+				phone.waitEvent(ctx, "CALL_ESTABLISHED")
+				c := <-calls
+				if c.User != "alice" || c.Tenant != "acme" {
+					t.Errorf("call of user %q, tenant %q", c.User, c.Tenant)
+				}
+				phone.command(ctx, "hangup", "")
+				<-c.Done()
+				return
+			}
+			closed := phone.waitEvent(ctx, "CALL_CLOSED")
+			if p := fmt.Sprint(closed["param"]); !strings.Contains(p, "403") {
+				t.Errorf("call closed with %q, want 403", p)
+			}
+			select {
+			case c := <-calls:
+				t.Errorf("the handler saw the call of %q", c.From.User)
+			default:
+			}
+		})
+	}
+}
+
+// TestBaresipCancel: the phone hangs up while the call rings (CANCEL) and
+// the handler's pending call ends with ErrCanceled.
+func TestBaresipCancel(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	ringing := make(chan *Call, 1)
+	s := listen(t, Config{Handler: HandlerFunc(func(ctx context.Context, c *Call) {
+		if err := c.Ringing(); err == nil {
+			ringing <- c
+		}
+		<-ctx.Done()
+	})})
+	phone := startBaresip(t, baresipOptions{Source: speech})
+	phone.command(ctx, "dial", fmt.Sprintf("sip:acme@%s", s.Addr()))
+	var c *Call
+	select {
+	case c = <-ringing:
+	case <-ctx.Done():
+		t.Fatal("no call")
+	}
+	phone.waitEvent(ctx, "CALL_RINGING")
+	phone.command(ctx, "hangup", "")
+	select {
+	case <-c.Done():
+	case <-ctx.Done():
+		t.Fatal("the pending call did not end on CANCEL")
+	}
+	if !errors.Is(c.Err(), ErrCanceled) {
+		t.Errorf("call ended with %v, want ErrCanceled", c.Err())
+	}
+	phone.waitEvent(ctx, "CALL_CLOSED")
 }
