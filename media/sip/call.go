@@ -20,8 +20,8 @@ var (
 	// ErrCanceled: the caller sent CANCEL (or its INVITE transaction died)
 	// before the call was answered.
 	ErrCanceled = errors.New("sip: caller canceled")
-	// ErrRemoteHangup: the caller sent BYE.
-	ErrRemoteHangup = errors.New("sip: caller hung up")
+	// ErrRemoteHangup: the far end sent BYE (the caller, for a Call).
+	ErrRemoteHangup = errors.New("sip: far end hung up")
 	// ErrHungUp: Hangup was called (this side sent BYE).
 	ErrHungUp = errors.New("sip: hung up")
 	// ErrRejected: Reject was called, or the Handler returned without answering.
