@@ -103,7 +103,12 @@ func Dial(ctx context.Context, uri string, cfg DialConfig) (*Outgoing, error) {
 	}
 	rtpAddr := rtpConn.LocalAddr().(*net.UDPAddr).AddrPort()
 
-	if o.ua, err = sipgo.NewUA(sipgo.WithUserAgent("frontdoor"), sipgo.WithUserAgentHostname(cfg.LocalIP.String())); err != nil {
+	if o.ua, err = sipgo.NewUA(
+		sipgo.WithUserAgent("frontdoor"),
+		sipgo.WithUserAgentHostname(cfg.LocalIP.String()),
+		sipgo.WithUserAgentTransportLayerOptions(sipmsg.WithTransportLayerLogger(cfg.Logger)),
+		sipgo.WithUserAgentTransactionLayerOptions(sipmsg.WithTransactionLayerLogger(cfg.Logger)),
+	); err != nil {
 		rtpConn.Close()
 		return nil, fmt.Errorf("sip: user agent: %w", err)
 	}

@@ -180,6 +180,8 @@ func (s *Server) start(ctx context.Context) error {
 	ua, err := sipgo.NewUA(
 		sipgo.WithUserAgent(s.cfg.UserAgent),
 		sipgo.WithUserAgentHostname(s.addr.Addr().String()),
+		sipgo.WithUserAgentTransportLayerOptions(sipmsg.WithTransportLayerLogger(s.log)),
+		sipgo.WithUserAgentTransactionLayerOptions(sipmsg.WithTransactionLayerLogger(s.log)),
 	)
 	if err != nil {
 		return fmt.Errorf("sip: user agent: %w", err)
