@@ -34,7 +34,8 @@ var (
 	ErrNotAcceptable = errors.New("sip: offer not acceptable")
 )
 
-// ErrCallState reports Answer or Reject on a call that is no longer ringing.
+// ErrCallState reports Answer, Reject or Ringing on a call that is no
+// longer ringing; when the call has ended, the error also wraps its Err.
 var ErrCallState = errors.New("sip: call not ringing")
 
 // Address is a From or To header.
@@ -154,9 +155,18 @@ func (c *Call) Ringing() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.state != ringing {
-		return ErrCallState
+		return c.stateErr()
 	}
 	return c.respond(sipmsg.NewResponseFromRequest(c.dtx.InviteRequest, sipmsg.StatusRinging, "Ringing", nil))
+}
+
+// stateErr is ErrCallState, with the reason the call ended if it has;
+// c.mu is held.
+func (c *Call) stateErr() error {
+	if c.err != nil {
+		return fmt.Errorf("%w: %w", ErrCallState, c.err)
+	}
+	return ErrCallState
 }
 
 func (c *Call) respond(res *sipmsg.Response) error {
@@ -179,8 +189,8 @@ func (c *Call) Reject(code int, reason string) error {
 	}
 	c.mu.Lock()
 	if c.state != ringing {
-		c.mu.Unlock()
-		return ErrCallState
+		defer c.mu.Unlock()
+		return c.stateErr()
 	}
 	err := c.respond(sipmsg.NewResponseFromRequest(c.dtx.InviteRequest, code, reason, nil))
 	c.mu.Unlock()
@@ -197,8 +207,8 @@ func (c *Call) Reject(code int, reason string) error {
 func (c *Call) Answer(ctx context.Context) (*Media, error) {
 	c.mu.Lock()
 	if c.state != ringing {
-		c.mu.Unlock()
-		return nil, ErrCallState
+		defer c.mu.Unlock()
+		return nil, c.stateErr()
 	}
 	offer, err := parseSDP(c.dtx.InviteRequest.Body())
 	var codec Codec

@@ -11,7 +11,6 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/emiago/sipgo"
 	sipmsg "github.com/emiago/sipgo/sip"
@@ -115,20 +114,12 @@ func Dial(ctx context.Context, uri string, cfg DialConfig) (*Outgoing, error) {
 	srv, err := sipgo.NewServer(o.ua, sipgo.WithServerLogger(cfg.Logger))
 	if err == nil {
 		srv.OnBye(o.onBye)
-		o.serving.Add(2)
-		go func() {
-			defer o.serving.Done()
-			_ = srv.ServeUDP(o.udp)
-		}()
-		go func() {
-			defer o.serving.Done()
-			_ = srv.ServeTCP(o.tcp)
-		}()
+		serve(&o.serving, srv, o.udp, o.tcp)
 		opts := []sipgo.ClientOption{sipgo.WithClientHostname(cfg.LocalIP.String()), sipgo.WithClientLogger(cfg.Logger)}
 		if transport == "UDP" {
 			// Send from the listening socket, so that sipgo opens none of
 			// its own; it serves requests from it once registered.
-			if err = o.waitListening(ctx, local); err == nil {
+			if err = waitServing(ctx, o.ua, local); err == nil {
 				opts = append(opts, sipgo.WithClientConnectionAddr(local.String()))
 			}
 		}
@@ -280,22 +271,6 @@ func (o *Outgoing) Close() error {
 		o.serving.Wait()
 	})
 	return nil
-}
-
-// waitListening waits until sipgo serves the UDP socket at local.
-func (o *Outgoing) waitListening(ctx context.Context, local netip.AddrPort) error {
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for {
-		if c, err := o.ua.TransportLayer().GetConnection("udp", local.String()); err == nil && c != nil {
-			return nil
-		}
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			return fmt.Errorf("sip: udp listener: %w", ctx.Err())
-		}
-	}
 }
 
 // routeTo is the local IP the system would send to target from.

@@ -156,6 +156,15 @@ func TestDialRefusals(t *testing.T) {
 				if err != nil {
 					return err
 				}
+				if _, err := c.Answer(ctx); !errors.Is(err, ErrCallState) {
+					return fmt.Errorf("a second Answer: %v", err)
+				}
+				if err := c.Reject(486, ""); !errors.Is(err, ErrCallState) {
+					return fmt.Errorf("Reject after Answer: %v", err)
+				}
+				if err := c.Reject(200, ""); err == nil {
+					return errors.New("Reject(200) accepted")
+				}
 				return c.Hangup(ctx)
 			}, "", ErrHungUp},
 		{"digest, wrong password", Config{Auth: auth}, DialConfig{Username: "alice", Password: "guess"}, nil, "403", nil},

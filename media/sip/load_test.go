@@ -77,6 +77,9 @@ func TestConcurrentCalls(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	s.Close() // waits for the handlers
+	mu.Lock()
+	defer mu.Unlock()
 	slices.Sort(setup)
 	slices.Sort(late)
 	if len(late) > 0 {

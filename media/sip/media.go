@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -47,8 +48,11 @@ type Frame struct {
 
 // MediaStats counts what a call's RTP carried.
 type MediaStats struct {
-	PacketsIn     uint64 // RTP packets accepted from the peer
-	PacketsOut    uint64 // RTP packets sent (audio and telephone-event)
+	PacketsIn  uint64 // RTP packets accepted from the peer
+	PacketsOut uint64 // RTP packets sent (audio and telephone-event)
+	// AudioOut is how much audio has been sent: what a barge-in's "heard"
+	// is estimated from (sent is not yet played; see Drain).
+	AudioOut      time.Duration
 	FramesDropped uint64 // received frames dropped because Frames was not read
 	Ignored       uint64 // datagrams from elsewhere, not RTP, or of another payload type
 	Digits        uint64 // DTMF digits decoded
@@ -87,7 +91,7 @@ type Media struct {
 	drains  map[string]chan struct{}
 	drainN  uint64
 
-	in, out, dropped, ignored, ndigits atomic.Uint64
+	in, out, audio, dropped, ignored, ndigits atomic.Uint64
 }
 
 // newMedia starts the call's RTP on conn, sending to remote; close ends it.
@@ -122,14 +126,20 @@ func newMedia(conn *net.UDPConn, remote netip.AddrPort, codec Codec, eventPT int
 	return m
 }
 
-// close stops both directions and waits for them; the Frames and Digits
-// channels are closed when it returns.
+// closeLinger is how long close still reads what has arrived: the packets
+// a peer sent just before its BYE, which reached the socket before it.
+const closeLinger = 20 * time.Millisecond
+
+// close stops sending at once, delivers what the socket already holds,
+// and waits for both directions; the Frames and Digits channels are closed
+// when it returns.
 func (m *Media) close() {
 	m.closeOnce.Do(func() {
 		close(m.done)
 		m.cancel()
-		m.conn.Close()
+		_ = m.conn.SetReadDeadline(time.Now().Add(closeLinger))
 		m.wg.Wait()
+		m.conn.Close()
 		m.drainMu.Lock()
 		for name, ch := range m.drains {
 			close(ch)
@@ -162,6 +172,7 @@ func (m *Media) Stats() MediaStats {
 	return MediaStats{
 		PacketsIn:     m.in.Load(),
 		PacketsOut:    m.out.Load(),
+		AudioOut:      time.Duration(m.audio.Load()) * framePeriod,
 		FramesDropped: m.dropped.Load(),
 		Ignored:       m.ignored.Load(),
 		Digits:        m.ndigits.Load(),
@@ -285,6 +296,7 @@ func (m *Media) emit(ev pace.Event) error {
 	}
 	m.lastTS, m.lastDue, m.sent = ts, ev.Due, true
 	m.writePacket(m.codec.PayloadType, marker, ts, ev.Frame)
+	m.audio.Add(1)
 	return nil
 }
 
@@ -328,7 +340,7 @@ func (m *Media) receive() {
 	for {
 		n, from, err := m.conn.ReadFromUDPAddrPort(buf)
 		if err != nil {
-			if !m.ended() && !errors.Is(err, net.ErrClosed) {
+			if !m.ended() && !errors.Is(err, net.ErrClosed) && !errors.Is(err, os.ErrDeadlineExceeded) {
 				m.log.Debug("sip: rtp receive failed", "err", err)
 			}
 			return

@@ -215,3 +215,27 @@ func TestListenConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestListenContext: the end of Listen's ctx closes the server like Close.
+func TestListenContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	calls := make(chan *Call, 1)
+	s, err := Listen(ctx, "127.0.0.1:0", Config{Handler: answering(calls)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Dial(ctx, fmt.Sprintf("sip:acme@%s", s.Addr()), DialConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	call := <-calls
+	cancel()
+	<-call.Done()
+	<-out.Done()
+	s.Close() // waits for the close ctx started
+	if !errors.Is(call.Err(), ErrServerClosed) || !errors.Is(out.Err(), ErrRemoteHangup) {
+		t.Errorf("server call %v, client call %v", call.Err(), out.Err())
+	}
+}

@@ -73,20 +73,23 @@ type Config struct {
 
 // Server is a SIP user-agent server on UDP and TCP at one address.
 type Server struct {
-	cfg   Config
-	auth  *authenticator
-	addr  netip.AddrPort
-	ua    *sipgo.UserAgent
-	srv   *sipgo.Server
-	dlgUA *sipgo.DialogUA
-	udp   *net.UDPConn
-	tcp   *net.TCPListener
-	log   *slog.Logger
+	cfg    Config
+	auth   *authenticator
+	addr   netip.AddrPort
+	ua     *sipgo.UserAgent
+	srv    *sipgo.Server
+	dlgUDP *sipgo.DialogUA // dialogs of calls over UDP
+	dlgTCP *sipgo.DialogUA // and over TCP
+	udp    *net.UDPConn
+	tcp    *net.TCPListener
+	log    *slog.Logger
 
 	ctx     context.Context
 	cancel  context.CancelFunc
 	serving sync.WaitGroup // the listeners' goroutines
 	calls   sync.WaitGroup // the INVITE handlers
+
+	unwatch func() bool // stops Listen's ctx from closing the server
 
 	mu     sync.Mutex
 	closed bool
@@ -191,13 +194,7 @@ func (s *Server) start(ctx context.Context) error {
 		ua.Close()
 		return fmt.Errorf("sip: server: %w", err)
 	}
-	client, err := sipgo.NewClient(ua, sipgo.WithClientHostname(s.addr.Addr().String()), sipgo.WithClientLogger(s.log))
-	if err != nil {
-		ua.Close()
-		return fmt.Errorf("sip: client: %w", err)
-	}
 	s.ua, s.srv = ua, srv
-	s.dlgUA = &sipgo.DialogUA{Client: client, ContactHDR: s.contact("UDP")}
 	srv.OnInvite(s.onInvite)
 	srv.OnAck(s.onAck)
 	srv.OnBye(s.onBye)
@@ -205,24 +202,39 @@ func (s *Server) start(ctx context.Context) error {
 	// CANCEL is answered by the transaction layer (200, then 487 to the
 	// INVITE), which ends the pending call through its dialog.
 	srv.OnCancel(func(*sipmsg.Request, sipmsg.ServerTransaction) {})
+	host := s.addr.Addr().String()
+	// Requests this side sends (BYE) leave from the listening UDP socket
+	// and over the caller's own TCP connection, to where the INVITE came
+	// from: sipgo opens no sockets of its own (its own UDP ones are not
+	// closed by UserAgent.Close when their reference count went wrong).
+	udpClient, err := sipgo.NewClient(ua, sipgo.WithClientHostname(host), sipgo.WithClientLogger(s.log),
+		sipgo.WithClientConnectionAddr(s.addr.String()))
+	if err != nil {
+		ua.Close()
+		return fmt.Errorf("sip: client: %w", err)
+	}
+	tcpClient, err := sipgo.NewClient(ua, sipgo.WithClientHostname(host), sipgo.WithClientLogger(s.log))
+	if err != nil {
+		ua.Close()
+		return fmt.Errorf("sip: client: %w", err)
+	}
+	s.dlgUDP = &sipgo.DialogUA{Client: udpClient, ContactHDR: s.contact("UDP"), RewriteContact: true}
+	s.dlgTCP = &sipgo.DialogUA{Client: tcpClient, ContactHDR: s.contact("TCP"), RewriteContact: true}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.serving.Add(3)
-	go func() {
-		defer s.serving.Done()
-		_ = srv.ServeUDP(s.udp)
-	}()
-	go func() {
-		defer s.serving.Done()
-		_ = srv.ServeTCP(s.tcp)
-	}()
-	go func() {
-		defer s.serving.Done()
-		select {
-		case <-ctx.Done():
-			s.Close()
-		case <-s.ctx.Done():
-		}
-	}()
+	serve(&s.serving, srv, s.udp, s.tcp)
+	wait, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := waitServing(wait, ua, s.addr); err != nil {
+		s.cancel()
+		s.udp.Close()
+		s.tcp.Close()
+		ua.Close()
+		s.serving.Wait()
+		return err
+	}
+	s.mu.Lock()
+	s.unwatch = context.AfterFunc(ctx, func() { s.Close() })
+	s.mu.Unlock()
 	return nil
 }
 
@@ -237,6 +249,7 @@ func (s *Server) Addr() netip.AddrPort { return s.addr }
 func (s *Server) Close() error {
 	s.once.Do(func() {
 		s.mu.Lock()
+		s.unwatch()
 		s.closed = true
 		calls := make([]*Call, 0, len(s.active))
 		for _, c := range s.active {
@@ -254,6 +267,37 @@ func (s *Server) Close() error {
 		s.serving.Wait()
 	})
 	return nil
+}
+
+// waitServing waits until sipgo serves the UDP socket at addr, so that
+// requests can be sent from it.
+func waitServing(ctx context.Context, ua *sipgo.UserAgent, addr netip.AddrPort) error {
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		if c, err := ua.TransportLayer().GetConnection("udp", addr.String()); err == nil && c != nil {
+			return nil
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return fmt.Errorf("sip: udp listener at %s not served: %w", addr, ctx.Err())
+		}
+	}
+}
+
+// serve runs srv on udp and tcp until they are closed, in goroutines wg
+// waits for.
+func serve(wg *sync.WaitGroup, srv *sipgo.Server, udp *net.UDPConn, tcp *net.TCPListener) {
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		_ = srv.ServeUDP(udp)
+	}()
+	go func() {
+		defer wg.Done()
+		_ = srv.ServeTCP(tcp)
+	}()
 }
 
 func (s *Server) contact(transport string) sipmsg.ContactHeader {
@@ -321,7 +365,11 @@ func (s *Server) onInvite(req *sipmsg.Request, tx sipmsg.ServerTransaction) {
 		}
 	}
 
-	dtx, err := s.dlgUA.ReadInvite(req, tx)
+	dlg := s.dlgUDP
+	if req.Transport() == "TCP" {
+		dlg = s.dlgTCP
+	}
+	dtx, err := dlg.ReadInvite(req, tx)
 	if err != nil {
 		respond(tx, req, sipmsg.StatusBadRequest, "Bad Request")
 		return
