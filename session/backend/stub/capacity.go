@@ -192,7 +192,6 @@ func (s *CappedSynthesizer) Synthesize(ctx context.Context, text string, emit fu
 	if err := s.fail("synthesize"); err != nil {
 		return err
 	}
-	n := s.s.Rate * int(FrameDuration/time.Millisecond) / 1000
 	for i := range s.s.FrameCount {
 		if i > 0 {
 			if err := s.c.wait(ctx, s.s.FrameDelay, nil); err != nil {
@@ -201,7 +200,7 @@ func (s *CappedSynthesizer) Synthesize(ctx context.Context, text string, emit fu
 		} else if err := ctx.Err(); err != nil {
 			return s.c.stopOn(s.core, err)
 		}
-		if err := emit(backend.Audio{Rate: s.s.Rate, Samples: tone(i*n, n, s.s.Rate)}); err != nil {
+		if err := emit(backend.Audio{Rate: s.s.Rate, Samples: s.wave.frame(i)}); err != nil {
 			return s.c.stopOn(s.core, backend.EmitError("stub", "synthesize", err))
 		}
 	}

@@ -13,7 +13,11 @@ const FrameDuration = 20 * time.Millisecond
 
 // Synthesizer is a deterministic backend.Synthesizer: FrameCount frames of
 // 20 ms of a 440 Hz tone at Rate, whatever the text.
-type Synthesizer struct{ *core }
+type Synthesizer struct {
+	*core
+	wave  tone
+	clock *clock // paces frames FrameDelay apart, shared by every call
+}
 
 // NewSynthesizer returns a stub synthesizer with settings s.
 func NewSynthesizer(s Settings) *Synthesizer {
@@ -23,13 +27,16 @@ func NewSynthesizer(s Settings) *Synthesizer {
 	if s.Rate <= 0 {
 		s.Rate = 16000
 	}
-	return &Synthesizer{newCore(s)}
+	return &Synthesizer{core: newCore(s), wave: newTone(s.Rate), clock: newClock(s.FrameDelay)}
 }
 
 // Rate returns the sample rate of the audio it emits.
 func (s *Synthesizer) Rate() int { return s.s.Rate }
 
-// Synthesize implements backend.Synthesizer.
+// Synthesize implements backend.Synthesizer. After the first frame, each
+// frame waits for the next tick of a clock that every call of s shares:
+// FrameCount frames take (FrameCount-1)·FrameDelay, and a thousand calls
+// cost one timer, not a timer per call per frame.
 func (s *Synthesizer) Synthesize(ctx context.Context, text string, emit func(backend.Audio) error) error {
 	s.enter()
 	defer s.exit()
@@ -39,28 +46,49 @@ func (s *Synthesizer) Synthesize(ctx context.Context, text string, emit func(bac
 	if err := s.fail("synthesize"); err != nil {
 		return err
 	}
-	n := s.s.Rate * int(FrameDuration/time.Millisecond) / 1000
 	for i := range s.s.FrameCount {
 		if i > 0 {
-			if err := wait(ctx, s.s.FrameDelay); err != nil {
+			if err := s.clock.wait(ctx); err != nil {
 				return s.stop(err)
 			}
 		} else if err := ctx.Err(); err != nil {
 			return s.stop(err)
 		}
-		if err := emit(backend.Audio{Rate: s.s.Rate, Samples: tone(i*n, n, s.s.Rate)}); err != nil {
+		if err := emit(backend.Audio{Rate: s.s.Rate, Samples: s.wave.frame(i)}); err != nil {
 			return s.stop(backend.EmitError("stub", "synthesize", err))
 		}
 	}
 	return nil
 }
 
-// tone returns n samples of a 440 Hz sine at about -12 dBFS, starting at
-// sample offset off so that frames join without clicks.
-func tone(off, n, rate int) []int16 {
-	out := make([]int16, n)
-	for i := range out {
-		out[i] = int16(8000 * math.Sin(2*math.Pi*440*float64(off+i)/float64(rate)))
+// tone is a 440 Hz sine at about -12 dBFS, computed once: one period of
+// the sampled wave (rate/gcd(440, rate) samples) followed by one frame
+// more, so that any frame is a contiguous copy.
+type tone struct {
+	n    int     // samples per frame
+	wave []int16 // period samples, then n more
+}
+
+func newTone(rate int) tone {
+	n := rate * int(FrameDuration/time.Millisecond) / 1000
+	period := rate / gcd(440, rate)
+	w := make([]int16, period+n)
+	for i := range w {
+		w[i] = int16(8000 * math.Sin(2*math.Pi*440*float64(i%period)/float64(rate)))
 	}
-	return out
+	return tone{n: n, wave: w}
+}
+
+// frame returns frame i of the tone in a new slice (emit's receiver owns
+// it), so that frames join without clicks.
+func (t tone) frame(i int) []int16 {
+	off := i * t.n % (len(t.wave) - t.n)
+	return append(make([]int16, 0, t.n), t.wave[off:off+t.n]...)
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
