@@ -1,7 +1,6 @@
 package load
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -107,9 +106,13 @@ type caller struct {
 	stats *liveStats
 
 	conn   *websocket.Conn
-	events chan event
-	gen    uint64 // current generation per `interrupted`
-	audGen uint64 // generation of the audio in progress (audio_start)
+	events *inbox
+	// stream sends the caller's audio frames (-stream-audio); streamSlot
+	// is the caller's place on it.
+	stream     *streamer
+	streamSlot int
+	gen        uint64 // current generation per `interrupted`
+	audGen     uint64 // generation of the audio in progress (audio_start)
 	// A `prompt` is followed by its speech (audio_start, frames,
 	// audio_end) under the same turn id: that audio is the server's
 	// fallback sentence, not the turn's answer, and counts for neither
@@ -144,30 +147,25 @@ func (c *caller) run(ctx context.Context) {
 	// One reader for the life of the connection; its context is not the
 	// run's, because an expiring Read context drops the connection
 	// (library-pitfalls.md): the caller closes it instead.
-	c.events = make(chan event, 64)
+	c.events = newInbox()
 	rctx, stopRead := context.WithCancel(context.Background())
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
 		c.read(rctx)
 	}()
-	var streamDone chan struct{}
-	stopStream := func() {}
-	if c.cfg.StreamAudio {
-		sctx, stop := context.WithCancel(ctx)
-		streamDone, stopStream = make(chan struct{}), stop
-		go func() { defer close(streamDone); c.streamAudio(sctx) }()
+	if c.stream != nil {
+		c.stream.add(c)
 	}
 	defer func() {
-		stopStream()
+		if c.stream != nil {
+			c.stream.remove(c)
+		}
 		// Closing ends a write or read still in progress: neither takes a
-		// context that could (see streamAudio and read).
+		// context that could (see streamer and read).
 		_ = conn.CloseNow()
 		stopRead()
 		<-readDone
-		if streamDone != nil {
-			<-streamDone
-		}
 	}()
 	c.converse(ctx)
 }
@@ -181,41 +179,54 @@ func (c *caller) finish(end, msg string) {
 // read forwards what the server sends until the connection ends (run
 // closes it). It reads without a context: coder/websocket arms a
 // context.AfterFunc per read for a context that can end, and reply audio
-// is 50 reads a second per caller. Binary frames are counted, not kept.
+// is 50 reads a second per caller. Every message is read into one buffer
+// of the caller's; binary frames are counted, not kept.
 func (c *caller) read(ctx context.Context) {
-	defer close(c.events)
-	var text bytes.Buffer
+	defer c.events.close()
+	var buf []byte
+	text := true // the last message was not audio
 	for {
 		typ, r, err := c.conn.Reader(context.Background())
-		var n int64
 		if err == nil {
-			if typ == websocket.MessageBinary {
-				n, err = io.Copy(io.Discard, r)
-			} else {
-				text.Reset()
-				_, err = text.ReadFrom(r)
-			}
+			buf, err = readMessage(r, buf[:0])
 		}
 		ev := event{at: time.Now(), err: err}
+		urgent := err != nil || typ != websocket.MessageBinary || text
 		if err == nil {
 			if typ == websocket.MessageBinary {
-				ev.binary = int(n)
+				ev.binary = len(buf)
 			} else {
 				var m serverMsg
-				if jerr := json.Unmarshal(text.Bytes(), &m); jerr != nil {
+				if jerr := json.Unmarshal(buf, &m); jerr != nil {
 					ev.err = fmt.Errorf("load: bad JSON from server: %w", jerr)
 				} else {
 					ev.msg = &m
 				}
 			}
+			text = typ != websocket.MessageBinary
 		}
-		select {
-		case c.events <- ev:
-		case <-ctx.Done():
+		if !c.events.put(ctx, ev, urgent) || err != nil {
 			return
+		}
+	}
+}
+
+// readMessage appends the rest of r to buf.
+func readMessage(r io.Reader, buf []byte) ([]byte, error) {
+	if cap(buf) == 0 {
+		buf = make([]byte, 0, 2048)
+	}
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
 		}
 		if err != nil {
-			return
+			return buf, err
 		}
 	}
 }
@@ -230,48 +241,10 @@ func (c *caller) send(ctx context.Context, v any) error {
 	return c.conn.Write(wctx, websocket.MessageText, b)
 }
 
-// streamAudio sends 20 ms frames of quiet PCM16 at 16 kHz until ctx ends.
-// Its writes take no context, so that coder/websocket arms no
-// context.AfterFunc per frame and no timer is made per frame: a write the
-// server does not take blocks until it does, or until run closes the
-// connection. The ticker drops ticks meanwhile, so a stall is not
-// followed by a burst.
-func (c *caller) streamAudio(ctx context.Context) {
-	frame := make([]byte, 640)
-	t := time.NewTicker(20 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := c.conn.Write(context.Background(), websocket.MessageBinary, frame); err != nil {
-				return
-			}
-		}
-	}
-}
-
 // next waits for the next event, or the deadline (a zero deadline waits
 // for the run to end). ok is false when the wait ended without an event.
 func (c *caller) next(ctx context.Context, deadline time.Time) (event, bool) {
-	var timeout <-chan time.Time
-	if !deadline.IsZero() {
-		t := time.NewTimer(time.Until(deadline))
-		defer t.Stop()
-		timeout = t.C
-	}
-	select {
-	case ev, ok := <-c.events:
-		if !ok {
-			return event{err: errEnded}, true
-		}
-		return ev, true
-	case <-timeout:
-		return event{}, false
-	case <-ctx.Done():
-		return event{}, false
-	}
+	return c.events.wait(ctx, deadline)
 }
 
 func (c *caller) converse(ctx context.Context) {

@@ -61,6 +61,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		progress(cfg, start, stats, progStop)
 	}()
 
+	var stream *streamer
+	if cfg.StreamAudio && cfg.Dialect != Twilio {
+		stream = newStreamer()
+	}
 	sem := make(chan struct{}, cfg.MaxActive)
 	var wg sync.WaitGroup
 	timer := time.NewTimer(0)
@@ -85,7 +89,7 @@ launch:
 		}
 		stats.lag.Store(int64(time.Since(at)))
 		c := &caller{cfg: &cfg, ws: ws, hc: hc, rec: recs[i], stats: stats,
-			rnd: rand.New(rand.NewPCG(seeds[i], uint64(i)))}
+			rnd: rand.New(rand.NewPCG(seeds[i], uint64(i))), stream: stream}
 		run := c.run
 		if cfg.Dialect == Twilio {
 			run = (&twilioCaller{caller: c}).run
@@ -99,6 +103,9 @@ launch:
 	}
 	wg.Wait()
 	ended := time.Now()
+	if stream != nil {
+		stream.close()
+	}
 	cancel()
 	close(progStop)
 	<-progDone
