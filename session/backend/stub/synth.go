@@ -34,9 +34,9 @@ func NewSynthesizer(s Settings) *Synthesizer {
 func (s *Synthesizer) Rate() int { return s.s.Rate }
 
 // Synthesize implements backend.Synthesizer. After the first frame, each
-// frame waits for the next tick of a clock that every call of s shares:
-// FrameCount frames take (FrameCount-1)·FrameDelay, and a thousand calls
-// cost one timer, not a timer per call per frame.
+// frame waits for the call's next tick of a clock that every call of s
+// shares: FrameCount frames take about (FrameCount-1)·FrameDelay, and a
+// thousand calls cost one timer, not a timer per call per frame.
 func (s *Synthesizer) Synthesize(ctx context.Context, text string, emit func(backend.Audio) error) error {
 	s.enter()
 	defer s.exit()
@@ -46,9 +46,10 @@ func (s *Synthesizer) Synthesize(ctx context.Context, text string, emit func(bac
 	if err := s.fail("synthesize"); err != nil {
 		return err
 	}
+	slot := s.clock.slot()
 	for i := range s.s.FrameCount {
 		if i > 0 {
-			if err := s.clock.wait(ctx); err != nil {
+			if err := s.clock.wait(ctx, slot); err != nil {
 				return s.stop(err)
 			}
 		} else if err := ctx.Err(); err != nil {

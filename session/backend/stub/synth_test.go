@@ -60,9 +60,10 @@ func TestClockShared(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 50 {
 		wg.Go(func() {
+			slot := k.slot()
 			start := time.Now()
 			for range 4 {
-				if err := k.wait(context.Background()); err != nil {
+				if err := k.wait(context.Background(), slot); err != nil {
 					t.Error(err)
 					return
 				}
@@ -75,10 +76,10 @@ func TestClockShared(t *testing.T) {
 	wg.Wait()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := k.wait(ctx); err != context.Canceled {
+	if err := k.wait(ctx, 0); err != context.Canceled {
 		t.Fatalf("wait on an ended context: %v", err)
 	}
-	if err := newClock(0).wait(context.Background()); err != nil {
+	if err := newClock(0).wait(context.Background(), 0); err != nil {
 		t.Fatal(err)
 	}
 }
