@@ -46,6 +46,7 @@ type Conn struct {
 
 	sendMu  sync.Mutex // orders frames, marks and clear on the wire
 	current string     // utterance of the frames being sent; under sendMu
+	out     []byte     // the media message being written; under sendMu
 
 	mu        sync.Mutex
 	streamSID string
@@ -189,7 +190,10 @@ func (c *Conn) emit(ctx context.Context, ev pace.Event) error {
 		}
 		return nil
 	}
-	if err := c.write(ctx, EncodeOutbound(c.d, Outbound{Event: EventMedia, StreamSID: sid, Payload: ev.Frame})); err != nil {
+	// coder/websocket copies the message before Write returns, so one
+	// buffer serves every frame.
+	c.out = appendOutbound(c.out[:0], c.d, Outbound{Event: EventMedia, StreamSID: sid, Payload: ev.Frame})
+	if err := c.write(ctx, c.out); err != nil {
 		return err
 	}
 	c.tracker.Sent(c.current, media.FrameDuration)

@@ -27,21 +27,50 @@ type outWire struct {
 // {"event":"mark","streamSid":…,"mark":{"name":…}} and
 // {"event":"clear","streamSid":…}; Telnyx spells the stream stream_id.
 func EncodeOutbound(d Dialect, o Outbound) []byte {
-	w := outWire{Event: o.Event}
-	if d == Telnyx {
-		w.StreamID = o.StreamSID
-	} else {
-		w.StreamSid = o.StreamSID
+	n := 64 + len(o.Event) + len(o.StreamSID) + len(o.Mark) + base64.StdEncoding.EncodedLen(len(o.Payload))
+	return appendOutbound(make([]byte, 0, n), d, o)
+}
+
+// appendOutbound appends EncodeOutbound's rendering of o to dst: the same
+// bytes as encoding/json writes for outWire, written directly (a media
+// frame is one base64 encoding and no allocation given a dst with room).
+func appendOutbound(dst []byte, d Dialect, o Outbound) []byte {
+	dst = append(dst, `{"event":`...)
+	dst = appendString(dst, o.Event)
+	if o.StreamSID != "" {
+		if d == Telnyx {
+			dst = append(dst, `,"stream_id":`...)
+		} else {
+			dst = append(dst, `,"streamSid":`...)
+		}
+		dst = appendString(dst, o.StreamSID)
 	}
 	switch o.Event {
 	case EventMedia:
-		p := base64.StdEncoding.EncodeToString(o.Payload)
-		w.Media = &wMedia{Payload: &p}
+		dst = append(dst, `,"media":{"payload":"`...)
+		dst = base64.StdEncoding.AppendEncode(dst, o.Payload)
+		dst = append(dst, `"}`...)
 	case EventMark:
-		w.Mark = &wMark{Name: o.Mark}
+		dst = append(dst, `,"mark":{"name":`...)
+		dst = appendString(dst, o.Mark)
+		dst = append(dst, '}')
 	}
-	b, _ := json.Marshal(w) // cannot fail: strings and pointers only
-	return b
+	return append(dst, '}')
+}
+
+// appendString appends s as a JSON string, as encoding/json writes it: a
+// string of printable ASCII that needs no escape is copied, any other is
+// left to encoding/json (HTML-safe escapes, invalid UTF-8 replaced).
+func appendString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			b, _ := json.Marshal(s) // cannot fail: a string
+			return append(dst, b...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }
 
 // DecodeOutbound parses a message sent to a gateway, as the gateway would:
