@@ -228,7 +228,10 @@ func (c *twilioCaller) sendMedia(ulaw []byte) error {
 	c.seq++
 	c.chunk++
 	c.out = appendMedia(c.out[:0], c.seq, c.chunk, (c.chunk-1)*frame.Milliseconds(), c.sid, ulaw)
-	return c.write(c.out)
+	// No context, as the native callers' frames: coder/websocket arms no
+	// context.AfterFunc and no timer per frame. A frame the server does
+	// not take blocks until it does, or until run closes the connection.
+	return c.conn.Write(context.Background(), websocket.MessageText, c.out)
 }
 
 func (c *twilioCaller) echo(name string) error {
@@ -270,8 +273,14 @@ func (c *twilioCaller) stream(ctx context.Context) {
 func (c *twilioCaller) read(ctx context.Context) {
 	defer close(c.in)
 	buf := make([]byte, 512)
+	var data []byte // every message is read into it
 	for {
-		typ, data, err := c.conn.Read(ctx)
+		// No context: coder/websocket would arm a context.AfterFunc per
+		// read; run closes the connection to end a read.
+		typ, r, err := c.conn.Reader(context.Background())
+		if err == nil {
+			data, err = readMessage(r, data[:0])
+		}
 		ev := twEvent{at: time.Now(), err: err}
 		if err == nil {
 			if typ != websocket.MessageText {
