@@ -18,6 +18,25 @@ func Decode(d Dialect, data []byte) (*Message, error) {
 	if len(data) > MaxMessageSize {
 		return nil, &DecodeError{Err: fmt.Errorf("%w: %d bytes", ErrTooLarge, len(data))}
 	}
+	k := twMediaKeys
+	if d == Telnyx {
+		k = txMediaKeys
+	}
+	if m, ok := scanMedia(data, k); ok {
+		m.media.Payload = &m.payload
+		if d == Telnyx {
+			w := txWire{Event: EventMedia, SequenceNumber: m.seq, StreamID: m.stream, Media: &m.media}
+			return w.message()
+		}
+		w := twWire{Event: EventMedia, SequenceNumber: m.seq, StreamSid: m.stream, Media: &m.media}
+		return w.message()
+	}
+	return decodeJSON(d, data)
+}
+
+// decodeJSON is Decode through encoding/json, for every message that
+// scanMedia does not read.
+func decodeJSON(d Dialect, data []byte) (*Message, error) {
 	if d == Telnyx {
 		var w txWire
 		if err := json.Unmarshal(data, &w); err != nil {
