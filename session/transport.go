@@ -44,6 +44,9 @@ type Transport interface {
 // uses what is declared and never looks for abilities by type assertion.
 // The zero value declares none.
 type Capabilities struct {
+	// Name names the transport for operators ("native", "twilio",
+	// "plivo", "sip", ...): the calls in progress are counted by it.
+	Name string
 	// ReadNative, when set, reads the native protocol's next message
 	// undecoded (binary audio, or a JSON text message), for the call's
 	// reader to decode once the wait has returned: a call that has gone

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -62,19 +64,16 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
+// freePort returns a port that baresip can take on loopback: free on UDP
+// and TCP, with the port above it free too (baresip binds its SIP/TLS
+// transport there), and below the kernel's ephemeral range (32768 and up),
+// so that no connection of the test or of a parallel one is handed it
+// between the check and baresip's bind.
 func freePort(t *testing.T) int {
 	t.Helper()
-	// A port free on both UDP and TCP: baresip's sip_listen takes both.
-	for range 20 {
-		u, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := u.LocalAddr().(*net.UDPAddr).Port
-		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
-		u.Close()
-		if err == nil {
-			l.Close()
+	for range 200 {
+		port := 10000 + rand.IntN(9000)
+		if portFree(port) && portFree(port+1) {
 			return port
 		}
 	}
@@ -82,8 +81,24 @@ func freePort(t *testing.T) int {
 	return 0
 }
 
+func portFree(port int) bool {
+	u, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
+	if err != nil {
+		return false
+	}
+	defer u.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
+}
+
 // startBaresip starts baresip on loopback with a config folder of its own
-// and connects to its control port. A missing binary fails the test.
+// and connects to its control port. A missing binary fails the test. A
+// phone that could not bind its ports (taken by another process between
+// freePort's check and baresip's bind) is started again on others.
 func startBaresip(t *testing.T, o baresipOptions) *baresip {
 	t.Helper()
 	bin, err := exec.LookPath("baresip")
@@ -93,12 +108,33 @@ func startBaresip(t *testing.T, o baresipOptions) *baresip {
 	if o.User == "" {
 		o.User = "alice"
 	}
+	for attempt := 1; ; attempt++ {
+		b, err := tryBaresip(t, bin, o)
+		if err == nil {
+			t.Cleanup(b.stop)
+			b.readWG.Add(1)
+			go b.read()
+			return b
+		}
+		if attempt == 3 || !strings.Contains(b.out.String(), "Address already in use") {
+			t.Fatalf("%v; baresip output:\n%s", err, b.out)
+		}
+		t.Logf("baresip attempt %d: %v, trying other ports", attempt, err)
+	}
+}
+
+// tryBaresip starts one baresip and waits for its control port; on an
+// error the process has ended and b.out holds what it printed.
+func tryBaresip(t *testing.T, bin string, o baresipOptions) (*baresip, error) {
 	dir := t.TempDir()
 	rec := filepath.Join(dir, "rec")
 	if err := os.Mkdir(rec, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	sipPort, ctrlPort := freePort(t), freePort(t)
+	for ctrlPort >= sipPort-1 && ctrlPort <= sipPort+1 {
+		ctrlPort = freePort(t)
+	}
 	config := strings.Join([]string{
 		"poll_method epoll",
 		fmt.Sprintf("sip_listen 127.0.0.1:%d", sipPort),
@@ -110,7 +146,7 @@ func startBaresip(t *testing.T, o baresipOptions) *baresip {
 		"auplay_srate 8000",
 		"ausrc_channels 1",
 		"auplay_channels 1",
-		"rtp_ports 20000-40000",
+		"rtp_ports 20000-32000",
 		"module_path /usr/lib/baresip/modules",
 		"module g711.so",
 		"module aufile.so",
@@ -143,34 +179,35 @@ func startBaresip(t *testing.T, o baresipOptions) *baresip {
 		_ = b.cmd.Wait()
 		close(b.exited)
 	}()
-	t.Cleanup(b.stop)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", ctrlPort))
 		if err == nil {
 			b.ctrl = c
-			break
+			return b, nil
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("baresip control port: %v", err)
+			b.kill()
+			return b, fmt.Errorf("baresip control port: %w", err)
 		}
 		select {
 		case <-b.exited:
-			t.Fatalf("baresip exited at start")
+			return b, errors.New("baresip exited at start")
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	b.readWG.Add(1)
-	go b.read()
-	return b
+}
+
+func (b *baresip) kill() {
+	_ = b.cmd.Process.Kill()
+	<-b.exited
 }
 
 func (b *baresip) stop() {
 	if b.ctrl != nil {
 		b.ctrl.Close()
 	}
-	_ = b.cmd.Process.Kill()
-	<-b.exited
+	b.kill()
 	b.readWG.Wait()
 	if b.t.Failed() {
 		b.t.Logf("baresip output:\n%s", b.out)
