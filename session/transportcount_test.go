@@ -175,17 +175,3 @@ func TestCallsByTransport(t *testing.T) {
 		t.Fatalf("Calls %d after every call ended", n)
 	}
 }
-
-// dialPath dials path on the rig, as dial does /v1/session.
-func (r *rig) dialPath(path string) *client {
-	r.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	r.t.Cleanup(cancel)
-	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(r.http.URL, "http")+path, nil)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	c.SetReadLimit(1 << 20)
-	r.t.Cleanup(func() { c.CloseNow() })
-	return &client{t: r.t, conn: c, ctx: ctx}
-}
