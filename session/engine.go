@@ -123,6 +123,7 @@ type Engine struct {
 	mu        sync.Mutex
 	extra     []*stage
 	calls     map[*Call]struct{}
+	byName    map[string]int // calls by transportName; a name stays at 0 once seen (its gauge)
 	callsWG   sync.WaitGroup
 	draining  atomic.Bool
 	inTransit atomic.Int64 // turns past model admission not yet offered to synthesis
@@ -182,7 +183,7 @@ func New(cfg Config) (*Engine, error) {
 		cfg.QueueUpdate = time.Second
 	}
 	cfg.Outbound = cfg.Outbound.withDefaults()
-	s := &Engine{cfg: cfg, log: cfg.Logger, reg: cfg.Registry, calls: map[*Call]struct{}{}}
+	s := &Engine{cfg: cfg, log: cfg.Logger, reg: cfg.Registry, calls: map[*Call]struct{}{}, byName: map[string]int{}}
 	s.m = newMetrics(s.reg)
 	s.obs = newObserver(cfg.TracerProvider, s.reg)
 	var err error
@@ -206,7 +207,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	s.m.quarantineMetrics = newQuarantineMetrics(s.reg)
 	s.setupQuarantine(cfg.QuarantineAfter)
-	s.reg.MustRegister(newStageCollector(s))
+	s.reg.MustRegister(newStageCollector(s), newTransportCollector(s))
 	return s, nil
 }
 
@@ -375,6 +376,7 @@ func (s *Engine) newCall(t Transport, caps Capabilities) *Call {
 	}
 	c := newCall(s, newID(), t, caps)
 	s.calls[c] = struct{}{}
+	s.byName[transportName(caps.Name)]++
 	s.callsWG.Add(1)
 	s.m.sessions.Inc()
 	return c
@@ -383,6 +385,7 @@ func (s *Engine) newCall(t Transport, caps Capabilities) *Call {
 func (s *Engine) endCall(c *Call) {
 	s.mu.Lock()
 	delete(s.calls, c)
+	s.byName[transportName(c.caps.Name)]--
 	s.mu.Unlock()
 	s.m.sessions.Dec()
 	s.callsWG.Done()

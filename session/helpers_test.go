@@ -128,9 +128,15 @@ type client struct {
 
 func (r *rig) dial() *client {
 	r.t.Helper()
+	return r.dialPath("/v1/session")
+}
+
+// dialPath dials path on the rig, a route of the native protocol.
+func (r *rig) dialPath(path string) *client {
+	r.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	r.t.Cleanup(cancel)
-	url := "ws" + strings.TrimPrefix(r.http.URL, "http") + "/v1/session"
+	url := "ws" + strings.TrimPrefix(r.http.URL, "http") + path
 	c, _, err := websocket.Dial(ctx, url, nil)
 	if err != nil {
 		r.t.Fatal(err)

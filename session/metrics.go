@@ -152,3 +152,25 @@ func (c *stageCollector) Collect(ch chan<- prometheus.Metric) {
 		g(c.closed, closed)
 	}
 }
+
+// transportCollector exports the calls in progress by transport at scrape
+// time, from the engine's own count (the one /v1/stages shows).
+type transportCollector struct {
+	s     *Engine
+	calls *prometheus.Desc
+}
+
+func newTransportCollector(s *Engine) *transportCollector {
+	return &transportCollector{s: s, calls: prometheus.NewDesc("frontdoor_sessions_by_transport",
+		"Connected calls (frontdoor_sessions) by the transport that carries them (native, webrtc, twilio, ...; other when it declared none).",
+		[]string{"transport"}, nil)}
+}
+
+func (c *transportCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.calls }
+
+func (c *transportCollector) Collect(ch chan<- prometheus.Metric) {
+	_, by := c.s.callCounts(true)
+	for name, n := range by {
+		ch <- prometheus.MustNewConstMetric(c.calls, prometheus.GaugeValue, float64(n), name)
+	}
+}

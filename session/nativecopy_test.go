@@ -23,7 +23,7 @@ func testNative(e *Engine) http.HandlerFunc {
 		c.SetReadLimit(MaxMessageBytes)
 		t := &testWebSocket{conn: c}
 		stopPings := e.StartHeartbeat(c, func() { _ = c.CloseNow() }, e.log)
-		caps := Capabilities{ReadNative: t.readNative, Abort: func() { _ = c.CloseNow() }}
+		caps := Capabilities{Name: "native", ReadNative: t.readNative, Abort: func() { _ = c.CloseNow() }}
 		if !e.Start(r.Context(), t, caps, stopPings) {
 			stopPings()
 		}

@@ -41,16 +41,21 @@ type WaiterView struct {
 
 // StagesView is the body of GET /v1/stages.
 type StagesView struct {
-	Draining bool        `json:"draining"`
-	Calls    int         `json:"calls"`
-	Stages   []StageView `json:"stages"`
-	At       time.Time   `json:"at"`
+	Draining bool `json:"draining"`
+	// Calls counts the calls in progress; CallsByTransport splits them by
+	// the transport that carries them (Capabilities.Name, TransportOther
+	// for none), listing only transports with calls in progress.
+	Calls            int            `json:"calls"`
+	CallsByTransport map[string]int `json:"calls_by_transport"`
+	Stages           []StageView    `json:"stages"`
+	At               time.Time      `json:"at"`
 }
 
 // Stages reports every stage: limits, inventory, pending and overdue
 // cleanup, the ledger and the waiting list.
 func (s *Engine) Stages() StagesView {
-	v := StagesView{Draining: s.draining.Load(), Calls: s.Calls(), At: s.cfg.Clock.Now()}
+	v := StagesView{Draining: s.draining.Load(), At: s.cfg.Clock.Now()}
+	v.Calls, v.CallsByTransport = s.callCounts(false)
 	ctx := context.Background()
 	for _, st := range s.stageList() {
 		sn, err := st.snapshot(ctx)
@@ -86,6 +91,41 @@ func (s *Engine) Stages() StagesView {
 		v.Stages = append(v.Stages, sv)
 	}
 	return v
+}
+
+// TransportOther is the name the calls of a transport that declared no
+// Capabilities.Name are counted under.
+const TransportOther = "other"
+
+func transportName(name string) string {
+	if name == "" {
+		return TransportOther
+	}
+	return name
+}
+
+// CallsByTransport returns the number of calls in progress by the name
+// their transport declared (Capabilities.Name, TransportOther for none),
+// listing only transports with calls in progress.
+func (s *Engine) CallsByTransport() map[string]int {
+	_, m := s.callCounts(false)
+	return m
+}
+
+// callCounts returns the calls in progress and their split by transport,
+// read together. With seen, every transport name seen since the engine
+// started is listed, at 0 once its calls have ended (for the gauge, whose
+// series should not vanish).
+func (s *Engine) callCounts(seen bool) (int, map[string]int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := make(map[string]int, len(s.byName))
+	for name, n := range s.byName {
+		if n > 0 || seen {
+			m[name] = n
+		}
+	}
+	return len(s.calls), m
 }
 
 // Stage returns the named stage's view, or false.

@@ -1,12 +1,14 @@
 package web_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/coder/websocket"
 
 	"github.com/frontdoorhq/frontdoor/session/backend/pocketsphinx"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
@@ -333,6 +335,74 @@ func TestBrowser(t *testing.T) {
 		tb.screenshot("microphone-callback-booked")
 		tb.click("#rtc-stop")
 		tb.waitJS("ended", `document.getElementById('rtc-state').dataset.state === 'ended'`, 5*time.Second)
+		tb.noErrors()
+	})
+
+	t.Run("CallsByTransport", func(t *testing.T) {
+		// A synthetic call (/v1/session), a microphone call (the server's
+		// own /v1/webrtc) and a caller of this test's on /v1/session: the
+		// table beside the stages counts each transport's calls in
+		// progress, and a transport's row goes once its calls have ended.
+		r := newRig(t, func(c *rigConfig) {
+			c.cfg.Recognizer = stub.NewRecognizer(stub.Settings{})
+		})
+		tb := newTab(t, bctx, 40*time.Second)
+		tb.do(chromedp.Navigate(r.http.URL + "/"))
+		// rows is the table's rows, "name=n" each, then the total.
+		const rows = `[...document.querySelectorAll('#transport-rows tr')].map(tr => tr.dataset.transport + '=' + tr.dataset.n)
+			.concat(['all=' + document.getElementById('transport-total').dataset.n]).join(' ')`
+		table := func(what, want string) {
+			t.Helper()
+			tb.waitJS(what+": "+want, rows+` === '`+want+`'`, 10*time.Second)
+		}
+		tb.waitJS("server ready", `document.getElementById('server').dataset.state === 'ready'`, 5*time.Second)
+		table("no calls", "all=0")
+		if empty := eval[bool](tb, `!document.getElementById('transport-empty').hidden`); !empty {
+			t.Errorf("the table does not say that no call is in progress")
+		}
+
+		tb.click("#call-connect")
+		tb.waitJS("session admitted", `document.getElementById('call-session').dataset.disposition === 'admitted'`, 5*time.Second)
+		table("the synthetic call", "native=1 all=1")
+		tb.click("#rtc-start")
+		tb.waitJS("in call", `document.getElementById('rtc-state').dataset.state === 'in-call'`, 10*time.Second)
+		table("the synthetic and the microphone call", "native=1 webrtc=1 all=2")
+
+		ctx, cancel := context.WithTimeout(tb.ctx, 10*time.Second)
+		defer cancel()
+		c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(r.http.URL, "http")+"/v1/session", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseNow()
+		table("a caller of the test's beside the page's", "native=2 webrtc=1 all=3")
+		if empty := eval[bool](tb, `!document.getElementById('transport-empty').hidden`); empty {
+			t.Errorf("the table says no call is in progress beside its rows")
+		}
+		beside := eval[bool](tb, `(() => {
+			const a = document.getElementById('transports').getBoundingClientRect();
+			const b = document.getElementById('stage-list').getBoundingClientRect();
+			return a.right <= b.left && a.top < b.bottom && b.top < a.bottom;
+		})()`)
+		if !beside {
+			t.Errorf("the calls table is not beside the stages on a 1280 px window")
+		}
+		tb.screenshot("calls-by-transport")
+		if got := r.srv.CallsByTransport(); len(got) != 2 || got["native"] != 2 || got["webrtc"] != 1 {
+			t.Errorf("server counts %v, want native 2, webrtc 1", got)
+		}
+
+		_ = c.Close(websocket.StatusNormalClosure, "bye")
+		table("the test's caller gone", "native=1 webrtc=1 all=2")
+		tb.click("#call-hangup")
+		tb.waitJS("call ended", `document.getElementById('call-connect').disabled === false`, 5*time.Second)
+		table("the synthetic call gone", "webrtc=1 all=1")
+		tb.click("#rtc-stop")
+		tb.waitJS("ended", `document.getElementById('rtc-state').dataset.state === 'ended'`, 5*time.Second)
+		table("every call gone", "all=0")
+		if empty := eval[bool](tb, `!document.getElementById('transport-empty').hidden`); !empty {
+			t.Errorf("the table does not say that no call is in progress once all ended")
+		}
 		tb.noErrors()
 	})
 

@@ -47,6 +47,9 @@ func TestCallOutlivesHandler(t *testing.T) {
 	if r.srv.Calls() != 1 {
 		t.Fatalf("%d calls", r.srv.Calls())
 	}
+	if by := r.srv.CallsByTransport(); len(by) != 1 || by[Name] != 1 {
+		t.Fatalf("calls by transport %v, want one %s", by, Name)
+	}
 	cl.send(map[string]any{"type": "hangup"})
 	for { // to the server's close, which the close handshake answers
 		if _, _, err := c.Read(t.Context()); err != nil {
@@ -58,8 +61,8 @@ func TestCallOutlivesHandler(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the call's end was never undone")
 	}
-	if r.srv.Calls() != 0 {
-		t.Fatalf("%d calls after the undo", r.srv.Calls())
+	if r.srv.Calls() != 0 || len(r.srv.CallsByTransport()) != 0 {
+		t.Fatalf("%d calls (%v) after the undo", r.srv.Calls(), r.srv.CallsByTransport())
 	}
 }
 

@@ -13,6 +13,10 @@ import (
 	"github.com/frontdoorhq/frontdoor/session"
 )
 
+// Name is the transport's name, its calls' in the engine's counts
+// (session.Capabilities.Name).
+const Name = "native"
+
 // Options configure a Handler.
 type Options struct {
 	// OriginPatterns are the cross-origin hosts allowed to open the
@@ -80,9 +84,10 @@ func (w *WebSocket) Close(status session.CloseStatus, reason string) {
 	_ = w.Conn.Close(websocket.StatusCode(status), reason)
 }
 
-// Capabilities are the WebSocket's: the undecoded reader and Abort.
+// Capabilities are the WebSocket's: its name ("native"), the undecoded
+// reader and Abort.
 func (w *WebSocket) Capabilities() session.Capabilities {
-	return session.Capabilities{ReadNative: w.readNative, Abort: w.Abort}
+	return session.Capabilities{Name: Name, ReadNative: w.readNative, Abort: w.Abort}
 }
 
 // readNative reads the next message undecoded (Capabilities.ReadNative).

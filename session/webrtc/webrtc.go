@@ -30,6 +30,10 @@ const rtcInbox = 128
 // errGone is what Recv returns once signalling or the connection ended.
 var errGone = errors.New("webrtc: caller disconnected")
 
+// Name is the transport's name, its calls' in the engine's counts
+// (session.Capabilities.Name).
+const Name = "webrtc"
+
 // Config configures GET /v1/webrtc, the browser endpoint.
 type Config struct {
 	// LoopbackOnly gathers only 127.0.0.1 candidates (tests, single host).
@@ -118,7 +122,7 @@ func serve(s *session.Engine, rc Config, log *slog.Logger, w http.ResponseWriter
 		_ = ws.Close(websocket.StatusPolicyViolation, "no connection")
 		return
 	}
-	s.Run(ctx, t, session.Capabilities{Interrupt: t.Interrupt})
+	s.Run(ctx, t, session.Capabilities{Name: Name, Interrupt: t.Interrupt})
 }
 
 type rtcItem struct {

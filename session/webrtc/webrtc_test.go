@@ -153,6 +153,9 @@ func TestWebRTCCall(t *testing.T) {
 		t.Fatal("events channel never opened")
 	}
 	b.wait("session", has("session"))
+	if by := r.srv.CallsByTransport(); len(by) != 1 || by[Name] != 1 {
+		t.Fatalf("calls by transport %v, want one %s", by, Name)
+	}
 
 	hello := speech(t, "hello-8k.wav", 8000)
 	b.speak(ctx, hello[:len(hello)-2400]) // up to the end of the speech
@@ -199,5 +202,5 @@ func TestWebRTCCall(t *testing.T) {
 		return n >= 2
 	})
 	b.send(map[string]any{"type": "hangup"})
-	waitFor(t, "call ended", func() bool { return r.srv.Calls() == 0 })
+	waitFor(t, "call ended", func() bool { return r.srv.Calls() == 0 && len(r.srv.CallsByTransport()) == 0 })
 }

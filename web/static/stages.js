@@ -1,5 +1,6 @@
-// The live view of every stage: /v1/stages polled every 500 ms, each stage's
-// slots, cleanup, queue and ledger, and a chart of dispositions per second.
+// The live view of every stage: /v1/stages polled every 500 ms, the calls in
+// progress by transport, each stage's slots, cleanup, queue and ledger, and
+// a chart of dispositions per second.
 
 import {$, el, ms} from './util.js';
 
@@ -39,6 +40,9 @@ export function initStages() {
   const svg = $('chart-svg');
   const legend = $('chart-legend');
   const maxLabel = $('chart-max');
+  const transportRows = $('transport-rows');
+  const transportTotal = $('transport-total');
+  const transportEmpty = $('transport-empty');
   const cards = new Map(); // stage name -> elements
   const history = []; // {t, ledgers: {name: ledger}}
 
@@ -121,6 +125,19 @@ export function initStages() {
     }
   }
 
+  // renderTransports shows calls_by_transport: a row per transport with
+  // calls in progress, by name; a transport's row goes once its calls end.
+  function renderTransports(byTransport, calls) {
+    const rows = Object.entries(byTransport || {}).filter(([, n]) => n > 0)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([name, n]) => el('tr', {'data-transport': name, 'data-n': n},
+        el('th', {scope: 'row', text: name}), el('td', {text: String(n)})));
+    transportRows.replaceChildren(...rows);
+    transportTotal.textContent = String(calls);
+    transportTotal.dataset.n = calls;
+    transportEmpty.hidden = rows.length > 0;
+  }
+
   function drawChart() {
     const W = 600, H = 200, PAD = 14;
     const want = select.value;
@@ -173,6 +190,7 @@ export function initStages() {
       const v = await r.json();
       pill.dataset.state = v.draining ? 'draining' : 'ready';
       pill.textContent = `${v.draining ? 'draining' : 'ready'} · ${v.calls} call${v.calls === 1 ? '' : 's'}`;
+      renderTransports(v.calls_by_transport, v.calls);
       const ledgers = {};
       for (const s of v.stages || []) {
         render(s);
