@@ -197,6 +197,19 @@ func (pc *promptCache) get(a backend.Audio, f media.Format) (*encodedPrompt, err
 	if q := pc.m[k]; q != nil {
 		return q, nil
 	}
+	// Encodings of renderings that are gone are dropped first (an insert
+	// is rare: once per rendering and format).
+	live := pc.order[:0]
+	for _, old := range pc.order {
+		if old.samples.Value() == nil {
+			pc.bytes -= len(pc.m[old].data)
+			delete(pc.m, old)
+			continue
+		}
+		live = append(live, old)
+	}
+	clear(pc.order[len(live):])
+	pc.order = live
 	for len(pc.order) > 0 && pc.bytes+len(p.data) > maxEncodedPromptBytes {
 		old := pc.order[0]
 		pc.order = pc.order[1:]

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"runtime"
 	"testing"
 	"time"
 
@@ -163,4 +164,28 @@ func BenchmarkPromptAudio(b *testing.B) {
 			_ = sink
 		})
 	}
+}
+
+// TestEncodedPromptDropsGone: the encoding of a rendering nothing holds any
+// more is dropped at the next insert.
+func TestEncodedPromptDropsGone(t *testing.T) {
+	var pc promptCache
+	pc.m = map[promptKey]*encodedPrompt{}
+	f := media.Format{Encoding: media.PCM16, SampleRate: 16000}
+	func() {
+		a := promptTone(16000, time.Second)
+		if _, err := pc.get(a, f); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	runtime.GC()
+	runtime.GC()
+	b := promptTone(16000, time.Second/2)
+	if _, err := pc.get(b, f); err != nil {
+		t.Fatal(err)
+	}
+	if len(pc.order) != 1 || len(pc.m) != 1 || pc.bytes != 16000 {
+		t.Fatalf("%d entries (%d in the map), %d bytes: the gone rendering's encoding was kept", len(pc.order), len(pc.m), pc.bytes)
+	}
+	runtime.KeepAlive(b.Samples)
 }
