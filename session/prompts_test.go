@@ -119,6 +119,8 @@ func TestEncodedPromptShared(t *testing.T) {
 	if len(pc.order) != 3 || pc.bytes != 2*32000+8000 {
 		t.Fatalf("%d entries, %d bytes", len(pc.order), pc.bytes)
 	}
+	runtime.KeepAlive(a.Samples) // else its encodings may go at the last insert
+	runtime.KeepAlive(b.Samples)
 }
 
 // BenchmarkPromptAudio is one 20 ms frame of a 5 s prompt queued for a
