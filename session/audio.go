@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/media"
-	"github.com/frontdoorhq/frontdoor/media/g711"
 	"github.com/frontdoorhq/frontdoor/media/pcm"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 )
@@ -74,15 +73,7 @@ func (a *audioOut) flush(ctx context.Context, all bool) error {
 	i := 0
 	for ; len(a.buf)-i >= n || (all && i < len(a.buf)); i += n {
 		s := a.buf[i:min(i+n, len(a.buf))]
-		var b []byte
-		switch a.enc {
-		case media.Mulaw:
-			b = g711.EncodeMulaw(nil, s)
-		case media.Alaw:
-			b = g711.EncodeAlaw(nil, s)
-		default:
-			b = pcm.Encode(nil, s)
-		}
+		b := encodeFrame(nil, a.enc, s)
 		f := frame{gen: a.gen, premise: a.premise, audio: b, turn: a.t, ms: int64(len(s)) * 1e6 / int64(a.rate)}
 		if err := a.c.push(ctx, f); err != nil {
 			return err
@@ -119,7 +110,8 @@ func (a *audioOut) announce() uint64 {
 // (Sender). It belongs to no generation (a barge-in does not cut it) but
 // to the premise of the prompt it speaks (nil: the last one sent): it is
 // cut once the call's state has changed since that prompt was sent
-// (premise.go), even while it was being rendered.
+// (premise.go), even while it was being rendered. Its frames are encoded
+// once per rendering and format and shared by every call (prompts.go).
 func (c *Call) SendAudio(ctx context.Context, turn string, prompt *PromptMsg, au backend.Audio) error {
 	c.mu.Lock()
 	f := c.format
@@ -131,6 +123,13 @@ func (c *Call) SendAudio(ctx context.Context, turn string, prompt *PromptMsg, au
 	a := &audioOut{c: c, id: turn, format: f, premise: premise}
 	if turn == "" {
 		a.id = "prompt"
+	}
+	if au.Rate > 0 && len(au.Samples) > 0 {
+		p, err := encodedPrompts.get(au, f)
+		if err != nil {
+			return err
+		}
+		return c.sendPrompt(ctx, a.id, premise, p)
 	}
 	if err := a.emit(ctx, au); err != nil {
 		return err

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 
 	"github.com/coder/websocket"
@@ -30,19 +31,46 @@ func testNative(e *Engine) http.HandlerFunc {
 	}
 }
 
-type testWebSocket struct{ conn *websocket.Conn }
+type testWebSocket struct {
+	conn *websocket.Conn
+	buf  []byte
+}
 
 func (w *testWebSocket) Recv(ctx context.Context) (ClientEvent, error) {
-	binary, data, err := w.readNative(ctx)
+	typ, data, err := w.conn.Read(ctx)
 	if err != nil {
 		return ClientEvent{}, err
 	}
-	return DecodeMessage(binary, data)
+	return DecodeMessage(typ == websocket.MessageBinary, data)
 }
 
 func (w *testWebSocket) readNative(ctx context.Context) (bool, []byte, error) {
-	typ, data, err := w.conn.Read(ctx)
-	return typ == websocket.MessageBinary, data, err
+	typ, r, err := w.conn.Reader(ctx)
+	if err != nil {
+		return false, nil, err
+	}
+	buf := w.buf[:0]
+	if cap(buf) == 0 {
+		buf = make([]byte, 0, 512)
+	}
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return false, nil, err
+		}
+	}
+	w.buf = nil
+	if cap(buf) <= 4<<10 {
+		w.buf = buf
+	}
+	return typ == websocket.MessageBinary, buf, nil
 }
 
 func (w *testWebSocket) Send(ctx context.Context, msg any) error {

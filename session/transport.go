@@ -51,6 +51,8 @@ type Capabilities struct {
 	// undecoded (binary audio, or a JSON text message), for the call's
 	// reader to decode once the wait has returned: a call that has gone
 	// quiet then waits on a small stack (Call.readLoop). Recv is not used.
+	// data may be the transport's reused buffer: it is valid until the
+	// next call, and the call handles each message before the next read.
 	ReadNative func(ctx context.Context) (binary bool, data []byte, err error)
 	// Abort drops the connection at once, without a close handshake, for
 	// a caller who stopped reading (nil: the call cancels the context of

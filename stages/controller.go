@@ -237,7 +237,7 @@ func (c *Controller) Offer(job Job, now time.Time) (Disposition, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	d, err := c.offer(job, now)
+	d, err := c.offer(&job, now)
 	if c.rec != nil {
 		c.record(Operation{Op: OpOffer, At: now, ID: job.ID, Owner: job.Owner, Generation: job.Generation,
 			Born: job.Born, Tenant: job.Tenant, Disposition: d, Err: err})
@@ -245,7 +245,7 @@ func (c *Controller) Offer(job Job, now time.Time) (Disposition, error) {
 	return d, err
 }
 
-func (c *Controller) offer(job Job, now time.Time) (Disposition, error) {
+func (c *Controller) offer(job *Job, now time.Time) (Disposition, error) {
 	c.saw(now)
 	h, at, dup := c.ids.find(job.ID) // queued, leased or a tombstone
 	if dup {
@@ -283,7 +283,7 @@ func (c *Controller) offer(job Job, now time.Time) (Disposition, error) {
 	return Queued, nil
 }
 
-func (c *Controller) check(o *owner, job Job, expires, now time.Time) Disposition {
+func (c *Controller) check(o *owner, job *Job, expires, now time.Time) Disposition {
 	switch {
 	case o == nil || o.gen != job.Generation:
 		return Stale
@@ -457,9 +457,10 @@ func (c *Controller) setClosed(closed bool, now time.Time) {
 	}
 }
 
-// saw keeps the latest time a caller gave; it runs under c.mu.
+// saw keeps the latest time a caller gave, for the recorder (c.last is read
+// only to record an operation); it runs under c.mu.
 func (c *Controller) saw(now time.Time) {
-	if now.After(c.last) {
+	if c.rec != nil && now.After(c.last) {
 		c.last = now
 	}
 }

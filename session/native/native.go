@@ -53,7 +53,14 @@ func Handler(e *session.Engine, o Options) http.Handler {
 // binary audio frames on a coder/websocket connection.
 type WebSocket struct {
 	Conn *websocket.Conn
+	buf  []byte // readNative's, reused from message to message
 }
+
+// maxKeptRead bounds the read buffer a WebSocket keeps between messages:
+// a 20 ms frame at 48 kHz PCM16 is 1,920 bytes; a larger message (up to
+// session.MaxMessageBytes) is read into a buffer of its own, so that an
+// idle call never holds more than this.
+const maxKeptRead = 4 << 10
 
 // Recv implements session.Transport. (A call's reader does the same in
 // two steps of its own, with Capabilities.ReadNative.)
@@ -90,10 +97,38 @@ func (w *WebSocket) Capabilities() session.Capabilities {
 	return session.Capabilities{Name: Name, ReadNative: w.readNative, Abort: w.Abort}
 }
 
-// readNative reads the next message undecoded (Capabilities.ReadNative).
+// readNative reads the next message undecoded (Capabilities.ReadNative)
+// into the WebSocket's reused buffer, instead of a fresh slice grown per
+// message as Conn.Read does: data is valid until the next call, and the
+// call's reader handles each message before it reads the next. The read
+// limit (session.MaxMessageBytes) is the connection's, as for Conn.Read.
 func (w *WebSocket) readNative(ctx context.Context) (binary bool, data []byte, err error) {
-	typ, data, err := w.Conn.Read(ctx)
-	return typ == websocket.MessageBinary, data, err
+	typ, r, err := w.Conn.Reader(ctx)
+	if err != nil {
+		return false, nil, err
+	}
+	buf := w.buf[:0]
+	if cap(buf) == 0 {
+		buf = make([]byte, 0, 512)
+	}
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return false, nil, err
+		}
+	}
+	w.buf = nil
+	if cap(buf) <= maxKeptRead {
+		w.buf = buf
+	}
+	return typ == websocket.MessageBinary, buf, nil
 }
 
 // Abort drops the connection without a close handshake (coder/websocket's

@@ -401,11 +401,11 @@ func (c *caller) turn(ctx context.Context, i int) bool {
 // observe records one event; cur is the turn in progress, if any.
 func (c *caller) observe(ev event, cur *turnRec) {
 	if ev.binary > 0 {
-		if cur == nil {
+		if c.inPrompt { // also after turn_end, while the caller holds the line
+			c.rec.promptFrames++
 			return
 		}
-		if c.inPrompt {
-			c.rec.promptFrames++
+		if cur == nil {
 			return
 		}
 		if c.audGen < c.gen {
