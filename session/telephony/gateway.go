@@ -17,6 +17,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/media/gateway"
 	"github.com/frontdoorhq/frontdoor/media/gateway/asterisk"
 	"github.com/frontdoorhq/frontdoor/media/gateway/audiosocket"
@@ -26,6 +27,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media/gateway/plivo"
 	"github.com/frontdoorhq/frontdoor/media/gateway/vonage"
 	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/session/internal/pcmu"
 )
 
 // GatewayDialects are the WebSocket dialects a GatewayHandler serves, each
@@ -359,6 +361,10 @@ func (l *gatewayLine) sendAudio(utt string, b []byte) error { return l.conn.Send
 func (l *gatewayLine) endUtterance(utt string)              { l.conn.EndUtterance(utt) }
 func (l *gatewayLine) tracker() *gateway.Tracker            { return l.conn.Tracker() }
 func (l *gatewayLine) buffered() time.Duration              { return l.conn.Buffered() }
+
+func (l *gatewayLine) lead() time.Duration {
+	return pcmu.Lead + max(0, l.conn.Capabilities().FrameDuration-media.FrameDuration)
+}
 
 func (l *gatewayLine) clear(ctx context.Context) ([]gateway.Progress, error) {
 	return l.conn.Clear(ctx)

@@ -39,6 +39,10 @@ type line interface {
 	played(utterance string) bool
 	// buffered is the audio queued and not yet sent.
 	buffered() time.Duration
+	// lead is how far reply audio may run ahead of playback: pcmu.Lead,
+	// more where the gateway takes longer frames (a frame leaves only
+	// once it is whole).
+	lead() time.Duration
 	// hangup ends the call: the gateway's hang-up command where it has
 	// one, then the connection's close with status.
 	hangup(status session.CloseStatus, reason string)

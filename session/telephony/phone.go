@@ -218,7 +218,7 @@ func (t *phoneCall) speak(text string) {
 }
 
 // SendAudio implements Transport: the frame joins the line's pacer, and
-// the writer waits while more than pcmu.Lead is ahead of playback.
+// the writer waits while more than the line's lead is ahead of playback.
 func (t *phoneCall) SendAudio(ctx context.Context, b []byte) error {
 	t.mu.Lock()
 	utt, conv := t.utt, t.conv
@@ -236,7 +236,7 @@ func (t *phoneCall) SendAudio(ctx context.Context, b []byte) error {
 	if err := t.line.sendAudio(utt, out); err != nil {
 		return err
 	}
-	return pcmu.WaitBuffered(ctx, t.line.buffered, pcmu.Lead)
+	return pcmu.WaitBuffered(ctx, t.line.buffered, t.line.lead())
 }
 
 // Interrupt is the transport's Capabilities.Interrupt: clear, and what the

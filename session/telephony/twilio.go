@@ -18,6 +18,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media/gateway"
 	"github.com/frontdoorhq/frontdoor/media/twilio"
 	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/session/internal/pcmu"
 )
 
 // Handler serves GET /v1/twilio (and /v1/twilio/{token}): a Twilio Media
@@ -179,6 +180,7 @@ func (l *twilioLine) sendAudio(utt string, b []byte) error { return l.conn.SendA
 func (l *twilioLine) endUtterance(utt string)              { l.conn.EndUtterance(utt) }
 func (l *twilioLine) tracker() *gateway.Tracker            { return l.conn.Tracker() }
 func (l *twilioLine) buffered() time.Duration              { return l.conn.Buffered() }
+func (l *twilioLine) lead() time.Duration                  { return pcmu.Lead }
 func (l *twilioLine) played(utt string) bool               { return l.conn.Tracker().Progress(utt).Done }
 
 func (l *twilioLine) clear(ctx context.Context) ([]gateway.Progress, error) {
