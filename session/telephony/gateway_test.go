@@ -4,7 +4,9 @@ import (
 	"context"
 	"log/slog"
 	"math"
+	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/media/gateway"
 	"github.com/frontdoorhq/frontdoor/media/gateway/asterisk"
+	"github.com/frontdoorhq/frontdoor/media/gateway/audiosocket"
 	"github.com/frontdoorhq/frontdoor/media/gateway/exotel"
 	"github.com/frontdoorhq/frontdoor/media/gateway/freeswitch"
 	"github.com/frontdoorhq/frontdoor/media/gateway/gatewaytest"
@@ -31,6 +34,10 @@ type dialect struct {
 	codec  gateway.Codec
 	format media.Format // what the simulated gateway streams (zero: the codec's first)
 	dial   *websocket.DialOptions
+	tcp    bool // AudioSocket: a TCP connection to the rig's AudioSocket handler
+	// noParams: the dialect's start carries no custom parameters (Asterisk's
+	// plain-text control), so no caller number for a callback.
+	noParams bool
 	// malformed is a frame after the start that the dialect's decoder
 	// refuses as malformed (closed 1007).
 	malformed gateway.Frame
@@ -42,12 +49,14 @@ var dialects = []dialect{
 	{name: "plivo", path: "/v1/plivo", codec: plivo.Codec{}, malformed: gateway.Frame{Data: []byte(`{"event":"media","media":{"payload":7}}`)}},
 	{name: "exotel", path: "/v1/exotel", codec: exotel.Codec{}, malformed: gateway.Frame{Data: []byte(`{"event":"dtmf","dtmf":{"digit":5}}`)}},
 	{name: "vonage", path: "/v1/vonage", codec: vonage.Codec{}, malformed: gateway.Frame{Binary: true, Data: []byte{1, 2, 3}}},
-	{name: "asterisk", path: "/v1/asterisk", codec: asterisk.Codec{Control: asterisk.PlainText}, malformed: gateway.Frame{Data: []byte("DTMF_END")}},
+	{name: "asterisk", path: "/v1/asterisk", codec: asterisk.Codec{Control: asterisk.PlainText}, noParams: true, malformed: gateway.Frame{Data: []byte("DTMF_END")}},
 	{name: "asterisk", path: "/v1/asterisk?control=json", codec: asterisk.Codec{Control: asterisk.JSON},
 		format: gateway.L16(16000), malformed: gateway.Frame{Data: []byte(`{"event":"DTMF_END"}`)}},
 	{name: "freeswitch", path: "/v1/freeswitch?rate=16000", codec: freeswitch.Codec{SampleRate: 16000}, malformed: gateway.Frame{Binary: true, Data: []byte{1, 2, 3}}},
 	{name: "jambonz", path: "/v1/jambonz", codec: jambonz.Codec{}, dial: &websocket.DialOptions{Subprotocols: []string{jambonz.Subprotocol}},
 		malformed: gateway.Frame{Data: []byte(`{"type":"mark"}`)}},
+	{name: "audiosocket", path: "audiosocket_tcp", codec: audiosocket.Codec{}, tcp: true, noParams: true,
+		malformed: gateway.Frame{Binary: true, Data: []byte("\x03\x00\x01x")}},
 }
 
 func (d dialect) caps() gateway.Capabilities { return d.codec.Capabilities() }
@@ -60,15 +69,49 @@ func (d dialect) test() string {
 // stream's custom parameters params.
 func (r *rig) gatewayFor(ctx context.Context, d dialect, speed float64, params map[string]string) *gatewaytest.Gateway {
 	r.t.Helper()
-	g, err := gatewaytest.Dial(ctx, r.wsURL(d.path), d.codec, gatewaytest.Options{
+	opts := gatewaytest.Options{
 		Start: gateway.Start{StreamID: "stream-1", CallID: "call-1", Params: params, Format: d.format},
 		Dial:  d.dial, Speed: speed,
-	})
+	}
+	var g *gatewaytest.Gateway
+	var err error
+	if d.tcp {
+		opts.Start.StreamID = "40325b1a-8664-4d3a-8e4e-5e7b2b8d6d1c" // AudioSocket's id is a UUID
+		g, err = gatewaytest.New(ctx, audiosocket.NewLink(r.dialAudioSocket()), d.codec, opts)
+	} else {
+		g, err = gatewaytest.Dial(ctx, r.wsURL(d.path), d.codec, opts)
+	}
 	if err != nil {
 		r.t.Fatal(err)
 	}
 	r.t.Cleanup(g.Close)
 	return g
+}
+
+// dialAudioSocket connects to a loopback listener whose one connection
+// the rig's AudioSocket handler serves, as -audiosocket-listen does.
+func (r *rig) dialAudioSocket() net.Conn {
+	r.t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		r.audio.ServeAudioSocket(ctx, c, 8000)
+	})
+	r.t.Cleanup(func() { cancel(); ln.Close(); wg.Wait() })
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return c
 }
 
 // silence returns d of silence at rate.

@@ -106,17 +106,25 @@ func (k *keypad) dialRefused(ctx context.Context, t *testing.T, caller string) *
 }
 
 // said lists the utterances the keypad code spoke, in order.
-func (k *keypad) said() []string {
+func (k *keypad) said() []string { return k.saidOn("twilio") }
+
+// saidOn lists the utterances the keypad code spoke on transport, in
+// order.
+func (k *keypad) saidOn(transport string) []string {
 	var out []string
-	for _, r := range k.logs.find("twilio: say") {
+	for _, r := range k.logs.find(transport + ": say") {
 		out = append(out, r["utterance"].(string))
 	}
 	return out
 }
 
 // saidText returns the text of the first utterance named prefix.
-func (k *keypad) saidText(prefix string) string {
-	for _, r := range k.logs.find("twilio: say") {
+func (k *keypad) saidText(prefix string) string { return k.saidTextOn("twilio", prefix) }
+
+// saidTextOn returns the text of the first utterance named prefix on
+// transport.
+func (k *keypad) saidTextOn(transport, prefix string) string {
+	for _, r := range k.logs.find(transport + ": say") {
 		if strings.HasPrefix(r["utterance"].(string), prefix) {
 			return r["text"].(string)
 		}
