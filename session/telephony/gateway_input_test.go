@@ -103,6 +103,7 @@ func TestGatewayBadInput(t *testing.T) {
 				closedWith("oversize", g, websocket.StatusMessageTooBig)
 			} else {
 				g.Close()
+				waitFor(t, "the lease freed", func() bool { return r.stage(session.StageSession).Leased == 0 })
 			}
 
 			// Media before the start: a raw link that skips the start.
