@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -257,11 +258,8 @@ func TestGatewayRefused(t *testing.T) {
 	}
 }
 
+// echoedPrefix reports whether a mark of the utterance named prefix came
+// back.
 func echoedPrefix(echoed []string, prefix string) bool {
-	for _, m := range echoed {
-		if strings.HasPrefix(m, prefix) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(echoed, func(m string) bool { return strings.HasPrefix(m, prefix) })
 }

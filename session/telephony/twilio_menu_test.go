@@ -132,9 +132,7 @@ func (k *keypad) saidTextOn(transport, prefix string) string {
 	return ""
 }
 
-func echoed(s twiliotest.Snapshot, prefix string) bool {
-	return slices.ContainsFunc(s.Echoed, func(m string) bool { return strings.HasPrefix(m, prefix) })
-}
+func echoed(s twiliotest.Snapshot, prefix string) bool { return echoedPrefix(s.Echoed, prefix) }
 
 // closed waits for the connection to end and checks it closed with 1013
 // after the utterance named prefix was played (its final mark echoed).
