@@ -379,9 +379,12 @@ func (l *gatewayLine) played(utt string) bool {
 }
 
 // hangup sends the dialect's hang-up where it has one (Asterisk HANGUP,
-// jambonz disconnect, AudioSocket's hang-up message), then closes.
-func (l *gatewayLine) hangup(status session.CloseStatus, reason string) {
-	if l.conn.Capabilities().Hangup && (status == session.CloseNormal || status == session.CloseTryLater) {
+// jambonz disconnect, AudioSocket's hang-up message), then closes. A call
+// a person took is not hung up: closing the socket lets the gateway's
+// next step (the dialplan after Dial or AudioSocket, the next verb)
+// transfer it.
+func (l *gatewayLine) hangup(status session.CloseStatus, reason string, transfer bool) {
+	if !transfer && l.conn.Capabilities().Hangup && (status == session.CloseNormal || status == session.CloseTryLater) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		err := l.conn.Hangup(ctx)
 		cancel()

@@ -245,3 +245,56 @@ func TestPromptCacheShared(t *testing.T) {
 		t.Fatalf("a failed rendering was kept: %d renderings", n)
 	}
 }
+
+// TestGatewayMidcallHandoff: on the dialects that have a hang-up command
+// and carry keys, a caller in conversation whose turn the model stage
+// refuses presses 2, holds, and an agent takes the call: the caller hears
+// so, and the stream closes (1013 on a WebSocket) without the hang-up
+// command, so that the gateway's next step (the dialplan after Dial, the
+// next verb) transfers the call; it counts as transferred.
+func TestGatewayMidcallHandoff(t *testing.T) {
+	for _, d := range dialects {
+		if !d.caps().Hangup || !d.caps().DTMF || d.noParams {
+			continue
+		}
+		t.Run(d.test(), func(t *testing.T) {
+			k := newMidcall(t, keypadOptions{window: 10 * time.Second})
+			k.logs.dumpOnFailure(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			k.fillModel()
+			g := k.gatewayFor(ctx, d, -1, map[string]string{callerParam: "+15550152"})
+			waitFor(t, "the call admitted", func() bool { return len(k.logs.find(d.name+": session")) > 0 })
+			rate := g.Start().Format.SampleRate
+			if err := g.SendPCM(ctx, append(speech(t, "hello-8k.wav", rate), silence(600*time.Millisecond, rate)...)); err != nil {
+				t.Fatal(err)
+			}
+			played := func(prefix string) {
+				t.Helper()
+				s, err := g.Wait(ctx, func(s gatewaytest.Snapshot) bool { return echoedPrefix(s.Echoed, prefix) || s.Err != nil })
+				if err != nil || s.Err != nil {
+					t.Fatalf("%q not played: %v, stream %v (said %v)", prefix, err, s.Err, k.saidOn(d.name))
+				}
+			}
+			played("menu~")
+			k.openModel()
+			if err := g.SendDTMF(ctx, "2"); err != nil {
+				t.Fatal(err)
+			}
+			played("handoff-queued~")
+			ws := k.agentTakes(ctx, t)
+			s, _ := g.Wait(ctx, func(s gatewaytest.Snapshot) bool { return s.Err != nil })
+			if s.HungUp {
+				t.Fatal("the call a person took was hung up, not left to the gateway to transfer")
+			}
+			if !echoedPrefix(s.Echoed, "handoff-completed~") {
+				t.Fatalf("closed before the caller heard a person took the call: echoed %v", s.Echoed)
+			}
+			if got := websocket.CloseStatus(s.Err); !d.tcp && got != websocket.StatusTryAgainLater {
+				t.Fatalf("closed with %v, want 1013", s.Err)
+			}
+			waitFor(t, "the call counted as transferred", func() bool { return callsEnded(t, k.rig, "transferred") == 1 })
+			_ = ws.Close(websocket.StatusNormalClosure, "")
+		})
+	}
+}

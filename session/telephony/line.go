@@ -43,9 +43,11 @@ type line interface {
 	// more where the gateway takes longer frames (a frame leaves only
 	// once it is whole).
 	lead() time.Duration
-	// hangup ends the call: the gateway's hang-up command where it has
-	// one, then the connection's close with status.
-	hangup(status session.CloseStatus, reason string)
+	// hangup ends the stream: the gateway's hang-up command where it has
+	// one, then the connection's close with status. transfer: a person
+	// took the call, which must go on at the gateway (its next step
+	// transfers it), so only the connection closes.
+	hangup(status session.CloseStatus, reason string, transfer bool)
 }
 
 // lineStart is what a stream's start says about the call.

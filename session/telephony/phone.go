@@ -279,7 +279,7 @@ func (t *phoneCall) Close(status session.CloseStatus, reason string) {
 		if status == session.CloseTryLater {
 			t.waitPlayed(5 * time.Second)
 		}
-		t.line.hangup(status, reason)
+		t.line.hangup(status, reason, t.handedOff.Load())
 	})
 }
 

@@ -189,7 +189,7 @@ func (l *twilioLine) clear(ctx context.Context) ([]gateway.Progress, error) {
 
 // hangup closes the WebSocket with status: Media Streams has no hang-up
 // message, and the call moves on to the TwiML after <Connect>.
-func (l *twilioLine) hangup(status session.CloseStatus, reason string) {
+func (l *twilioLine) hangup(status session.CloseStatus, reason string, _ bool) {
 	_ = l.conn.Close(websocket.StatusCode(status), reason)
 }
 
