@@ -327,9 +327,9 @@ func TestTwilioMidcallHandoff(t *testing.T) {
 
 // agentTakes has agent a1 on /v1/agents claim and acknowledge the handoff
 // waiting; it returns the agent's connection, which the caller closes.
-func (k *midcall) agentTakes(ctx context.Context, t *testing.T) *websocket.Conn {
+func (r *rig) agentTakes(ctx context.Context, t *testing.T) *websocket.Conn {
 	t.Helper()
-	ws, _, err := websocket.Dial(ctx, k.wsURL("/v1/agents?agent=a1"), nil)
+	ws, _, err := websocket.Dial(ctx, r.wsURL("/v1/agents?agent=a1"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -348,20 +348,7 @@ func TestTwilioKeypadHandoff(t *testing.T) {
 		t.Fatalf("the caller was dropped while holding: %v", s.Err)
 	}
 
-	ws, _, err := websocket.Dial(ctx, k.wsURL("/v1/agents?agent=a1"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.CloseNow()
-	a := &agentConn{t: t, ws: ws}
-	w := a.until(ctx, func(m agentMsg) bool { return m.Type == "waiting" && len(m.Handoffs) > 0 })
-	ticket := w.Handoffs[0].Ticket
-	a.send(ctx, map[string]string{"type": "claim", "ticket": ticket})
-	a.until(ctx, func(m agentMsg) bool { return m.Type == "claimed" && m.Ticket == ticket })
-	a.send(ctx, map[string]string{"type": "ack", "ticket": ticket})
-	if m := a.until(ctx, func(m agentMsg) bool { return m.Type == "resolved" }); m.Disposition != "completed" {
-		t.Fatalf("resolved %+v", m)
-	}
+	ws := k.agentTakes(ctx, t)
 
 	closedAfter(ctx, t, g, "handoff-completed~")
 	want := fallback.PromptFor(fallback.StageHandoff, stages.Completed, nil).Text
