@@ -43,6 +43,7 @@ type serveSettings struct {
 	store                            *storeSettings
 	guard                            *guardWiring
 	media                            *mediaSettings // serve_media.go
+	gateway                          *gatewayOpts   // serve_gateway.go
 	trace                            *traceSettings // serve_trace.go
 	otlp                             *otlpSettings  // serve_otel.go
 }
@@ -72,6 +73,7 @@ func serveFlags(fs *flag.FlagSet) *serveSettings {
 	s.trace = traceFlags(fs) // -record-trace: serve_trace.go
 	s.otlp = otlpFlags(fs)   // -otlp-*: serve_otel.go
 	fs.Var(&s.policy, "policy", "admission policy of every stage: frontdoor, or a baseline kept only to be measured against it (unbounded, semaphore, release-on-cancel)")
+	s.gateway = gatewayFlags(fs) // -gateway-*, -audiosocket-*: serve_gateway.go
 	return s
 }
 
@@ -235,6 +237,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := set.media.apply(&sc); err != nil {
 		return err
 	}
+	if err := set.gateway.apply(&sc, os.LookupEnv); err != nil {
+		return err
+	}
 	srv, err := server.New(sc)
 	if err != nil {
 		return err
@@ -245,6 +250,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	audio, err := set.gateway.listen(srv, log) // -audiosocket-listen
+	if err != nil {
+		return err
+	}
+	defer audio.Close()
 	log.Info("listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/",
 		"session", "ws://"+ln.Addr().String()+"/v1/session")
 
@@ -255,6 +265,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	log.Info("draining", "drain_timeout", set.drainTimeout, "calls", srv.Calls())
 	dctx, cancel := context.WithTimeout(context.Background(), set.drainTimeout)
+	audio.stopAccepting()
 	derr := srv.Drain(dctx)
 	cancel()
 	if errors.Is(derr, session.ErrDrainTimeout) {

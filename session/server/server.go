@@ -22,7 +22,7 @@ type Config struct {
 	// Root serves GET / (nil: a placeholder page). Handlers are mounted on
 	// the server's mux by pattern (e.g. "GET /v1/agents"); a handler for
 	// a media route ("GET /v1/twilio", "GET /v1/twilio/{token}", "GET
-	// /v1/webrtc") takes its place (a test double, a proxy).
+	// /v1/webrtc", "GET /v1/plivo", ...) takes its place (a test double, a proxy).
 	Root     http.Handler
 	Handlers map[string]http.Handler
 	// OriginPatterns are the cross-origin hosts allowed to open a
@@ -34,6 +34,13 @@ type Config struct {
 	// endpoint (its OriginPatterns and Logger, when unset, are the
 	// server's and the engine's).
 	Twilio telephony.Config
+	// Gateway configures the gateway dialects' endpoints, GET /v1/plivo,
+	// /v1/exotel, /v1/vonage, /v1/asterisk, /v1/freeswitch and
+	// /v1/jambonz (telephony.GatewayDialects), and AudioSocket
+	// connections (Server.AudioSocket); its OriginPatterns, Logger and
+	// Prompts, when unset, are the server's, the engine's and the Twilio
+	// endpoint's.
+	Gateway telephony.GatewayConfig
 	// WebRTC configures GET /v1/webrtc, the browser endpoint (its
 	// OriginPatterns and Logger, when unset, are the server's and the
 	// engine's).
@@ -46,6 +53,7 @@ type Server struct {
 	cfg    Config
 	mux    *http.ServeMux
 	twilio *telephony.Handler
+	audio  *telephony.GatewayHandler
 }
 
 // New returns a Server with a new Engine for cfg.Config. Like the engine
@@ -56,7 +64,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s := &Server{Engine: e, cfg: cfg}
-	s.routes()
+	if err := s.routes(); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	return s, nil
 }
 
@@ -65,10 +75,14 @@ func New(cfg Config) (*Server, error) {
 // call before it spends a call token.
 func (s *Server) VerifyTwilio(r *http.Request) error { return s.twilio.Verify(r) }
 
+// AudioSocket returns the handler of Asterisk AudioSocket connections, for
+// the TCP listener that accepts them.
+func (s *Server) AudioSocket() *telephony.GatewayHandler { return s.audio }
+
 // Handler returns the server's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.mux }
 
-func (s *Server) routes() {
+func (s *Server) routes() error {
 	s.mux = http.NewServeMux()
 	s.mux.Handle("GET /v1/session", native.Handler(s.Engine,
 		native.Options{OriginPatterns: s.cfg.OriginPatterns, Logger: s.cfg.Logger}))
@@ -79,7 +93,29 @@ func (s *Server) routes() {
 	if tc.Logger == nil {
 		tc.Logger = s.cfg.Logger
 	}
+	if tc.Prompts == nil {
+		tc.Prompts = telephony.NewPromptCache() // one rendering of each prompt for every telephony caller
+	}
 	s.twilio = telephony.NewHandler(s.Engine, tc)
+	media := map[string]http.Handler{"GET /v1/twilio": s.twilio, "GET /v1/twilio/{token}": s.twilio}
+	gc := s.cfg.Gateway
+	if gc.OriginPatterns == nil {
+		gc.OriginPatterns = s.cfg.OriginPatterns
+	}
+	if gc.Logger == nil {
+		gc.Logger = s.cfg.Logger
+	}
+	if gc.Prompts == nil {
+		gc.Prompts = tc.Prompts
+	}
+	for _, d := range telephony.GatewayDialects {
+		h, err := telephony.NewGatewayHandler(s.Engine, d, gc)
+		if err != nil {
+			return err
+		}
+		media["GET /v1/"+d] = h
+	}
+	s.audio = telephony.NewAudioSocketHandler(s.Engine, gc)
 	rc := s.cfg.WebRTC
 	if rc.OriginPatterns == nil {
 		rc.OriginPatterns = s.cfg.OriginPatterns
@@ -87,8 +123,8 @@ func (s *Server) routes() {
 	if rc.Logger == nil {
 		rc.Logger = s.cfg.Logger
 	}
-	for p, h := range map[string]http.Handler{"GET /v1/twilio": s.twilio,
-		"GET /v1/twilio/{token}": s.twilio, "GET /v1/webrtc": webrtc.Handler(s.Engine, rc)} {
+	media["GET /v1/webrtc"] = webrtc.Handler(s.Engine, rc)
+	for p, h := range media {
 		if _, own := s.cfg.Handlers[p]; !own {
 			s.mux.Handle(p, h)
 		}
@@ -113,6 +149,7 @@ func (s *Server) routes() {
 	for p, h := range s.cfg.Handlers {
 		s.mux.Handle(p, h)
 	}
+	return nil
 }
 
 // serveReady is GET /readyz: 200 when the engine should be sent new calls,

@@ -35,6 +35,7 @@ type rig struct {
 	// (modelBackend, setModelBackend).
 	backend *swapModel
 	after   []rigAfter
+	audio   *GatewayHandler // AudioSocket connections
 }
 
 // rigListener wraps the test server's listener.
@@ -45,6 +46,9 @@ type rigAfter func()
 
 // rigTwilio configures the rig's /v1/twilio.
 type rigTwilio func(*Config)
+
+// rigGateway configures the rig's gateway endpoints (/v1/plivo, ...).
+type rigGateway func(*GatewayConfig)
 
 // rigRoutes returns extra routes for the rig's mux, once its options ran.
 type rigRoutes func() map[string]http.Handler
@@ -63,6 +67,7 @@ func newRig(t testing.TB, opts ...any) *rig {
 	var after []rigAfter
 	var routes rigRoutes
 	var tc Config
+	var gc GatewayConfig
 	for _, o := range opts {
 		switch o := o.(type) {
 		case func(*session.Config, *stub.Settings):
@@ -75,6 +80,8 @@ func newRig(t testing.TB, opts ...any) *rig {
 			routes = o
 		case rigTwilio:
 			o(&tc)
+		case rigGateway:
+			o(&gc)
 		default:
 			t.Fatalf("rig option %T", o)
 		}
@@ -86,6 +93,9 @@ func newRig(t testing.TB, opts ...any) *rig {
 	if tc.Logger == nil {
 		tc.Logger = cfg.Logger // the transport logs where the engine does
 	}
+	if gc.Logger == nil {
+		gc.Logger = cfg.Logger
+	}
 	srv, err := session.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +106,8 @@ func newRig(t testing.TB, opts ...any) *rig {
 	if routes != nil {
 		extra = routes()
 	}
-	r.http = httptest.NewUnstartedServer(testHandler(srv, tc, extra))
+	r.audio = NewAudioSocketHandler(srv, gc)
+	r.http = httptest.NewUnstartedServer(testHandler(t, srv, tc, gc, extra))
 	if wrap != nil {
 		r.http.Listener = wrap(r.http.Listener)
 	}
@@ -106,11 +117,18 @@ func newRig(t testing.TB, opts ...any) *rig {
 }
 
 // testHandler serves e's calls on /v1/twilio (and /v1/twilio/{token})
-// with tc, and on /v1/session (package native, for the native side of a
+// with tc, on the gateway dialects' routes with gc, and on /v1/session (package native, for the native side of a
 // comparison), with extra beside them, as package session/server mounts
 // them (which imports this package).
-func testHandler(e *session.Engine, tc Config, extra map[string]http.Handler) http.Handler {
+func testHandler(t testing.TB, e *session.Engine, tc Config, gc GatewayConfig, extra map[string]http.Handler) http.Handler {
 	mux := http.NewServeMux()
+	for _, d := range GatewayDialects {
+		h, err := NewGatewayHandler(e, d, gc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mux.Handle("GET /v1/"+d, h)
+	}
 	mux.Handle("GET /v1/session", native.Handler(e, native.Options{}))
 	h := NewHandler(e, tc)
 	mux.Handle("GET /v1/twilio", h)
@@ -384,4 +402,18 @@ func callsEnded(t testing.TB, r *rig, end string) float64 {
 		}
 	}
 	return 0
+}
+
+// dumpOnFailure logs every record captured when t has failed.
+func (l *logRecords) dumpOnFailure(t testing.TB) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for _, r := range l.recs {
+			t.Log(r)
+		}
+	})
 }

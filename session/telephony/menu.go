@@ -10,9 +10,6 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/fallback"
-	"github.com/frontdoorhq/frontdoor/media"
-	"github.com/frontdoorhq/frontdoor/media/g711"
-	"github.com/frontdoorhq/frontdoor/media/pcm"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/stages"
@@ -84,7 +81,7 @@ type KeypadFallback interface {
 
 // keypad is the transport's Capabilities.Keypad: the menu takes what it
 // can of the offered kinds.
-func (t *twilioTransport) keypad(offered []string) []string {
+func (t *phoneCall) keypad(offered []string) []string {
 	kinds := make([]fallback.Kind, len(offered))
 	for i, k := range offered {
 		kinds[i] = fallback.Kind(k)
@@ -107,8 +104,8 @@ const (
 	menuDone                      // over: an outcome was said, or the caller declined
 )
 
-// twilioMenu is the keypad menu's state for one stream.
-type twilioMenu struct {
+// phoneMenu is the keypad menu's state for one stream.
+type phoneMenu struct {
 	fb      KeypadFallback // nil: no menu (the Fallback cannot take answers)
 	number  string         // the caller's E.164 number; "" without a valid one
 	keyWait time.Duration
@@ -129,8 +126,8 @@ type twilioMenu struct {
 	speech   chan struct{} // closed when the latest spoken line was queued
 }
 
-func newTwilioMenu(fb session.Fallback, params map[string]string) *twilioMenu {
-	m := &twilioMenu{keyWait: time.Duration(twilioKeyWait.Load())}
+func newPhoneMenu(fb session.Fallback, params map[string]string) *phoneMenu {
+	m := &phoneMenu{keyWait: time.Duration(twilioKeyWait.Load())}
 	if k, ok := fb.(KeypadFallback); ok {
 		m.fb = k
 	}
@@ -144,7 +141,7 @@ func newTwilioMenu(fb session.Fallback, params map[string]string) *twilioMenu {
 // keeps the menu for them until their `offer` arrives. Only one menu is
 // open at a time: while one is open or its answer is under way, nothing
 // more can be offered. A callback needs the caller's number.
-func (m *twilioMenu) reserve(kinds []fallback.Kind) []fallback.Kind {
+func (m *phoneMenu) reserve(kinds []fallback.Kind) []fallback.Kind {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.fb == nil || (m.state != menuIdle && m.state != menuDone) {
@@ -164,7 +161,7 @@ func (m *twilioMenu) reserve(kinds []fallback.Kind) []fallback.Kind {
 }
 
 // noteSent follows the call's messages that the menu depends on.
-func (t *twilioTransport) noteSent(msg any) {
+func (t *phoneCall) noteSent(msg any) {
 	m := t.menu
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -186,12 +183,12 @@ func (t *twilioTransport) noteSent(msg any) {
 // offered opens the menu for an `offer` of the keys reserved for it: only
 // those the caller can use. With no usable key a refused call ends as it
 // would have without an offer.
-func (t *twilioTransport) offered(o *session.OfferMsg) {
+func (t *phoneCall) offered(o *session.OfferMsg) {
 	m := t.menu
 	m.mu.Lock()
 	if m.fb == nil || m.state != menuOffering || m.call == "" {
 		m.mu.Unlock()
-		t.log.Debug("twilio: offer not on the keypad", "kinds", o.Kinds)
+		t.log.Debug(t.msg("offer not on the keypad"), "kinds", o.Kinds)
 		return
 	}
 	m.callback, m.handoff = false, false
@@ -216,39 +213,39 @@ func (t *twilioTransport) offered(o *session.OfferMsg) {
 		m.state = menuDone
 		call := m.call
 		m.mu.Unlock()
-		t.log.Info("twilio: no keypad option", "kinds", o.Kinds, "has_number", m.number != "")
+		t.log.Info(t.msg("no keypad option"), "kinds", o.Kinds, "has_number", m.number != "")
 		m.fb.EndOffer(call)
 		return
 	}
 	m.state = menuOpen
-	m.midcall, m.offerAt, m.replied = m.admitted, t.s.e.Clock().Now(), false
+	m.midcall, m.offerAt, m.replied = m.admitted, t.e.Clock().Now(), false
 	callback, handoff, midcall := m.callback, m.handoff, m.midcall
 	m.mu.Unlock()
-	t.log.Info("twilio: keypad menu", "callback", callback, "handoff", handoff, "midcall", midcall)
+	t.log.Info(t.msg("keypad menu"), "callback", callback, "handoff", handoff, "midcall", midcall)
 	t.say("menu", text, func(ok bool) {
 		if !ok { // the menu could not be said: no key was offered
 			t.decline("menu not rendered")
 			return
 		}
-		t.armMenu(t.conn.Buffered() + m.keyWait)
+		t.armMenu(t.line.buffered() + m.keyWait)
 	})
 }
 
 // armMenu starts the wait for a key, if the menu is still open.
-func (t *twilioTransport) armMenu(d time.Duration) {
+func (t *phoneCall) armMenu(d time.Duration) {
 	m := t.menu
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.state != menuOpen {
 		return
 	}
-	m.timer = t.s.e.Clock().AfterFunc(d, func() { t.decline("no key") })
+	m.timer = t.e.Clock().AfterFunc(d, func() { t.decline("no key") })
 }
 
 // decline ends an open menu: the caller pressed another key or none in
 // time. A refused call then closes after what is playing, as without an
 // offer; a conversation simply goes on.
-func (t *twilioTransport) decline(why string) {
+func (t *phoneCall) decline(why string) {
 	m := t.menu
 	m.mu.Lock()
 	if m.state != menuOpen {
@@ -261,7 +258,7 @@ func (t *twilioTransport) decline(why string) {
 	}
 	call := m.call
 	m.mu.Unlock()
-	t.log.Info("twilio: keypad menu declined", "why", why)
+	t.log.Info(t.msg("keypad menu declined"), "why", why)
 	m.fb.EndOffer(call)
 }
 
@@ -271,7 +268,7 @@ func (t *twilioTransport) decline(why string) {
 // declines it. Keys at other times are ignored. A key stops the rest of
 // the menu: a clear, unless other audio (a reply the conversation went on
 // with) was queued after the menu, which a clear would cut as well.
-func (t *twilioTransport) pressed(ctx context.Context, digit string) (session.ClientEvent, bool) {
+func (t *phoneCall) pressed(ctx context.Context, digit string) (session.ClientEvent, bool) {
 	m := t.menu
 	m.mu.Lock()
 	if m.state != menuOpen {
@@ -299,10 +296,10 @@ func (t *twilioTransport) pressed(ctx context.Context, digit string) (session.Cl
 	m.cut++ // the rest of the menu is not said
 	clear := !m.replied
 	m.mu.Unlock()
-	t.log.Info("twilio: keypad answer", "kind", ev.Type)
+	t.log.Info(t.msg("keypad answer"), "kind", ev.Type)
 	if clear {
-		if _, err := t.conn.Clear(ctx); err != nil {
-			t.log.Debug("twilio: clear", "err", err)
+		if _, err := t.line.clear(ctx); err != nil {
+			t.log.Debug(t.msg("clear"), "err", err)
 		}
 	}
 	return ev, true
@@ -313,7 +310,7 @@ func (t *twilioTransport) pressed(ctx context.Context, digit string) (session.Cl
 // back" is key 1 and "a person" key 2, each only while that key is on
 // offer; anything else is not an answer and leaves the menu open, and the
 // utterance goes on to the model as usual.
-func (t *twilioTransport) spokenAnswer(ctx context.Context, transcript string) (session.ClientEvent, bool) {
+func (t *phoneCall) spokenAnswer(ctx context.Context, transcript string) (session.ClientEvent, bool) {
 	kind := fallback.SpokenAnswer(transcript)
 	m := t.menu
 	m.mu.Lock()
@@ -327,7 +324,7 @@ func (t *twilioTransport) spokenAnswer(ctx context.Context, transcript string) (
 	if kind == fallback.KindHandoff {
 		key = keyHandoff
 	}
-	t.log.Info("twilio: spoken answer", "kind", string(kind), "transcript", transcript)
+	t.log.Info(t.msg("spoken answer"), "kind", string(kind), "transcript", transcript)
 	return t.pressed(ctx, key)
 }
 
@@ -339,7 +336,7 @@ func (t *twilioTransport) spokenAnswer(ctx context.Context, transcript string) (
 // session refusal, so that the TwiML after <Connect> transfers the call.
 // A cancelled handoff was withdrawn here (the hold ended) or with the call,
 // and whoever withdrew it speaks.
-func (t *twilioTransport) answered(f *session.FallbackMsg) {
+func (t *phoneCall) answered(f *session.FallbackMsg) {
 	m := t.menu
 	m.mu.Lock()
 	if (m.state != menuAnswered && m.state != menuHolding) || string(m.chosen) != f.Type ||
@@ -354,7 +351,7 @@ func (t *twilioTransport) answered(f *session.FallbackMsg) {
 	if m.chosen == fallback.KindHandoff && f.Disposition == stages.Queued {
 		m.state = menuHolding
 		if m.midcall && m.hold == nil {
-			m.hold = t.s.e.Clock().AfterFunc(m.offerAt.Add(m.fb.AnswerWindow()).Sub(t.s.e.Clock().Now()), t.holdEnded)
+			m.hold = t.e.Clock().AfterFunc(m.offerAt.Add(m.fb.AnswerWindow()).Sub(t.e.Clock().Now()), t.holdEnded)
 		}
 	} else {
 		m.state = menuDone
@@ -366,14 +363,14 @@ func (t *twilioTransport) answered(f *session.FallbackMsg) {
 	transfer := m.midcall && stage == fallback.StageHandoff && f.Disposition == stages.Completed
 	m.mu.Unlock()
 	p := fallback.PromptFor(stage, f.Disposition, nil)
-	t.log.Info("twilio: keypad outcome", "kind", f.Type, "disposition", f.Disposition, "ticket", f.Ticket, "agent", f.Agent)
+	t.log.Info(t.msg("keypad outcome"), "kind", f.Type, "disposition", f.Disposition, "ticket", f.Ticket, "agent", f.Agent)
 	var then func(bool)
 	if transfer {
 		t.handedOff.Store(true)
 		// Said or not, the person has the call: the stream ends.
 		then = func(bool) {
 			t.bg.Go(func() {
-				t.log.Info("twilio: handed to a person: closing for the transfer")
+				t.log.Info(t.msg("handed to a person: closing for the transfer"))
 				t.Close(session.CloseTryLater, "transferred to a person")
 			})
 		}
@@ -385,7 +382,7 @@ func (t *twilioTransport) answered(f *session.FallbackMsg) {
 // window: the handoff is withdrawn, the caller hears that the search
 // stopped, and the conversation goes on. A handoff an agent took just
 // before is left to its outcome.
-func (t *twilioTransport) holdEnded() {
+func (t *phoneCall) holdEnded() {
 	m := t.menu
 	m.mu.Lock()
 	if m.state != menuHolding {
@@ -405,7 +402,7 @@ func (t *twilioTransport) holdEnded() {
 	m.state = menuDone
 	m.hold = nil
 	m.mu.Unlock()
-	t.log.Info("twilio: handoff hold ended: the conversation goes on")
+	t.log.Info(t.msg("handoff hold ended: the conversation goes on"))
 	t.say("handoff-expired", fallback.PromptFor(fallback.StageHandoff, stages.Expired, nil).Text, nil)
 }
 
@@ -413,9 +410,9 @@ func (t *twilioTransport) holdEnded() {
 // (the handoff queue could not be asked, say): nothing was established,
 // the caller hears so, and a refused call ends (a conversation goes on).
 // Errors about the stream itself are not the answer's.
-func (t *twilioTransport) answerFailed(e *session.ErrorMsg) {
+func (t *phoneCall) answerFailed(e *session.ErrorMsg) {
 	if (e.Code != session.CodeBadField && e.Code != session.CodeOutOfOrder) ||
-		strings.HasPrefix(e.Message, "twilio:") || strings.HasPrefix(e.Message, "caller audio:") {
+		strings.HasPrefix(e.Message, t.start.protocol+":") || strings.HasPrefix(e.Message, "caller audio:") {
 		return
 	}
 	m := t.menu
@@ -427,7 +424,7 @@ func (t *twilioTransport) answerFailed(e *session.ErrorMsg) {
 	m.state = menuDone
 	kind, call := m.chosen, m.call
 	m.mu.Unlock()
-	t.log.Warn("twilio: keypad answer not established", "kind", kind, "code", e.Code, "err", e.Message)
+	t.log.Warn(t.msg("keypad answer not established"), "kind", kind, "code", e.Code, "err", e.Message)
 	t.say(string(kind)+"-failed", fallback.PromptFailed(string(kind), nil).Text, nil)
 	m.fb.EndOffer(call)
 }
@@ -436,7 +433,7 @@ func (t *twilioTransport) answerFailed(e *session.ErrorMsg) {
 // caller still holding for a person when a refused call ends (the offer
 // window ran out; the handoff is withdrawn with the call) hears that the
 // search stopped.
-func (t *twilioTransport) menuClosing(status session.CloseStatus) {
+func (t *phoneCall) menuClosing(status session.CloseStatus) {
 	m := t.menu
 	m.mu.Lock()
 	holding := m.state == menuHolding && !m.midcall
@@ -450,7 +447,7 @@ func (t *twilioTransport) menuClosing(status session.CloseStatus) {
 	m.mu.Unlock()
 	if holding && status == session.CloseTryLater {
 		p := fallback.PromptFor(fallback.StageHandoff, stages.Expired, nil)
-		t.log.Info("twilio: handoff hold ended with the call")
+		t.log.Info(t.msg("handoff hold ended with the call"))
 		t.say("handoff-expired", p.Text, nil)
 	}
 }
@@ -459,7 +456,7 @@ func (t *twilioTransport) menuClosing(status session.CloseStatus) {
 // as an utterance of its own, after any line said before it. queued, when
 // set, learns whether it was queued. A line started before a key cleared
 // the playback is dropped, and so is one asked for once the stream closes.
-func (t *twilioTransport) say(name, text string, queued func(ok bool)) {
+func (t *phoneCall) say(name, text string, queued func(ok bool)) {
 	m := t.menu
 	t.mu.Lock()
 	if t.closing {
@@ -471,15 +468,15 @@ func (t *twilioTransport) say(name, text string, queued func(ok bool)) {
 	}
 	t.n++
 	utt := fmt.Sprintf("%s~%d", name, t.n)
-	t.prompts.Add(1)
+	t.rendering.Add(1)
 	t.mu.Unlock()
 	m.mu.Lock()
 	prev, done, cut := m.speech, make(chan struct{}), m.cut
 	m.speech = done
 	m.mu.Unlock()
-	t.log.Info("twilio: say", "utterance", utt, "text", text)
+	t.log.Info(t.msg("say"), "utterance", utt, "text", text)
 	go func() {
-		defer t.prompts.Done()
+		defer t.rendering.Done()
 		ok := false
 		defer func() {
 			close(done)
@@ -487,18 +484,12 @@ func (t *twilioTransport) say(name, text string, queued func(ok bool)) {
 				queued(ok)
 			}
 		}()
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		defer cancel()
-		a, err := m.fb.RenderPrompt(ctx, text)
-		var b []byte
-		if err == nil {
-			b, err = mulaw8k(a)
-		}
+		b, err := t.prompts.rendered(context.Background(), m.fb, text, t.start.format)
 		if prev != nil {
 			<-prev // bounded: the line before renders within its own timeout
 		}
 		if err != nil || len(b) == 0 {
-			t.log.Warn("twilio: prompt audio", "utterance", utt, "err", err)
+			t.log.Warn(t.msg("prompt audio"), "utterance", utt, "err", err)
 			return
 		}
 		// Checked and queued under the lock: a key that cuts the playback
@@ -508,28 +499,10 @@ func (t *twilioTransport) say(name, text string, queued func(ok bool)) {
 		if m.cut != cut {
 			return
 		}
-		if err := t.conn.SendAudio(utt, b); err != nil {
+		if err := t.line.sendAudio(utt, b); err != nil {
 			return
 		}
 		t.endUtterance(utt)
 		ok = true
 	}()
-}
-
-// mulaw8k converts prompt audio to 8 kHz µ-law, at most maxPrompt of it.
-func mulaw8k(a backend.Audio) ([]byte, error) {
-	s := a.Samples
-	if len(s) == 0 {
-		return nil, nil
-	}
-	if a.Rate != 8000 {
-		var err error
-		if s, err = pcm.Resample(s, a.Rate, 8000); err != nil {
-			return nil, err
-		}
-	}
-	if n := media.Telephony.BytesPer(maxPrompt); len(s) > n {
-		s = s[:n]
-	}
-	return g711.EncodeMulaw(nil, s), nil
 }

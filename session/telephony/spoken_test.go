@@ -60,7 +60,7 @@ func newSpokenServer(t *testing.T, sessionLimits stages.Limits) *spokenServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.http = httptest.NewServer(testHandler(s.srv, Config{}, nil))
+	s.http = httptest.NewServer(testHandler(t, s.srv, Config{}, GatewayConfig{}, nil))
 	t.Cleanup(func() {
 		s.http.CloseClientConnections()
 		s.http.Close()

@@ -7,19 +7,17 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
 
 	"github.com/frontdoorhq/frontdoor/media"
-	"github.com/frontdoorhq/frontdoor/media/g711"
-	"github.com/frontdoorhq/frontdoor/media/pcm"
+	"github.com/frontdoorhq/frontdoor/media/gateway"
 	"github.com/frontdoorhq/frontdoor/media/twilio"
 	"github.com/frontdoorhq/frontdoor/session"
-	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/internal/pcmu"
 )
 
@@ -27,9 +25,10 @@ import (
 // Streams bidirectional stream (docs/TELEPHONY.md), or Telnyx's dialect of
 // it (?dialect=telnyx), carrying one call of its engine.
 type Handler struct {
-	e   *session.Engine
-	cfg Config
-	log *slog.Logger
+	e       *session.Engine
+	cfg     Config
+	log     *slog.Logger
+	prompts *promptCache
 }
 
 // NewHandler returns the Handler that starts its calls on e.
@@ -38,12 +37,12 @@ func NewHandler(e *session.Engine, cfg Config) *Handler {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Handler{e: e, cfg: cfg, log: log}
+	return &Handler{e: e, cfg: cfg, log: log, prompts: cfg.Prompts.cache()}
 }
 
 // ServeHTTP serves one stream. The call asks for admission once `start`
 // has arrived; from then on it is a call like any other, over
-// twilioTransport, and ServeHTTP returns when it has ended
+// a phoneCall on a twilioLine, and ServeHTTP returns when it has ended
 // (session.Engine.Run).
 func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := s.Verify(r); err != nil {
@@ -66,9 +65,9 @@ func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.log.Info("twilio: no stream", "err", err)
 		return
 	}
-	t := &twilioTransport{s: s, conn: conn, start: start, speaks: s.e.Fallback().SpeaksPrompts(),
-		log: s.log.With("stream", start.StreamSID, "twilio_call", start.CallSID), byTurn: map[string]string{},
-		menu: newTwilioMenu(s.e.Fallback(), start.CustomParameters)}
+	log := s.log.With("stream", start.StreamSID, "twilio_call", start.CallSID)
+	st := lineStart{name: dialect.String(), protocol: "twilio", params: start.CustomParameters, format: media.Telephony}
+	t := newPhoneCall(s.e, &twilioLine{conn: conn}, st, s.prompts, log)
 	t.log.Info("twilio: stream started", "params", len(start.CustomParameters))
 	runCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -79,12 +78,11 @@ func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	})
 	stopPings := s.e.StartHeartbeat(conn, func() { _ = conn.CloseNow() }, t.log)
-	s.e.Run(ctx, t, session.Capabilities{Interrupt: t.Interrupt, Keypad: t.keypad, Answer: t.spokenAnswer})
+	s.e.Run(ctx, t, t.capabilities())
 	stopPings()
 	stop()
 	wg.Wait()
-	t.prompts.Wait()
-	t.bg.Wait()
+	t.wait()
 }
 
 // ErrSignature: a telephony upgrade without a valid X-Twilio-Signature
@@ -147,272 +145,52 @@ func (s *Handler) twilioStart(ctx context.Context, conn *twilio.Conn) (*twilio.S
 	}
 }
 
-// twilioTransport carries a Call over a Media Streams connection. Session
-// events have no place on the wire: audio_start and audio_end bracket an
-// utterance (a mark follows it), `interrupted` becomes a clear, prompts are
-// heard as audio, an `offer` becomes the keypad menu (menu.go), and
-// everything is logged.
-type twilioTransport struct {
-	s      *Handler
-	conn   *twilio.Conn
-	start  *twilio.Start
-	log    *slog.Logger
-	speaks bool // the Fallback sends prompt audio itself
-	menu   *twilioMenu
+// twilioLine is a Media Streams connection as a line.
+type twilioLine struct{ conn *twilio.Conn }
 
-	hello bool // the reader's: hello was delivered
-	// handedOff: a person took the call (menu.go). The
-	// conversation is over on this stream while it closes for the
-	// transfer: the caller's audio is not listened to, and no more audio
-	// of the call's is sent after the line that says so.
-	handedOff atomic.Bool
-
-	mu      sync.Mutex
-	n       int
-	utt     string            // utterance being sent
-	conv    *pcmu.Converter   // its conversion to µ-law
-	byTurn  map[string]string // turn -> its latest utterance
-	last    string            // the last utterance queued
-	closing bool              // Close began: no more prompts are started
-	prompts sync.WaitGroup    // prompt rendering
-	bg      sync.WaitGroup    // a close the transport starts itself (a transfer)
-	once    sync.Once
-}
-
-// Recv implements Transport. The first event is a hello declaring 8 kHz
-// µ-law, the format of both directions.
-func (t *twilioTransport) Recv(ctx context.Context) (session.ClientEvent, error) {
-	if !t.hello {
-		t.hello = true
-		return session.ClientEvent{Kind: session.EventHello, Type: "hello", Audio: media.Telephony}, nil
-	}
+func (l *twilioLine) read(ctx context.Context) (lineEvent, error) {
 	for {
-		m, err := t.conn.Read(ctx)
+		m, err := l.conn.Read(ctx)
 		if err != nil {
 			var de *twilio.DecodeError
 			if errors.As(err, &de) {
-				return session.ClientEvent{}, &session.ProtocolError{Code: session.CodeBadField, Message: fmt.Sprintf("%v", de)}
+				return lineEvent{}, &session.ProtocolError{Code: session.CodeBadField, Message: fmt.Sprintf("%v", de)}
 			}
-			if t.handedOff.Load() { // the stream ends because a person took the call
-				return session.ClientEvent{}, fmt.Errorf("%w: %w", session.ErrTransferred, err)
-			}
-			return session.ClientEvent{}, err
+			return lineEvent{}, err
 		}
 		switch m.Event {
 		case twilio.EventMedia:
 			if m.Media.Track != "" && m.Media.Track != "inbound" && m.Media.Track != "inbound_track" {
 				continue
 			}
-			if t.handedOff.Load() {
-				continue // the call is a person's now
-			}
-			return session.ClientEvent{Kind: session.EventAudio, Type: "media", Data: m.Media.Payload}, nil
+			return lineEvent{kind: lineMedia, audio: m.Media.Payload}, nil
 		case twilio.EventStop:
-			t.log.Info("twilio: stop")
-			return session.ClientEvent{Kind: session.EventHangup, Type: "hangup"}, nil
+			return lineEvent{kind: lineStop}, nil
 		case twilio.EventDTMF:
-			digit := m.DTMF.Digit
-			if len(digit) > 4 {
-				digit = digit[:4] // a log line, not a place for the gateway's bytes
-			}
-			t.log.Info("twilio: dtmf", "digit", digit)
-			if ev, ok := t.pressed(ctx, m.DTMF.Digit); ok {
-				return ev, nil
-			}
+			return lineEvent{kind: lineDTMF, digit: m.DTMF.Digit}, nil
 		case twilio.EventMark:
-			if p := m.Progress; p != nil {
-				t.log.Debug("twilio: mark", "utterance", p.Utterance, "played_ms", p.Played.Milliseconds(), "done", p.Done, "cleared", p.Cleared)
-			}
+			return lineEvent{kind: lineMark, progress: m.Progress}, nil
 		case twilio.EventError:
-			t.log.Warn("twilio: gateway error", "code", m.Error.Code, "title", m.Error.Title)
+			return lineEvent{kind: lineError, code: strconv.Itoa(m.Error.Code), message: m.Error.Title}, nil
 		}
 	}
 }
 
-// Send implements Transport.
-func (t *twilioTransport) Send(ctx context.Context, msg any) error {
-	t.noteSent(msg)
-	switch m := msg.(type) {
-	case *session.AudioStartMsg:
-		if t.handedOff.Load() {
-			return nil // no utterance: its audio and end are dropped
-		}
-		conv, err := pcmu.NewConverter(m.Encoding, m.Rate)
-		if err != nil {
-			return err
-		}
-		t.mu.Lock()
-		t.n++
-		t.utt = fmt.Sprintf("%s~%d", m.Turn, t.n)
-		t.conv = conv
-		if len(t.byTurn) >= 64 {
-			clear(t.byTurn)
-		}
-		t.byTurn[m.Turn] = t.utt
-		t.mu.Unlock()
-	case *session.AudioEndMsg:
-		t.mu.Lock()
-		utt, conv := t.utt, t.conv
-		t.utt, t.conv = "", nil
-		t.mu.Unlock()
-		if utt == "" {
-			return nil
-		}
-		if rest := conv.Flush(); len(rest) > 0 {
-			if err := t.conn.SendAudio(utt, rest); err != nil {
-				return err
-			}
-		}
-		t.endUtterance(utt)
-	case *session.PromptMsg:
-		t.log.Info("twilio: prompt", "stage", m.Stage, "reason", m.Reason, "text", m.Text)
-		if !t.speaks {
-			t.speak(m.Text)
-		}
-	case *session.InterruptedMsg:
-		heard := int64(-1)
-		if m.Heard != nil {
-			heard = m.Heard.AudioMS
-		}
-		t.log.Info("twilio: interrupted", "generation", m.Generation, "cancelled", m.Cancelled, "heard_ms", heard)
-	case *session.SessionMsg:
-		t.log.Info("twilio: session", "disposition", m.Disposition, "position", m.Position)
-	case *session.OfferMsg:
-		t.offered(m)
-	case *session.FallbackMsg:
-		t.answered(m)
-	case *session.ErrorMsg:
-		t.log.Debug("twilio: error", "code", m.Code, "message", m.Message)
-		t.answerFailed(m)
-	default:
-		t.log.Debug("twilio: event", "msg", fmt.Sprintf("%T", msg))
-	}
-	return nil
+func (l *twilioLine) sendAudio(utt string, b []byte) error { return l.conn.SendAudio(utt, b) }
+func (l *twilioLine) endUtterance(utt string)              { l.conn.EndUtterance(utt) }
+func (l *twilioLine) tracker() *gateway.Tracker            { return l.conn.Tracker() }
+func (l *twilioLine) buffered() time.Duration              { return l.conn.Buffered() }
+func (l *twilioLine) lead() time.Duration                  { return pcmu.Lead }
+func (l *twilioLine) played(utt string) bool               { return l.conn.Tracker().Progress(utt).Done }
+
+func (l *twilioLine) clear(ctx context.Context) ([]gateway.Progress, error) {
+	return l.conn.Clear(ctx)
 }
 
-func (t *twilioTransport) endUtterance(utt string) {
-	t.conn.EndUtterance(utt)
-	// The last utterance is the one Close waits to hear played. One that
-	// is done as it ends (a key cleared it while it was queued: prompt
-	// audio whose premise ended, its end written late) adds nothing to
-	// wait for, and must not hide a line queued after it was cleared.
-	if t.conn.Tracker().Progress(utt).Done {
-		return
-	}
-	t.mu.Lock()
-	t.last = utt
-	t.mu.Unlock()
-}
-
-// speak renders a prompt for a Fallback that sends only text, and queues it
-// as an utterance of its own.
-func (t *twilioTransport) speak(text string) {
-	t.mu.Lock()
-	if t.closing {
-		t.mu.Unlock()
-		return
-	}
-	t.n++
-	utt := fmt.Sprintf("prompt~%d", t.n)
-	t.prompts.Add(1)
-	t.mu.Unlock()
-	go func() {
-		defer t.prompts.Done()
-		b, err := t.s.promptAudio(context.Background(), text)
-		if err != nil || len(b) == 0 {
-			t.log.Warn("twilio: prompt audio", "err", err)
-			return
-		}
-		if err := t.conn.SendAudio(utt, b); err != nil {
-			return
-		}
-		t.endUtterance(utt)
-	}()
-}
-
-// SendAudio implements Transport: the frame joins the connection's pacer,
-// and the writer waits while more than pcmu.Lead is ahead of playback.
-func (t *twilioTransport) SendAudio(ctx context.Context, b []byte) error {
-	t.mu.Lock()
-	utt, conv := t.utt, t.conv
-	t.mu.Unlock()
-	if conv == nil {
-		return nil // audio without audio_start: nothing to say it belongs to
-	}
-	if t.handedOff.Load() {
-		return nil // the rest of a reply begun before a person took the call
-	}
-	ulaw, err := conv.Convert(b)
-	if err != nil {
-		return err
-	}
-	if err := t.conn.SendAudio(utt, ulaw); err != nil {
-		return err
-	}
-	return pcmu.WaitBuffered(ctx, t.conn.Buffered, pcmu.Lead)
-}
-
-// Interrupt is the transport's Capabilities.Interrupt: clear, and what the caller heard of
-// turn's utterance by the tracker (marks and playback clock).
-func (t *twilioTransport) Interrupt(ctx context.Context, turn string) (time.Duration, bool) {
-	t.mu.Lock()
-	utt := t.byTurn[turn]
-	t.utt, t.conv = "", nil
-	t.mu.Unlock()
-	progress, err := t.conn.Clear(ctx)
-	if err != nil {
-		t.log.Debug("twilio: clear", "err", err)
-	}
-	if utt == "" {
-		return 0, false
-	}
-	for _, p := range progress {
-		if p.Utterance == utt {
-			return p.Played, true
-		}
-	}
-	p := t.conn.Tracker().Progress(utt)
-	return p.Played, p.Sent > 0
-}
-
-// Close implements Transport. A refused or expired call first hears its
-// prompt (and the keypad menu's outcome, menu.go): Close waits
-// (bounded) for the prompt to be rendered, played and its mark echoed, then
-// closes with 1013. The keypad menu also closes a conversation this way
-// when a person took the call. Prompts asked for once Close began are not
-// started: the rendering Close waits for is all there will be.
-func (t *twilioTransport) Close(status session.CloseStatus, reason string) {
-	t.once.Do(func() {
-		t.menuClosing(status)
-		t.mu.Lock()
-		t.closing = true
-		t.mu.Unlock()
-		if status == session.CloseTryLater {
-			t.waitPlayed(5 * time.Second)
-		}
-		_ = t.conn.Close(websocket.StatusCode(status), reason)
-	})
-}
-
-// waitPlayed waits for prompt rendering and then for the last utterance's
-// final mark to come back, at most its buffered audio plus grace.
-func (t *twilioTransport) waitPlayed(grace time.Duration) {
-	rendered := make(chan struct{})
-	go func() { t.prompts.Wait(); close(rendered) }()
-	select {
-	case <-rendered:
-	case <-time.After(grace):
-	}
-	deadline := time.Now().Add(t.conn.Buffered() + grace)
-	for time.Now().Before(deadline) {
-		t.mu.Lock()
-		last := t.last
-		t.mu.Unlock()
-		if last == "" || t.conn.Tracker().Progress(last).Done {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+// hangup closes the WebSocket with status: Media Streams has no hang-up
+// message, and the call moves on to the TwiML after <Connect>.
+func (l *twilioLine) hangup(status session.CloseStatus, reason string, _ bool) {
+	_ = l.conn.Close(websocket.StatusCode(status), reason)
 }
 
 // Config configures GET /v1/twilio, the Twilio Media Streams endpoint.
@@ -432,48 +210,8 @@ type Config struct {
 	OriginPatterns []string
 	// Logger (nil: discard).
 	Logger *slog.Logger
-}
-
-// maxPrompt bounds the prompt audio a transport renders itself.
-const maxPrompt = 30 * time.Second
-
-// promptAudio renders text with the synthesizer, outside the synthesis
-// stage (prompts are short and must be heard even when it is full), as
-// 8 kHz µ-law.
-func (s *Handler) promptAudio(ctx context.Context, text string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	var out []byte
-	var rs *pcm.Resampler
-	rate := 0
-	err := s.e.Synthesizer().Synthesize(ctx, text, func(a backend.Audio) error {
-		if rate == 0 {
-			rate = a.Rate
-			if a.Rate != 8000 {
-				var err error
-				if rs, err = pcm.NewResampler(a.Rate, 8000); err != nil {
-					return err
-				}
-			}
-		}
-		if a.Rate != rate {
-			return fmt.Errorf("telephony: prompt audio changed rate: %w", backend.ErrMalformed)
-		}
-		samples := a.Samples
-		if rs != nil {
-			samples = rs.Resample(nil, samples)
-		}
-		if media.Telephony.Duration(len(out)+len(samples)) > maxPrompt {
-			return nil
-		}
-		out = g711.EncodeMulaw(out, samples)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if rs != nil {
-		out = g711.EncodeMulaw(out, rs.Flush(nil))
-	}
-	return out, nil
+	// Prompts holds the prompt audio the endpoint renders itself, shared
+	// with the other telephony endpoints given the same cache (nil: one of
+	// its own).
+	Prompts *PromptCache
 }

@@ -307,20 +307,7 @@ func TestTwilioMidcallHandoff(t *testing.T) {
 	speak(ctx, t, g)
 	heard(ctx, t, g, "speech-2~", k.said)
 
-	ws, _, err := websocket.Dial(ctx, k.wsURL("/v1/agents?agent=a1"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.CloseNow()
-	a := &agentConn{t: t, ws: ws}
-	w := a.until(ctx, func(m agentMsg) bool { return m.Type == "waiting" && len(m.Handoffs) > 0 })
-	ticket := w.Handoffs[0].Ticket
-	a.send(ctx, map[string]string{"type": "claim", "ticket": ticket})
-	a.until(ctx, func(m agentMsg) bool { return m.Type == "claimed" && m.Ticket == ticket })
-	a.send(ctx, map[string]string{"type": "ack", "ticket": ticket})
-	if m := a.until(ctx, func(m agentMsg) bool { return m.Type == "resolved" }); m.Disposition != "completed" {
-		t.Fatalf("resolved %+v", m)
-	}
+	ws := k.agentTakes(ctx, t)
 
 	closedAfter(ctx, t, g, "handoff-completed~")
 	if got, want := k.saidText("handoff-completed~"), fallback.PromptFor(fallback.StageHandoff, stages.Completed, nil).Text; got != want {
@@ -336,6 +323,27 @@ func TestTwilioMidcallHandoff(t *testing.T) {
 	transferred := func() float64 { return callsEnded(t, k.rig, "transferred") }
 	waitFor(t, "the call counted as transferred", func() bool { return transferred() == 1 })
 	_ = ws.Close(websocket.StatusNormalClosure, "")
+}
+
+// agentTakes has agent a1 on /v1/agents claim and acknowledge the handoff
+// waiting; it returns the agent's connection, which the caller closes.
+func (r *rig) agentTakes(ctx context.Context, t *testing.T) *websocket.Conn {
+	t.Helper()
+	ws, _, err := websocket.Dial(ctx, r.wsURL("/v1/agents?agent=a1"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.CloseNow() })
+	a := &agentConn{t: t, ws: ws}
+	w := a.until(ctx, func(m agentMsg) bool { return m.Type == "waiting" && len(m.Handoffs) > 0 })
+	ticket := w.Handoffs[0].Ticket
+	a.send(ctx, map[string]string{"type": "claim", "ticket": ticket})
+	a.until(ctx, func(m agentMsg) bool { return m.Type == "claimed" && m.Ticket == ticket })
+	a.send(ctx, map[string]string{"type": "ack", "ticket": ticket})
+	if m := a.until(ctx, func(m agentMsg) bool { return m.Type == "resolved" }); m.Disposition != "completed" {
+		t.Fatalf("resolved %+v", m)
+	}
+	return ws
 }
 
 // TestTwilioMidcallHoldEnds: with nobody to take the call, a mid-call hold

@@ -106,17 +106,25 @@ func (k *keypad) dialRefused(ctx context.Context, t *testing.T, caller string) *
 }
 
 // said lists the utterances the keypad code spoke, in order.
-func (k *keypad) said() []string {
+func (k *keypad) said() []string { return k.saidOn("twilio") }
+
+// saidOn lists the utterances the keypad code spoke on transport, in
+// order.
+func (k *keypad) saidOn(transport string) []string {
 	var out []string
-	for _, r := range k.logs.find("twilio: say") {
+	for _, r := range k.logs.find(transport + ": say") {
 		out = append(out, r["utterance"].(string))
 	}
 	return out
 }
 
 // saidText returns the text of the first utterance named prefix.
-func (k *keypad) saidText(prefix string) string {
-	for _, r := range k.logs.find("twilio: say") {
+func (k *keypad) saidText(prefix string) string { return k.saidTextOn("twilio", prefix) }
+
+// saidTextOn returns the text of the first utterance named prefix on
+// transport.
+func (k *keypad) saidTextOn(transport, prefix string) string {
+	for _, r := range k.logs.find(transport + ": say") {
 		if strings.HasPrefix(r["utterance"].(string), prefix) {
 			return r["text"].(string)
 		}
@@ -124,9 +132,7 @@ func (k *keypad) saidText(prefix string) string {
 	return ""
 }
 
-func echoed(s twiliotest.Snapshot, prefix string) bool {
-	return slices.ContainsFunc(s.Echoed, func(m string) bool { return strings.HasPrefix(m, prefix) })
-}
+func echoed(s twiliotest.Snapshot, prefix string) bool { return echoedPrefix(s.Echoed, prefix) }
 
 // closed waits for the connection to end and checks it closed with 1013
 // after the utterance named prefix was played (its final mark echoed).
@@ -342,20 +348,7 @@ func TestTwilioKeypadHandoff(t *testing.T) {
 		t.Fatalf("the caller was dropped while holding: %v", s.Err)
 	}
 
-	ws, _, err := websocket.Dial(ctx, k.wsURL("/v1/agents?agent=a1"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.CloseNow()
-	a := &agentConn{t: t, ws: ws}
-	w := a.until(ctx, func(m agentMsg) bool { return m.Type == "waiting" && len(m.Handoffs) > 0 })
-	ticket := w.Handoffs[0].Ticket
-	a.send(ctx, map[string]string{"type": "claim", "ticket": ticket})
-	a.until(ctx, func(m agentMsg) bool { return m.Type == "claimed" && m.Ticket == ticket })
-	a.send(ctx, map[string]string{"type": "ack", "ticket": ticket})
-	if m := a.until(ctx, func(m agentMsg) bool { return m.Type == "resolved" }); m.Disposition != "completed" {
-		t.Fatalf("resolved %+v", m)
-	}
+	ws := k.agentTakes(ctx, t)
 
 	closedAfter(ctx, t, g, "handoff-completed~")
 	want := fallback.PromptFor(fallback.StageHandoff, stages.Completed, nil).Text

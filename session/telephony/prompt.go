@@ -1,0 +1,169 @@
+package telephony
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/frontdoorhq/frontdoor/media"
+	"github.com/frontdoorhq/frontdoor/media/gateway"
+	"github.com/frontdoorhq/frontdoor/media/pcm"
+	"github.com/frontdoorhq/frontdoor/session/backend"
+)
+
+// maxPrompt bounds the prompt audio a transport renders itself.
+const maxPrompt = 30 * time.Second
+
+// promptRender bounds one rendering of a prompt.
+const promptRender = 3 * time.Second
+
+// Bounds of a promptCache: prompts are a handful of fixed sentences, so
+// the cache is only ever full when something else is wrong; it then starts
+// over rather than grow.
+const (
+	maxPromptEntries = 64
+	maxPromptBytes   = 16 << 20
+)
+
+// promptCache holds prompt audio encoded in a line's format, rendered once
+// per text, source and format and shared by every caller: under overload
+// the refused callers are many, and each hears the same sentence, which
+// must not cost a synthesis and an encoding per caller. Concurrent
+// requests for one prompt share its rendering; a failed rendering is not
+// kept, so the next caller tries again.
+type promptCache struct {
+	mu    sync.Mutex
+	m     map[promptKey]*promptEntry
+	bytes int
+}
+
+// PromptCache is the prompt audio that telephony endpoints share (see
+// Config.Prompts). The zero value is not usable: use NewPromptCache.
+type PromptCache struct{ c *promptCache }
+
+// NewPromptCache returns an empty PromptCache.
+func NewPromptCache() *PromptCache { return &PromptCache{c: newPromptCache()} }
+
+func newPromptCache() *promptCache { return &promptCache{m: map[promptKey]*promptEntry{}} }
+
+// promptSource says who renders a prompt: the engine's synthesizer (a
+// Fallback that sends only text) or the Fallback (the keypad menu's lines).
+type promptSource int
+
+const (
+	fromSynthesizer promptSource = iota + 1
+	fromFallback
+)
+
+type promptKey struct {
+	src    promptSource
+	text   string
+	format media.Format
+}
+
+type promptEntry struct {
+	done  chan struct{}
+	audio []byte
+	err   error
+}
+
+// get returns the prompt of key, rendering it with render if no caller
+// did yet. The rendering runs on the first caller's goroutine, bounded by
+// promptRender whatever its context; the others wait for it or for ctx.
+func (p *promptCache) get(ctx context.Context, key promptKey, render func(context.Context) (backend.Audio, error)) ([]byte, error) {
+	p.mu.Lock()
+	e, ok := p.m[key]
+	if !ok {
+		if len(p.m) >= maxPromptEntries || p.bytes >= maxPromptBytes {
+			clear(p.m)
+			p.bytes = 0
+		}
+		e = &promptEntry{done: make(chan struct{})}
+		p.m[key] = e
+	}
+	p.mu.Unlock()
+	if ok {
+		select {
+		case <-e.done:
+			return e.audio, e.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), promptRender)
+	defer cancel()
+	a, err := render(rctx)
+	if err == nil {
+		e.audio, err = encodePrompt(a, key.format)
+	}
+	e.err = err
+	close(e.done)
+	p.mu.Lock()
+	if err != nil && p.m[key] == e {
+		delete(p.m, key)
+	} else if err == nil {
+		p.bytes += len(e.audio)
+	}
+	p.mu.Unlock()
+	return e.audio, err
+}
+
+// synthesized returns text rendered by synth, outside the synthesis stage
+// (prompts are short and must be heard even when it is full), in format f.
+func (p *promptCache) synthesized(ctx context.Context, synth backend.Synthesizer, text string, f media.Format) ([]byte, error) {
+	return p.get(ctx, promptKey{src: fromSynthesizer, text: text, format: f}, func(ctx context.Context) (backend.Audio, error) {
+		return synthesize(ctx, synth, text)
+	})
+}
+
+// rendered returns text rendered by the keypad Fallback, in format f.
+func (p *promptCache) rendered(ctx context.Context, fb KeypadFallback, text string, f media.Format) ([]byte, error) {
+	return p.get(ctx, promptKey{src: fromFallback, text: text, format: f}, func(ctx context.Context) (backend.Audio, error) {
+		return fb.RenderPrompt(ctx, text)
+	})
+}
+
+// synthesize collects the speech of text, at most maxPrompt of it.
+func synthesize(ctx context.Context, synth backend.Synthesizer, text string) (backend.Audio, error) {
+	var out backend.Audio
+	err := synth.Synthesize(ctx, text, func(a backend.Audio) error {
+		if out.Rate == 0 {
+			out.Rate = a.Rate
+		}
+		if a.Rate != out.Rate {
+			return fmt.Errorf("telephony: prompt audio changed rate: %w", backend.ErrMalformed)
+		}
+		if len(out.Samples) < out.Rate*int(maxPrompt/time.Second) {
+			out.Samples = append(out.Samples, a.Samples...)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// encodePrompt converts prompt audio to format f, at most maxPrompt of it.
+func encodePrompt(a backend.Audio, f media.Format) ([]byte, error) {
+	s := a.Samples
+	if len(s) == 0 {
+		return nil, nil
+	}
+	if a.Rate != f.SampleRate {
+		var err error
+		if s, err = pcm.Resample(s, a.Rate, f.SampleRate); err != nil {
+			return nil, fmt.Errorf("telephony: prompt audio: %w", err)
+		}
+	}
+	if n := f.SampleRate * int(maxPrompt/time.Second); len(s) > n {
+		s = s[:n]
+	}
+	return gateway.AppendPCM(nil, f, s), nil
+}
+
+// cache returns p's cache, or a new one for a nil p.
+func (p *PromptCache) cache() *promptCache {
+	if p == nil {
+		return newPromptCache()
+	}
+	return p.c
+}
