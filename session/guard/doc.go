@@ -21,7 +21,10 @@
 //
 // A telephony stream (/v1/twilio/<token>) carries no bearer token: its
 // tenant comes from a signed, single-use call token in its path
-// (CallTokens), and it then counts against the same tenant caps.
+// (CallTokens), and it then counts against the same tenant caps. The
+// other gateways' streams (/v1/plivo, /v1/exotel, ...) carry neither: their
+// transport checks the gateway token, and they pass the service's overload
+// check like any call.
 //
 // The package also builds the hardened http.Server (timeouts, header
 // limit) and a net.Listener that bounds the connections at once, in all and

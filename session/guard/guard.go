@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
+
+	"github.com/frontdoorhq/frontdoor/session/telephony"
 
 	"github.com/frontdoorhq/frontdoor/session"
 )
@@ -123,6 +126,11 @@ func classify(path string) route {
 		// signed call token in the path (calltoken.go), and the transport
 		// validates X-Twilio-Signature itself.
 		return route{call: true, telephony: true}
+	case isGateway(path):
+		// Neither can the other gateways: each presents the gateway token
+		// (-gateway-token-env), which its transport checks. Their calls
+		// pass the service's overload check like any other.
+		return route{call: true}
 	case path == CallTokenPath:
 		return route{role: RoleOperator, operator: true}
 	case path == "/v1/agents":
@@ -133,6 +141,13 @@ func classify(path string) route {
 		return route{role: RoleOperator, operator: true}
 	}
 	return route{}
+}
+
+// isGateway reports whether path is a gateway dialect's stream endpoint,
+// /v1/<dialect> (telephony.GatewayDialects).
+func isGateway(path string) bool {
+	d, ok := strings.CutPrefix(path, "/v1/")
+	return ok && slices.Contains(telephony.GatewayDialects, d)
 }
 
 // CallTokenPath mints call tokens (POST, operator role): see mintHandler.

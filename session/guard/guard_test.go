@@ -13,6 +13,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/session/telephony"
 )
 
 func TestAPIKeys(t *testing.T) {
@@ -123,6 +124,9 @@ func TestHandler(t *testing.T) {
 		hdr       []string
 		want      int
 	}{
+		// A gateway carries no bearer token (its transport checks the
+		// gateway token); an unknown /v1/ path is the mux's to refuse.
+		{"/v1/plivo", "", nil, 299}, {"/v1/jambonz", "", nil, 299}, {"/v1/nosuch", "", nil, 299},
 		{"/v1/session", "", nil, 401}, {"/v1/session", "acme-key-0123456789", nil, 299},
 		{"/v1/session", "ops-key-01234567890", nil, 403}, {"/v1/stages", "ops-key-01234567890", nil, 299},
 		{"/v1/stages", "acme-key-0123456789", nil, 403}, {"/healthz", "", nil, 299},
@@ -143,6 +147,11 @@ func TestHandler(t *testing.T) {
 	busy = true
 	if w := do("/v1/session", "acme-key-0123456789"); w.Code != 503 || w.Header().Get("Retry-After") == "" {
 		t.Errorf("busy: %d %v", w.Code, w.Header())
+	}
+	for _, d := range telephony.GatewayDialects {
+		if w := do("/v1/"+d, ""); w.Code != 503 {
+			t.Errorf("busy: /v1/%s answered %d, want 503: a gateway's call passes the overload check", d, w.Code)
+		}
 	}
 	// The tenant cap: a call held open makes the next 429.
 	busy = false
