@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/media/g711"
+
+	"github.com/frontdoorhq/frontdoor/media/sip/siptest"
 )
 
 func constant(v int16, d time.Duration) []int16 {
@@ -48,7 +50,7 @@ func TestDialBargeIn(t *testing.T) {
 		for r.digit == 0 {
 			select {
 			case f := <-m.Frames():
-				if rms(f.PCM) > 1000 {
+				if siptest.RMS(f.PCM) > 1000 {
 					r.voiced++
 				}
 			case r.digit = <-m.Digits():

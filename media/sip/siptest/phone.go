@@ -1,4 +1,9 @@
-package sip
+// Package siptest drives a real SIP phone, Debian's baresip, for tests: it
+// starts one on loopback with a configuration folder of its own, dials
+// through its ctrl_tcp command interface with a WAV file as the caller's
+// audio, records what the phone receives (sndfile), and reports the phone's
+// events. Tests of media/sip, session/telephony and cmd/frontdoor share it.
+package siptest
 
 import (
 	"bufio"
@@ -22,11 +27,10 @@ import (
 	"github.com/frontdoorhq/frontdoor/media/wav"
 )
 
-// baresip is a real SIP phone (Debian's baresip) driven over its ctrl_tcp
-// command interface: it dials with an aufile audio source and records what
-// it receives with sndfile.
-type baresip struct {
-	t       *testing.T
+// Phone is a running baresip, controlled over its ctrl_tcp port. It is
+// stopped when its test ends.
+type Phone struct {
+	t       testing.TB
 	dir     string
 	sipPort int
 	cmd     *exec.Cmd
@@ -41,10 +45,11 @@ type baresip struct {
 	readWG sync.WaitGroup
 }
 
-type baresipOptions struct {
-	User     string // the account's user name; default alice
+// Options configure a Phone.
+type Options struct {
+	User     string // the account's user name (From); default alice
 	Password string // auth_pass, answered to a digest challenge
-	Source   string // WAV (8 kHz mono) sent as the caller's audio
+	Source   string // WAV file (8 kHz mono) sent as the caller's audio
 }
 
 type lockedBuffer struct {
@@ -69,7 +74,7 @@ func (l *lockedBuffer) String() string {
 // transport there), and below the kernel's ephemeral range (32768 and up),
 // so that no connection of the test or of a parallel one is handed it
 // between the check and baresip's bind.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	for range 200 {
 		port := 10000 + rand.IntN(9000)
@@ -77,7 +82,7 @@ func freePort(t *testing.T) int {
 			return port
 		}
 	}
-	t.Fatal("no free port")
+	t.Fatal("siptest: no free port")
 	return 0
 }
 
@@ -95,11 +100,11 @@ func portFree(port int) bool {
 	return true
 }
 
-// startBaresip starts baresip on loopback with a config folder of its own
-// and connects to its control port. A missing binary fails the test. A
-// phone that could not bind its ports (taken by another process between
-// freePort's check and baresip's bind) is started again on others.
-func startBaresip(t *testing.T, o baresipOptions) *baresip {
+// Start starts baresip on loopback and connects to its control port. A
+// missing binary fails the test (apt-get install baresip; .ci/test does).
+// A phone that could not bind its ports (taken by another process between
+// the check and baresip's bind) is started again on others.
+func Start(t testing.TB, o Options) *Phone {
 	t.Helper()
 	bin, err := exec.LookPath("baresip")
 	if err != nil {
@@ -109,23 +114,23 @@ func startBaresip(t *testing.T, o baresipOptions) *baresip {
 		o.User = "alice"
 	}
 	for attempt := 1; ; attempt++ {
-		b, err := tryBaresip(t, bin, o)
+		p, err := try(t, bin, o)
 		if err == nil {
-			t.Cleanup(b.stop)
-			b.readWG.Add(1)
-			go b.read()
-			return b
+			t.Cleanup(p.stop)
+			p.readWG.Add(1)
+			go p.read()
+			return p
 		}
-		if attempt == 3 || !strings.Contains(b.out.String(), "Address already in use") {
-			t.Fatalf("%v; baresip output:\n%s", err, b.out)
+		if attempt == 3 || !strings.Contains(p.out.String(), "Address already in use") {
+			t.Fatalf("%v; baresip output:\n%s", err, p.out)
 		}
 		t.Logf("baresip attempt %d: %v, trying other ports", attempt, err)
 	}
 }
 
-// tryBaresip starts one baresip and waits for its control port; on an
-// error the process has ended and b.out holds what it printed.
-func tryBaresip(t *testing.T, bin string, o baresipOptions) (*baresip, error) {
+// try starts one baresip and waits for its control port; on an error the
+// process has ended and p.out holds what it printed.
+func try(t testing.TB, bin string, o Options) (*Phone, error) {
 	dir := t.TempDir()
 	rec := filepath.Join(dir, "rec")
 	if err := os.Mkdir(rec, 0o755); err != nil {
@@ -168,56 +173,59 @@ func tryBaresip(t *testing.T, bin string, o baresipOptions) (*baresip, error) {
 			t.Fatal(err)
 		}
 	}
-	b := &baresip{t: t, dir: dir, sipPort: sipPort, out: &lockedBuffer{}, notify: make(chan struct{}, 1), resp: make(chan map[string]any, 1)}
-	b.cmd = exec.Command(bin, "-4", "-f", dir)
-	b.cmd.Stdout, b.cmd.Stderr = b.out, b.out
-	if err := b.cmd.Start(); err != nil {
+	p := &Phone{t: t, dir: dir, sipPort: sipPort, out: &lockedBuffer{}, notify: make(chan struct{}, 1), resp: make(chan map[string]any, 1)}
+	p.cmd = exec.Command(bin, "-4", "-f", dir)
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start baresip: %v", err)
 	}
-	b.exited = make(chan struct{})
+	p.exited = make(chan struct{})
 	go func() {
-		_ = b.cmd.Wait()
-		close(b.exited)
+		_ = p.cmd.Wait()
+		close(p.exited)
 	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", ctrlPort))
 		if err == nil {
-			b.ctrl = c
-			return b, nil
+			p.ctrl = c
+			return p, nil
 		}
 		if time.Now().After(deadline) {
-			b.kill()
-			return b, fmt.Errorf("baresip control port: %w", err)
+			p.kill()
+			return p, fmt.Errorf("baresip control port: %w", err)
 		}
 		select {
-		case <-b.exited:
-			return b, errors.New("baresip exited at start")
+		case <-p.exited:
+			return p, errors.New("baresip exited at start")
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
 
-func (b *baresip) kill() {
-	_ = b.cmd.Process.Kill()
-	<-b.exited
+func (p *Phone) kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.exited
 }
 
-func (b *baresip) stop() {
-	if b.ctrl != nil {
-		b.ctrl.Close()
+func (p *Phone) stop() {
+	if p.ctrl != nil {
+		p.ctrl.Close()
 	}
-	b.kill()
-	b.readWG.Wait()
-	if b.t.Failed() {
-		b.t.Logf("baresip output:\n%s", b.out)
+	p.kill()
+	p.readWG.Wait()
+	if p.t.Failed() {
+		p.t.Logf("baresip output:\n%s", p.out)
 	}
 }
+
+// Output is what baresip has printed so far.
+func (p *Phone) Output() string { return p.out.String() }
 
 // read decodes the netstrings ctrl_tcp sends: command responses and events.
-func (b *baresip) read() {
-	defer b.readWG.Done()
-	r := bufio.NewReader(b.ctrl)
+func (p *Phone) read() {
+	defer p.readWG.Done()
+	r := bufio.NewReader(p.ctrl)
 	for {
 		n, err := r.ReadString(':')
 		if err != nil {
@@ -237,79 +245,83 @@ func (b *baresip) read() {
 		}
 		if m["response"] == true {
 			select {
-			case b.resp <- m:
+			case p.resp <- m:
 			default:
 			}
 			continue
 		}
-		b.mu.Lock()
-		b.events = append(b.events, m)
-		b.mu.Unlock()
+		p.mu.Lock()
+		p.events = append(p.events, m)
+		p.mu.Unlock()
 		select {
-		case b.notify <- struct{}{}:
+		case p.notify <- struct{}{}:
 		default:
 		}
 	}
 }
 
-// command runs one ctrl_tcp command and returns its response.
-func (b *baresip) command(ctx context.Context, cmd, params string) map[string]any {
-	b.t.Helper()
+// Command runs one ctrl_tcp command ("dial", "hangup", "sndcode", ...) and
+// returns its response; a failed command fails the test.
+func (p *Phone) Command(ctx context.Context, cmd, params string) map[string]any {
+	p.t.Helper()
 	body, _ := json.Marshal(map[string]string{"command": cmd, "params": params, "token": cmd})
-	if _, err := fmt.Fprintf(b.ctrl, "%d:%s,", len(body), body); err != nil {
-		b.t.Fatalf("baresip %s: %v", cmd, err)
+	if _, err := fmt.Fprintf(p.ctrl, "%d:%s,", len(body), body); err != nil {
+		p.t.Fatalf("baresip %s: %v", cmd, err)
 	}
 	select {
-	case r := <-b.resp:
+	case r := <-p.resp:
 		if r["ok"] != true {
-			b.t.Fatalf("baresip %s %s: %v", cmd, params, r)
+			p.t.Fatalf("baresip %s %s: %v", cmd, params, r)
 		}
 		return r
 	case <-ctx.Done():
-		b.t.Fatalf("baresip %s: no response: %v\n%s", cmd, ctx.Err(), b.out)
+		p.t.Fatalf("baresip %s: no response: %v\n%s", cmd, ctx.Err(), p.out)
 		return nil
 	}
 }
 
-// waitEvent waits for an event of the given type (CALL_ESTABLISHED,
-// CALL_CLOSED, ...) and returns it.
-func (b *baresip) waitEvent(ctx context.Context, typ string) map[string]any {
-	b.t.Helper()
+// WaitEvent waits for the first event of the given type (CALL_RINGING,
+// CALL_ESTABLISHED, CALL_CLOSED, ...) and returns it; none before ctx ends
+// fails the test.
+func (p *Phone) WaitEvent(ctx context.Context, typ string) map[string]any {
+	p.t.Helper()
 	seen := 0
 	for {
-		b.mu.Lock()
-		for ; seen < len(b.events); seen++ {
-			if b.events[seen]["type"] == typ {
-				e := b.events[seen]
-				b.mu.Unlock()
+		p.mu.Lock()
+		for ; seen < len(p.events); seen++ {
+			if p.events[seen]["type"] == typ {
+				e := p.events[seen]
+				p.mu.Unlock()
 				return e
 			}
 		}
-		b.mu.Unlock()
+		p.mu.Unlock()
 		select {
-		case <-b.notify:
+		case <-p.notify:
 		case <-ctx.Done():
-			b.t.Fatalf("baresip: no %s event: %v\nevents: %v\n%s", typ, ctx.Err(), b.eventTypes(), b.out)
+			p.t.Fatalf("baresip: no %s event: %v\nevents: %v\n%s", typ, ctx.Err(), p.Events(), p.out)
 			return nil
 		}
 	}
 }
 
-func (b *baresip) eventTypes() []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+// Events lists the events so far, as "TYPE param".
+func (p *Phone) Events() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	var out []string
-	for _, e := range b.events {
+	for _, e := range p.events {
 		out = append(out, fmt.Sprint(e["type"], " ", e["param"]))
 	}
 	return out
 }
 
-// recording reads the WAV sndfile wrote of the audio baresip received.
-func (b *baresip) recording(ctx context.Context) *wav.Audio {
-	b.t.Helper()
+// Recording reads the WAV sndfile wrote of the audio the phone received
+// (once it holds samples); none before ctx ends fails the test.
+func (p *Phone) Recording(ctx context.Context) *wav.Audio {
+	p.t.Helper()
 	for {
-		files, _ := filepath.Glob(filepath.Join(b.dir, "rec", "*-dec.wav"))
+		files, _ := filepath.Glob(filepath.Join(p.dir, "rec", "*-dec.wav"))
 		if len(files) == 1 {
 			if a, err := wav.ReadFile(files[0]); err == nil && len(a.Samples) > 0 {
 				return a
@@ -317,14 +329,15 @@ func (b *baresip) recording(ctx context.Context) *wav.Audio {
 		}
 		select {
 		case <-ctx.Done():
-			b.t.Fatalf("baresip recorded nothing (files %v): %v", files, ctx.Err())
+			p.t.Fatalf("baresip recorded nothing (files %v): %v", files, ctx.Err())
 			return nil
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
 
-func rms(pcm []int16) float64 {
+// RMS is the root mean square of pcm (0 when empty).
+func RMS(pcm []int16) float64 {
 	if len(pcm) == 0 {
 		return 0
 	}
@@ -333,4 +346,16 @@ func rms(pcm []int16) float64 {
 		sum += float64(s) * float64(s)
 	}
 	return math.Sqrt(sum / float64(len(pcm)))
+}
+
+// Loud is how long pcm (8 kHz) has 20 ms windows whose RMS is over min.
+func Loud(pcm []int16, min float64) time.Duration {
+	const window = 160
+	var n int
+	for i := 0; i+window <= len(pcm); i += window {
+		if RMS(pcm[i:i+window]) > min {
+			n++
+		}
+	}
+	return time.Duration(n) * 20 * time.Millisecond
 }
