@@ -119,6 +119,11 @@ func newCall(s *Server, req *sipmsg.Request, dtx *sipgo.DialogServerSession, tx 
 		tenant = req.Recipient.User
 	case TenantFromUser:
 		tenant = entry.Tenant
+	case TenantFromUserOrRequestURI:
+		tenant = entry.Tenant
+		if tenant == "" {
+			tenant = req.Recipient.User
+		}
 	case TenantFromHeader:
 		if h := req.GetHeader(s.cfg.TenantHeader); h != nil {
 			tenant = h.Value()

@@ -136,7 +136,16 @@ func TestDialBargeIn(t *testing.T) {
 // TestDialRefusals: what Dial reports when the server refuses, and what
 // the handler sees.
 func TestDialRefusals(t *testing.T) {
-	auth := &Auth{Realm: "frontdoor", Users: map[string]User{"alice": {Password: "secret", Tenant: "acme"}}}
+	auth := &Auth{Realm: "frontdoor", Users: map[string]User{"alice": {Password: "secret", Tenant: "acme"},
+		"bob": {Password: "bobpw", Tenant: "globex"}, "trunk": {Password: "trunkpw"}}}
+	tenantIs := func(want string) func(context.Context, *Call) error {
+		return func(ctx context.Context, c *Call) error {
+			if c.Tenant != want {
+				return fmt.Errorf("tenant %q, want %q", c.Tenant, want)
+			}
+			return c.Reject(603, "Decline")
+		}
+	}
 	tests := []struct {
 		name    string
 		cfg     Config
@@ -179,6 +188,10 @@ func TestDialRefusals(t *testing.T) {
 				}
 				return c.Reject(603, "Decline")
 			}, "603", ErrRejected},
+		{"pinned user names its tenant", Config{Auth: auth, Tenant: TenantFromUserOrRequestURI},
+			DialConfig{Username: "bob", Password: "bobpw"}, tenantIs("globex"), "603", ErrRejected},
+		{"trunk user dials the tenant", Config{Auth: auth, Tenant: TenantFromUserOrRequestURI},
+			DialConfig{Username: "trunk", Password: "trunkpw"}, tenantIs("acme"), "603", ErrRejected},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
