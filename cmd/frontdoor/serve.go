@@ -24,6 +24,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/offer"
 	"github.com/frontdoorhq/frontdoor/session/server"
+	"github.com/frontdoorhq/frontdoor/session/telephony"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/web"
 )
@@ -242,13 +243,16 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := set.gateway.apply(&sc, os.LookupEnv); err != nil {
 		return err
 	}
+	if sc.Twilio.Prompts == nil { // one rendering of each prompt for every phone endpoint
+		sc.Twilio.Prompts = telephony.NewPromptCache()
+	}
 	srv, err := server.New(sc)
 	if err != nil {
 		return err
 	}
 	srv.AddView("callback", svc.View(fallback.KindCallback))
 	srv.AddView("handoff", svc.View(fallback.KindHandoff))
-	sipSrv, err := set.sip.start(ctx, srv.Engine, log)
+	sipSrv, err := set.sip.start(ctx, srv.Engine, sc.Twilio.Prompts, log)
 	if err != nil {
 		return err
 	}

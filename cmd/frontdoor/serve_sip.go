@@ -29,7 +29,7 @@ type sipSettings struct {
 func sipFlags(fs *flag.FlagSet) *sipSettings {
 	s := &sipSettings{}
 	fs.StringVar(&s.listen, "sip-listen", "", "answer SIP calls on this address, UDP and TCP (host:port, e.g. 127.0.0.1:5060; empty: no SIP)")
-	fs.StringVar(&s.authFile, "sip-auth-file", "", "digest-authenticate SIP callers against this file: a realm line, then one \"user password [tenant]\" line per caller")
+	fs.StringVar(&s.authFile, "sip-auth-file", "", "digest-authenticate SIP callers against this file: a \"realm NAME\" line, then one \"user password [tenant]\" line per caller (a user without a tenant names it in the request URI)")
 	fs.StringVar(&s.mediaIP, "sip-media-ip", "", "the address SIP calls' RTP is received on and the SDP answer names (default: the -sip-listen host, which must then be specific)")
 	return s
 }
@@ -158,12 +158,14 @@ func (s *sipSettings) config(log *slog.Logger) (cfg sip.Config, ok bool, err err
 // start serves SIP calls on the engine until the returned server is
 // closed (nil without -sip-listen). ctx bounds only the start: a drain
 // lets SIP calls in progress go on like every other call.
-func (s *sipSettings) start(ctx context.Context, e *session.Engine, log *slog.Logger) (*sip.Server, error) {
+// prompts is the rendered prompt audio the SIP calls share with the other
+// telephony endpoints (sc's).
+func (s *sipSettings) start(ctx context.Context, e *session.Engine, prompts *telephony.PromptCache, log *slog.Logger) (*sip.Server, error) {
 	cfg, ok, err := s.config(log)
 	if !ok || err != nil {
 		return nil, err
 	}
-	cfg.Handler = telephony.NewSIPHandler(e, telephony.SIPConfig{Logger: log})
+	cfg.Handler = telephony.NewSIPHandler(e, telephony.SIPConfig{Logger: log, Prompts: prompts})
 	srv, err := sip.Listen(context.WithoutCancel(ctx), s.listen, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("-sip-listen %s: %w", s.listen, err)

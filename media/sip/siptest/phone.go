@@ -50,6 +50,10 @@ type Options struct {
 	User     string // the account's user name (From); default alice
 	Password string // auth_pass, answered to a digest challenge
 	Source   string // WAV file (8 kHz mono) sent as the caller's audio
+	// Length is how long the phone sends audio: Source padded with
+	// silence to it (default 60 s). baresip hangs up when its audio
+	// source ends, so a call cannot outlast it.
+	Length time.Duration
 }
 
 type lockedBuffer struct {
@@ -136,6 +140,10 @@ func try(t testing.TB, bin string, o Options) (*Phone, error) {
 	if err := os.Mkdir(rec, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	source, err := padded(o.Source, o.Length, filepath.Join(dir, "source.wav"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	sipPort, ctrlPort := freePort(t), freePort(t)
 	for ctrlPort >= sipPort-1 && ctrlPort <= sipPort+1 {
 		ctrlPort = freePort(t)
@@ -146,7 +154,7 @@ func try(t testing.TB, bin string, o Options) (*Phone, error) {
 		"net_interface 127.0.0.1",
 		"audio_player alsa,null",
 		"audio_alert alsa,null",
-		"audio_source aufile," + o.Source,
+		"audio_source aufile," + source,
 		"ausrc_srate 8000",
 		"auplay_srate 8000",
 		"ausrc_channels 1",
@@ -201,6 +209,25 @@ func try(t testing.TB, bin string, o Options) (*Phone, error) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// padded writes the WAV at src, padded with silence to length (default
+// 60 s), to dst and returns dst.
+func padded(src string, length time.Duration, dst string) (string, error) {
+	a, err := wav.ReadFile(src)
+	if err != nil {
+		return "", fmt.Errorf("siptest: source: %w", err)
+	}
+	if length <= 0 {
+		length = time.Minute
+	}
+	if n := int(int64(a.SampleRate)*int64(length)/int64(time.Second)) * max(a.Channels, 1); n > len(a.Samples) {
+		a.Samples = append(a.Samples, make([]int16, n-len(a.Samples))...)
+	}
+	if err := wav.WriteFile(dst, a); err != nil {
+		return "", fmt.Errorf("siptest: source: %w", err)
+	}
+	return dst, nil
 }
 
 func (p *Phone) kill() {
