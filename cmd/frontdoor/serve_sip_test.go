@@ -222,7 +222,9 @@ func TestServeSIPBaresip(t *testing.T) {
 		t.Fatalf("keypad outcome %v", out)
 	}
 	refused.WaitEvent(ctx, "CALL_CLOSED") // the server's BYE, after the outcome was said
-	var list struct{ Callbacks []struct{ Ticket, Number, Status string } }
+	var list struct {
+		Callbacks []struct{ Ticket, Number, Status string }
+	}
 	getJSON(t, p.url("/v1/callbacks"), &list)
 	cbs := list.Callbacks
 	if len(cbs) != 1 || cbs[0].Ticket != out["ticket"] || cbs[0].Status != "pending" {
