@@ -221,3 +221,36 @@ func TestSIPMediaTimeout(t *testing.T) {
 	}
 	waitFor(t, "the lease released", func() bool { return r.stage("session").Leased == 0 && r.srv.Calls() == 0 })
 }
+
+// TestSIPTenant: with digest authentication, a user pinned to a tenant
+// calls as that tenant whatever the request URI says, and a trunk user
+// names it in the request URI; the caller's number is its From user.
+func TestSIPTenant(t *testing.T) {
+	logs := &logRecords{}
+	r := newRig(t, func(c *session.Config, _ *stub.Settings) { c.Logger = slog.New(logs) })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	auth := &sip.Auth{Realm: "frontdoor", Users: map[string]sip.User{
+		"bob": {Password: "bobpw", Tenant: "globex"}, "trunk": {Password: "trunkpw"}}}
+	s := sipServer(t, r.srv, sip.Config{Auth: auth, Tenant: sip.TenantFromUserOrRequestURI}, SIPConfig{Logger: slog.New(logs)})
+	for i, tc := range []struct{ user, password, want string }{
+		{"bob", "bobpw", "globex"},
+		{"trunk", "trunkpw", "acme"},
+	} {
+		c := dialSIP(ctx, t, s, "acme", sip.DialConfig{Username: tc.user, Password: tc.password})
+		waitFor(t, "the call answered", func() bool { return len(logs.find("sip: call answered")) == i+1 })
+		if got := logs.find("sip: call answered")[i]; got["tenant"] != tc.want || got["user"] != tc.user {
+			t.Errorf("%s: answered %v, want tenant %s", tc.user, got, tc.want)
+		}
+		if err := c.Hangup(ctx); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the call ended", func() bool { return r.srv.Calls() == 0 && r.stage("session").Leased == 0 })
+	}
+	if _, err := sip.Dial(ctx, fmt.Sprintf("sip:acme@%s", s.Addr()), sip.DialConfig{Username: "bob", Password: "guess"}); !errors.Is(err, sip.ErrRefused) {
+		t.Errorf("a wrong password: %v, want refused (403)", err)
+	}
+	if n := r.stage("session").Ledger.Offered; n != 2 {
+		t.Errorf("the session stage was offered %d calls, want the 2 authenticated", n)
+	}
+}
