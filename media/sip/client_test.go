@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -279,5 +280,25 @@ func TestDialCancel(t *testing.T) {
 	}
 	if err := <-errc; err == nil {
 		t.Error("Dial succeeded after its cancel")
+	}
+}
+
+// TestDialNoAnswer: a Dial to a server that answers nothing (not even 100
+// Trying, so no CANCEL may be sent) gives up when its ctx ends, not when
+// the INVITE transaction times out 32 s later.
+func TestDialNoAnswer(t *testing.T) {
+	mute, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mute.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	out, err := Dial(ctx, fmt.Sprintf("sip:acme@%s", mute.LocalAddr()), DialConfig{})
+	if err == nil {
+		out.Close()
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Dial: %v, want the ctx's deadline", err)
 	}
 }

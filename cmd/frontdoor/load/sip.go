@@ -44,9 +44,6 @@ const sipSpurtGap = 200 * time.Millisecond
 // line is never empty, as a phone's microphone never is.
 const sipLead = 40 * time.Millisecond
 
-// errServerHangup is a call the server ended (its BYE).
-var errServerHangup = errors.New("load: the server hung up (BYE)")
-
 // sipWire is what the conversation sends besides audio: nothing for a
 // mark (SIP has none), a BYE for stop.
 type sipWire struct{ c *sipCaller }
