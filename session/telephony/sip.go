@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/media/gateway"
 	"github.com/frontdoorhq/frontdoor/media/sip"
@@ -76,10 +77,27 @@ func (h *SIPHandler) ServeSIP(ctx context.Context, c *sip.Call) {
 	st := lineStart{name: "sip", protocol: "sip", params: map[string]string{callerParam: c.From.User}, format: format}
 	t := newPhoneCall(h.e, l, st, h.prompts, log)
 	log.Info("sip: call answered", "tenant", c.Tenant, "user", c.User, "codec", m.Codec().Name, "media", m.String())
-	h.e.Run(session.WithCaller(ctx, session.Caller{Tenant: c.Tenant}), t, t.capabilities())
+	h.e.Run(session.WithCaller(ctx, session.Caller{Tenant: c.Tenant}), t, sipCapabilities(t.capabilities()))
 	t.wait()
 	l.wait()
 	log.Info("sip: call ended", "err", c.Err())
+}
+
+// sipCapabilities are a phone call's, without a handoff on the keypad:
+// frontdoor cannot transfer a SIP call to the person who takes it (it
+// sends no REFER), so a refused SIP caller is offered a callback alone.
+func sipCapabilities(caps session.Capabilities) session.Capabilities {
+	keypad := caps.Keypad
+	caps.Keypad = func(offered []string) []string {
+		kinds := make([]string, 0, len(offered))
+		for _, k := range offered {
+			if k != string(fallback.KindHandoff) {
+				kinds = append(kinds, k)
+			}
+		}
+		return keypad(kinds)
+	}
+	return caps
 }
 
 // errNoMedia ends a call whose caller has sent no RTP for the media
@@ -181,7 +199,8 @@ func (l *sipLine) lead() time.Duration       { return pcmu.Lead } // 20 ms frame
 func (l *sipLine) played(utt string) bool    { return l.track.Progress(utt).Done }
 
 // hangup sends the BYE (bounded by media/sip: 5 s for its answer); a call
-// the caller ended is not hung up again.
+// the caller ended is not hung up again. There is no transfer: the keypad
+// offers no handoff (sipCapabilities).
 func (l *sipLine) hangup(session.CloseStatus, string, bool) {
 	_ = l.call.Hangup(context.Background())
 }

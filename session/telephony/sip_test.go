@@ -152,8 +152,8 @@ func TestSIPCall(t *testing.T) {
 }
 
 // TestSIPRefusedCallback: with the session stage full, a SIP caller is
-// answered, hears the refusal prompt and the keypad menu, presses 1 by RFC
-// 4733 and is booked a callback to its own number (the From user), hears
+// answered, hears the refusal prompt and the keypad menu (a callback only:
+// no handoff, which would need a transfer), presses 1 by RFC 4733 and is booked a callback to its own number (the From user), hears
 // the outcome and is hung up (BYE); a caller that hangs up while it waits
 // (before the stage decides) leaves nothing held.
 func TestSIPRefusedCallback(t *testing.T) {
@@ -163,6 +163,9 @@ func TestSIPRefusedCallback(t *testing.T) {
 	s := sipServer(t, k.srv, sip.Config{}, SIPConfig{Logger: slog.New(k.logs)})
 	c := dialSIP(ctx, t, s, "acme", sip.DialConfig{From: "+15550100"})
 	waitFor(t, "the keypad menu", func() bool { return len(k.logs.find("sip: keypad menu")) > 0 })
+	if m := k.logs.find("sip: keypad menu")[0]; m["callback"] != true || m["handoff"] != false {
+		t.Errorf("menu %v: want a callback alone (a SIP call cannot be transferred to a person)", m)
+	}
 	if err := c.SendDigit(ctx, '1', 0); err != nil {
 		t.Fatal(err)
 	}
