@@ -66,7 +66,7 @@ var serveFlagGroup = map[string]string{
 var serveFlagPrefixes = []struct{ prefix, group string }{
 	{"tenant-", "listen"},
 	{"callback-", "fallback"}, {"handoff-", "fallback"},
-	{"twilio-", "telephony"}, {"webrtc-", "telephony"},
+	{"twilio-", "telephony"}, {"webrtc-", "telephony"}, {"sip-", "telephony"},
 	{"store", "fleet"},
 	{"otlp-", "observability"}, {"record-trace", "observability"},
 	{"stub-", "stubs"},

@@ -158,7 +158,7 @@ func TestErrorsNameFlags(t *testing.T) {
 		{"load", "-callers", "0"},
 		{"load", "-rate", "0"},
 		{"load", "-barge-in", "2"},
-		{"load", "-protocol", "sip"},
+		{"load", "-protocol", "pigeon"},
 		{"replay", "-slots", "0", "trace.jsonl"},
 		{"replay"},
 		{"callbacks"},

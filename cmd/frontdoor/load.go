@@ -55,13 +55,16 @@ func loadFlags(fs *flag.FlagSet) *loadSettings {
 	fs.BoolVar(&c.StreamAudio, "stream-audio", false, "callers send 20 ms frames of audio while on the line (-protocol native; Twilio callers always do)")
 	fs.StringVar(&c.Text, "text", "", "what each turn says (-protocol native)")
 	fs.StringVar((*string)(&c.Dialect), "protocol", string(load.Native),
-		"what the callers speak: native (GET /v1/session, text turns) or twilio (GET /v1/twilio as a Twilio Media Streams gateway: "+
+		"what the callers speak: native (GET /v1/session, text turns), twilio (GET /v1/twilio as a Twilio Media Streams gateway: "+
 			"20 ms µ-law media in real time, a turn is synthetic speech then silence, marks echoed once played, barge-in is speech over a reply; "+
-			"the server needs a recognizer)")
-	fs.DurationVar(&c.Utterance, "utterance", 800*time.Millisecond, "-protocol twilio: how long each turn's speech lasts")
-	fs.DurationVar(&c.Settle, "settle", 500*time.Millisecond, "-protocol twilio: a caller that hears nothing this long after start takes itself as admitted (the wire has no admission message)")
+			"the server needs a recognizer) or sip (real SIP calls to -sip-target with RTP both ways, talking as twilio callers do)")
+	fs.DurationVar(&c.Utterance, "utterance", 800*time.Millisecond, "-protocol twilio or sip: how long each turn's speech lasts")
+	fs.DurationVar(&c.Settle, "settle", 500*time.Millisecond, "-protocol twilio or sip: a caller that hears nothing this long after start takes itself as admitted (the wire has no admission message)")
 	fs.StringVar(&c.TwilioAuthToken, "twilio-auth-token", "", "-protocol twilio: sign each upgrade with X-Twilio-Signature using this auth token (the server's -twilio-auth-token; or FRONTDOOR_TWILIO_AUTH_TOKEN)")
 	fs.StringVar(&c.TwilioURL, "twilio-url", "", "-protocol twilio: the stream URL the signature covers, as the server's -twilio-public-url (default: the ws:// URL dialed)")
+	fs.StringVar(&c.SIPTarget, "sip-target", "", "-protocol sip: the server's -sip-listen address, dialed as sip:load@ADDR (default: the -target host, port 5060)")
+	fs.StringVar(&c.SIPUser, "sip-user", "", "-protocol sip: the user name answered to a digest challenge (a user of the server's -sip-auth-file)")
+	fs.StringVar(&c.SIPPassword, "sip-password", "", "-protocol sip: its password (or FRONTDOOR_SIP_PASSWORD)")
 	fs.DurationVar(&c.Deadline, "deadline", 2*time.Second, "useful deadline: a turn is goodput if its first audio arrives within it")
 	fs.DurationVar(&c.Duration, "duration", time.Minute, fmt.Sprintf("the run ends by itself after this long (at most %v)", load.MaxDuration))
 	fs.Uint64Var(&c.Seed, "seed", 1, "seed of arrivals and caller choices")
@@ -105,6 +108,8 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	r, err := load.Run(ctx, s.cfg)
 	switch {
+	case errors.Is(err, load.ErrRemoteTarget) && strings.HasPrefix(err.Error(), "-sip-target"):
+		return usageError{fmt.Errorf("-sip-target %s is not a loopback address; add -allow-remote to load another host", s.cfg.SIPTarget)}
 	case errors.Is(err, load.ErrRemoteTarget):
 		return usageError{fmt.Errorf("-target %s is not a loopback address; add -allow-remote to load another host", s.cfg.Target)}
 	case errors.Is(err, load.ErrBadConfig): // its message names the flag

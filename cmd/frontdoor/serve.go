@@ -24,6 +24,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/offer"
 	"github.com/frontdoorhq/frontdoor/session/server"
+	"github.com/frontdoorhq/frontdoor/session/telephony"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/web"
 )
@@ -44,6 +45,7 @@ type serveSettings struct {
 	guard                            *guardWiring
 	media                            *mediaSettings // serve_media.go
 	gateway                          *gatewayOpts   // serve_gateway.go
+	sip                              *sipSettings   // serve_sip.go
 	trace                            *traceSettings // serve_trace.go
 	otlp                             *otlpSettings  // serve_otel.go
 }
@@ -70,6 +72,7 @@ func serveFlags(fs *flag.FlagSet) *serveSettings {
 	s.guard = newGuardWiring(fs)
 	s.store = storeFlags(fs) // -store and its settings: serve_store.go
 	s.media = mediaFlags(fs) // -twilio-*, -webrtc-*: serve_media.go
+	s.sip = sipFlags(fs)     // -sip-*: serve_sip.go
 	s.trace = traceFlags(fs) // -record-trace: serve_trace.go
 	s.otlp = otlpFlags(fs)   // -otlp-*: serve_otel.go
 	fs.Var(&s.policy, "policy", "admission policy of every stage: frontdoor, or a baseline kept only to be measured against it (unbounded, semaphore, release-on-cancel)")
@@ -240,12 +243,20 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := set.gateway.apply(&sc, os.LookupEnv); err != nil {
 		return err
 	}
+	if sc.Twilio.Prompts == nil { // one rendering of each prompt for every phone endpoint
+		sc.Twilio.Prompts = telephony.NewPromptCache()
+	}
 	srv, err := server.New(sc)
 	if err != nil {
 		return err
 	}
 	srv.AddView("callback", svc.View(fallback.KindCallback))
 	srv.AddView("handoff", svc.View(fallback.KindHandoff))
+	sipSrv, err := set.sip.start(ctx, srv.Engine, sc.Twilio.Prompts, log)
+	if err != nil {
+		return err
+	}
+	defer closeSIP(sipSrv)
 	hs, served, err := set.guard.serve(ln, srv, reg, log)
 	if err != nil {
 		return err
@@ -279,7 +290,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// backend that never confirms cleanup (-stub-hang) cannot hold the exit.
 	_ = be.Close()
 	closed := make(chan struct{})
-	go func() { srv.Close(); close(closed) }()
+	go func() { closeSIP(sipSrv); srv.Close(); close(closed) }()
 	select {
 	case <-closed:
 		offers.Wait()

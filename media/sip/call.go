@@ -92,6 +92,10 @@ const (
 
 var tenantPattern = regexp.MustCompile(`^[A-Za-z0-9+._-]{1,64}$`)
 
+// ValidTenant reports whether s can be a call's Tenant: 1-64 characters of
+// letters, digits, '+', '.', '_' and '-'.
+func ValidTenant(s string) bool { return tenantPattern.MatchString(s) }
+
 func newCall(s *Server, req *sipmsg.Request, dtx *sipgo.DialogServerSession, tx sipmsg.ServerTransaction, user string, entry User) *Call {
 	c := &Call{
 		RequestURI: req.Recipient.String(),
@@ -119,12 +123,17 @@ func newCall(s *Server, req *sipmsg.Request, dtx *sipgo.DialogServerSession, tx 
 		tenant = req.Recipient.User
 	case TenantFromUser:
 		tenant = entry.Tenant
+	case TenantFromUserOrRequestURI:
+		tenant = entry.Tenant
+		if tenant == "" {
+			tenant = req.Recipient.User
+		}
 	case TenantFromHeader:
 		if h := req.GetHeader(s.cfg.TenantHeader); h != nil {
 			tenant = h.Value()
 		}
 	}
-	if tenantPattern.MatchString(tenant) {
+	if ValidTenant(tenant) {
 		c.Tenant = tenant
 	}
 	c.ctx, c.stop = context.WithCancel(s.ctx)

@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/emiago/sipgo"
 	sipmsg "github.com/emiago/sipgo/sip"
@@ -145,6 +146,10 @@ func Dial(ctx context.Context, uri string, cfg DialConfig) (*Outgoing, error) {
 	return o, nil
 }
 
+// cancelGrace bounds the wait for a provisional response once a Dial's
+// ctx has ended (2·T1).
+var cancelGrace = 2 * sipmsg.T1
+
 // ErrRefused reports a call that got a final failure response; the error
 // names the status.
 var ErrRefused = errors.New("sip: call refused")
@@ -175,10 +180,40 @@ func (o *Outgoing) invite(ctx context.Context, dlgUA *sipgo.DialogUA, target sip
 	if h := req.CallID(); h != nil {
 		o.CallID = h.Value()
 	}
-	if err := d.WaitAnswer(ctx, sipgo.AnswerOptions{Username: cfg.Username, Password: cfg.Password}); err != nil {
+	// A ctx that ends sends CANCEL, which RFC 3261 allows only once a
+	// provisional response came; sipgo then waits for one as long as the
+	// INVITE transaction lasts (32 s). So a Dial whose ctx ends waits for
+	// a provisional response at most cancelGrace more, and otherwise
+	// gives up without a CANCEL: the far end has answered nothing.
+	provisional := make(chan struct{})
+	var once sync.Once
+	wctx, stop := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer stop(nil)
+	unwatch := context.AfterFunc(ctx, func() {
+		t := time.NewTimer(cancelGrace)
+		defer t.Stop()
+		select {
+		case <-provisional:
+			stop(ctx.Err())
+		case <-t.C:
+			stop(sipgo.WaitAnswerForceCancelErr)
+		}
+	})
+	defer unwatch()
+	err = d.WaitAnswer(wctx, sipgo.AnswerOptions{Username: cfg.Username, Password: cfg.Password,
+		OnResponse: func(res *sipmsg.Response) error {
+			if res.IsProvisional() {
+				once.Do(func() { close(provisional) })
+			}
+			return nil
+		}})
+	if err != nil {
 		var refused *sipgo.ErrDialogResponse
 		if errors.As(err, &refused) {
 			return fmt.Errorf("%w: %d %s", ErrRefused, refused.Res.StatusCode, refused.Res.Reason)
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("sip: invite: %w", ctx.Err())
 		}
 		return fmt.Errorf("sip: invite: %w", err)
 	}

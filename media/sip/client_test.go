@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/media/g711"
+
+	"github.com/frontdoorhq/frontdoor/media/sip/siptest"
 )
 
 func constant(v int16, d time.Duration) []int16 {
@@ -48,7 +51,7 @@ func TestDialBargeIn(t *testing.T) {
 		for r.digit == 0 {
 			select {
 			case f := <-m.Frames():
-				if rms(f.PCM) > 1000 {
+				if siptest.RMS(f.PCM) > 1000 {
 					r.voiced++
 				}
 			case r.digit = <-m.Digits():
@@ -134,7 +137,16 @@ func TestDialBargeIn(t *testing.T) {
 // TestDialRefusals: what Dial reports when the server refuses, and what
 // the handler sees.
 func TestDialRefusals(t *testing.T) {
-	auth := &Auth{Realm: "frontdoor", Users: map[string]User{"alice": {Password: "secret", Tenant: "acme"}}}
+	auth := &Auth{Realm: "frontdoor", Users: map[string]User{"alice": {Password: "secret", Tenant: "acme"},
+		"bob": {Password: "bobpw", Tenant: "globex"}, "trunk": {Password: "trunkpw"}}}
+	tenantIs := func(want string) func(context.Context, *Call) error {
+		return func(ctx context.Context, c *Call) error {
+			if c.Tenant != want {
+				return fmt.Errorf("tenant %q, want %q", c.Tenant, want)
+			}
+			return c.Reject(603, "Decline")
+		}
+	}
 	tests := []struct {
 		name    string
 		cfg     Config
@@ -177,6 +189,10 @@ func TestDialRefusals(t *testing.T) {
 				}
 				return c.Reject(603, "Decline")
 			}, "603", ErrRejected},
+		{"pinned user names its tenant", Config{Auth: auth, Tenant: TenantFromUserOrRequestURI},
+			DialConfig{Username: "bob", Password: "bobpw"}, tenantIs("globex"), "603", ErrRejected},
+		{"trunk user dials the tenant", Config{Auth: auth, Tenant: TenantFromUserOrRequestURI},
+			DialConfig{Username: "trunk", Password: "trunkpw"}, tenantIs("acme"), "603", ErrRejected},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -264,5 +280,25 @@ func TestDialCancel(t *testing.T) {
 	}
 	if err := <-errc; err == nil {
 		t.Error("Dial succeeded after its cancel")
+	}
+}
+
+// TestDialNoAnswer: a Dial to a server that answers nothing (not even 100
+// Trying, so no CANCEL may be sent) gives up when its ctx ends, not when
+// the INVITE transaction times out 32 s later.
+func TestDialNoAnswer(t *testing.T) {
+	mute, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mute.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	out, err := Dial(ctx, fmt.Sprintf("sip:acme@%s", mute.LocalAddr()), DialConfig{})
+	if err == nil {
+		out.Close()
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Dial: %v, want the ctx's deadline", err)
 	}
 }

@@ -10,10 +10,12 @@
 // PCMU or PCMA from the caller's SDP offer (and RFC 4733 telephone-event
 // when offered) and returns the call's Media: received 20 ms frames, decoded
 // to PCM, on Media.Frames; DTMF digits, one per key press, on Media.Digits;
-// outbound audio queued with WritePCM or WriteMulaw and sent in real time,
+// outbound audio queued with Write (in the call's codec), WritePCM or
+// WriteMulaw and sent in real time,
 // one 20 ms packet at a time with consecutive sequence numbers, timestamps
 // that follow the sample clock and one SSRC; Media.Clear drops what is
-// queued at once (barge-in) and Media.Drain waits for it to be sent. A BYE
+// queued at once (barge-in) and Media.Drain waits for it to be sent
+// (Media.Flush says so on a channel instead of waiting). A BYE
 // or a CANCEL from the caller ends the call (Call.Done, Call.Err);
 // Call.Hangup sends BYE; Call.Reject refuses a call still ringing.
 //

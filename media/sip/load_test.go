@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/frontdoorhq/frontdoor/media/sip/siptest"
 )
 
 // TestConcurrentCalls places 20 calls at once through Dial, each with 1 s
@@ -27,7 +29,7 @@ func TestConcurrentCalls(t *testing.T) {
 		_ = m.WritePCM(constant(3000, time.Second))
 		got := 0
 		for f := range m.Frames() {
-			if rms(f.PCM) > 1000 {
+			if siptest.RMS(f.PCM) > 1000 {
 				got++
 			}
 			if got == 50 {
@@ -62,7 +64,7 @@ func TestConcurrentCalls(t *testing.T) {
 			}
 			got := 0
 			for f := range out.Frames() {
-				if rms(f.PCM) > 1000 {
+				if siptest.RMS(f.PCM) > 1000 {
 					got++
 				}
 			}

@@ -205,6 +205,15 @@ func (m *Media) WritePCM(pcm []int16) error {
 	return m.pacer.Write(b)
 }
 
+// Write queues 8 kHz audio already in the call's Codec (µ-law for PCMU,
+// A-law for PCMA), as WritePCM does.
+func (m *Media) Write(b []byte) error {
+	if m.ended() {
+		return ErrEnded
+	}
+	return m.pacer.Write(b)
+}
+
 // WriteMulaw queues 8 kHz µ-law audio, transcoded when the call carries PCMA.
 func (m *Media) WriteMulaw(ulaw []byte) error {
 	if m.ended() {
@@ -247,16 +256,7 @@ func (m *Media) Clear() time.Duration {
 // has all been sent, or cleared. Sent is not yet played: a phone's jitter
 // buffer adds some 20-100 ms. It returns ErrEnded if the call ends first.
 func (m *Media) Drain(ctx context.Context) error {
-	m.drainMu.Lock()
-	m.drainN++
-	name := strconv.FormatUint(m.drainN, 10)
-	ch := make(chan struct{})
-	m.drains[name] = ch
-	m.drainMu.Unlock()
-	if m.ended() {
-		return ErrEnded
-	}
-	m.pacer.Mark(name)
+	ch, name := m.flush()
 	select {
 	case <-ch:
 		if m.ended() {
@@ -271,6 +271,30 @@ func (m *Media) Drain(ctx context.Context) error {
 		m.drainMu.Unlock()
 		return ctx.Err()
 	}
+}
+
+// Flush is Drain without the wait: it pads the audio queued so far to a
+// whole frame and returns a channel that is closed once that audio has
+// all been sent, or cleared, or the call has ended.
+func (m *Media) Flush() <-chan struct{} {
+	ch, _ := m.flush()
+	return ch
+}
+
+func (m *Media) flush() (<-chan struct{}, string) {
+	m.drainMu.Lock()
+	m.drainN++
+	name := strconv.FormatUint(m.drainN, 10)
+	ch := make(chan struct{})
+	if m.ended() { // close may have closed the others already
+		m.drainMu.Unlock()
+		close(ch)
+		return ch, name
+	}
+	m.drains[name] = ch
+	m.drainMu.Unlock()
+	m.pacer.Mark(name)
+	return ch, name
 }
 
 // emit sends one paced event: an audio packet, or a Drain's mark.

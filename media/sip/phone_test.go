@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/frontdoorhq/frontdoor/media/sip/siptest"
 )
 
 // speech is the caller's audio baresip sends: espeak-ng saying "hello"
@@ -74,7 +76,7 @@ func TestBaresipCall(t *testing.T) {
 							continue
 						}
 						h.frames++
-						if rms(f.PCM) > 300 {
+						if siptest.RMS(f.PCM) > 300 {
 							h.voiced++
 						}
 					case d, ok := <-digits:
@@ -88,23 +90,23 @@ func TestBaresipCall(t *testing.T) {
 				<-c.Done()
 				h.err, h.stats = c.Err(), m.Stats()
 			})})
-			phone := startBaresip(t, baresipOptions{Source: speech})
+			phone := siptest.Start(t, siptest.Options{Source: speech})
 			uri := fmt.Sprintf("sip:acme@%s", s.Addr())
 			if transport == "tcp" {
 				uri += ";transport=tcp"
 			}
-			phone.command(ctx, "dial", uri)
-			phone.waitEvent(ctx, "CALL_ESTABLISHED")
+			phone.Command(ctx, "dial", uri)
+			phone.WaitEvent(ctx, "CALL_ESTABLISHED")
 			c := <-started
 			if c.Tenant != "acme" || c.From.User != "alice" || c.Transport != map[string]string{"udp": "UDP", "tcp": "TCP"}[transport] || c.CallID == "" {
 				t.Errorf("call: tenant %q from %q transport %q call-id %q", c.Tenant, c.From.User, c.Transport, c.CallID)
 			}
 			// The tone takes 1 s; the speech is 4 s long: press 1 within it.
 			time.Sleep(1500 * time.Millisecond)
-			phone.command(ctx, "sndcode", "1")
+			phone.Command(ctx, "sndcode", "1")
 			time.Sleep(500 * time.Millisecond)
-			phone.command(ctx, "hangup", "")
-			phone.waitEvent(ctx, "CALL_CLOSED")
+			phone.Command(ctx, "hangup", "")
+			phone.WaitEvent(ctx, "CALL_CLOSED")
 			var h heard
 			select {
 			case h = <-got:
@@ -125,25 +127,14 @@ func TestBaresipCall(t *testing.T) {
 			}
 			t.Logf("received %d frames (%d voiced), sent %d packets; pacing lateness p50 %v p99 %v max %v",
 				h.frames, h.voiced, h.stats.PacketsOut, h.stats.Pace.P50, h.stats.Pace.P99, h.stats.Pace.Max)
-			rec := phone.recording(ctx)
-			loud := loudWindows(rec.Samples, 2000)
+			rec := phone.Recording(ctx)
+			loud := siptest.Loud(rec.Samples, 2000)
 			if loud < 500*time.Millisecond {
 				t.Errorf("the phone recorded %v of tone (RMS over 2000), want 500ms or more of the 1 s sent", loud)
 			}
 			t.Logf("the phone recorded %v, %v of it tone", rec.Duration(), loud)
 		})
 	}
-}
-
-// loudWindows is how long pcm (8 kHz) has 20 ms windows with RMS over min.
-func loudWindows(pcm []int16, min float64) time.Duration {
-	var n int
-	for i := 0; i+frameSamples <= len(pcm); i += frameSamples {
-		if rms(pcm[i:i+frameSamples]) > min {
-			n++
-		}
-	}
-	return time.Duration(n) * framePeriod
 }
 
 // TestBaresipPromptThenHangup is what frontdoor does with a caller refused
@@ -169,15 +160,15 @@ func TestBaresipPromptThenHangup(t *testing.T) {
 		}
 		done <- err
 	})})
-	phone := startBaresip(t, baresipOptions{Source: speech})
-	phone.command(ctx, "dial", fmt.Sprintf("sip:acme@%s", s.Addr()))
-	phone.waitEvent(ctx, "CALL_ESTABLISHED")
-	closed := phone.waitEvent(ctx, "CALL_CLOSED")
+	phone := siptest.Start(t, siptest.Options{Source: speech})
+	phone.Command(ctx, "dial", fmt.Sprintf("sip:acme@%s", s.Addr()))
+	phone.WaitEvent(ctx, "CALL_ESTABLISHED")
+	closed := phone.WaitEvent(ctx, "CALL_CLOSED")
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	rec := phone.recording(ctx)
-	if loud := loudWindows(rec.Samples, 2000); loud < 400*time.Millisecond {
+	rec := phone.Recording(ctx)
+	if loud := siptest.Loud(rec.Samples, 2000); loud < 400*time.Millisecond {
 		t.Errorf("the phone heard %v of the 800 ms prompt before the BYE", loud)
 	}
 	t.Logf("phone: %v (%v)", closed["param"], rec.Duration())
@@ -208,19 +199,19 @@ func TestBaresipDigest(t *testing.T) {
 				}
 				<-ctx.Done()
 			})})
-			phone := startBaresip(t, baresipOptions{User: tt.user, Password: tt.password, Source: speech})
-			phone.command(ctx, "dial", fmt.Sprintf("sip:acme@%s", s.Addr()))
+			phone := siptest.Start(t, siptest.Options{User: tt.user, Password: tt.password, Source: speech})
+			phone.Command(ctx, "dial", fmt.Sprintf("sip:acme@%s", s.Addr()))
 			if tt.ok {
-				phone.waitEvent(ctx, "CALL_ESTABLISHED")
+				phone.WaitEvent(ctx, "CALL_ESTABLISHED")
 				c := <-calls
 				if c.User != "alice" || c.Tenant != "acme" {
 					t.Errorf("call of user %q, tenant %q", c.User, c.Tenant)
 				}
-				phone.command(ctx, "hangup", "")
+				phone.Command(ctx, "hangup", "")
 				<-c.Done()
 				return
 			}
-			closed := phone.waitEvent(ctx, "CALL_CLOSED")
+			closed := phone.WaitEvent(ctx, "CALL_CLOSED")
 			if p := fmt.Sprint(closed["param"]); !strings.Contains(p, "403") {
 				t.Errorf("call closed with %q, want 403", p)
 			}
@@ -245,16 +236,16 @@ func TestBaresipCancel(t *testing.T) {
 		}
 		<-ctx.Done()
 	})})
-	phone := startBaresip(t, baresipOptions{Source: speech})
-	phone.command(ctx, "dial", fmt.Sprintf("sip:acme@%s", s.Addr()))
+	phone := siptest.Start(t, siptest.Options{Source: speech})
+	phone.Command(ctx, "dial", fmt.Sprintf("sip:acme@%s", s.Addr()))
 	var c *Call
 	select {
 	case c = <-ringing:
 	case <-ctx.Done():
 		t.Fatal("no call")
 	}
-	phone.waitEvent(ctx, "CALL_RINGING")
-	phone.command(ctx, "hangup", "")
+	phone.WaitEvent(ctx, "CALL_RINGING")
+	phone.Command(ctx, "hangup", "")
 	select {
 	case <-c.Done():
 	case <-ctx.Done():
@@ -263,5 +254,5 @@ func TestBaresipCancel(t *testing.T) {
 	if !errors.Is(c.Err(), ErrCanceled) {
 		t.Errorf("call ended with %v, want ErrCanceled", c.Err())
 	}
-	phone.waitEvent(ctx, "CALL_CLOSED")
+	phone.WaitEvent(ctx, "CALL_CLOSED")
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/pion/rtp"
+
+	"github.com/frontdoorhq/frontdoor/media/sip/siptest"
 )
 
 // answering is a handler that answers, reports the call and waits for its end.
@@ -117,8 +119,8 @@ func TestBadRTP(t *testing.T) {
 	}
 	select {
 	case f := <-m.Frames():
-		if rms(f.PCM) < 5000 {
-			t.Errorf("frame RMS %.0f, want the 6000 sent", rms(f.PCM))
+		if siptest.RMS(f.PCM) < 5000 {
+			t.Errorf("frame RMS %.0f, want the 6000 sent", siptest.RMS(f.PCM))
 		}
 	case <-ctx.Done():
 		t.Fatal("no frame")

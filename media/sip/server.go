@@ -48,6 +48,11 @@ const (
 	// example X-Tenant set by a PBX); needs Auth, because a header from an
 	// unauthenticated caller could name any tenant.
 	TenantFromHeader
+	// TenantFromUserOrRequestURI takes the authenticated User's Tenant
+	// when it has one (the user is pinned to it), and otherwise the
+	// request URI's user part (a trunk trusted to dial any tenant);
+	// needs Auth.
+	TenantFromUserOrRequestURI
 )
 
 // Config configures a Server.
@@ -131,7 +136,7 @@ func Listen(ctx context.Context, addr string, cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Logger, active: map[string]*Call{}}
 	switch cfg.Tenant {
 	case TenantFromRequestURI:
-	case TenantFromUser, TenantFromHeader:
+	case TenantFromUser, TenantFromHeader, TenantFromUserOrRequestURI:
 		if cfg.Auth == nil {
 			return nil, fmt.Errorf("%w: the tenant from the user or a header needs Auth", ErrConfig)
 		}

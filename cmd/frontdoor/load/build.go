@@ -18,7 +18,7 @@ func buildReport(cfg Config, recs []*callerRec, start, ended time.Time) *Report 
 	if cfg.Arrival == Burst {
 		r.Config.BurstSize = cfg.BurstSize
 	}
-	if cfg.Dialect == Twilio {
+	if cfg.Dialect == Twilio || cfg.Dialect == SIP {
 		r.Config.Utterance, r.Config.Settle = Millis(cfg.Utterance), Millis(cfg.Settle)
 		r.Config.Signed = cfg.TwilioAuthToken != ""
 	}

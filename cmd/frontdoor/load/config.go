@@ -37,6 +37,10 @@ const (
 	// are media followed by a mark, which the caller echoes once played;
 	// a barge-in is speech over a reply, answered by clear.
 	Twilio Dialect = "twilio"
+	// SIP places real SIP calls to the server's -sip-listen address
+	// (Config.SIPTarget) with RTP both ways, and talks as a Twilio caller
+	// does (sipCaller says what it reads from the RTP instead of marks).
+	SIP Dialect = "sip"
 )
 
 // Limits of one run: a run is bounded in count and time.
@@ -116,6 +120,13 @@ type Config struct {
 	// TwilioURL is the stream URL the signature covers, exactly as the
 	// server's -twilio-public-url (zero: the ws:// URL dialed).
 	TwilioURL string
+	// SIPTarget is the server's SIP address (ip:port, its -sip-listen)
+	// that SIP callers dial as sip:load@SIPTarget (zero: the target's
+	// host, port 5060).
+	SIPTarget string
+	// SIPUser and SIPPassword answer the server's digest challenge (its
+	// -sip-auth-file), when set.
+	SIPUser, SIPPassword string
 
 	// Deadline is the useful deadline: a turn is goodput when its first
 	// audio reaches the caller within Deadline of sending it (0: 2s).
@@ -219,8 +230,8 @@ func (c Config) validate() error {
 		return bad("-hold %v: must not be negative", c.Hold)
 	case c.Patience < 0:
 		return bad("-patience %v: must not be negative", c.Patience)
-	case c.Dialect != Native && c.Dialect != Twilio:
-		return bad("-protocol %q: want %q or %q", c.Dialect, Native, Twilio)
+	case c.Dialect != Native && c.Dialect != Twilio && c.Dialect != SIP:
+		return bad("-protocol %q: want %q, %q or %q", c.Dialect, Native, Twilio, SIP)
 	case c.Utterance > MaxUtterance:
 		return bad("-utterance %v: want at most %v", c.Utterance, MaxUtterance)
 	case c.Arrival != Poisson && c.Arrival != Burst && c.Arrival != Steady:

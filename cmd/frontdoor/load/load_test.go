@@ -178,7 +178,7 @@ func TestConfigRefusesRemoteAndUnbounded(t *testing.T) {
 		{"too many", load.Config{Target: "127.0.0.1:1", Callers: load.MaxCallers + 1, Rate: 1}, load.ErrBadConfig},
 		{"too long", load.Config{Target: "127.0.0.1:1", Callers: 1, Rate: 1, Duration: 2 * load.MaxDuration}, load.ErrBadConfig},
 		{"no rate", load.Config{Target: "127.0.0.1:1", Callers: 1}, load.ErrBadConfig},
-		{"unknown protocol", load.Config{Target: "127.0.0.1:1", Callers: 1, Rate: 1, Dialect: "sip"}, load.ErrBadConfig},
+		{"unknown protocol", load.Config{Target: "127.0.0.1:1", Callers: 1, Rate: 1, Dialect: "pigeon"}, load.ErrBadConfig},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := load.Run(context.Background(), tc.cfg); !errors.Is(err, tc.want) {

@@ -62,7 +62,7 @@ func (r *Report) Summary() string {
 		fmt.Fprintf(&b, "barge-in: %d sent, %d interrupted, %d stale frames after interrupted; server last old write p99 <= %.3g ms\n",
 			r.BargeIn.Sent, r.BargeIn.Interrupted, r.BargeIn.StaleAfter, r.Server.BargeIn.P99Max)
 	}
-	if r.Config.Dialect == Twilio {
+	if r.Config.Dialect == Twilio || r.Config.Dialect == SIP {
 		r.twilioSummary(&b)
 	}
 	for _, w := range r.Warnings {

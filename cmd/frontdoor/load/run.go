@@ -29,6 +29,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	var sipTarget string
+	if cfg.Dialect == SIP {
+		if sipTarget, err = sipURI(cfg.sipAddr(base), cfg.AllowRemote); err != nil {
+			return nil, err
+		}
+	}
 	hc := cfg.HTTPClient
 	if hc == nil {
 		tr := &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: time.Second}
@@ -62,7 +68,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}()
 
 	var stream *streamer
-	if cfg.StreamAudio && cfg.Dialect != Twilio {
+	if cfg.StreamAudio && cfg.Dialect == Native {
 		stream = newStreamer()
 	}
 	sem := make(chan struct{}, cfg.MaxActive)
@@ -91,8 +97,11 @@ launch:
 		c := &caller{cfg: &cfg, ws: ws, hc: hc, rec: recs[i], stats: stats,
 			rnd: rand.New(rand.NewPCG(seeds[i], uint64(i))), stream: stream}
 		run := c.run
-		if cfg.Dialect == Twilio {
+		switch cfg.Dialect {
+		case Twilio:
 			run = (&twilioCaller{caller: c}).run
+		case SIP:
+			run = (&sipCaller{twilioCaller: &twilioCaller{caller: c}, uri: sipTarget}).run
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
@@ -119,7 +128,7 @@ launch:
 	r.CPU.CallSeconds, r.CPU.ReplyAudioSeconds = callSeconds(recs), replyAudioSeconds(recs)
 	r.CPU.Server = serverAfter.delta(serverBefore, r.CPU.CallSeconds, r.CPU.ReplyAudioSeconds)
 	r.CPU.Generator = ownAfter.delta(ownBefore, r.CPU.CallSeconds, r.CPU.ReplyAudioSeconds)
-	if cfg.Dialect == Twilio {
+	if cfg.Dialect == Twilio || cfg.Dialect == SIP {
 		r.twilioNotes()
 	}
 	if cfg.Progress != nil {

@@ -51,6 +51,12 @@ import (
 //     silence, until a reply comes or the call closes.
 type twilioCaller struct {
 	*caller
+	// wire sends what the conversation sends besides audio: the caller
+	// itself on the Twilio wire, sipWire for a SIP caller (sip.go).
+	wire interface {
+		echo(name string) error
+		sendStop() error
+	}
 	sid, callSID string
 	in           chan twEvent
 	timer        *time.Timer
@@ -126,6 +132,7 @@ const (
 func (c *twilioCaller) run(ctx context.Context) {
 	c.rec.started = time.Now()
 	c.stats.offered.Add(1)
+	c.wire = c
 	c.sid = fmt.Sprintf("MZ%032x", c.rec.id)
 	c.callSID = fmt.Sprintf("CA%032x", c.rec.id)
 	h := http.Header{}
@@ -307,7 +314,7 @@ func (c *twilioCaller) wait(ctx context.Context, until time.Time) (twEvent, bool
 	for {
 		now := time.Now()
 		if name, ok := c.play.pop(now); ok {
-			_ = c.echo(name) // a failed write shows as the connection's end
+			_ = c.wire.echo(name) // a failed write shows as the connection's end
 			return twEvent{at: now, kind: twPlayed, mark: name}, true
 		}
 		if !until.IsZero() && !now.Before(until) {
@@ -540,7 +547,7 @@ func (c *twilioCaller) idle(ctx context.Context, t time.Time) bool {
 // server to close.
 func (c *twilioCaller) hangup(ctx context.Context, end string) {
 	c.stopLine()
-	if err := c.sendStop(); err == nil {
+	if err := c.wire.sendStop(); err == nil {
 		deadline := time.Now().Add(2 * time.Second)
 		for {
 			ev, ok := c.wait(ctx, deadline)

@@ -1,0 +1,256 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/media/sip"
+	"github.com/frontdoorhq/frontdoor/media/sip/siptest"
+)
+
+// TestReadSIPAuth: the auth file's realm line and user lines, comments and
+// blank lines; each bad line is refused with its number and a typed error.
+func TestReadSIPAuth(t *testing.T) {
+	tests := []struct {
+		name  string
+		file  string
+		realm string
+		users map[string]sip.User
+		line  int   // of the error; -1: no error
+		err   error // wrapped by the error
+	}{
+		{"users and a trunk", "# frontdoor's callers\n\nrealm frontdoor.example\nalice s3cret acme\n  # the PBX\npbx trunkpw\n",
+			"frontdoor.example", map[string]sip.User{"alice": {Password: "s3cret", Tenant: "acme"}, "pbx": {Password: "trunkpw"}}, -1, nil},
+		{"tabs and spaces", "realm\tr\n\talice  pw \t acme \n", "r", map[string]sip.User{"alice": {Password: "pw", Tenant: "acme"}}, -1, nil},
+		{"no realm line", "alice pw acme\n", "", nil, 1, errSIPAuthRealm},
+		{"realm without a name", "realm\nalice pw\n", "", nil, 1, errSIPAuthRealm},
+		{"realm with a quote", "realm fr\"ont\nalice pw\n", "", nil, 1, errSIPAuthRealm},
+		{"user without a password", "realm r\n\nalice\n", "", nil, 3, errSIPAuthFields},
+		{"too many fields", "realm r\nalice pw acme extra\n", "", nil, 2, errSIPAuthFields},
+		{"user with a colon", "realm r\nal:ice pw\n", "", nil, 2, errSIPAuthUser},
+		{"user twice", "realm r\nalice pw\n# again\nalice other\n", "", nil, 4, errSIPAuthDup},
+		{"bad tenant", "realm r\nalice pw ac/me\n", "", nil, 2, errSIPAuthTenant},
+		{"no users", "# empty\nrealm r\n", "", nil, 0, errSIPAuthEmpty},
+		{"empty file", "", "", nil, 0, errSIPAuthRealm},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := readSIPAuth(strings.NewReader(tt.file), "users.txt")
+			if tt.line < 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if a.Realm != tt.realm || len(a.Users) != len(tt.users) {
+					t.Fatalf("auth %+v, want realm %q and %d users", a, tt.realm, len(tt.users))
+				}
+				for name, u := range tt.users {
+					if a.Users[name] != u {
+						t.Errorf("user %s: %+v, want %+v", name, a.Users[name], u)
+					}
+				}
+				return
+			}
+			var fe *SIPAuthFileError
+			if !errors.As(err, &fe) || fe.Line != tt.line || fe.Path != "users.txt" || !errors.Is(err, tt.err) {
+				t.Fatalf("error %v, want line %d wrapping %v", err, tt.line, tt.err)
+			}
+			if want := fmt.Sprintf("users.txt:%d:", tt.line); tt.line > 0 && !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not name %s", err, want)
+			}
+		})
+	}
+}
+
+// TestSIPFlags: what serve refuses and warns about before it listens.
+func TestSIPFlags(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good")
+	writeFile(t, good, "realm r\nalice pw acme\n")
+	bad := filepath.Join(dir, "bad")
+	writeFile(t, bad, "realm r\nalice\n")
+	tests := []struct {
+		name string
+		set  sipSettings
+		ok   bool
+		err  string // in the error; "" for none
+		warn bool
+	}{
+		{"off", sipSettings{}, false, "", false},
+		{"auth file without a listener", sipSettings{authFile: good}, false, "need -sip-listen", false},
+		{"loopback", sipSettings{listen: "127.0.0.1:5060"}, true, "", false},
+		{"public without auth", sipSettings{listen: "192.0.2.1:5060"}, true, "", true},
+		{"public with auth", sipSettings{listen: "192.0.2.1:5060", authFile: good}, true, "", false},
+		{"every address needs a media IP", sipSettings{listen: "0.0.0.0:5060", authFile: good}, false, "-sip-media-ip", false},
+		{"every address with a media IP", sipSettings{listen: "0.0.0.0:5060", authFile: good, mediaIP: "192.0.2.1"}, true, "", false},
+		{"host name", sipSettings{listen: "localhost:5060"}, false, "want ip:port", false},
+		{"bad media IP", sipSettings{listen: "127.0.0.1:5060", mediaIP: "nowhere"}, false, "-sip-media-ip", false},
+		{"missing auth file", sipSettings{listen: "127.0.0.1:5060", authFile: filepath.Join(dir, "none")}, false, "no such file", false},
+		{"bad auth file", sipSettings{listen: "127.0.0.1:5060", authFile: bad}, false, bad + ":2:", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs strings.Builder
+			log, _ := newLogger("text", "info", &logs)
+			cfg, ok, err := tt.set.config(log)
+			if ok != tt.ok || (err == nil) != (tt.err == "") || err != nil && !strings.Contains(err.Error(), tt.err) {
+				t.Fatalf("config: ok %v, error %v; want ok %v, error with %q", ok, err, tt.ok, tt.err)
+			}
+			if warned := strings.Contains(logs.String(), "WRN"); warned != tt.warn {
+				t.Errorf("warned %v, want %v: %s", warned, tt.warn, logs.String())
+			}
+			if ok && (tt.set.authFile != "") != (cfg.Auth != nil) {
+				t.Errorf("auth %+v with -sip-auth-file %q", cfg.Auth, tt.set.authFile)
+			}
+		})
+	}
+}
+
+// sipLogs follows a serve process's log lines.
+type sipLogs struct {
+	p    *proc
+	seen []map[string]any
+}
+
+// wait returns the first line (seen or to come) whose msg is msg and
+// which ok accepts (nil: any).
+func (l *sipLogs) wait(t *testing.T, d time.Duration, msg string, ok func(map[string]any) bool) map[string]any {
+	t.Helper()
+	match := func(m map[string]any) bool { return m["msg"] == msg && (ok == nil || ok(m)) }
+	for _, m := range l.seen {
+		if match(m) {
+			return m
+		}
+	}
+	deadline := time.After(d)
+	for {
+		select {
+		case m, open := <-l.p.logs:
+			if !open {
+				t.Fatalf("serve exited before logging %q", msg)
+			}
+			l.seen = append(l.seen, m)
+			if match(m) {
+				return m
+			}
+		case <-deadline:
+			t.Fatalf("serve did not log %q within %v", msg, d)
+		}
+	}
+}
+
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", url, res.Status)
+	}
+	if err := json.NewDecoder(res.Body).Decode(v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func sessionLeased(t *testing.T, p *proc) int {
+	t.Helper()
+	var v struct {
+		Stages []struct {
+			Name   string
+			Leased int
+		}
+	}
+	getJSON(t, p.url("/v1/stages"), &v)
+	for _, s := range v.Stages {
+		if s.Name == "session" {
+			return s.Leased
+		}
+	}
+	t.Fatal("no session stage in /v1/stages")
+	return 0
+}
+
+// TestServeSIPBaresip runs the real binary with -sip-listen and real SIP
+// phones (baresip) calling it. The first caller is admitted: it says hello
+// and hears the spoken reply (espeak-ng), recorded by the phone. With the
+// one session slot held, a second caller is answered, hears the refusal
+// prompt and the keypad menu, presses 1 (RFC 4733) and is booked a
+// callback to its own number (in SQLite, listed on /v1/callbacks), and the
+// server hangs up on it. The first caller's hang-up frees its session
+// lease.
+func TestServeSIPBaresip(t *testing.T) {
+	data := t.TempDir()
+	p := startServe(t, nil, "-data-dir", data, "-sip-listen", "127.0.0.1:0", "-synth", "espeak", "-pace=true",
+		"-session-slots", "1", "-session-queue", "1", "-session-max-wait", "300ms", "-stub-frame-count", "50")
+	logs := &sipLogs{p: p}
+	addr := logs.wait(t, 10*time.Second, "sip listening", nil)["addr"].(string)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	hello, _ := filepath.Abs("../../media/testdata/hello-8k.wav")
+
+	admitted := siptest.Start(t, siptest.Options{User: "alice", Source: hello})
+	admitted.Command(ctx, "dial", fmt.Sprintf("sip:acme@%s", addr))
+	admitted.WaitEvent(ctx, "CALL_ESTABLISHED")
+	ans := logs.wait(t, 10*time.Second, "sip: call answered", nil)
+	if ans["tenant"] != "acme" || ans["codec"] != "PCMU" {
+		t.Errorf("answered %v", ans)
+	}
+	turn := logs.wait(t, 20*time.Second, "turn ended", nil)
+	if turn["disposition"] != "completed" {
+		t.Fatalf("the caller's turn: %v", turn)
+	}
+	if n := sessionLeased(t, p); n != 1 {
+		t.Fatalf("%d session leases with one caller in", n)
+	}
+
+	refused := siptest.Start(t, siptest.Options{User: "+15550100", Source: hello})
+	refused.Command(ctx, "dial", fmt.Sprintf("sip:acme@%s", addr))
+	refused.WaitEvent(ctx, "CALL_ESTABLISHED") // answered, not rejected
+	logs.wait(t, 20*time.Second, "sip: keypad menu", nil)
+	refused.Command(ctx, "sndcode", "1")
+	out := logs.wait(t, 20*time.Second, "sip: keypad outcome", nil)
+	if out["disposition"] != "queued" || out["kind"] != "callback" {
+		t.Fatalf("keypad outcome %v", out)
+	}
+	refused.WaitEvent(ctx, "CALL_CLOSED") // the server's BYE, after the outcome was said
+	var list struct {
+		Callbacks []struct{ Ticket, Number, Status string }
+	}
+	getJSON(t, p.url("/v1/callbacks"), &list)
+	cbs := list.Callbacks
+	if len(cbs) != 1 || cbs[0].Ticket != out["ticket"] || cbs[0].Status != "pending" {
+		t.Fatalf("callbacks %+v, want the one booked (ticket %v)", cbs, out["ticket"])
+	}
+	store, err := fallback.OpenSQLite(ctx, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb, err := store.Get(ctx, cbs[0].Ticket)
+	store.Close()
+	if err != nil || cb.Number != "+15550100" {
+		t.Fatalf("stored callback %+v (%v), want one to the caller's +15550100", cb, err)
+	}
+	prompt := refused.Recording(ctx)
+	if loud := siptest.Loud(prompt.Samples, 1000); loud < time.Second {
+		t.Errorf("the refused caller heard %v of speech in %v, want the prompt and the menu", loud, prompt.Duration())
+	}
+
+	admitted.Command(ctx, "hangup", "")
+	admitted.WaitEvent(ctx, "CALL_CLOSED")
+	waitFor(t, 10*time.Second, "the session lease released", func() bool { return sessionLeased(t, p) == 0 })
+	reply := admitted.Recording(ctx)
+	if loud := siptest.Loud(reply.Samples, 1000); loud < 500*time.Millisecond {
+		t.Errorf("the admitted caller heard %v of speech in %v, want the spoken reply", loud, reply.Duration())
+	}
+	t.Logf("the admitted caller heard %v of speech in %v; the refused one %v in %v",
+		siptest.Loud(reply.Samples, 1000), reply.Duration(), siptest.Loud(prompt.Samples, 1000), prompt.Duration())
+}

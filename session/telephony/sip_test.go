@@ -1,0 +1,259 @@
+package telephony
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/frontdoorhq/frontdoor/media/sip"
+	"github.com/frontdoorhq/frontdoor/media/sip/siptest"
+	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/stages"
+)
+
+// sipServer serves e's calls over SIP on a loopback port, with cfg's auth
+// and tenant source, until the test ends (before the rig closes).
+func sipServer(t *testing.T, e *session.Engine, cfg sip.Config, hc SIPConfig) *sip.Server {
+	t.Helper()
+	cfg.Handler = NewSIPHandler(e, hc)
+	s, err := sip.Listen(context.Background(), "127.0.0.1:0", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// sipCaller is a synthetic caller (sip.Dial) that keeps what it receives:
+// every frame's arrival and its energy.
+type sipCaller struct {
+	*sip.Outgoing
+	mu     sync.Mutex
+	frames int // frames received
+	loud   int // of them with speech energy
+	done   chan struct{}
+}
+
+func dialSIP(ctx context.Context, t *testing.T, s *sip.Server, user string, dc sip.DialConfig) *sipCaller {
+	t.Helper()
+	out, err := sip.Dial(ctx, fmt.Sprintf("sip:%s@%s", user, s.Addr()), dc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &sipCaller{Outgoing: out, done: make(chan struct{})}
+	t.Cleanup(func() {
+		out.Close()
+		<-c.done
+	})
+	go func() {
+		defer close(c.done)
+		for f := range out.Frames() {
+			c.mu.Lock()
+			c.frames++
+			if siptest.RMS(f.PCM) > 300 {
+				c.loud++
+			}
+			c.mu.Unlock()
+		}
+	}()
+	return c
+}
+
+func (c *sipCaller) received() (frames, loud int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.frames, c.loud
+}
+
+// speak sends pcm and then silence, at the pace of a phone (the pacer's).
+func (c *sipCaller) speak(ctx context.Context, t *testing.T, pcm []int16, silence time.Duration) {
+	t.Helper()
+	if err := c.WritePCM(append(pcm, make([]int16, int(silence/(time.Second/8000)))...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSIPCall: a SIP caller (PCMU, then PCMA) says hello and hears the
+// reply, paced as RTP; it speaks over the reply, which stops at once
+// (nothing of it arrives while the caller goes on speaking) with what the
+// caller heard reported; its BYE ends the call and frees the session
+// lease. The call runs under the request URI's tenant.
+func TestSIPCall(t *testing.T) {
+	for _, codec := range []sip.Codec{sip.PCMU, sip.PCMA} {
+		t.Run(codec.Name, func(t *testing.T) {
+			logs := &logRecords{}
+			r := newRig(t, func(c *session.Config, s *stub.Settings) {
+				c.Recognizer = stub.NewRecognizer(stub.Settings{})
+				c.Logger = slog.New(logs)
+				s.Rate = 16000
+				s.FrameCount = 150 // a 3 s reply
+				s.Tokens = 12
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			s := sipServer(t, r.srv, sip.Config{}, SIPConfig{Logger: slog.New(logs)})
+			c := dialSIP(ctx, t, s, "acme", sip.DialConfig{Codecs: []sip.Codec{codec}})
+			if c.Codec() != codec {
+				t.Fatalf("codec %v, want %v", c.Codec(), codec)
+			}
+			waitFor(t, "the call admitted", func() bool { return r.stage("session").Leased == 1 })
+
+			c.speak(ctx, t, speech(t, "hello-8k.wav", 8000), 600*time.Millisecond)
+			deadline := time.Now().Add(10 * time.Second)
+			for _, loud := c.received(); loud < 50; _, loud = c.received() { // a second of the reply
+				if time.Now().After(deadline) {
+					t.Fatalf("no reply heard: %d frames (%d loud)", c.frames, c.loud)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+
+			// Barge in: two thirds of "stop" starts an utterance that is
+			// still going on once the reply was cleared.
+			stop := speech(t, "stop-8k.wav", 8000)
+			half := len(stop) * 2 / 3
+			if err := c.WritePCM(stop[:half]); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the barge-in", func() bool { return len(logs.find("sip: interrupted")) > 0 })
+			time.Sleep(100 * time.Millisecond) // packets on their way before the clear
+			before, _ := c.received()
+			if err := c.WritePCM(stop[half : len(stop)-5600]); err != nil { // no trailing silence: still speaking
+				t.Fatal(err)
+			}
+			if err := c.Drain(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if after, _ := c.received(); after != before {
+				t.Errorf("%d frames of the cleared reply arrived while the caller spoke", after-before)
+			}
+			in := logs.find("sip: interrupted")[0]
+			if h, ok := in["heard_ms"].(int64); !ok || h <= 0 || h >= 3000 {
+				t.Errorf("heard %v ms of the 3 s reply, want a part of it", in["heard_ms"])
+			}
+
+			if err := c.Hangup(ctx); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the lease released", func() bool { return r.stage("session").Leased == 0 && r.srv.Calls() == 0 })
+			ans := logs.find("sip: call answered")
+			if len(ans) != 1 || ans[0]["tenant"] != "acme" || ans[0]["codec"] != codec.Name {
+				t.Errorf("answered: %v", ans)
+			}
+		})
+	}
+}
+
+// TestSIPRefusedCallback: with the session stage full, a SIP caller is
+// answered, hears the refusal prompt and the keypad menu (a callback only:
+// no handoff, which would need a transfer), presses 1 by RFC 4733 and is booked a callback to its own number (the From user), hears
+// the outcome and is hung up (BYE); a caller that hangs up while it waits
+// (before the stage decides) leaves nothing held.
+func TestSIPRefusedCallback(t *testing.T) {
+	k := newKeypad(t, keypadOptions{window: 5 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s := sipServer(t, k.srv, sip.Config{}, SIPConfig{Logger: slog.New(k.logs)})
+	c := dialSIP(ctx, t, s, "acme", sip.DialConfig{From: "+15550100"})
+	waitFor(t, "the keypad menu", func() bool { return len(k.logs.find("sip: keypad menu")) > 0 })
+	if m := k.logs.find("sip: keypad menu")[0]; m["callback"] != true || m["handoff"] != false {
+		t.Errorf("menu %v: want a callback alone (a SIP call cannot be transferred to a person)", m)
+	}
+	if err := c.SendDigit(ctx, '1', 0); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.Done():
+	case <-ctx.Done():
+		t.Fatalf("the refused call was not hung up (said %v)", k.saidSIP())
+	}
+	if !errors.Is(c.Err(), sip.ErrRemoteHangup) {
+		t.Errorf("call ended with %v, want the server's BYE", c.Err())
+	}
+	cbs, err := k.svc.ListCallbacks(ctx, 0)
+	if err != nil || len(cbs) != 1 || cbs[0].Number != "+15550100" {
+		t.Fatalf("callbacks %+v (%v), want one to +15550100", cbs, err)
+	}
+	if out := k.logs.find("sip: keypad outcome"); len(out) != 1 || out[0]["disposition"] != stages.Queued {
+		t.Errorf("keypad outcome %v", out)
+	}
+	if _, loud := c.received(); loud < 10 {
+		t.Errorf("the caller heard %d loud frames, want the prompt and the menu", loud)
+	}
+	if v := k.stage("session"); v.Leased != 1 || v.Queued != 0 { // the native holder alone
+		t.Errorf("session stage %+v after the refused call", v)
+	}
+	if k.srv.Calls() != 1 {
+		waitFor(t, "the refused call gone", func() bool { return k.srv.Calls() == 1 })
+	}
+}
+
+// saidSIP lists the utterances the keypad code spoke on SIP calls.
+func (k *keypad) saidSIP() []string {
+	var out []string
+	for _, r := range k.logs.find("sip: say") {
+		out = append(out, r["utterance"].(string))
+	}
+	return out
+}
+
+// TestSIPCancelAndTimeout: a caller gone without a BYE (its RTP stopped)
+// is hung up after the media timeout, and its lease released.
+func TestSIPMediaTimeout(t *testing.T) {
+	r := newRig(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s := sipServer(t, r.srv, sip.Config{}, SIPConfig{MediaTimeout: 300 * time.Millisecond})
+	c := dialSIP(ctx, t, s, "acme", sip.DialConfig{})
+	waitFor(t, "the call admitted", func() bool { return r.stage("session").Leased == 1 })
+	// Dial's caller sends RTP only when written to: it is silent now.
+	select {
+	case <-c.Done():
+	case <-ctx.Done():
+		t.Fatal("a caller without RTP was not hung up")
+	}
+	if !errors.Is(c.Err(), sip.ErrRemoteHangup) {
+		t.Errorf("call ended with %v, want the server's BYE", c.Err())
+	}
+	waitFor(t, "the lease released", func() bool { return r.stage("session").Leased == 0 && r.srv.Calls() == 0 })
+}
+
+// TestSIPTenant: with digest authentication, a user pinned to a tenant
+// calls as that tenant whatever the request URI says, and a trunk user
+// names it in the request URI; the caller's number is its From user.
+func TestSIPTenant(t *testing.T) {
+	logs := &logRecords{}
+	r := newRig(t, func(c *session.Config, _ *stub.Settings) { c.Logger = slog.New(logs) })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	auth := &sip.Auth{Realm: "frontdoor", Users: map[string]sip.User{
+		"bob": {Password: "bobpw", Tenant: "globex"}, "trunk": {Password: "trunkpw"}}}
+	s := sipServer(t, r.srv, sip.Config{Auth: auth, Tenant: sip.TenantFromUserOrRequestURI}, SIPConfig{Logger: slog.New(logs)})
+	for i, tc := range []struct{ user, password, want string }{
+		{"bob", "bobpw", "globex"},
+		{"trunk", "trunkpw", "acme"},
+	} {
+		c := dialSIP(ctx, t, s, "acme", sip.DialConfig{Username: tc.user, Password: tc.password})
+		waitFor(t, "the call answered", func() bool { return len(logs.find("sip: call answered")) == i+1 })
+		if got := logs.find("sip: call answered")[i]; got["tenant"] != tc.want || got["user"] != tc.user {
+			t.Errorf("%s: answered %v, want tenant %s", tc.user, got, tc.want)
+		}
+		if err := c.Hangup(ctx); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the call ended", func() bool { return r.srv.Calls() == 0 && r.stage("session").Leased == 0 })
+	}
+	if _, err := sip.Dial(ctx, fmt.Sprintf("sip:acme@%s", s.Addr()), sip.DialConfig{Username: "bob", Password: "guess"}); !errors.Is(err, sip.ErrRefused) {
+		t.Errorf("a wrong password: %v, want refused (403)", err)
+	}
+	if n := r.stage("session").Ledger.Offered; n != 2 {
+		t.Errorf("the session stage was offered %d calls, want the 2 authenticated", n)
+	}
+}
