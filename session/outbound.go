@@ -105,6 +105,7 @@ type outbound struct {
 	writing bool           // a writer is running (or starting)
 	writers sync.WaitGroup // the running writer, for wait
 
+	dropped  atomic.Bool  // discarded: a writer waiting to pace a frame gives up
 	grown    time.Time    // last growth of q
 	maxBytes atomic.Int64 // high-water mark, for tests and metrics
 	stale    atomic.Int64 // frames dropped as stale
@@ -365,8 +366,10 @@ func (o *outbound) discard() {
 	o.ctl = nil
 	o.bytes = 0
 	o.q, o.head = nil, 0
+	o.dropped.Store(true)
 	o.mu.Unlock()
 	o.close()
+	signal(o.urgent) // wakes a writer pacing a frame
 }
 
 // The ring starts empty and doubles on demand up to lim.Frames (a full

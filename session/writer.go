@@ -132,14 +132,23 @@ func (c *Call) writeFrame(ctx context.Context, f frame) error {
 	}
 	if c.s.cfg.Pace && f.audio != nil {
 		due := w.pc.next(w.clock.Now(), time.Duration(f.ms)*time.Microsecond, c.s.cfg.PaceLead)
-		if err := c.waitDue(ctx, due); err != nil {
-			return err
-		}
-		if c.stale(f) { // rechecked after the wait
-			return nil
-		}
-		if cut, err := c.cutPrompt(ctx, f); cut || err != nil {
-			return err
+		for {
+			reached, err := c.waitDue(ctx, due)
+			if err != nil {
+				return err
+			}
+			// Rechecked after the wait, and after each control message
+			// written meanwhile: an `interrupted` or a message that ends
+			// the prompt's premise drops f now, not at its time.
+			if c.stale(f) {
+				return nil
+			}
+			if cut, err := c.cutPrompt(ctx, f); cut || err != nil {
+				return err
+			}
+			if reached {
+				break
+			}
 		}
 	}
 	if _, ok := f.msg.(*AudioStartMsg); ok {
@@ -178,35 +187,38 @@ func (c *Call) writeFrame(ctx context.Context, f frame) error {
 	return nil
 }
 
-// waitDue waits until due, writing the control messages queued meanwhile.
-func (c *Call) waitDue(ctx context.Context, due time.Time) error {
+// waitDue waits until due, or until control messages were queued
+// meanwhile, which it writes; it reports whether due was reached. A
+// discarded queue ends the wait: nobody listens for the frame.
+func (c *Call) waitDue(ctx context.Context, due time.Time) (reached bool, err error) {
 	w := &c.w
-	for {
-		wait := due.Sub(w.clock.Now())
-		if wait <= 0 {
-			return nil
+	wait := due.Sub(w.clock.Now())
+	if wait <= 0 {
+		return true, nil
+	}
+	if w.due == nil {
+		w.due = stages.NewTimer(w.clock, wait)
+	} else {
+		w.due.Reset(wait)
+	}
+	select {
+	case <-w.due.C:
+		return true, nil
+	case <-ctx.Done():
+		w.due.Stop()
+		return false, errWriterDone
+	case <-c.out.urgent:
+		w.due.Stop()
+		if c.out.dropped.Load() {
+			return false, errWriterDone
 		}
-		if w.due == nil {
-			w.due = stages.NewTimer(w.clock, wait)
-		} else {
-			w.due.Reset(wait)
-		}
-		select {
-		case <-w.due.C:
-			return nil
-		case <-ctx.Done():
-			w.due.Stop()
-			return errWriterDone
-		case <-c.out.urgent:
-			w.due.Stop()
-			for {
-				u, ok := c.out.takeControl()
-				if !ok {
-					break
-				}
-				if err := c.writeFrame(ctx, u); err != nil {
-					return err
-				}
+		for {
+			u, ok := c.out.takeControl()
+			if !ok {
+				return false, nil
+			}
+			if err := c.writeFrame(ctx, u); err != nil {
+				return false, err
 			}
 		}
 	}
