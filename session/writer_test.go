@@ -89,9 +89,9 @@ func TestStallWatch(t *testing.T) {
 func TestWriterLinger(t *testing.T) {
 	clock := stagestest.NewClock(time.Unix(1_700_000_000, 0))
 	w := writerState{clock: clock}
-	c := w.wait()
+	w.wait()
 	clock.Advance(writerLinger * 6 / 10) // a frame came: the writer wrote it
-	c = w.wait()                         // and waits again
+	c := w.wait()                        // and waits again
 	clock.Advance(writerLinger * 4 / 10) // the timer of the first wait fires
 	<-c
 	if w.idleFor() {
