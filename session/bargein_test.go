@@ -183,6 +183,10 @@ func TestPacedBargeIn(t *testing.T) {
 	a := r.admitted()
 	a.send(map[string]any{"type": "turn", "id": "a1", "text": "x"})
 	a.expect("audio_start")
+	// The whole reply is queued before the clock moves: a frame that
+	// reached the writer after its time would restart the pacer's
+	// schedule (an underrun) and the frames due would be fewer.
+	waitFor(t, "the reply synthesized", func() bool { return r.synth.Started() == 1 && r.synth.Running() == 0 })
 	const frame = 20 * time.Millisecond
 	var frames, steps int
 	for frames < 15 {
