@@ -1,11 +1,12 @@
 package session
 
 import (
-	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"testing"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
 
 // TestBargeInDuringSynthesis: after `interrupted`, not one text,
@@ -51,11 +52,10 @@ func TestBargeInDuringSynthesis(t *testing.T) {
 	b.until(func(m msg) bool {
 		return m.Type == "disposition" && m.Stage == StageSynthesis && m.Disposition == "admitted"
 	})
+	// That b waited for the cleanup is the state seen above (a's lease
+	// pending cleanup while b was queued) and this: never two jobs at once.
 	if n := r.synth.MaxRunning(); n != 1 {
 		t.Fatalf("synthesizer ran %d jobs at once with 1 slot", n)
-	}
-	if got := time.Since(in.At); got < cleanup/2 {
-		t.Fatalf("b admitted %v after the barge-in, before the cleanup delay %v", got, cleanup)
 	}
 
 	// Then a speaks again at generation 2; nothing of generation 1 reaches it.
@@ -124,18 +124,34 @@ func TestBargeInQueuedAndPending(t *testing.T) {
 }
 
 // TestOverdueCleanup: a backend that never confirms its stop keeps its
-// lease, reported overdue, until it finally returns.
+// lease, reported overdue, until it finally returns. The cleanup timeout
+// runs on a manual clock.
 func TestOverdueCleanup(t *testing.T) {
+	clock := stagestest.NewClock(time.Unix(1_700_000_000, 0))
 	r := newRig(t, func(c *Config, s *stub.Settings) {
+		c.Clock = clock
 		c.CleanupTimeout = 30 * time.Millisecond
 		s.ModelDelay, s.Hang = time.Hour, true
 	})
 	a := r.admitted()
 	a.send(map[string]any{"type": "turn", "id": "a1", "text": "x"})
 	a.until(func(m msg) bool { return m.Type == "disposition" && m.Disposition == "admitted" })
+	// The model's work must have started: a barge-in between the
+	// admission and the start releases the lease at once, with no
+	// cleanup to wait for.
+	waitFor(t, "the model running", func() bool { return r.model.Running() == 1 })
 	a.send(map[string]any{"type": "barge_in"})
 	a.expect("interrupted")
-	waitFor(t, "overdue", func() bool { return r.stage(StageModel).CleanupOverdue == 1 })
+	waitFor(t, "the cancelled lease pending cleanup", func() bool { return r.stage(StageModel).CleanupPending == 1 })
+	if s := r.stage(StageModel); s.CleanupOverdue != 0 {
+		t.Fatalf("overdue before the cleanup timeout: %+v", s)
+	}
+	// The watch arms its timer as the turn's context ends, just after
+	// the stage saw the cancel: the clock moves until it fires.
+	waitFor(t, "overdue", func() bool {
+		clock.Advance(10 * time.Millisecond)
+		return r.stage(StageModel).CleanupOverdue == 1
+	})
 	s := r.stage(StageModel)
 	if s.Leased != 1 || s.CleanupPending != 1 || s.OldestCleanupMS < 30 {
 		t.Fatalf("overdue lease not held: %+v", s)
@@ -153,28 +169,44 @@ func TestOverdueCleanup(t *testing.T) {
 
 // TestPacedBargeIn: with pacing, reply audio leaves in real time (never
 // faster), so a barge-in stops what was not yet played and `heard` reports
-// only what was.
+// only what was. The pacer runs on a manual clock: frame n of the reply
+// is due PaceLead before 20 ms × n, so once the clock has moved 20 ms × k
+// exactly the frames due by then have left.
 func TestPacedBargeIn(t *testing.T) {
+	clock := stagestest.NewClock(time.Unix(1_700_000_000, 0))
 	r := newRig(t, func(c *Config, s *stub.Settings) {
+		c.Clock = clock
 		c.Pace = true
 		s.FrameCount = 50 // 1 s of audio, produced at once
 	})
+	lead := r.srv.cfg.PaceLead
 	a := r.admitted()
 	a.send(map[string]any{"type": "turn", "id": "a1", "text": "x"})
-	start := a.expect("audio_start")
-	var frames int
+	a.expect("audio_start")
+	// The whole reply is queued before the clock moves: a frame that
+	// reached the writer after its time would restart the pacer's
+	// schedule (an underrun) and the frames due would be fewer.
+	waitFor(t, "the reply synthesized", func() bool { return r.synth.Started() == 1 && r.synth.Running() == 0 })
+	const frame = 20 * time.Millisecond
+	var frames, steps int
 	for frames < 15 {
-		if m, _ := a.read(); m.Type == "binary" {
+		due := int((time.Duration(steps)*frame+lead)/frame) + 1 // frames due by now
+		if frames == due {
+			clock.Advance(frame)
+			steps++
+			continue
+		}
+		if m, err := a.read(); err != nil {
+			t.Fatal(err)
+		} else if m.Type == "binary" {
 			frames++
 		}
 	}
-	if el := time.Since(start.At); el < 15*20*time.Millisecond-r.srv.cfg.PaceLead-40*time.Millisecond {
-		t.Fatalf("15 frames (300 ms) arrived in %v: not paced", el)
-	}
 	a.send(map[string]any{"type": "barge_in"})
 	in := a.expect("interrupted")
-	if in.Heard == nil || in.Heard.AudioMS >= 1000 || in.Heard.AudioMS < 300 {
-		t.Fatalf("heard %+v", in.Heard)
+	// No frame is due past the 15th until the clock moves again.
+	if in.Heard == nil || in.Heard.AudioMS != 300 {
+		t.Fatalf("heard %+v after %d steps of %v, want 300 ms", in.Heard, steps, frame)
 	}
 	if len(in.Cancelled) != 1 || in.Cancelled[0] != "a1" {
 		t.Fatalf("interrupted %+v", in)
@@ -184,6 +216,7 @@ func TestPacedBargeIn(t *testing.T) {
 	}
 	// turn_end goes ahead of the audio still queued (the control lane):
 	// the writer drops the reply's queued frames as it reaches them.
+	clock.Advance(frame)
 	waitFor(t, "the queued reply cut", func() bool {
 		return counter(t, r, "frontdoor_stale_chunks_suppressed_total") > 0
 	})

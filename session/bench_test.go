@@ -82,7 +82,7 @@ func BenchmarkBargeIn(b *testing.B) {
 func BenchmarkOutbound(b *testing.B) {
 	var gen atomic.Uint64
 	gen.Store(1)
-	o := newOutbound(OutboundLimits{}, &gen)
+	o := newOutbound(OutboundLimits{}, &gen, stages.SystemClock)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan struct{})

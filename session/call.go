@@ -96,7 +96,9 @@ func newCall(s *Engine, id string, t Transport, caps Capabilities) *Call {
 		history:  backend.NewHistory(0, 0),
 		format:   media.Format{Encoding: media.PCM16, Channels: 1},
 		inflight: map[string]bool{}}
-	c.out = newOutbound(s.cfg.Outbound, &c.gen)
+	c.out = newOutbound(s.cfg.Outbound, &c.gen, s.cfg.Clock)
+	c.w.clock = s.cfg.Clock
+	c.w.stall = stallWatch{clock: s.cfg.Clock, timeout: c.out.lim.Timeout, slow: func() { c.stop(ErrSlowReader) }}
 	c.premise.Store(1)
 	c.spoken.Store(1)
 	c.out.premise, c.out.spoken = &c.premise, &c.spoken
@@ -159,6 +161,8 @@ func (c *Call) start(parent context.Context, ended func()) {
 	// must first close it with the right status.
 	ioCtx, ioCancel := context.WithCancel(parent)
 	var io sync.WaitGroup
+	// A write stalled for twice its timeout ends with the connection.
+	c.w.stall.drop = func() { c.abort(ioCancel) }
 	c.out.serve(func() { // the writer runs while there is something to write
 		if err := c.writeLoop(ioCtx); err != nil {
 			c.stop(err)

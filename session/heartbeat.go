@@ -68,6 +68,7 @@ func (s *Engine) StartHeartbeat(p Pinger, dead func(), log *slog.Logger) (stop f
 				return
 			case <-tick.C:
 			}
+			// The pong's deadline is the socket's, on the wall clock.
 			pctx, pcancel := context.WithTimeout(ctx, h.timeout())
 			err := p.Ping(pctx)
 			pcancel()

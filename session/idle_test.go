@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/frontdoorhq/frontdoor/stages"
 )
 
 // testLinger is a writer's idle wait that the test fires.
@@ -14,6 +16,7 @@ type testLinger struct {
 }
 
 func (l *testLinger) wait() <-chan time.Time { return l.c }
+func (l *testLinger) idleFor() bool          { return true }
 func (l *testLinger) release()               { l.released = true }
 
 // A writer that stops for idleness gives its ring (and its timer) back:
@@ -21,7 +24,7 @@ func (l *testLinger) release()               { l.released = true }
 func TestOutboundIdleWriterGivesRingBack(t *testing.T) {
 	var gen atomic.Uint64
 	gen.Store(1)
-	o := newOutbound(OutboundLimits{}, &gen)
+	o := newOutbound(OutboundLimits{}, &gen, stages.SystemClock)
 	ctx := context.Background()
 	l := &testLinger{c: make(chan time.Time, 1)}
 	if err := o.push(ctx, frame{gen: 1}); err != nil {

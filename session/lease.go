@@ -42,6 +42,8 @@ func (c *Call) watchSessionLease(ctx context.Context, lost <-chan struct{}) {
 
 // sessionLostPrompt bounds the prompt of a call whose session lease was
 // lost: its rendering and queueing (it plays while the connection closes).
+// It is a context deadline for a synthesizer's process or socket, on the
+// wall clock.
 const sessionLostPrompt = 2 * time.Second
 
 // holdLease is st.hold with the work's context also cancelled (cause

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/frontdoorhq/frontdoor/stages"
 )
 
 // Errors of the outbound queue.
@@ -80,6 +82,7 @@ func (f *frame) control() bool {
 // them. Each lane keeps its own order.
 type outbound struct {
 	lim     OutboundLimits
+	clock   stages.Clock   // the engine's: when the ring grew
 	gen     *atomic.Uint64 // the call's current generation
 	premise *atomic.Uint64 // the call's current premise (nil: prompts are never cut)
 	spoken  *atomic.Uint64 // the premise of the last prompt message queued
@@ -102,15 +105,16 @@ type outbound struct {
 	writing bool           // a writer is running (or starting)
 	writers sync.WaitGroup // the running writer, for wait
 
+	dropped  atomic.Bool  // discarded: a writer waiting to pace a frame gives up
 	grown    time.Time    // last growth of q
 	maxBytes atomic.Int64 // high-water mark, for tests and metrics
 	stale    atomic.Int64 // frames dropped as stale
 	cut      atomic.Int64 // prompt frames dropped because their premise ended
 }
 
-func newOutbound(lim OutboundLimits, gen *atomic.Uint64) *outbound {
+func newOutbound(lim OutboundLimits, gen *atomic.Uint64, clock stages.Clock) *outbound {
 	lim = lim.withDefaults()
-	return &outbound{lim: lim, gen: gen,
+	return &outbound{lim: lim, clock: clock, gen: gen,
 		ready: make(chan struct{}, 1), urgent: make(chan struct{}, 1), space: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
@@ -223,6 +227,7 @@ const (
 // another writer can start).
 type lingerer interface {
 	wait() <-chan time.Time
+	idleFor() bool // the wait's channel received: did the wait last the linger?
 	release()
 }
 
@@ -241,7 +246,7 @@ func (o *outbound) take(ctx context.Context, linger lingerer) (frame, int) {
 			o.head = (o.head + 1) % len(o.q)
 			o.n--
 			o.bytes -= f.size
-			if o.n == 0 && len(o.q) > keepFrames && time.Since(o.grown) > shrinkAfter {
+			if o.n == 0 && len(o.q) > keepFrames && o.clock.Now().Sub(o.grown) > shrinkAfter {
 				o.q, o.head = nil, 0 // a drained burst gives its ring back
 			}
 			o.mu.Unlock()
@@ -257,9 +262,13 @@ func (o *outbound) take(ctx context.Context, linger lingerer) (frame, int) {
 		if linger != nil {
 			idle = linger.wait()
 		}
+	wait:
 		select {
 		case <-o.ready:
 		case <-idle:
+			if !linger.idleFor() {
+				goto wait // it fired for an earlier wait and is armed for the rest of this one
+			}
 			o.mu.Lock()
 			if o.n == 0 && len(o.ctl) == 0 && !o.closed {
 				o.writing = false
@@ -357,8 +366,10 @@ func (o *outbound) discard() {
 	o.ctl = nil
 	o.bytes = 0
 	o.q, o.head = nil, 0
+	o.dropped.Store(true)
 	o.mu.Unlock()
 	o.close()
+	signal(o.urgent) // wakes a writer pacing a frame
 }
 
 // The ring starts empty and doubles on demand up to lim.Frames (a full
@@ -382,5 +393,5 @@ func (o *outbound) grow() {
 	for i := range o.n {
 		q[i] = o.q[(o.head+i)%len(o.q)]
 	}
-	o.q, o.head, o.grown = q, 0, time.Now()
+	o.q, o.head, o.grown = q, 0, o.clock.Now()
 }

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/frontdoorhq/frontdoor/stages"
 )
 
 // The ring grows on demand: an idle call holds no frames, frames come out
@@ -15,7 +17,7 @@ import (
 func TestOutboundGrowsOnDemand(t *testing.T) {
 	var gen atomic.Uint64
 	gen.Store(1)
-	o := newOutbound(OutboundLimits{Frames: 100, Bytes: 1 << 20}, &gen)
+	o := newOutbound(OutboundLimits{Frames: 100, Bytes: 1 << 20}, &gen, stages.SystemClock)
 	if o.q != nil {
 		t.Fatalf("idle queue holds a ring of %d frames", len(o.q))
 	}
@@ -85,7 +87,7 @@ func TestOutboundOfferNeedsItsPrompt(t *testing.T) {
 	gen.Store(1)
 	premise.Store(1)
 	spoken.Store(1)
-	o := newOutbound(OutboundLimits{}, &gen)
+	o := newOutbound(OutboundLimits{}, &gen, stages.SystemClock)
 	o.premise, o.spoken = &premise, &spoken
 	ctx := context.Background()
 	offer := func() error { return o.push(ctx, frame{msg: &OfferMsg{Type: "offer"}}) }

@@ -55,6 +55,9 @@ func (s *stage) submit(ctx context.Context, job stages.Job) (stages.Pending, sta
 }
 
 // opCtx bounds one operation on the stage's gate by the store timeout.
+// Store deadlines are context deadlines, which a Redis client turns into
+// socket deadlines: they stay on the wall clock (a manual clock does not
+// reach the socket), as every store round trip's here does.
 func (s *stage) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, s.op)
 }

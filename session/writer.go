@@ -3,9 +3,11 @@ package session
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/stages"
 )
 
 // writerLinger is how long the call's writer waits for a next frame
@@ -15,13 +17,24 @@ import (
 const writerLinger = time.Second
 
 // writerState is what the call's writer keeps from one run of writeLoop to
-// the next. Only the running writer touches it; the outbound queue's
-// mutex orders one run before the next.
+// the next. Only the running writer touches it, but for stall, whose
+// timer reads it too; the outbound queue's mutex orders one run before
+// the next.
 type writerState struct {
-	lastGen uint64 // generation of the last frame written
+	clock   stages.Clock // the engine's (Config.Clock)
+	lastGen uint64       // generation of the last frame written
 	lastAt  time.Time
 	pc      pacer
-	idle    *time.Timer
+	due     *stages.ChanTimer // the pacer's wait; nil until audio is paced
+
+	// The idle timer is armed once per run and not per wait: a wait
+	// notes when it began, and a timer that fires for an earlier wait is
+	// armed again for what is left of this one (idleFor).
+	idle      *stages.ChanTimer
+	idleArmed bool // idle is pending, or its value is not yet received
+	waitStart time.Time
+
+	stall stallWatch
 
 	// The prompt audio being written: its premise (0: none open) and the
 	// audio written so far, for the audio_end that closes it if it is cut.
@@ -29,19 +42,52 @@ type writerState struct {
 	promptUS int64
 }
 
-// wait arms the idle timer for one wait of the writer (lingerer).
+// wait notes the start of one wait of the writer and returns the idle
+// timer's channel (lingerer).
 func (w *writerState) wait() <-chan time.Time {
-	if w.idle == nil {
-		w.idle = time.NewTimer(writerLinger)
-	} else {
+	w.waitStart = w.clock.Now()
+	switch {
+	case w.idle == nil:
+		w.idle = stages.NewTimer(w.clock, writerLinger)
+	case !w.idleArmed:
 		w.idle.Reset(writerLinger)
 	}
+	w.idleArmed = true
 	return w.idle.C
 }
 
-// release drops the idle timer (it has fired) when the writer stops for
-// idleness: an idle call keeps no timer (lingerer).
-func (w *writerState) release() { w.idle = nil }
+// idleFor reports, once the idle timer fired, whether the current wait has
+// lasted writerLinger; if not, the timer fired for an earlier wait and is
+// armed again for the rest of this one (lingerer).
+func (w *writerState) idleFor() bool {
+	w.idleArmed = false
+	left := writerLinger - w.clock.Now().Sub(w.waitStart)
+	if left <= 0 {
+		return true
+	}
+	w.idle.Reset(left)
+	w.idleArmed = true
+	return false
+}
+
+// release drops the timers (the idle one has fired) when the writer stops
+// for idleness: an idle call keeps none (lingerer).
+func (w *writerState) release() {
+	w.idle, w.idleArmed = nil, false
+	if w.due != nil {
+		w.due.Stop()
+		w.due = nil
+	}
+	w.stall.disarm()
+}
+
+// stop lets go of the writer's timers when it ends for good.
+func (w *writerState) stop() {
+	if w.idle != nil {
+		w.idle.Stop()
+	}
+	w.release()
+}
 
 // errWriterDone: the writer's context ended while it paced audio.
 var errWriterDone = errors.New("session: writer stopped")
@@ -60,12 +106,11 @@ func (c *Call) writeLoop(ctx context.Context) error {
 			return nil // the next push starts another writer, which takes over w
 		}
 		if r != popFrame { // no writer starts after this one
-			if w.idle != nil {
-				w.idle.Stop()
-			}
+			w.stop()
 			return nil
 		}
 		if err := c.writeFrame(ctx, f); err != nil {
+			w.stop()
 			if errors.Is(err, errWriterDone) {
 				return nil
 			}
@@ -86,15 +131,24 @@ func (c *Call) writeFrame(ctx context.Context, f frame) error {
 		return err
 	}
 	if c.s.cfg.Pace && f.audio != nil {
-		due := w.pc.next(time.Duration(f.ms)*time.Microsecond, c.s.cfg.PaceLead)
-		if err := c.waitDue(ctx, due); err != nil {
-			return err
-		}
-		if c.stale(f) { // rechecked after the wait
-			return nil
-		}
-		if cut, err := c.cutPrompt(ctx, f); cut || err != nil {
-			return err
+		due := w.pc.next(w.clock.Now(), time.Duration(f.ms)*time.Microsecond, c.s.cfg.PaceLead)
+		for {
+			reached, err := c.waitDue(ctx, due)
+			if err != nil {
+				return err
+			}
+			// Rechecked after the wait, and after each control message
+			// written meanwhile: an `interrupted` or a message that ends
+			// the prompt's premise drops f now, not at its time.
+			if c.stale(f) {
+				return nil
+			}
+			if cut, err := c.cutPrompt(ctx, f); cut || err != nil {
+				return err
+			}
+			if reached {
+				break
+			}
 		}
 	}
 	if _, ok := f.msg.(*AudioStartMsg); ok {
@@ -119,7 +173,7 @@ func (c *Call) writeFrame(ctx context.Context, f frame) error {
 		return err
 	}
 	if f.gen != 0 {
-		w.lastGen, w.lastAt = f.gen, time.Now()
+		w.lastGen, w.lastAt = f.gen, w.clock.Now()
 	}
 	if f.premise != 0 && !f.control() { // (an offer carries its prompt's premise too)
 		w.notePrompt(f)
@@ -133,30 +187,38 @@ func (c *Call) writeFrame(ctx context.Context, f frame) error {
 	return nil
 }
 
-// waitDue waits until due, writing the control messages queued meanwhile.
-func (c *Call) waitDue(ctx context.Context, due time.Time) error {
-	for {
-		wait := time.Until(due)
-		if wait <= 0 {
-			return nil
+// waitDue waits until due, or until control messages were queued
+// meanwhile, which it writes; it reports whether due was reached. A
+// discarded queue ends the wait: nobody listens for the frame.
+func (c *Call) waitDue(ctx context.Context, due time.Time) (reached bool, err error) {
+	w := &c.w
+	wait := due.Sub(w.clock.Now())
+	if wait <= 0 {
+		return true, nil
+	}
+	if w.due == nil {
+		w.due = stages.NewTimer(w.clock, wait)
+	} else {
+		w.due.Reset(wait)
+	}
+	select {
+	case <-w.due.C:
+		return true, nil
+	case <-ctx.Done():
+		w.due.Stop()
+		return false, errWriterDone
+	case <-c.out.urgent:
+		w.due.Stop()
+		if c.out.dropped.Load() {
+			return false, errWriterDone
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-			return nil
-		case <-ctx.Done():
-			t.Stop()
-			return errWriterDone
-		case <-c.out.urgent:
-			t.Stop()
-			for {
-				u, ok := c.out.takeControl()
-				if !ok {
-					break
-				}
-				if err := c.writeFrame(ctx, u); err != nil {
-					return err
-				}
+		for {
+			u, ok := c.out.takeControl()
+			if !ok {
+				return false, nil
+			}
+			if err := c.writeFrame(ctx, u); err != nil {
+				return false, err
 			}
 		}
 	}
@@ -164,27 +226,121 @@ func (c *Call) waitDue(ctx context.Context, due time.Time) error {
 
 // send writes one frame to the transport. A write that takes Timeout
 // marks the caller as not reading before anything else sees the
-// connection fail; at twice that the write gives up and coder/websocket
-// drops the connection.
+// connection fail; at twice that the connection is dropped, which ends
+// the write (stallWatch).
 func (c *Call) send(ctx context.Context, f frame) error {
-	stall := time.AfterFunc(c.s.cfg.Outbound.Timeout, func() { c.stop(ErrSlowReader) })
-	wctx, cancel := context.WithTimeout(ctx, 2*c.s.cfg.Outbound.Timeout)
+	c.w.stall.begin()
 	var err error
 	if f.msg != nil {
-		err = c.t.Send(wctx, f.msg)
+		err = c.t.Send(ctx, f.msg)
 	} else {
-		err = c.t.SendAudio(wctx, f.audio)
+		err = c.t.SendAudio(ctx, f.audio)
 	}
-	timedOut := !stall.Stop()
-	cancel()
+	stalled := c.w.stall.end()
 	if err != nil {
 		c.out.discard()
-		if timedOut {
+		if stalled {
 			return ErrSlowReader
 		}
 		return errGone
 	}
 	return nil
+}
+
+// stallWatch is the call's one watchdog over its writes. A timer and a
+// context with a deadline per write cost a few per cent of a process's
+// CPU at 50 frames a second per call; so each write only notes when it
+// began, and a single timer, armed by the first write that finds none
+// pending, checks the write in progress when it fires: it marks the
+// caller slow once that write has taken timeout, drops the connection
+// at twice that, and is armed again for the write's next deadline while
+// one is in progress. A timer that finds no write in progress is not
+// armed again, and the writer disarms it when it stops, so an idle call
+// holds none. The clock is the engine's.
+type stallWatch struct {
+	clock   stages.Clock
+	timeout time.Duration
+	slow    func() // at timeout: the call ends as a slow reader
+	drop    func() // at twice the timeout: the connection is dropped
+
+	mu     sync.Mutex
+	since  time.Time    // start of the write in progress; zero: none
+	marked bool         // the write in progress was marked slow
+	t      stages.Timer // the pending check; nil: none
+	epoch  uint64       // the pending check's; a check of another epoch was disarmed
+}
+
+// begin notes the start of a write and arms the check if none is pending.
+func (s *stallWatch) begin() {
+	now := s.clock.Now()
+	s.mu.Lock()
+	s.since, s.marked = now, false
+	if s.t == nil {
+		s.armLocked(s.timeout)
+	}
+	s.mu.Unlock()
+}
+
+// end notes that the write returned and reports whether it was marked
+// slow.
+func (s *stallWatch) end() bool {
+	s.mu.Lock()
+	marked := s.marked
+	s.since, s.marked = time.Time{}, false
+	s.mu.Unlock()
+	return marked
+}
+
+// disarm stops the pending check (the writer stops).
+func (s *stallWatch) disarm() {
+	s.mu.Lock()
+	if s.t != nil {
+		s.t.Stop()
+		s.t = nil
+		s.epoch++
+	}
+	s.mu.Unlock()
+}
+
+func (s *stallWatch) armLocked(d time.Duration) {
+	s.epoch++
+	epoch := s.epoch
+	s.t = s.clock.AfterFunc(d, func() { s.check(epoch) })
+}
+
+// check runs when the check of epoch is due.
+func (s *stallWatch) check(epoch uint64) {
+	now := s.clock.Now()
+	s.mu.Lock()
+	if epoch != s.epoch || s.t == nil { // disarmed, or superseded
+		s.mu.Unlock()
+		return
+	}
+	s.t = nil
+	if s.since.IsZero() { // no write in progress: the next one arms a check
+		s.mu.Unlock()
+		return
+	}
+	took := now.Sub(s.since)
+	slow := took >= s.timeout && !s.marked
+	if slow {
+		s.marked = true
+	}
+	drop := took >= 2*s.timeout
+	switch {
+	case drop: // the drop ends the write; the next one arms a check
+	case took >= s.timeout:
+		s.armLocked(2*s.timeout - took)
+	default:
+		s.armLocked(s.timeout - took)
+	}
+	s.mu.Unlock()
+	if slow {
+		s.slow()
+	}
+	if drop {
+		s.drop()
+	}
 }
 
 // stale reports (and counts) a frame whose generation is no longer current,
@@ -208,9 +364,9 @@ type pacer struct {
 
 func (p *pacer) reset() { p.start, p.sent = time.Time{}, 0 }
 
-// next reports when the next frame, of length d, is due.
-func (p *pacer) next(d, lead time.Duration) time.Time {
-	now := time.Now()
+// next reports when the next frame, of length d, is due; now is the
+// engine clock's.
+func (p *pacer) next(now time.Time, d, lead time.Duration) time.Time {
 	if p.start.IsZero() || now.After(p.start.Add(p.sent)) {
 		p.start = now.Add(-p.sent) // start, or rebase after an underrun
 	}

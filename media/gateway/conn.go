@@ -285,6 +285,8 @@ func (c *Conn) emit(ctx context.Context, p *pace.Pacer, ev pace.Event) error {
 		case strings.HasPrefix(ev.Mark, endPrefix) && c.caps.Marks:
 			name := c.tracker.Mark(strings.TrimPrefix(ev.Mark, endPrefix), true)
 			return c.writeLocked(ctx, Command{Kind: KindMark, StreamID: s.StreamID, Mark: name})
+		case strings.HasPrefix(ev.Mark, endPrefix):
+			c.tracker.End(strings.TrimPrefix(ev.Mark, endPrefix))
 		}
 		return nil
 	}

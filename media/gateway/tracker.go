@@ -32,7 +32,8 @@ type utterance struct {
 	playStart time.Time // when the gateway started (or will start) playing it
 	playEnd   time.Time // when the gateway will have played all of it sent so far
 	started   bool
-	marks     int // marks sent and not yet echoed
+	ended     bool // its final mark was sent: all its audio went out
+	marks     int  // marks sent and not yet echoed
 }
 
 type pendingMark struct {
@@ -104,6 +105,15 @@ func (t *Tracker) Sent(id string, d time.Duration) {
 	u.Sent += d
 }
 
+// End records that the end of utterance id went out: all its audio was
+// handed to the gateway. A final Mark records it too; a dialect without
+// marks calls End instead.
+func (t *Tracker) End(id string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.get(id).ended = true
+}
+
 // Mark returns the name of a mark to send now, behind the audio of utterance
 // id sent so far. final says it closes the utterance.
 func (t *Tracker) Mark(id string, final bool) string {
@@ -114,6 +124,7 @@ func (t *Tracker) Mark(id string, final bool) string {
 	name := id + "." + strconv.Itoa(t.seq)
 	t.marks[name] = pendingMark{utt: id, upTo: u.Sent, final: final}
 	u.marks++
+	u.ended = u.ended || final
 	return name
 }
 
@@ -163,7 +174,10 @@ func (t *Tracker) Clear() []Progress {
 		case u.started:
 			u.Played = max(u.Played, min(max(now.Sub(u.playStart), 0), u.Sent))
 		}
-		u.Cleared = !fully
+		// An utterance whose end had not gone out is cut by the clear
+		// even when all that was sent has played (a sender that fell
+		// behind real time): the rest never will.
+		u.Cleared = !fully || !u.ended
 		if u.marks == 0 {
 			u.Done = true
 		}

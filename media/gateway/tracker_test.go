@@ -60,6 +60,22 @@ func TestTrackerClearMidUtterance(t *testing.T) {
 	}
 }
 
+// TestTrackerClearBehindRealTime: a sender that fell behind real time
+// (a busy process) has had all it sent played when the clear comes, but
+// the utterance's end had not gone out: the clear cut it, at what was sent.
+func TestTrackerClearBehindRealTime(t *testing.T) {
+	c := &fakeClock{t: time.Unix(0, 0)}
+	tr := NewTrackerClock(c.now)
+	for range 10 { // 200 ms of audio over 400 ms
+		tr.Sent("u1", 20*ms)
+		c.advance(40 * ms)
+	}
+	ps := tr.Clear()
+	if len(ps) != 1 || !ps[0].Cleared || !ps[0].Done || ps[0].Played != 200*ms || ps[0].Sent != 200*ms {
+		t.Fatalf("Clear = %+v", ps)
+	}
+}
+
 func TestTrackerQueuedBehindPlaying(t *testing.T) {
 	c := &fakeClock{t: time.Unix(0, 0)}
 	tr := NewTrackerClock(c.now)

@@ -17,6 +17,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/session/telephony"
 
 	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/stages"
 )
 
 // Config configures a Guard. Zero values take the defaults noted.
@@ -56,8 +57,12 @@ type Config struct {
 	// MaxTenants bounds the per-tenant state kept (0: 10000); idle
 	// tenants are forgotten past it.
 	MaxTenants int
-	Logger     *slog.Logger
-	Registry   *prometheus.Registry // receives frontdoor_guard_refused_total (nil: none)
+	// Clock paces the tenants' turns (nil: stages.SystemClock); give it
+	// the engine's (session.Engine.Clock) so that one clock runs the
+	// server.
+	Clock    stages.Clock
+	Logger   *slog.Logger
+	Registry *prometheus.Registry // receives frontdoor_guard_refused_total (nil: none)
 }
 
 // Side says which listener a handler serves: the public one or the
@@ -95,6 +100,9 @@ func New(cfg Config) *Guard {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = stages.SystemClock
 	}
 	g := &Guard{cfg: cfg, log: cfg.Logger, tenants: map[string]*tenant{}}
 	g.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -310,7 +318,8 @@ func (g *Guard) turnAllower(name string) func() bool {
 	g.mu.Lock()
 	lim := g.tenantLocked(name).turns
 	g.mu.Unlock()
-	return lim.Allow
+	clock := g.cfg.Clock
+	return func() bool { return lim.AllowN(clock.Now(), 1) }
 }
 
 // Sessions returns the tenant's calls at once (tests, metrics).

@@ -200,7 +200,9 @@ func (l *Listener) admit(c net.Conn) *conn {
 			answer = perAddrAnswer
 		}
 		// Bounded: the answer fits the socket buffer, and the write
-		// cannot wait on a client that does not read.
+		// cannot wait on a client that does not read. The deadline is
+		// the kernel's, on the wall clock (net.Conn takes no other), not
+		// the engine's.
 		_ = c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 		_, _ = c.Write([]byte(answer))
 		_ = c.Close()
@@ -249,6 +251,8 @@ type conn struct {
 func (c *conn) Read(b []byte) (int, error) {
 	if c.idle > 0 {
 		c.mu.Lock()
+		// A socket deadline: the poller holds it on the wall clock, as
+		// net/http's own deadlines are, so it is read from there.
 		d := time.Now().Add(c.idle)
 		if !c.deadline.IsZero() && c.deadline.Before(d) {
 			d = c.deadline

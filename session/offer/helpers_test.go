@@ -196,6 +196,20 @@ func (c *client) until(ok func(msg) bool) []msg {
 	}
 }
 
+// untilAll reads until a message of each of types has come, in any
+// order, and returns every message read.
+func (c *client) untilAll(types ...string) []msg {
+	c.t.Helper()
+	left := map[string]bool{}
+	for _, typ := range types {
+		left[typ] = true
+	}
+	return c.until(func(m msg) bool {
+		delete(left, m.Type)
+		return len(left) == 0
+	})
+}
+
 func (c *client) expect(typ string) msg {
 	c.t.Helper()
 	all := c.until(func(m msg) bool { return m.Type == typ })

@@ -129,6 +129,8 @@ func (o *Offers) Refused(ctx context.Context, r session.Refusal, out session.Sen
 // for pm's premise: cut if the call's state changed since pm, even while
 // it was rendered.
 func (o *Offers) speak(ctx context.Context, turn string, pm *session.PromptMsg, out session.Sender) {
+	// The rendering's bound is a context deadline for the synthesizer's
+	// process or socket: on the wall clock, as I/O deadlines are.
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	a, err := o.svc.PromptAudio(rctx, pm.Text)

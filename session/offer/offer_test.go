@@ -88,7 +88,9 @@ func TestOffersPromptAudioWhileSynthesisFull(t *testing.T) {
 	wire, after, _ := withOffers(t)
 	r := newRig(t, wire, after, func(c *session.Config, s *stub.Settings) {
 		c.Synthesis = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 5 * time.Second}
-		s.FrameCount, s.FrameDelay = 100, 10*time.Millisecond
+		// a's reply holds the only slot for 5 s, far longer than the
+		// test, so that b still holds the only waiting place when c asks.
+		s.FrameCount, s.FrameDelay = 100, 50*time.Millisecond
 	})
 	a, b, c := r.admitted(), r.admitted(), r.admitted()
 	a.send(map[string]any{"type": "turn", "id": "a1", "text": "x"})
@@ -98,7 +100,10 @@ func TestOffersPromptAudioWhileSynthesisFull(t *testing.T) {
 		return m.Type == "disposition" && m.Stage == session.StageSynthesis && m.Disposition == "queued"
 	})
 	c.send(map[string]any{"type": "turn", "id": "c1", "text": "x"})
-	all := c.until(isType("audio_end")) // the prompt's; turn_end goes ahead of it
+	// The prompt's audio is queued before the turn ends, and the writer
+	// may have written all of it by then: turn_end and the prompt's
+	// audio_end come in either order.
+	all := c.untilAll("audio_end", "turn_end")
 	if end := lastOf(all, "turn_end"); end.Disposition != "overloaded" || end.Stage != session.StageSynthesis {
 		t.Fatalf("%v", types(all))
 	}

@@ -1,10 +1,10 @@
 package offer
 
 import (
-	"github.com/frontdoorhq/frontdoor/session"
 	"testing"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
@@ -31,12 +31,26 @@ func TestPromptPremiseManualClock(t *testing.T) {
 	if s := lastOf(q, "session"); s.Disposition != "queued" || lastOf(q, "prompt").Reason != "queued" {
 		t.Fatalf("queued: %v", types(q))
 	}
-	for n := 0; n < 5; { // some of the queued prompt is out
-		if m, _ := b.read(); m.Type == "binary" {
+	// Some of the queued prompt is out: the pacer runs on the manual
+	// clock too, and lets out the frames due by its time (PaceLead ahead).
+	const frame = 20 * time.Millisecond
+	lead := 60 * time.Millisecond // session.Config's default PaceLead
+	var moved time.Duration
+	for n := 0; n < 10; {
+		if due := int((moved+lead)/frame) + 1; n == due {
+			clock.Advance(frame)
+			moved += frame
+			continue
+		}
+		m, err := b.read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Type == "binary" {
 			n++
 		}
 	}
-	clock.Advance(time.Second + time.Millisecond) // the wait expires (strictly after MaxAge)
+	clock.Advance(time.Second + time.Millisecond - moved) // the wait expires (strictly after MaxAge)
 
 	all := b.until(func(m msg) bool { return m.Type == "session" })
 	if s := all[len(all)-1]; s.Disposition != "expired" {

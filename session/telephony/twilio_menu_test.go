@@ -396,20 +396,18 @@ func TestTwilioKeypadNoKey(t *testing.T) {
 		{"another key", "9", "other key"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			k := newKeypad(t, keypadOptions{window: 20 * time.Second, keyWait: 300 * time.Millisecond})
+			// The offer window is an hour: that the call closes at all
+			// (within the test's context) shows it was the key wait.
+			k := newKeypad(t, keypadOptions{window: time.Hour, keyWait: 300 * time.Millisecond})
 			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 			defer cancel()
 			g := k.dialRefused(ctx, t, "+15550145")
-			menuAt := time.Now()
 			if tc.key != "" {
 				if err := g.SendDTMF(ctx, tc.key); err != nil {
 					t.Fatal(err)
 				}
 			}
 			closedAfter(ctx, t, g, "menu~")
-			if waited := time.Since(menuAt); waited > 10*time.Second {
-				t.Fatalf("closed after %v: the offer window, not the key wait", waited)
-			}
 			if d := k.logs.find("twilio: keypad menu declined"); len(d) != 1 || d[0]["why"] != tc.why {
 				t.Fatalf("declined %v", d)
 			}
@@ -460,7 +458,9 @@ func TestTwilioKeypadNoNumber(t *testing.T) {
 		}
 	})
 	t.Run("callback only", func(t *testing.T) {
-		k := newKeypad(t, keypadOptions{window: 20 * time.Second, config: func(c *fallback.Config) { c.HandoffQueue = 1 }})
+		// The offer window is an hour: that the call closes at all
+		// (within the test's context) shows it did not wait for it.
+		k := newKeypad(t, keypadOptions{window: time.Hour, config: func(c *fallback.Config) { c.HandoffQueue = 1 }})
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
 		// Another caller fills the handoff queue: only a callback is offered.
@@ -469,12 +469,8 @@ func TestTwilioKeypadNoNumber(t *testing.T) {
 			t.Fatalf("handoff %v %v", d, err)
 		}
 		defer h.Cancel()
-		start := time.Now()
 		g := k.gateway(ctx, twiliotest.Options{Speed: -1})
 		s := closedAfter(ctx, t, g, "")
-		if time.Since(start) > 10*time.Second {
-			t.Fatalf("closed after %v: waited for the offer window", time.Since(start))
-		}
 		if s.Received == 0 || len(k.said()) != 0 {
 			t.Fatalf("heard %v, said %v", s.Received, k.said())
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/media/g711"
 	"github.com/frontdoorhq/frontdoor/media/pcm"
+	"github.com/frontdoorhq/frontdoor/stages"
 )
 
 // Lead is how far ahead of playback a media transport lets reply audio
@@ -76,16 +77,31 @@ func (c *Converter) Flush() []byte {
 	return g711.EncodeMulaw(nil, c.rs.Flush(nil))
 }
 
-// WaitBuffered blocks while more than lead of audio waits in a transport's
-// pacer, so that the call's writer (and with it the turn) moves at the pace
-// of playback.
+// WaitBuffered is WaitBufferedOn on the wall clock, for a transport not
+// yet given its engine's clock.
 func WaitBuffered(ctx context.Context, buffered func() time.Duration, lead time.Duration) error {
+	return WaitBufferedOn(ctx, stages.SystemClock, buffered, lead)
+}
+
+// WaitBufferedOn blocks while more than lead of audio waits in a
+// transport's pacer, so that the call's writer (and with it the turn)
+// moves at the pace of playback. It looks again every 20 ms at most, on
+// clock (the engine's).
+func WaitBufferedOn(ctx context.Context, clock stages.Clock, buffered func() time.Duration, lead time.Duration) error {
+	var t *stages.ChanTimer
 	for {
 		over := buffered() - lead
 		if over <= 0 {
+			if t != nil {
+				t.Stop()
+			}
 			return nil
 		}
-		t := time.NewTimer(min(over, 20*time.Millisecond))
+		if t == nil {
+			t = stages.NewTimer(clock, min(over, 20*time.Millisecond))
+		} else {
+			t.Reset(min(over, 20*time.Millisecond))
+		}
 		select {
 		case <-t.C:
 		case <-ctx.Done():

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/media/g711"
 	"github.com/frontdoorhq/frontdoor/media/pcm"
+	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -60,21 +63,54 @@ func TestConverter(t *testing.T) {
 }
 
 // TestWaitBuffered: it returns at once when no more than lead is
-// buffered, once the buffer drains below lead, and with the context's
-// error when that ends first.
+// buffered, once the buffer drains below lead (the waits are on the
+// given clock, a manual one here), and with the context's error when that
+// ends first.
 func TestWaitBuffered(t *testing.T) {
 	ctx := context.Background()
-	if err := WaitBuffered(ctx, func() time.Duration { return Lead }, Lead); err != nil {
+	clock := stagestest.NewClock(time.Unix(1_700_000_000, 0))
+	if err := WaitBufferedOn(ctx, clock, func() time.Duration { return Lead }, Lead); err != nil {
 		t.Fatal(err)
 	}
+	var mu sync.Mutex
 	left := 5
-	drain := func() time.Duration { left--; return time.Duration(left) * 20 * time.Millisecond }
-	if err := WaitBuffered(ctx, drain, 20*time.Millisecond); err != nil || left > 1 {
-		t.Fatalf("drained: %v with %d frames left", err, left)
+	drain := func() time.Duration {
+		mu.Lock()
+		defer mu.Unlock()
+		left--
+		return time.Duration(left) * 20 * time.Millisecond
 	}
-	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- WaitBufferedOn(ctx, clock, drain, 20*time.Millisecond) }()
+	for polls := 0; ; {
+		select {
+		case err := <-done:
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil || left != 1 || polls != 3 {
+				t.Fatalf("drained: %v with %d frames left after %d polls", err, left, polls)
+			}
+			return
+		default:
+		}
+		if clock.Pending() == 0 {
+			runtime.Gosched() // the waiter has not armed its timer yet
+			continue
+		}
+		clock.Advance(20 * time.Millisecond)
+		polls++
+	}
+}
+
+// TestWaitBufferedCancelled: a context that ends first ends the wait.
+func TestWaitBufferedCancelled(t *testing.T) {
+	cctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := WaitBuffered(cctx, func() time.Duration { return time.Second }, 0); !errors.Is(err, context.Canceled) {
+	clock := stagestest.NewClock(time.Unix(1_700_000_000, 0))
+	if err := WaitBufferedOn(cctx, clock, func() time.Duration { return time.Second }, 0); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled: %v", err)
+	}
+	if err := WaitBuffered(cctx, func() time.Duration { return time.Second }, 0); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled on the wall clock: %v", err)
 	}
 }
