@@ -77,12 +77,6 @@ func (c *Converter) Flush() []byte {
 	return g711.EncodeMulaw(nil, c.rs.Flush(nil))
 }
 
-// WaitBuffered is WaitBufferedOn on the wall clock, for a transport not
-// yet given its engine's clock.
-func WaitBuffered(ctx context.Context, buffered func() time.Duration, lead time.Duration) error {
-	return WaitBufferedOn(ctx, stages.SystemClock, buffered, lead)
-}
-
 // WaitBufferedOn blocks while more than lead of audio waits in a
 // transport's pacer, so that the call's writer (and with it the turn)
 // moves at the pace of playback. It looks again every 20 ms at most, on
