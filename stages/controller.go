@@ -80,16 +80,24 @@ type owner struct {
 // Controller is a bounded admission controller for one stage. The zero value
 // is not usable; call New.
 type Controller struct {
-	mu      sync.Mutex
-	limits  Limits // as configured
-	eff     Limits // as the policy enforces them
-	policy  Policy
-	closed  bool
-	queue   ring
-	recs    []record
-	free    []int32
-	ids     identities // every retained identity, live or tombstone
-	owners  map[string]*owner
+	mu     sync.Mutex
+	limits Limits // as configured
+	eff    Limits // as the policy enforces them
+	policy Policy
+	closed bool
+	queue  ring
+	recs   []record
+	free   []int32
+	ids    identities // every retained identity, live or tombstone
+	owners map[string]*owner
+	// hot is the owner of the latest offer (nil if unknown): a call offers
+	// its turns to a stage one after another, so Offer compares one string
+	// where it would hash the owner into the map.
+	hot *owner
+	// taken is the record Take admitted last: Release looks there first,
+	// and rehashes the identity only when the work released is not the
+	// work admitted last (always it, in a stage of one slot).
+	taken   int32
 	leased  int
 	cleanup int
 	ledger  Ledger
@@ -217,6 +225,9 @@ func (c *Controller) forget(id string, now time.Time, cancelled func(string, boo
 	if o := c.owners[id]; o != nil {
 		c.cancelOwned(o, now, cancelled)
 		delete(c.owners, id)
+		if c.hot == o {
+			c.hot = nil
+		}
 	}
 	if c.rec != nil {
 		c.record(Operation{Op: OpForget, At: now, Owner: id})
@@ -252,7 +263,11 @@ func (c *Controller) offer(job *Job, now time.Time) (Disposition, error) {
 		return 0, fmt.Errorf("%w: %q", ErrDuplicate, job.ID)
 	}
 	c.ledger.Offered++
-	o := c.owners[job.Owner]
+	o := c.hot
+	if o == nil || o.id != job.Owner {
+		o = c.owners[job.Owner]
+		c.hot = o
+	}
 	// Adding MaxAge once here is cheaper than subtracting Born at each look
 	// (Time.Sub checks its own overflow with another Add), and gives the
 	// same answer: age > MaxAge exactly when expires is before now.
@@ -343,6 +358,7 @@ func (c *Controller) take(now time.Time) (Disposition, string, error) {
 	c.queue.pop()
 	c.unqueue(r)
 	r.state = Active
+	c.taken = ref
 	c.leased++
 	c.ledger.Admitted++
 	return Admitted, r.id, nil
@@ -378,12 +394,18 @@ func (c *Controller) releaseAt(id string, failed bool, now time.Time) (Dispositi
 }
 
 func (c *Controller) release(id string, failed bool) (Disposition, error) {
-	e, ok := c.ids.lookup(id)
-	if !ok || e.rec < 0 || c.recs[e.rec].state == Queued {
-		return 0, fmt.Errorf("%w: %q", ErrNoLease, id)
-	}
-	ref := e.rec
+	// Live identities are unique and a free record's state is zero, so a
+	// record holding id with a lease is id's record.
+	ref := c.taken
 	r := &c.recs[ref]
+	if r.id != id || r.state != Active && r.state != Cancelled {
+		e, ok := c.ids.lookup(id)
+		if !ok || e.rec < 0 || c.recs[e.rec].state == Queued {
+			return 0, fmt.Errorf("%w: %q", ErrNoLease, id)
+		}
+		ref = e.rec
+		r = &c.recs[ref]
+	}
 	if r.returned { // ReleaseOnCancel counted this release at the cancel
 		c.finish(ref, Cancelled)
 		return Cancelled, nil
