@@ -85,7 +85,7 @@ type Controller struct {
 	eff    Limits // as the policy enforces them
 	policy Policy
 	closed bool
-	queue  ring
+	queue  ring[int32]
 	recs   []record
 	free   []int32
 	ids    identities // every retained identity, live or tombstone
@@ -121,7 +121,7 @@ func New(l Limits, opts ...Option) (*Controller, error) {
 	}
 	c := &Controller{
 		limits:  l,
-		queue:   newRing(l.Waiting),
+		queue:   newRing[int32](l.Waiting),
 		recs:    make([]record, l.Slots+l.Waiting),
 		free:    make([]int32, 0, l.Slots+l.Waiting),
 		ids:     newIdentities(l.Slots+l.Waiting, l.Tombstones),

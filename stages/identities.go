@@ -32,9 +32,9 @@ type identities struct {
 	slots   []slot // a power of two long, never more than half used
 	used    int
 	entries []identity
-	free    []int32 // unused entries
-	tombs   ring    // terminal entries, oldest first
-	max     int     // most tombstones retained
+	free    []int32    // unused entries
+	tombs   ring[tomb] // terminal entries, oldest first
+	max     int        // most tombstones retained
 }
 
 // slot is one place in the index: the low 32 bits of an identity's hash,
@@ -42,6 +42,15 @@ type identities struct {
 type slot struct {
 	hash uint32
 	e    int32
+}
+
+// tomb is a terminal entry in the ring, with its hash: eviction finds the
+// slot to empty from the ring, which it reads in order, without first
+// loading the entry, which it would not otherwise need and which is cold by
+// then (retired Tombstones cycles ago).
+type tomb struct {
+	e    int32
+	hash uint32
 }
 
 type identity struct {
@@ -183,12 +192,12 @@ func (t *identities) grow() {
 	}
 }
 
-// remove takes entry e out of the index. Later slots of the same run move
+// remove takes entry e, whose hash is h, out of the index. Later slots of the same run move
 // back into the hole (backward-shift deletion), so that find can stop at
 // the first empty slot and no deleted markers accumulate.
-func (t *identities) remove(e int32) {
+func (t *identities) remove(e int32, h uint32) {
 	mask := len(t.slots) - 1
-	i := int(t.entries[e].hash) & mask
+	i := int(h) & mask
 	for t.slots[i].e != e+1 {
 		i = (i + 1) & mask
 	}
@@ -225,13 +234,13 @@ func (t *identities) retire(e int32, d Disposition) {
 	if t.tombs.len() == t.max {
 		old, _ := t.tombs.peek()
 		t.tombs.pop()
-		t.remove(old)
-		t.entries[old] = identity{}
-		t.free = append(t.free, old)
+		t.remove(old.e, old.hash)
+		t.entries[old.e] = identity{}
+		t.free = append(t.free, old.e)
 	} else if t.tombs.len() == len(t.tombs.buf) {
 		t.tombs.grow(min(max(2*len(t.tombs.buf), 64), t.max))
 	}
-	t.tombs.push(e)
+	t.tombs.push(tomb{e, t.entries[e].hash})
 }
 
 // tombstones returns the number of terminal identities retained.

@@ -37,7 +37,7 @@ func TestIdentitiesIndex(t *testing.T) {
 					evicted := ""
 					if ids.tombstones() == tc.tombs {
 						old, _ := ids.tombs.peek()
-						evicted = ids.entries[old].id
+						evicted = ids.entries[old.e].id
 					}
 					ids.retire(e, Completed)
 					if evicted != "" {
