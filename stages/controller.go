@@ -444,16 +444,24 @@ func (c *Controller) finish(ref int32, d Disposition) {
 	r := &c.recs[ref]
 	c.ids.retire(r.ent, d)
 	o := r.own
+	if n := len(o.live) - 1; o.live[n] == ref { // the latest, and usually the only, live record
+		o.live = o.live[:n]
+	} else {
+		o.removeLive(ref)
+	}
+	*r = record{}
+	c.free = append(c.free, ref)
+}
+
+func (o *owner) removeLive(ref int32) {
 	for i, v := range o.live {
 		if v == ref {
 			last := len(o.live) - 1
 			copy(o.live[i:], o.live[i+1:]) // keep arrival order for cancellation callbacks
 			o.live = o.live[:last]
-			break
+			return
 		}
 	}
-	*r = record{}
-	c.free = append(c.free, ref)
 }
 
 // Close closes admission: offers are refused as Closed and Take reports
