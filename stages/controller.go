@@ -250,12 +250,13 @@ func (c *Controller) Offer(job Job, now time.Time) (Disposition, error) {
 		return 0, fmt.Errorf("%w: id %q owner %q born %v now %v", ErrJob, job.ID, job.Owner, job.Born, now)
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	d, err := c.offer(&job, now)
 	if c.rec != nil {
-		c.record(Operation{Op: OpOffer, At: now, ID: job.ID, Owner: job.Owner, Generation: job.Generation,
+		c.recordUnlock(Operation{Op: OpOffer, At: now, ID: job.ID, Owner: job.Owner, Generation: job.Generation,
 			Born: job.Born, Tenant: job.Tenant, Disposition: d, Err: err})
+		return d, err
 	}
+	c.mu.Unlock()
 	return d, err
 }
 
@@ -324,11 +325,12 @@ func (c *Controller) offer(job *Job, now time.Time) (Disposition, error) {
 // when nothing waits, or (Admitted, id) with a lease reserved for id.
 func (c *Controller) Take(now time.Time) (Disposition, string, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	d, id, err := c.take(now)
 	if c.rec != nil {
-		c.record(Operation{Op: OpTake, At: now, ID: id, Disposition: d, Err: err})
+		c.recordUnlock(Operation{Op: OpTake, At: now, ID: id, Disposition: d, Err: err})
+		return d, id, err
 	}
+	c.mu.Unlock()
 	return d, id, err
 }
 
@@ -385,12 +387,13 @@ func (c *Controller) ReleaseFailed(id string) (Disposition, error) {
 // Dispatcher's), recorded with the release.
 func (c *Controller) releaseAt(id string, failed bool, now time.Time) (Disposition, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.saw(now)
 	d, err := c.release(id, failed)
 	if c.rec != nil {
-		c.record(Operation{Op: OpRelease, At: c.last, ID: id, Disposition: d, Err: err})
+		c.recordUnlock(Operation{Op: OpRelease, At: c.last, ID: id, Disposition: d, Err: err})
+		return d, err
 	}
+	c.mu.Unlock()
 	return d, err
 }
 
