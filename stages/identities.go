@@ -25,8 +25,9 @@ import (
 // because a cycle (offer, take, release) used a map four times, hashing the
 // identity each time, and that was half of the cycle's cost: here Offer
 // hashes once for both the duplicate check and the insert (find returns
-// where the identity would go), Release hashes once, and evicting a
-// tombstone hashes nothing (each entry keeps its hash).
+// where the identity would go), Release hashes only when the work released
+// is not the work admitted last (Controller.taken), and evicting a
+// tombstone hashes nothing (each tombstone keeps its hash).
 type identities struct {
 	seed    uint64 // random per table, so that no list of identities collides everywhere
 	slots   []slot // a power of two long, never more than half used
