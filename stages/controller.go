@@ -56,17 +56,20 @@ type Job struct {
 // queue refers to records by index without hashing identities. The
 // identity itself is retained, from Offer until its tombstone is evicted, in
 // the Controller's identities (see identities).
+//
+// The fields a cycle reads come first and the small ones share a word, so
+// that a record is 128 bytes, two cache lines for finish to clear, not 144.
 type record struct {
 	id        string
-	ent       int32 // the identity's entry in Controller.ids
-	tenant    string
-	own       *owner // also names the owner, for Waiting
-	gen       uint64
-	born      time.Time
-	expires   time.Time   // born + MaxAge: eligible until, and at, this instant
+	ent       int32       // the identity's entry in Controller.ids
 	state     Disposition // Queued, Active or Cancelled (cancelled while active)
-	cancelled time.Time   // when an active record was cancelled
 	returned  bool        // ReleaseOnCancel gave the lease back at cancel
+	born      time.Time
+	expires   time.Time // born + MaxAge: eligible until, and at, this instant
+	own       *owner    // also names the owner, for Waiting
+	gen       uint64
+	tenant    string
+	cancelled time.Time // when an active record was cancelled
 }
 
 type owner struct {
@@ -80,16 +83,24 @@ type owner struct {
 // Controller is a bounded admission controller for one stage. The zero value
 // is not usable; call New.
 type Controller struct {
-	mu      sync.Mutex
-	limits  Limits // as configured
-	eff     Limits // as the policy enforces them
-	policy  Policy
-	closed  bool
-	queue   ring
-	recs    []record
-	free    []int32
-	ids     identities // every retained identity, live or tombstone
-	owners  map[string]*owner
+	mu     sync.Mutex
+	limits Limits // as configured
+	eff    Limits // as the policy enforces them
+	policy Policy
+	closed bool
+	queue  ring[int32]
+	recs   []record
+	free   []int32
+	ids    identities // every retained identity, live or tombstone
+	owners map[string]*owner
+	// hot is the owner of the latest offer (nil if unknown): a call offers
+	// its turns to a stage one after another, so Offer compares one string
+	// where it would hash the owner into the map.
+	hot *owner
+	// taken is the record Take admitted last: Release looks there first,
+	// and rehashes the identity only when the work released is not the
+	// work admitted last (always it, in a stage of one slot).
+	taken   int32
 	leased  int
 	cleanup int
 	ledger  Ledger
@@ -113,7 +124,7 @@ func New(l Limits, opts ...Option) (*Controller, error) {
 	}
 	c := &Controller{
 		limits:  l,
-		queue:   newRing(l.Waiting),
+		queue:   newRing[int32](l.Waiting),
 		recs:    make([]record, l.Slots+l.Waiting),
 		free:    make([]int32, 0, l.Slots+l.Waiting),
 		ids:     newIdentities(l.Slots+l.Waiting, l.Tombstones),
@@ -217,6 +228,9 @@ func (c *Controller) forget(id string, now time.Time, cancelled func(string, boo
 	if o := c.owners[id]; o != nil {
 		c.cancelOwned(o, now, cancelled)
 		delete(c.owners, id)
+		if c.hot == o {
+			c.hot = nil
+		}
 	}
 	if c.rec != nil {
 		c.record(Operation{Op: OpForget, At: now, Owner: id})
@@ -236,12 +250,13 @@ func (c *Controller) Offer(job Job, now time.Time) (Disposition, error) {
 		return 0, fmt.Errorf("%w: id %q owner %q born %v now %v", ErrJob, job.ID, job.Owner, job.Born, now)
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	d, err := c.offer(&job, now)
 	if c.rec != nil {
-		c.record(Operation{Op: OpOffer, At: now, ID: job.ID, Owner: job.Owner, Generation: job.Generation,
+		c.recordUnlock(Operation{Op: OpOffer, At: now, ID: job.ID, Owner: job.Owner, Generation: job.Generation,
 			Born: job.Born, Tenant: job.Tenant, Disposition: d, Err: err})
+		return d, err
 	}
+	c.mu.Unlock()
 	return d, err
 }
 
@@ -252,12 +267,33 @@ func (c *Controller) offer(job *Job, now time.Time) (Disposition, error) {
 		return 0, fmt.Errorf("%w: %q", ErrDuplicate, job.ID)
 	}
 	c.ledger.Offered++
-	o := c.owners[job.Owner]
+	o := c.hot
+	if o == nil || o.id != job.Owner {
+		o = c.owners[job.Owner]
+		c.hot = o
+	}
 	// Adding MaxAge once here is cheaper than subtracting Born at each look
 	// (Time.Sub checks its own overflow with another Add), and gives the
 	// same answer: age > MaxAge exactly when expires is before now.
 	expires := job.Born.Add(c.eff.MaxAge)
-	d := c.check(o, job, expires, now)
+	// The checks, in their documented order, inline: as a function of
+	// their own they were a call with nine words of arguments per offer.
+	d := Queued
+	switch {
+	case o == nil || o.gen != job.Generation:
+		d = Stale
+	case o.hasLast && job.Born.Before(o.lastBorn):
+		d = OutOfOrder
+	case expires.Before(now):
+		d = Expired
+	case c.closed:
+		d = Closed
+	case c.queue.len() >= c.eff.Waiting:
+		d = Overloaded
+	case job.Tenant != "" && c.limits.TenantWaiting > 0 && c.tenants[job.Tenant] >= c.limits.TenantWaiting:
+		c.ledger.Refused.OverShare++
+		d = Overloaded
+	}
 	if d != Queued {
 		c.ledger.Refused.add(d)
 		return d, nil
@@ -283,36 +319,18 @@ func (c *Controller) offer(job *Job, now time.Time) (Disposition, error) {
 	return Queued, nil
 }
 
-func (c *Controller) check(o *owner, job *Job, expires, now time.Time) Disposition {
-	switch {
-	case o == nil || o.gen != job.Generation:
-		return Stale
-	case o.hasLast && job.Born.Before(o.lastBorn):
-		return OutOfOrder
-	case expires.Before(now):
-		return Expired
-	case c.closed:
-		return Closed
-	case c.queue.len() >= c.eff.Waiting:
-		return Overloaded
-	case job.Tenant != "" && c.limits.TenantWaiting > 0 && c.tenants[job.Tenant] >= c.limits.TenantWaiting:
-		c.ledger.Refused.OverShare++
-		return Overloaded
-	}
-	return Queued
-}
-
 // Take looks at the head of the queue at time now. An expired head is
 // removed and returned as (Expired, id), even while every slot is busy.
 // Otherwise it returns Busy when no slot is free, Empty (Closed once closed)
 // when nothing waits, or (Admitted, id) with a lease reserved for id.
 func (c *Controller) Take(now time.Time) (Disposition, string, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	d, id, err := c.take(now)
 	if c.rec != nil {
-		c.record(Operation{Op: OpTake, At: now, ID: id, Disposition: d, Err: err})
+		c.recordUnlock(Operation{Op: OpTake, At: now, ID: id, Disposition: d, Err: err})
+		return d, id, err
 	}
+	c.mu.Unlock()
 	return d, id, err
 }
 
@@ -343,6 +361,7 @@ func (c *Controller) take(now time.Time) (Disposition, string, error) {
 	c.queue.pop()
 	c.unqueue(r)
 	r.state = Active
+	c.taken = ref
 	c.leased++
 	c.ledger.Admitted++
 	return Admitted, r.id, nil
@@ -368,22 +387,29 @@ func (c *Controller) ReleaseFailed(id string) (Disposition, error) {
 // Dispatcher's), recorded with the release.
 func (c *Controller) releaseAt(id string, failed bool, now time.Time) (Disposition, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.saw(now)
 	d, err := c.release(id, failed)
 	if c.rec != nil {
-		c.record(Operation{Op: OpRelease, At: c.last, ID: id, Disposition: d, Err: err})
+		c.recordUnlock(Operation{Op: OpRelease, At: c.last, ID: id, Disposition: d, Err: err})
+		return d, err
 	}
+	c.mu.Unlock()
 	return d, err
 }
 
 func (c *Controller) release(id string, failed bool) (Disposition, error) {
-	e, ok := c.ids.lookup(id)
-	if !ok || e.rec < 0 || c.recs[e.rec].state == Queued {
-		return 0, fmt.Errorf("%w: %q", ErrNoLease, id)
-	}
-	ref := e.rec
+	// Live identities are unique and a free record's state is zero, so a
+	// record holding id with a lease is id's record.
+	ref := c.taken
 	r := &c.recs[ref]
+	if r.id != id || r.state != Active && r.state != Cancelled {
+		e, ok := c.ids.lookup(id)
+		if !ok || e.rec < 0 || c.recs[e.rec].state == Queued {
+			return 0, fmt.Errorf("%w: %q", ErrNoLease, id)
+		}
+		ref = e.rec
+		r = &c.recs[ref]
+	}
 	if r.returned { // ReleaseOnCancel counted this release at the cancel
 		c.finish(ref, Cancelled)
 		return Cancelled, nil
@@ -422,16 +448,24 @@ func (c *Controller) finish(ref int32, d Disposition) {
 	r := &c.recs[ref]
 	c.ids.retire(r.ent, d)
 	o := r.own
+	if n := len(o.live) - 1; o.live[n] == ref { // the latest, and usually the only, live record
+		o.live = o.live[:n]
+	} else {
+		o.removeLive(ref)
+	}
+	*r = record{}
+	c.free = append(c.free, ref)
+}
+
+func (o *owner) removeLive(ref int32) {
 	for i, v := range o.live {
 		if v == ref {
 			last := len(o.live) - 1
 			copy(o.live[i:], o.live[i+1:]) // keep arrival order for cancellation callbacks
 			o.live = o.live[:last]
-			break
+			return
 		}
 	}
-	*r = record{}
-	c.free = append(c.free, ref)
 }
 
 // Close closes admission: offers are refused as Closed and Take reports

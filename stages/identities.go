@@ -1,6 +1,9 @@
 package stages
 
-import "hash/maphash"
+import (
+	"math/bits"
+	"math/rand/v2"
+)
 
 // identities holds every identity a Controller retains, live or terminal,
 // each in an entry whose index stays the same from Offer until the identity
@@ -22,16 +25,17 @@ import "hash/maphash"
 // because a cycle (offer, take, release) used a map four times, hashing the
 // identity each time, and that was half of the cycle's cost: here Offer
 // hashes once for both the duplicate check and the insert (find returns
-// where the identity would go), Release hashes once, and evicting a
-// tombstone hashes nothing (each entry keeps its hash).
+// where the identity would go), Release hashes only when the work released
+// is not the work admitted last (Controller.taken), and evicting a
+// tombstone hashes nothing (each tombstone keeps its hash).
 type identities struct {
-	seed    maphash.Seed
+	seed    uint64 // random per table, so that no list of identities collides everywhere
 	slots   []slot // a power of two long, never more than half used
 	used    int
 	entries []identity
-	free    []int32 // unused entries
-	tombs   ring    // terminal entries, oldest first
-	max     int     // most tombstones retained
+	free    []int32    // unused entries
+	tombs   ring[tomb] // terminal entries, oldest first
+	max     int        // most tombstones retained
 }
 
 // slot is one place in the index: the low 32 bits of an identity's hash,
@@ -39,6 +43,15 @@ type identities struct {
 type slot struct {
 	hash uint32
 	e    int32
+}
+
+// tomb is a terminal entry in the ring, with its hash: eviction finds the
+// slot to empty from the ring, which it reads in order, without first
+// loading the entry, which it would not otherwise need and which is cold by
+// then (retired Tombstones cycles ago).
+type tomb struct {
+	e    int32
+	hash uint32
 }
 
 type identity struct {
@@ -54,14 +67,65 @@ func newIdentities(live, tombstones int) identities {
 		n *= 2
 	}
 	return identities{
-		seed:    maphash.MakeSeed(),
+		seed:    rand.Uint64(),
 		slots:   make([]slot, n),
 		entries: make([]identity, 0, live),
 		max:     tombstones,
 	}
 }
 
-func (t *identities) hash(id string) uint32 { return uint32(maphash.String(t.seed, id)) }
+func (t *identities) hash(id string) uint32 { return uint32(hashString(t.seed, id)) }
+
+// hashString is the runtime's portable string hash (wyhash's mixing, as in
+// runtime/hash64.go), seeded. It replaces hash/maphash.String, whose calls
+// down to the AES hash cost 8-10 ns for a short identity, as much as a third
+// of Offer; this one is about 4 ns. Identities are short (well under 16
+// bytes), the case that takes no loop.
+func hashString(seed uint64, s string) uint64 {
+	const (
+		m1 = 0xa0761d6478bd642f
+		m2 = 0xe7037ed1a0b428db
+		m5 = 0x1d8e4e27c47d124f
+	)
+	n := len(s)
+	seed ^= m1
+	var a, b uint64
+	switch {
+	case n == 0:
+		return seed
+	case n < 4:
+		a = uint64(s[0]) | uint64(s[n>>1])<<8 | uint64(s[n-1])<<16
+	case n < 8:
+		a, b = le32(s, 0), le32(s, n-4)
+	case n <= 16:
+		a, b = le64(s, 0), le64(s, n-8)
+	default:
+		i := 0
+		for ; n-i > 16; i += 16 {
+			seed = mix(le64(s, i)^m2, le64(s, i+8)^seed)
+		}
+		a, b = le64(s, n-16), le64(s, n-8) // the last 16 bytes, overlapping
+	}
+	return mix(m5^uint64(n), mix(a^m2, b^seed))
+}
+
+func mix(a, b uint64) uint64 {
+	hi, lo := bits.Mul64(a, b)
+	return hi ^ lo
+}
+
+// le64 and le32 read s[i:] little-endian; the compiler combines the byte
+// loads into one.
+func le64(s string, i int) uint64 {
+	_ = s[i+7]
+	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+}
+
+func le32(s string, i int) uint64 {
+	_ = s[i+3]
+	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24
+}
 
 // find returns id's hash and the slot that holds id, or, when ok is false,
 // the empty slot where add would put it.
@@ -129,12 +193,12 @@ func (t *identities) grow() {
 	}
 }
 
-// remove takes entry e out of the index. Later slots of the same run move
+// remove takes entry e, whose hash is h, out of the index. Later slots of the same run move
 // back into the hole (backward-shift deletion), so that find can stop at
 // the first empty slot and no deleted markers accumulate.
-func (t *identities) remove(e int32) {
+func (t *identities) remove(e int32, h uint32) {
 	mask := len(t.slots) - 1
-	i := int(t.entries[e].hash) & mask
+	i := int(h) & mask
 	for t.slots[i].e != e+1 {
 		i = (i + 1) & mask
 	}
@@ -171,13 +235,13 @@ func (t *identities) retire(e int32, d Disposition) {
 	if t.tombs.len() == t.max {
 		old, _ := t.tombs.peek()
 		t.tombs.pop()
-		t.remove(old)
-		t.entries[old] = identity{}
-		t.free = append(t.free, old)
+		t.remove(old.e, old.hash)
+		t.entries[old.e] = identity{}
+		t.free = append(t.free, old.e)
 	} else if t.tombs.len() == len(t.tombs.buf) {
 		t.tombs.grow(min(max(2*len(t.tombs.buf), 64), t.max))
 	}
-	t.tombs.push(e)
+	t.tombs.push(tomb{e, t.entries[e].hash})
 }
 
 // tombstones returns the number of terminal identities retained.

@@ -37,7 +37,7 @@ func TestIdentitiesIndex(t *testing.T) {
 					evicted := ""
 					if ids.tombstones() == tc.tombs {
 						old, _ := ids.tombs.peek()
-						evicted = ids.entries[old].id
+						evicted = ids.entries[old.e].id
 					}
 					ids.retire(e, Completed)
 					if evicted != "" {
@@ -65,5 +65,45 @@ func TestIdentitiesIndex(t *testing.T) {
 				t.Fatalf("only %d identities added", next)
 			}
 		})
+	}
+}
+
+// TestHashString checks that the identity hash reads every length without
+// going out of bounds, depends on every byte and on the seed, and spreads
+// sequential identities over the low bits that choose a home slot.
+func TestHashString(t *testing.T) {
+	const seed = 0x5eed
+	b := make([]byte, 64)
+	for i := range b {
+		b[i] = byte('a' + i%26)
+	}
+	seen := map[uint64]string{}
+	for n := 0; n <= len(b); n++ {
+		s := string(b[:n])
+		h := hashString(seed, s)
+		if prev, ok := seen[h]; ok {
+			t.Fatalf("%q and %q hash alike", prev, s)
+		}
+		seen[h] = s
+		if hashString(seed+1, s) == h && n > 0 {
+			t.Fatalf("%q: the seed changes nothing", s)
+		}
+		for i := range n {
+			c := []byte(s)
+			c[i] ^= 1
+			if hashString(seed, string(c)) == h {
+				t.Fatalf("%q: byte %d changes nothing", s, i)
+			}
+		}
+	}
+	const ids, buckets = 1 << 16, 1 << 10
+	var count [buckets]int
+	for i := range ids {
+		count[hashString(seed, fmt.Sprint("turn-", i))&(buckets-1)]++
+	}
+	for i, c := range count { // 64 expected per bucket
+		if c < 24 || c > 112 {
+			t.Fatalf("bucket %d holds %d of %d sequential identities", i, c, ids)
+		}
 	}
 }
