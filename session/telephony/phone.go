@@ -236,7 +236,7 @@ func (t *phoneCall) SendAudio(ctx context.Context, b []byte) error {
 	if err := t.line.sendAudio(utt, out); err != nil {
 		return err
 	}
-	return pcmu.WaitBufferedOn(ctx, t.e.Clock(), t.line.buffered, t.line.lead())
+	return pcmu.WaitBuffered(ctx, t.e.Clock(), t.line.buffered, t.line.lead())
 }
 
 // Interrupt is the transport's Capabilities.Interrupt: clear, and what the

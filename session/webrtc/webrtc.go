@@ -290,7 +290,7 @@ func (t *rtcTransport) SendAudio(ctx context.Context, b []byte) error {
 	t.mu.Lock()
 	t.queued += media.Telephony.Duration(len(ulaw))
 	t.mu.Unlock()
-	return pcmu.WaitBufferedOn(ctx, t.s.Clock(), t.peer.Buffered, pcmu.Lead)
+	return pcmu.WaitBuffered(ctx, t.s.Clock(), t.peer.Buffered, pcmu.Lead)
 }
 
 // Interrupt is the transport's Capabilities.Interrupt: the queued audio is dropped, and the
@@ -313,7 +313,7 @@ func (t *rtcTransport) Close(status session.CloseStatus, reason string) {
 	t.once.Do(func() {
 		if status == session.CloseTryLater {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_ = pcmu.WaitBufferedOn(ctx, t.s.Clock(), t.peer.Buffered, 0)
+			_ = pcmu.WaitBuffered(ctx, t.s.Clock(), t.peer.Buffered, 0)
 			cancel()
 		}
 		_ = t.peer.Close()

@@ -77,11 +77,11 @@ func (c *Converter) Flush() []byte {
 	return g711.EncodeMulaw(nil, c.rs.Flush(nil))
 }
 
-// WaitBufferedOn blocks while more than lead of audio waits in a
+// WaitBuffered blocks while more than lead of audio waits in a
 // transport's pacer, so that the call's writer (and with it the turn)
 // moves at the pace of playback. It looks again every 20 ms at most, on
 // clock (the engine's).
-func WaitBufferedOn(ctx context.Context, clock stages.Clock, buffered func() time.Duration, lead time.Duration) error {
+func WaitBuffered(ctx context.Context, clock stages.Clock, buffered func() time.Duration, lead time.Duration) error {
 	var t *stages.ChanTimer
 	for {
 		over := buffered() - lead

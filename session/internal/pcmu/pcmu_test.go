@@ -69,7 +69,7 @@ func TestConverter(t *testing.T) {
 func TestWaitBuffered(t *testing.T) {
 	ctx := context.Background()
 	clock := stagestest.NewClock(time.Unix(1_700_000_000, 0))
-	if err := WaitBufferedOn(ctx, clock, func() time.Duration { return Lead }, Lead); err != nil {
+	if err := WaitBuffered(ctx, clock, func() time.Duration { return Lead }, Lead); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
@@ -81,7 +81,7 @@ func TestWaitBuffered(t *testing.T) {
 		return time.Duration(left) * 20 * time.Millisecond
 	}
 	done := make(chan error, 1)
-	go func() { done <- WaitBufferedOn(ctx, clock, drain, 20*time.Millisecond) }()
+	go func() { done <- WaitBuffered(ctx, clock, drain, 20*time.Millisecond) }()
 	for polls := 0; ; {
 		select {
 		case err := <-done:
@@ -107,10 +107,7 @@ func TestWaitBufferedCancelled(t *testing.T) {
 	cctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	clock := stagestest.NewClock(time.Unix(1_700_000_000, 0))
-	if err := WaitBufferedOn(cctx, clock, func() time.Duration { return time.Second }, 0); !errors.Is(err, context.Canceled) {
+	if err := WaitBuffered(cctx, clock, func() time.Duration { return time.Second }, 0); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled: %v", err)
-	}
-	if err := WaitBuffered(cctx, func() time.Duration { return time.Second }, 0); !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled on the wall clock: %v", err)
 	}
 }
