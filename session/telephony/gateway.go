@@ -45,6 +45,8 @@ type GatewayConfig struct {
 	// upgrade, or as the start parameter "token" (a custom parameter,
 	// extra header or metadata field, whichever the dialect carries).
 	// Streams without it are closed (1008) before they ask for admission.
+	// With it, the start parameter "tenant" names the call's tenant (its
+	// jobs take that tenant's share of each stage's queue).
 	Token string
 	// StartTimeout bounds the wait for the stream's start (0: 10s).
 	StartTimeout time.Duration
@@ -199,10 +201,14 @@ func (h *GatewayHandler) serve(ctx context.Context, link gateway.Link, codec gat
 		_ = link.Close()
 		return
 	}
+	if tenant := h.tenant(start); tenant != "" {
+		ctx = session.WithCaller(ctx, session.Caller{Tenant: tenant})
+	}
 	log := h.log.With("stream", start.StreamID, "gateway_call", start.CallID)
 	st := lineStart{name: h.dialect, protocol: h.dialect, params: start.Params, format: start.Format}
 	t := newPhoneCall(h.e, l, st, h.prompts, log)
-	t.log.Info(t.msg("stream started"), "params", len(start.Params), "format", start.Format.String())
+	t.log.Info(t.msg("stream started"), "params", len(start.Params), "format", start.Format.String(),
+		"tenant", session.CallerFrom(ctx).Tenant)
 	runCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -221,6 +227,17 @@ func (h *GatewayHandler) serve(ctx context.Context, link gateway.Link, codec gat
 	wg.Wait()
 	t.wait()
 	_ = link.Close()
+}
+
+// tenant is the call's tenant from its start parameter "tenant" (a custom
+// parameter, header, metadata field or channel variable): trusted only on
+// an endpoint that requires the gateway token, as anyone who can reach an
+// open one could name any tenant. Empty: the call has none.
+func (h *GatewayHandler) tenant(start *gateway.Start) string {
+	if h.cfg.Token == "" {
+		return ""
+	}
+	return start.Params["tenant"]
 }
 
 // start reads the stream's start within the start timeout. Bad input

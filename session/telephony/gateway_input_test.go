@@ -2,6 +2,7 @@ package telephony
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media/gateway/gatewaytest"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 )
 
 // TestGatewayKeypadCallback: on every dialect that carries keys and the
@@ -150,7 +152,10 @@ func (r *rig) rawGateway(ctx context.Context, d dialect) gateway.Link {
 // the gateway presents it, on the upgrade (Basic or Bearer) or in its
 // start; any other is closed with 1008 before it asks for admission.
 func TestGatewayToken(t *testing.T) {
-	r := newRig(t, rigGateway(func(c *GatewayConfig) { c.Token = "s3cret" }))
+	logs := &logRecords{}
+	logs.dumpOnFailure(t)
+	r := newRig(t, rigGateway(func(c *GatewayConfig) { c.Token = "s3cret" }),
+		func(c *session.Config, _ *stub.Settings) { c.Logger = slog.New(logs) })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	d := dialects[0] // plivo: the token in its extra headers
@@ -166,6 +171,7 @@ func TestGatewayToken(t *testing.T) {
 		{"start parameter", "", map[string]string{"token": "s3cret"}, true},
 		{"bearer", "Bearer s3cret", nil, true},
 		{"basic", "Basic Z2F0ZXdheTpzM2NyZXQ=", nil, true}, // gateway:s3cret
+		{"tenant", "Bearer s3cret", map[string]string{"tenant": "acme"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dd := d
@@ -176,6 +182,10 @@ func TestGatewayToken(t *testing.T) {
 			g := r.gatewayFor(ctx, dd, -1, tc.params)
 			if tc.ok {
 				waitFor(t, "admitted", func() bool { return r.stage(session.StageSession).Leased == 1 })
+				started := logs.find(d.name + ": stream started")
+				if got := started[len(started)-1]["tenant"]; got != tc.params["tenant"] {
+					t.Errorf("the call's tenant is %q, want %q (the start parameter of an authenticated stream)", got, tc.params["tenant"])
+				}
 				g.Close()
 				waitFor(t, "the lease freed", func() bool { return r.stage(session.StageSession).Leased == 0 })
 				return
@@ -189,6 +199,24 @@ func TestGatewayToken(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGatewayTenantUntrusted: on an endpoint that requires no token, a
+// start naming a tenant is served without one (anyone could name any).
+func TestGatewayTenantUntrusted(t *testing.T) {
+	logs := &logRecords{}
+	logs.dumpOnFailure(t)
+	r := newRig(t, func(c *session.Config, _ *stub.Settings) { c.Logger = slog.New(logs) })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	d := dialects[0]
+	g := r.gatewayFor(ctx, d, -1, map[string]string{"tenant": "acme"})
+	waitFor(t, "admitted", func() bool { return r.stage(session.StageSession).Leased == 1 })
+	if got := logs.find(d.name + ": stream started")[0]["tenant"]; got != "" {
+		t.Errorf("an open endpoint took the tenant %q from the start", got)
+	}
+	g.Close()
+	waitFor(t, "the lease freed", func() bool { return r.stage(session.StageSession).Leased == 0 })
 }
 
 // TestPromptCacheShared: callers asking for one prompt in one format at
