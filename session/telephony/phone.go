@@ -40,11 +40,19 @@ type phoneCall struct {
 	utt       string            // utterance being sent
 	conv      *converter        // its conversion to the line's format
 	byTurn    map[string]string // turn -> its latest utterance
-	last      string            // the last utterance queued
+	last      string            // the utterance queued last on the line (endUtterance)
+	lastSeq   uint64            // last's place in endSeq
 	closing   bool              // Close began: no more prompts are started
 	rendering sync.WaitGroup    // prompt rendering
 	bg        sync.WaitGroup    // a close the transport starts itself (a transfer)
 	once      sync.Once
+
+	// ends orders the utterances' ends: each is queued on the line and
+	// numbered under it, so that endSeq follows the line's own order
+	// (what plays last) even when the call's writer and the keypad
+	// menu's lines (say, speak) end utterances at once.
+	ends   sync.Mutex
+	endSeq uint64 // utterance ends queued on the line
 }
 
 // newPhoneCall returns the transport of one started stream.
@@ -178,16 +186,29 @@ func (t *phoneCall) Send(ctx context.Context, msg any) error {
 }
 
 func (t *phoneCall) endUtterance(utt string) {
+	// The last utterance is the one Close waits to hear played: the line
+	// plays in order, so once it has played, so has every line before it.
+	// It is the last in the line's order, not the last to get here: the
+	// call's writer (audio_end) and the keypad menu's goroutines (say,
+	// speak) end utterances concurrently, and an end noted after a later
+	// one was queued must not take its place (Close would hang up once
+	// the earlier one played, before the later one, a callback's
+	// confirmation say, was heard).
+	t.ends.Lock()
 	t.line.endUtterance(utt)
-	// The last utterance is the one Close waits to hear played. One that
-	// is done as it ends (a key cleared it while it was queued: prompt
-	// audio whose premise ended, its end written late) adds nothing to
-	// wait for, and must not hide a line queued after it was cleared.
+	t.endSeq++
+	seq := t.endSeq
+	t.ends.Unlock()
+	// One that is done as it ends (a key cleared it while it was queued:
+	// prompt audio whose premise ended, its end written late) adds nothing
+	// to wait for, and must not hide a line queued after it was cleared.
 	if t.line.tracker().Progress(utt).Done {
 		return
 	}
 	t.mu.Lock()
-	t.last = utt
+	if seq > t.lastSeq {
+		t.last, t.lastSeq = utt, seq
+	}
 	t.mu.Unlock()
 }
 
