@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
 
 var _ backend.Model = (*Model)(nil)
@@ -308,4 +309,46 @@ func TestNoAmbientCredentials(t *testing.T) {
 			t.Errorf("%s: %q sent", k, v)
 		}
 	}
+}
+
+// TestStallOnClock drives the stall watchdog on a manual clock: time spent
+// in emit (the caller's) is no stall, however long; a server silent for
+// the stall timeout after that is, and not a nanosecond earlier.
+func TestStallOnClock(t *testing.T) {
+	const stall = time.Second
+	clk := stagestest.NewClock(time.Unix(0, 0))
+	var f *fake
+	f = newFake(t, func(w http.ResponseWriter, r *http.Request) {
+		sseStart(w)
+		sseData(w, chunk("Hi", ""))
+		f.hold(r)
+	})
+	m, tr := newModel(t, f.URL, func(c *ModelConfig) { c.StallTimeout, c.Clock = stall, clk })
+	done := make(chan error, 1)
+	emitted := make(chan struct{})
+	go func() {
+		done <- m.Reply(context.Background(), backend.Turn{Text: "hi"}, func(string) error {
+			clk.Advance(time.Hour) // a slow caller: the watchdog is paused
+			close(emitted)
+			return nil
+		})
+	}()
+	<-emitted
+	for deadline := time.Now().Add(5 * time.Second); clk.Pending() != 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("watchdog not re-armed after emit")
+		}
+	}
+	clk.Advance(stall - time.Nanosecond)
+	select {
+	case err := <-done:
+		t.Fatalf("returned %v before the stall timeout", err)
+	default:
+	}
+	clk.Advance(time.Nanosecond)
+	if err := <-done; !errors.Is(err, backend.ErrStalled) {
+		t.Fatalf("err %v, want stalled", err)
+	}
+	tr.allClosed(t)
+	f.waitGone()
 }

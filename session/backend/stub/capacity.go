@@ -18,7 +18,8 @@ import (
 // including its cleanup after cancel: a backend that is still stopping
 // still uses its share.
 type Capacity struct {
-	n int
+	n     int
+	clock backend.Clock
 
 	mu      sync.Mutex
 	running int
@@ -28,9 +29,12 @@ type Capacity struct {
 	peak    int
 }
 
-// NewCapacity returns a capacity of n jobs at full speed (n < 1: 1).
-func NewCapacity(n int) *Capacity {
-	return &Capacity{n: max(n, 1), at: time.Now(), changed: make(chan struct{})}
+// NewCapacity returns a capacity of n jobs at full speed (n < 1: 1), whose
+// work is timed on clock (nil: backend.SystemClock); give it the clock of
+// the stubs that run on it.
+func NewCapacity(n int, clock backend.Clock) *Capacity {
+	clock = backend.ClockOr(clock)
+	return &Capacity{n: max(n, 1), clock: clock, at: clock.Now(), changed: make(chan struct{})}
 }
 
 // N returns the number of jobs that run at full speed.
@@ -68,7 +72,7 @@ func (c *Capacity) advance(now time.Time) {
 func (c *Capacity) change(delta int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.advance(time.Now())
+	c.advance(c.clock.Now())
 	c.running += delta
 	c.peak = max(c.peak, c.running)
 	close(c.changed) // wake the waiters: their speed changed
@@ -85,7 +89,7 @@ func (c *Capacity) wait(ctx context.Context, d time.Duration, stop <-chan struct
 		return ctx.Err()
 	}
 	c.mu.Lock()
-	c.advance(time.Now())
+	c.advance(c.clock.Now())
 	target := c.work + float64(d)
 	for {
 		left := target - c.work
@@ -96,9 +100,10 @@ func (c *Capacity) wait(ctx context.Context, d time.Duration, stop <-chan struct
 		sleep := time.Duration(left / c.rate())
 		changed := c.changed
 		c.mu.Unlock()
-		t := time.NewTimer(max(sleep, time.Microsecond))
+		done := make(chan struct{})
+		t := c.clock.AfterFunc(max(sleep, time.Microsecond), func() { close(done) })
 		select {
-		case <-t.C:
+		case <-done:
 		case <-changed:
 			t.Stop()
 		case <-ctx.Done():
@@ -109,7 +114,7 @@ func (c *Capacity) wait(ctx context.Context, d time.Duration, stop <-chan struct
 			return nil
 		}
 		c.mu.Lock()
-		c.advance(time.Now())
+		c.advance(c.clock.Now())
 	}
 }
 

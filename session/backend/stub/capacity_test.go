@@ -20,7 +20,7 @@ func TestCapacityStretchesOverAdmittedJobs(t *testing.T) {
 		{jobs: 2, min: 40 * time.Millisecond},
 		{jobs: 6, min: 3 * 40 * time.Millisecond * 9 / 10},
 	} {
-		c := NewCapacity(2)
+		c := NewCapacity(2, nil)
 		m := NewCappedModel(Settings{ModelDelay: 40 * time.Millisecond, Tokens: 1}, c)
 		var wg sync.WaitGroup
 		took := make([]time.Duration, tc.jobs)
@@ -50,21 +50,33 @@ func TestCapacityStretchesOverAdmittedJobs(t *testing.T) {
 	}
 }
 
-// Cleanup after cancel is work on the capacity too, and Close cuts it short.
+// Cleanup after cancel is work on the capacity too, timed on its clock.
 func TestCappedSynthesizerCleanup(t *testing.T) {
-	c := NewCapacity(1)
-	s := NewCappedSynthesizer(Settings{SynthDelay: time.Second, CleanupDelay: 30 * time.Millisecond}, c)
+	const cleanup = 30 * time.Millisecond
+	clk := newSpyClock()
+	c := NewCapacity(1, clk)
+	s := NewCappedSynthesizer(Settings{SynthDelay: time.Second, CleanupDelay: cleanup, Clock: clk}, c)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan time.Time)
+	done := make(chan struct{})
 	go func() {
 		_ = s.Synthesize(ctx, "x", func(backend.Audio) error { return nil })
-		done <- time.Now()
+		close(done)
 	}()
-	time.Sleep(10 * time.Millisecond)
-	at := time.Now()
+	clk.await(t, time.Second)
+	clk.Advance(10 * time.Millisecond)
 	cancel()
-	if d := (<-done).Sub(at); d < 25*time.Millisecond {
-		t.Errorf("returned %v after cancel, want the cleanup delay", d)
+	clk.await(t, cleanup)
+	at := clk.Now()
+	clk.Advance(cleanup - time.Nanosecond)
+	select {
+	case <-done:
+		t.Fatal("returned before the cleanup delay")
+	default:
+	}
+	clk.Advance(time.Nanosecond)
+	<-done
+	if d := clk.Now().Sub(at); d != cleanup {
+		t.Errorf("returned %v after cancel, want the cleanup delay %v", d, cleanup)
 	}
 	if s.Running() != 0 || c.Running() != 0 {
 		t.Errorf("still running after return")
