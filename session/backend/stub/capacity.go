@@ -27,6 +27,10 @@ type Capacity struct {
 	at      time.Time // when work was last advanced
 	changed chan struct{}
 	peak    int
+	// settled counts the waiters whose timer was armed at the current
+	// speed (since the last change): with settled == running, nothing
+	// moves until the clock does (tests advance a manual clock then).
+	settled int
 }
 
 // NewCapacity returns a capacity of n jobs at full speed (n < 1: 1), whose
@@ -77,6 +81,7 @@ func (c *Capacity) change(delta int) {
 	c.peak = max(c.peak, c.running)
 	close(c.changed) // wake the waiters: their speed changed
 	c.changed = make(chan struct{})
+	c.settled = 0
 }
 
 func (c *Capacity) enter() { c.change(1) }
@@ -99,22 +104,37 @@ func (c *Capacity) wait(ctx context.Context, d time.Duration, stop <-chan struct
 		}
 		sleep := time.Duration(left / c.rate())
 		changed := c.changed
-		c.mu.Unlock()
 		done := make(chan struct{})
 		t := c.clock.AfterFunc(max(sleep, time.Microsecond), func() { close(done) })
+		c.settled++
+		c.mu.Unlock()
+		var err error
 		select {
 		case <-done:
 		case <-changed:
-			t.Stop()
 		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
+			err = ctx.Err()
 		case <-stop:
-			t.Stop()
-			return nil
 		}
+		t.Stop()
 		c.mu.Lock()
+		if changed == c.changed {
+			c.settled--
+		}
+		if err != nil || isClosed(stop) {
+			c.mu.Unlock()
+			return err
+		}
 		c.advance(c.clock.Now())
+	}
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 
