@@ -15,11 +15,11 @@ type Clock interface {
 	AfterFunc(d time.Duration, f func()) Timer
 }
 
-// Timer is a pending AfterFunc call.
-type Timer interface {
-	// Stop prevents the call if it has not started; it reports whether it did.
-	Stop() bool
-}
+// Timer is a pending AfterFunc call: Stop prevents the call if it has not
+// started, and reports whether it did. It is an unnamed interface type, so
+// that session/backend, which does not import stages, declares a Clock with
+// the same methods and takes a stages.Clock as it is.
+type Timer = interface{ Stop() bool }
 
 // SystemClock is the wall clock, through package time.
 var SystemClock Clock = systemClock{}

@@ -158,6 +158,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// frontdoor_* metrics: frontdoor load reads process_cpu_seconds_total
 	// to report the server's CPU per call-second.
 	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
+	// One clock for the engine and the backends' timers.
+	clock := stages.SystemClock
+	bc.Clock = clock
 	be, err := backends.New(bc, reg)
 	if err != nil {
 		return err
@@ -227,6 +230,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Pace:           set.pace,
 		ModelBackend:   be.Model, Synthesizer: be.Synthesizer, Recognizer: be.Recognizer,
 		Logger:         log,
+		Clock:          clock,
 		Registry:       reg,
 		TracerProvider: traces.provider(), // nil without -otlp-endpoint
 		Fallback:       offers,

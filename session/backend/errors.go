@@ -149,15 +149,16 @@ func EmitError(backend, op string, err error) error {
 }
 
 // StatusError classifies an HTTP error status: 429 and 503 are overloaded
-// (with Retry-After parsed from h), other 5xx unavailable, other 4xx
-// rejected. detail is a short description of the body, if any.
-func StatusError(backend, op string, status int, h http.Header, detail error) *Error {
+// (with Retry-After parsed from h, a date read against now), other 5xx
+// unavailable, other 4xx rejected. detail is a short description of the
+// body, if any.
+func StatusError(backend, op string, status int, h http.Header, now time.Time, detail error) *Error {
 	e := &Error{Backend: backend, Op: op, Status: status, Err: detail}
 	switch {
 	case status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable:
 		e.Kind = KindOverloaded
 		if h != nil {
-			e.RetryAfter = ParseRetryAfter(h.Get("Retry-After"), time.Now())
+			e.RetryAfter = ParseRetryAfter(h.Get("Retry-After"), now)
 		}
 	case status >= 500:
 		e.Kind = KindUnavailable

@@ -27,11 +27,17 @@ func TestStatusError(t *testing.T) {
 		{502, ErrUnavailable, KindUnavailable, 0},
 		{401, ErrRejected, KindRejected, 0},
 	} {
-		err := error(StatusError("openai", "reply", tc.status, h, nil))
+		err := error(StatusError("openai", "reply", tc.status, h, time.Time{}, nil))
 		var e *Error
 		if !errors.Is(err, tc.want) || KindOf(err) != tc.kind || !errors.As(err, &e) || e.RetryAfter != tc.retry {
 			t.Errorf("%d: %v kind %v", tc.status, err, KindOf(err))
 		}
+	}
+	// A Retry-After date is read against the now given, not the wall clock.
+	now := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	date := http.Header{"Retry-After": {now.Add(30 * time.Second).Format(http.TimeFormat)}}
+	if e := StatusError("openai", "reply", 429, date, now, nil); e.RetryAfter != 30*time.Second {
+		t.Errorf("Retry-After date: %v, want 30s", e.RetryAfter)
 	}
 }
 
@@ -90,7 +96,7 @@ func TestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
 	m.Observe("model/openai", nil)
-	m.Observe("model/openai", StatusError("openai", "reply", 429, nil, nil))
+	m.Observe("model/openai", StatusError("openai", "reply", 429, nil, time.Time{}, nil))
 	m2 := NewMetrics(reg) // a second server on the same registry shares the counters
 	m2.Observe("model/openai", context.Canceled)
 	if got := testutil.ToFloat64(m.Requests("model/openai")); got != 3 {

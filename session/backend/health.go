@@ -29,6 +29,8 @@ type HealthConfig struct {
 	FailuresInARow int
 	// Logger (nil: discard) is told when a backend turns unready or ready.
 	Logger *slog.Logger
+	// Clock times the probes and their timeout (nil: SystemClock).
+	Clock Clock
 }
 
 // Health is the readiness of the backends a turn passes (for /readyz): a
@@ -45,6 +47,9 @@ type Health struct {
 	order []string
 	b     map[string]*watched
 }
+
+// errProbeTimeout is the cause set on a probe's context at its timeout.
+var errProbeTimeout = errors.New("probe timeout")
 
 type watched struct {
 	probe  func(context.Context) error
@@ -63,6 +68,7 @@ func NewHealth(cfg HealthConfig) *Health {
 		cfg.Timeout = 2 * time.Second
 	}
 	cfg.Timeout = min(cfg.Timeout, cfg.Interval)
+	cfg.Clock = ClockOr(cfg.Clock)
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -118,10 +124,12 @@ func (h *Health) Probe(ctx context.Context) {
 			continue
 		}
 		wg.Go(func() {
-			pctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
-			defer cancel()
+			pctx, cancel := context.WithCancelCause(ctx)
+			t := h.cfg.Clock.AfterFunc(h.cfg.Timeout, func() { cancel(errProbeTimeout) })
+			defer cancel(nil)
+			defer t.Stop()
 			errs[i] = p(pctx)
-			if errs[i] != nil && pctx.Err() != nil && ctx.Err() == nil {
+			if errs[i] != nil && context.Cause(pctx) == errProbeTimeout && ctx.Err() == nil {
 				errs[i] = fmt.Errorf("no answer within %s: %w", h.cfg.Timeout, errs[i])
 			}
 		})
@@ -148,15 +156,17 @@ func (h *Health) Probe(ctx context.Context) {
 	}
 }
 
-// Run probes every Interval until ctx ends.
+// Run probes every Interval on the clock, counted from the end of the
+// previous probe, until ctx ends.
 func (h *Health) Run(ctx context.Context) {
-	t := time.NewTicker(h.cfg.Interval)
-	defer t.Stop()
+	due := make(chan struct{}, 1)
 	for {
+		t := h.cfg.Clock.AfterFunc(h.cfg.Interval, func() { due <- struct{}{} })
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
-		case <-t.C:
+		case <-due:
 			h.Probe(ctx)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
 
 // TestHealth: a backend whose probe fails is not ready, with the probe's
@@ -69,22 +71,42 @@ func TestHealth(t *testing.T) {
 	h.Observe("unknown", boom) // not watched: ignored
 }
 
-// TestHealthProbeTimeout: a probe that does not answer within the timeout
-// is a reason of its own, and Run stops with its context.
+// TestHealthProbeTimeout: Run probes once an Interval has passed on its
+// clock, a probe that does not answer within the timeout is a reason of its
+// own, and Run stops with its context.
 func TestHealthProbeTimeout(t *testing.T) {
-	h := NewHealth(HealthConfig{Interval: 20 * time.Millisecond, Timeout: 10 * time.Millisecond})
-	h.Watch("model", func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
+	clk := stagestest.NewClock(time.Unix(0, 0))
+	h := NewHealth(HealthConfig{Interval: 20 * time.Millisecond, Timeout: 10 * time.Millisecond, Clock: clk})
+	probed := make(chan struct{}, 1)
+	h.Watch("model", func(ctx context.Context) error { probed <- struct{}{}; <-ctx.Done(); return ctx.Err() })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); h.Run(ctx) }()
-	for deadline := time.Now().Add(5 * time.Second); len(h.Reasons()) == 0; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no reason after probes that time out")
-		}
+	waitUntil(t, func() bool { return clk.Pending() == 1 }) // the interval
+	clk.Advance(20*time.Millisecond - time.Nanosecond)
+	select {
+	case <-probed:
+		t.Fatal("probed before the interval")
+	default:
 	}
+	clk.Advance(time.Nanosecond)
+	<-probed
+	waitUntil(t, func() bool { return clk.Pending() == 1 }) // the probe's timeout
+	clk.Advance(10 * time.Millisecond)
+	waitUntil(t, func() bool { return len(h.Reasons()) > 0 })
 	if r := h.Reasons(); !strings.Contains(r[0], "no answer within 10ms") {
 		t.Fatalf("reasons %q", r)
 	}
 	cancel()
 	<-done
+}
+
+// waitUntil waits for cond, which another goroutine makes true.
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached")
+		}
+	}
 }

@@ -68,6 +68,11 @@ type Config struct {
 	// each share a processor of that many jobs (-stub-capacity): beyond it
 	// every job slows down, as a real backend does when over-admitted.
 	StubCapacity int
+
+	// Clock is the engine's clock (session.Config.Clock; nil: the wall
+	// clock): the stubs' delays, the HTTP backends' stall watchdog and
+	// the health probes run on it. It overrides Stub.Clock.
+	Clock backend.Clock
 }
 
 // DefaultConfig returns the settings of a fresh frontdoor serve: the demo
@@ -211,6 +216,7 @@ func (s *Set) Close() error {
 // be nil). It contacts no server.
 func New(c Config, reg prometheus.Registerer) (*Set, error) {
 	c.fill()
+	c.Stub.Clock = c.Clock
 	s := &Set{Metrics: backend.NewMetrics(reg)}
 	if err := s.model(c); err != nil {
 		return nil, err
@@ -225,7 +231,7 @@ func New(c Config, reg prometheus.Registerer) (*Set, error) {
 	}
 	// Each backend's health check, taken before the metrics wrap it: the
 	// stage names are session's. Stubs have none and are always ready.
-	s.health = backend.HealthConfig{Interval: c.ProbeInterval, FailuresInARow: c.UnreadyAfter}
+	s.health = backend.HealthConfig{Interval: c.ProbeInterval, FailuresInARow: c.UnreadyAfter, Clock: c.Clock}
 	s.Probes = map[string]func(context.Context) error{
 		"recognize": probeOf(s.Recognizer), "model": probeOf(s.Model), "synthesis": probeOf(s.Synthesizer),
 	}
@@ -248,7 +254,7 @@ func (s *Set) model(c Config) error {
 	case Stub, Demo:
 		c.Stub.Demo = c.Model == Demo
 		if c.StubCapacity > 0 {
-			m := stub.NewCappedModel(c.Stub, stub.NewCapacity(c.StubCapacity))
+			m := stub.NewCappedModel(c.Stub, stub.NewCapacity(c.StubCapacity, c.Clock))
 			s.Model, s.StubModel = m, m.Model
 			s.closers = append(s.closers, m.Close)
 			break
@@ -258,7 +264,7 @@ func (s *Set) model(c Config) error {
 		s.closers = append(s.closers, m.Close)
 	case OpenAI:
 		m, err := openai.NewModel(openai.ModelConfig{
-			Endpoint:     openai.Endpoint{BaseURL: c.ModelURL, APIKeyEnv: c.ModelAPIKeyEnv, StallTimeout: c.StallTimeout},
+			Endpoint:     openai.Endpoint{BaseURL: c.ModelURL, APIKeyEnv: c.ModelAPIKeyEnv, StallTimeout: c.StallTimeout, Clock: c.Clock},
 			Model:        c.ModelName,
 			SystemPrompt: c.SystemPrompt,
 		})
@@ -287,7 +293,7 @@ func (s *Set) synth(c Config) error {
 	switch name {
 	case Stub:
 		if c.StubCapacity > 0 {
-			sy := stub.NewCappedSynthesizer(c.Stub, stub.NewCapacity(c.StubCapacity))
+			sy := stub.NewCappedSynthesizer(c.Stub, stub.NewCapacity(c.StubCapacity, c.Clock))
 			s.Synthesizer, s.StubSynthesizer = sy, sy.Synthesizer
 			s.closers = append(s.closers, sy.Close)
 			break
@@ -316,7 +322,7 @@ func (s *Set) synth(c Config) error {
 			voice = "alloy"
 		}
 		sy, err := openai.NewSynthesizer(openai.SpeechConfig{
-			Endpoint: openai.Endpoint{BaseURL: c.SynthURL, APIKeyEnv: c.SynthAPIKeyEnv, StallTimeout: c.StallTimeout},
+			Endpoint: openai.Endpoint{BaseURL: c.SynthURL, APIKeyEnv: c.SynthAPIKeyEnv, StallTimeout: c.StallTimeout, Clock: c.Clock},
 			Model:    c.SynthModel,
 			Voice:    voice,
 		})
@@ -359,7 +365,7 @@ func (s *Set) recognizer(c Config) error {
 		s.closers = append(s.closers, r.Close)
 	case OpenAI:
 		r, err := openai.NewRecognizer(openai.TranscribeConfig{
-			Endpoint: openai.Endpoint{BaseURL: c.RecognizeURL, APIKeyEnv: c.RecognizeAPIKeyEnv, StallTimeout: c.StallTimeout},
+			Endpoint: openai.Endpoint{BaseURL: c.RecognizeURL, APIKeyEnv: c.RecognizeAPIKeyEnv, StallTimeout: c.StallTimeout, Clock: c.Clock},
 			Model:    c.RecognizeModel,
 		})
 		if err != nil {

@@ -18,6 +18,8 @@ import (
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/espeak"
 	"github.com/frontdoorhq/frontdoor/session/backend/pocketsphinx"
+	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
 
 func TestFlags(t *testing.T) {
@@ -184,6 +186,49 @@ func TestStubHangReleasedByClose(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v", err)
 	}
+}
+
+// TestClockReachesBackends: Config.Clock is the clock the stubs (capped
+// or not) and the health probes run on.
+func TestClockReachesBackends(t *testing.T) {
+	for _, capacity := range []int{0, 2} {
+		clk := stagestest.NewClock(time.Unix(0, 0))
+		c := DefaultConfig()
+		c.Model, c.Synth, c.Recognize = Stub, Stub, Stub
+		c.Stub = stub.Settings{ModelDelay: time.Hour, Tokens: 1}
+		c.StubCapacity = capacity
+		c.Clock = clk
+		s, err := New(c, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- s.Model.Reply(context.Background(), backend.Turn{}, func(string) error { return nil }) }()
+		for clk.Pending() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		clk.Advance(time.Hour)
+		if err := <-done; err != nil {
+			t.Fatalf("capacity %d: %v", capacity, err)
+		}
+		s.Close()
+	}
+	clk := stagestest.NewClock(time.Unix(0, 0))
+	c := DefaultConfig()
+	c.Model, c.Synth, c.Recognize, c.Clock = Stub, Stub, Stub, clk
+	s, err := New(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { defer close(ran); s.NewHealth(nil).Run(ctx) }()
+	for clk.Pending() == 0 { // the probe interval, on clk
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	<-ran
 }
 
 // TestAutoWithoutLocalEngines: with neither espeak-ng nor pocketsphinx in

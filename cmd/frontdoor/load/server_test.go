@@ -36,8 +36,8 @@ func startServer(tb testing.TB, o serverOpts) *testServer {
 		o.capacity = o.model.Slots
 	}
 	ts := &testServer{policy: o.policy,
-		Model: stub.NewCappedModel(o.stub, stub.NewCapacity(o.capacity)),
-		Synth: stub.NewCappedSynthesizer(o.stub, stub.NewCapacity(o.capacity))}
+		Model: stub.NewCappedModel(o.stub, stub.NewCapacity(o.capacity, nil)),
+		Synth: stub.NewCappedSynthesizer(o.stub, stub.NewCapacity(o.capacity, nil))}
 	srv, err := server.New(server.Config{Config: session.Config{
 		Session: o.session, Model: o.model, Synthesis: o.synt,
 		CleanupTimeout: o.cleanupTimeout,

@@ -119,7 +119,8 @@ func (s *Synthesizer) Synthesize(ctx context.Context, text string, emit func(bac
 	// Kill the whole process group, so no helper keeps the pipe open.
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	// If something still holds the pipes after the kill, stop waiting for
-	// them rather than hang.
+	// them rather than hang (on the wall clock: os/exec waits for a real
+	// process's pipes).
 	cmd.WaitDelay = 2 * time.Second
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

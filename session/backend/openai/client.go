@@ -43,6 +43,10 @@ type Endpoint struct {
 	StallTimeout time.Duration
 	// HTTPClient, if set, is used instead of a client of the adapter's own.
 	HTTPClient *http.Client
+	// Clock times the stall watchdog and reads Retry-After dates (nil:
+	// backend.SystemClock). The HTTP client's own deadlines stay on the
+	// wall clock: they are the operating system's.
+	Clock backend.Clock
 }
 
 // conn is an openai-go client configured for one Endpoint.
@@ -52,6 +56,7 @@ type conn struct {
 	http   *http.Client
 	key    string
 	stall  time.Duration
+	clock  backend.Clock
 }
 
 func newConn(e Endpoint, maxBody int64) (*conn, error) {
@@ -61,7 +66,7 @@ func newConn(e Endpoint, maxBody int64) (*conn, error) {
 	if !strings.HasPrefix(e.BaseURL, "http://") && !strings.HasPrefix(e.BaseURL, "https://") {
 		return nil, fmt.Errorf("openai: base URL %q is not http(s)", e.BaseURL)
 	}
-	c := &conn{base: strings.TrimRight(e.BaseURL, "/"), http: e.HTTPClient, stall: e.StallTimeout}
+	c := &conn{base: strings.TrimRight(e.BaseURL, "/"), http: e.HTTPClient, stall: e.StallTimeout, clock: backend.ClockOr(e.Clock)}
 	if c.stall <= 0 {
 		c.stall = DefaultStallTimeout
 	}
@@ -148,7 +153,7 @@ func (c *conn) limitResponses(maxBody int64) option.Middleware {
 		if resp.StatusCode >= 400 {
 			body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 			resp.Body.Close()
-			return nil, backend.StatusError(Name, "", resp.StatusCode, resp.Header, c.detail(body))
+			return nil, backend.StatusError(Name, "", resp.StatusCode, resp.Header, c.clock.Now(), c.detail(body))
 		}
 		var r io.Reader = resp.Body
 		if maxBody > 0 {
@@ -196,22 +201,25 @@ func (c *conn) detail(body []byte) error {
 }
 
 // watchdog cancels a request that makes no progress within the stall
-// timeout. Pause it while waiting on the caller (emit), so a slow caller is
-// not taken for a stalled backend.
+// timeout, on the conn's clock. Pause it while waiting on the caller
+// (emit), so a slow caller is not taken for a stalled backend. Its methods
+// are called from the request's goroutine only.
 type watchdog struct {
-	t *time.Timer
-	d time.Duration
+	clock backend.Clock
+	d     time.Duration
+	fire  func()
+	t     backend.Timer
 }
 
 func (c *conn) watch(ctx context.Context) (context.Context, *watchdog, context.CancelCauseFunc) {
 	rctx, cancel := context.WithCancelCause(ctx)
-	w := &watchdog{d: c.stall}
-	w.t = time.AfterFunc(c.stall, func() { cancel(errStalled) })
+	w := &watchdog{clock: c.clock, d: c.stall, fire: func() { cancel(errStalled) }}
+	w.resume()
 	return rctx, w, cancel
 }
 
 func (w *watchdog) pause()  { w.t.Stop() }
-func (w *watchdog) resume() { w.t.Reset(w.d) }
+func (w *watchdog) resume() { w.t = w.clock.AfterFunc(w.d, w.fire) }
 func (w *watchdog) stop()   { w.t.Stop() }
 
 // classify maps a failure of a call made with rctx (derived from ctx) to a

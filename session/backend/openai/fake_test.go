@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
 
 // fake is an OpenAI-compatible server on loopback whose handler the test
@@ -26,6 +28,7 @@ type fake struct {
 	headers []http.Header
 	gone    chan time.Time // one value per request whose client disconnected
 	arrived atomic.Int32
+	held    atomic.Int32 // requests in hold
 }
 
 func newFake(t *testing.T, h http.HandlerFunc) *fake {
@@ -61,6 +64,8 @@ func newFake(t *testing.T, h http.HandlerFunc) *fake {
 
 // hold blocks the handler until the client goes away or the test ends.
 func (f *fake) hold(r *http.Request) {
+	f.held.Add(1)
+	defer f.held.Add(-1)
 	select {
 	case <-r.Context().Done():
 	case <-f.done:
@@ -96,6 +101,28 @@ func (f *fake) waitGone() time.Time {
 		f.t.Fatal("server never saw the client disconnect")
 		return time.Time{}
 	}
+}
+
+// stallOn makes the client's stall watchdog, on clk, fire: once the server
+// holds a request and ready says the client is where the stall is wanted,
+// it advances clk by stall whenever the watchdog is armed, until the
+// returned stop is called (after the call returned).
+func (f *fake) stallOn(clk *stagestest.Clock, stall time.Duration, ready func() bool) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-quit:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			if f.held.Load() > 0 && ready() && clk.Pending() == 1 {
+				clk.Advance(stall)
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
 }
 
 func sseStart(w http.ResponseWriter) {

@@ -6,10 +6,12 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
 
 var _ backend.Model = (*Model)(nil)
@@ -169,15 +171,24 @@ func TestReplyFailures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var f *fake
 			f = newFake(t, func(w http.ResponseWriter, r *http.Request) { tc.handler(f)(w, r) })
+			// The watchdog runs on a manual clock: it fires only when
+			// the test has the server hold the request (after the
+			// reply's end, in the case that finished).
+			const stall = time.Second
+			clk := stagestest.NewClock(time.Unix(0, 0))
 			m, tr := newModel(t, f.URL, func(c *ModelConfig) {
 				c.APIKeyEnv = "FD_TEST_KEY"
-				c.StallTimeout = 5 * time.Second
-				if tc.want == backend.ErrStalled || tc.want == nil {
-					c.StallTimeout = 200 * time.Millisecond
-				}
+				c.StallTimeout, c.Clock = stall, clk
 			})
 			var got []string
-			err := m.Reply(context.Background(), backend.Turn{Text: "hi"}, collect(&got))
+			var emits atomic.Int32
+			stop := f.stallOn(clk, stall, func() bool { return tc.want != nil || emits.Load() > 0 })
+			err := m.Reply(context.Background(), backend.Turn{Text: "hi"}, func(d string) error {
+				got = append(got, d)
+				emits.Add(1)
+				return nil
+			})
+			stop()
 			tr.allClosed(t)
 			if tc.want == nil {
 				if err != nil || strings.Join(got, "") != "Hi" {
@@ -196,9 +207,7 @@ func TestReplyFailures(t *testing.T) {
 			if !errors.As(err, &be) || be.Status != tc.status || be.RetryAfter != tc.retry || be.Backend != Name {
 				t.Fatalf("error %#v", be)
 			}
-			if tc.want == backend.ErrStalled && f.requests() > 0 {
-				// (On a loaded machine the watchdog may fire while still
-				// connecting; then the server saw nothing to hang up on.)
+			if tc.want == backend.ErrStalled {
 				f.waitGone()
 			}
 		})
@@ -308,4 +317,46 @@ func TestNoAmbientCredentials(t *testing.T) {
 			t.Errorf("%s: %q sent", k, v)
 		}
 	}
+}
+
+// TestStallOnClock drives the stall watchdog on a manual clock: time spent
+// in emit (the caller's) is no stall, however long; a server silent for
+// the stall timeout after that is, and not a nanosecond earlier.
+func TestStallOnClock(t *testing.T) {
+	const stall = time.Second
+	clk := stagestest.NewClock(time.Unix(0, 0))
+	var f *fake
+	f = newFake(t, func(w http.ResponseWriter, r *http.Request) {
+		sseStart(w)
+		sseData(w, chunk("Hi", ""))
+		f.hold(r)
+	})
+	m, tr := newModel(t, f.URL, func(c *ModelConfig) { c.StallTimeout, c.Clock = stall, clk })
+	done := make(chan error, 1)
+	emitted := make(chan struct{})
+	go func() {
+		done <- m.Reply(context.Background(), backend.Turn{Text: "hi"}, func(string) error {
+			clk.Advance(time.Hour) // a slow caller: the watchdog is paused
+			close(emitted)
+			return nil
+		})
+	}()
+	<-emitted
+	for deadline := time.Now().Add(5 * time.Second); clk.Pending() != 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("watchdog not re-armed after emit")
+		}
+	}
+	clk.Advance(stall - time.Nanosecond)
+	select {
+	case err := <-done:
+		t.Fatalf("returned %v before the stall timeout", err)
+	default:
+	}
+	clk.Advance(time.Nanosecond)
+	if err := <-done; !errors.Is(err, backend.ErrStalled) {
+		t.Fatalf("err %v, want stalled", err)
+	}
+	tr.allClosed(t)
+	f.waitGone()
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
 
 var (
@@ -31,9 +32,15 @@ func pcm(start, n int) []byte {
 
 func newSpeech(t *testing.T, url string, stall time.Duration) (*Synthesizer, *tracker) {
 	t.Helper()
+	return newSpeechOn(t, url, stall, nil)
+}
+
+// newSpeechOn is newSpeech with its watchdog on clock.
+func newSpeechOn(t *testing.T, url string, stall time.Duration, clock backend.Clock) (*Synthesizer, *tracker) {
+	t.Helper()
 	hc, tr := newClient(t)
 	s, err := NewSynthesizer(SpeechConfig{
-		Endpoint: Endpoint{BaseURL: url + "/v1", StallTimeout: stall, HTTPClient: hc},
+		Endpoint: Endpoint{BaseURL: url + "/v1", StallTimeout: stall, HTTPClient: hc, Clock: clock},
 		Model:    "tts-1", Voice: "alloy", ChunkBytes: 960,
 	})
 	if err != nil {
@@ -128,12 +135,13 @@ func TestSpeechFailures(t *testing.T) {
 			var f *fake
 			f = newFake(t, func(w http.ResponseWriter, r *http.Request) { tc.handler(f)(w, r) })
 			f.Config.ErrorLog = quietLog()
-			stall := 5 * time.Second
-			if tc.want == backend.ErrStalled {
-				stall = 200 * time.Millisecond
-			}
-			s, tr := newSpeech(t, f.URL, stall)
+			// The watchdog fires only once the server holds the request.
+			const stall = time.Second
+			clk := stagestest.NewClock(time.Unix(0, 0))
+			s, tr := newSpeechOn(t, f.URL, stall, clk)
+			stop := f.stallOn(clk, stall, func() bool { return true })
 			err := s.Synthesize(context.Background(), "hi", func(backend.Audio) error { return nil })
+			stop()
 			tr.allClosed(t)
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("err %v, want %v", err, tc.want)
@@ -181,9 +189,15 @@ func TestSpeechBargeIn(t *testing.T) {
 
 func newRecognizer(t *testing.T, url string, stall time.Duration) (*Recognizer, *tracker) {
 	t.Helper()
+	return newRecognizerOn(t, url, stall, nil)
+}
+
+// newRecognizerOn is newRecognizer with its watchdog on clock.
+func newRecognizerOn(t *testing.T, url string, stall time.Duration, clock backend.Clock) (*Recognizer, *tracker) {
+	t.Helper()
 	hc, tr := newClient(t)
 	r, err := NewRecognizer(TranscribeConfig{
-		Endpoint: Endpoint{BaseURL: url + "/v1", StallTimeout: stall, HTTPClient: hc},
+		Endpoint: Endpoint{BaseURL: url + "/v1", StallTimeout: stall, HTTPClient: hc, Clock: clock},
 		Model:    "whisper-1", Language: "en",
 	})
 	if err != nil {
@@ -284,17 +298,18 @@ func TestTranscribeFailures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var f *fake
 			f = newFake(t, func(w http.ResponseWriter, r *http.Request) { tc.handler(f)(w, r) })
-			stall := 5 * time.Second
-			if tc.want == backend.ErrStalled {
-				stall = 200 * time.Millisecond
-			}
-			r, tr := newRecognizer(t, f.URL, stall)
+			// The watchdog fires only once the server holds the request.
+			const stall = time.Second
+			clk := stagestest.NewClock(time.Unix(0, 0))
+			r, tr := newRecognizerOn(t, f.URL, stall, clk)
+			stop := f.stallOn(clk, stall, func() bool { return true })
 			_, err := r.Recognize(context.Background(), speech)
+			stop()
 			tr.allClosed(t)
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("err %v, want %v", err, tc.want)
 			}
-			if tc.want == backend.ErrStalled && f.requests() > 0 {
+			if tc.want == backend.ErrStalled {
 				f.waitGone()
 			}
 		})

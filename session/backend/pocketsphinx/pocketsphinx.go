@@ -225,6 +225,7 @@ func (r *Recognizer) Recognize(ctx context.Context, a backend.Audio) (string, er
 	// Kill the whole process group: nothing of the decoder outlives the
 	// call, so the recognize lease ends when its work has.
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// On the wall clock: os/exec waits for a real process's pipes.
 	cmd.WaitDelay = 2 * time.Second
 	if err := cmd.Start(); err != nil {
 		return "", &backend.Error{Kind: backend.KindUnavailable, Backend: "pocketsphinx", Op: "recognize", Err: err}

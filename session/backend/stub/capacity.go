@@ -18,7 +18,8 @@ import (
 // including its cleanup after cancel: a backend that is still stopping
 // still uses its share.
 type Capacity struct {
-	n int
+	n     int
+	clock backend.Clock
 
 	mu      sync.Mutex
 	running int
@@ -26,11 +27,18 @@ type Capacity struct {
 	at      time.Time // when work was last advanced
 	changed chan struct{}
 	peak    int
+	// settled counts the waiters whose timer was armed at the current
+	// speed (since the last change): with settled == running, nothing
+	// moves until the clock does (tests advance a manual clock then).
+	settled int
 }
 
-// NewCapacity returns a capacity of n jobs at full speed (n < 1: 1).
-func NewCapacity(n int) *Capacity {
-	return &Capacity{n: max(n, 1), at: time.Now(), changed: make(chan struct{})}
+// NewCapacity returns a capacity of n jobs at full speed (n < 1: 1), whose
+// work is timed on clock (nil: backend.SystemClock); give it the clock of
+// the stubs that run on it.
+func NewCapacity(n int, clock backend.Clock) *Capacity {
+	clock = backend.ClockOr(clock)
+	return &Capacity{n: max(n, 1), clock: clock, at: clock.Now(), changed: make(chan struct{})}
 }
 
 // N returns the number of jobs that run at full speed.
@@ -68,11 +76,12 @@ func (c *Capacity) advance(now time.Time) {
 func (c *Capacity) change(delta int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.advance(time.Now())
+	c.advance(c.clock.Now())
 	c.running += delta
 	c.peak = max(c.peak, c.running)
 	close(c.changed) // wake the waiters: their speed changed
 	c.changed = make(chan struct{})
+	c.settled = 0
 }
 
 func (c *Capacity) enter() { c.change(1) }
@@ -85,7 +94,7 @@ func (c *Capacity) wait(ctx context.Context, d time.Duration, stop <-chan struct
 		return ctx.Err()
 	}
 	c.mu.Lock()
-	c.advance(time.Now())
+	c.advance(c.clock.Now())
 	target := c.work + float64(d)
 	for {
 		left := target - c.work
@@ -95,21 +104,37 @@ func (c *Capacity) wait(ctx context.Context, d time.Duration, stop <-chan struct
 		}
 		sleep := time.Duration(left / c.rate())
 		changed := c.changed
+		done := make(chan struct{})
+		t := c.clock.AfterFunc(max(sleep, time.Microsecond), func() { close(done) })
+		c.settled++
 		c.mu.Unlock()
-		t := time.NewTimer(max(sleep, time.Microsecond))
+		var err error
 		select {
-		case <-t.C:
+		case <-done:
 		case <-changed:
-			t.Stop()
 		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
+			err = ctx.Err()
 		case <-stop:
-			t.Stop()
-			return nil
 		}
+		t.Stop()
 		c.mu.Lock()
-		c.advance(time.Now())
+		if changed == c.changed {
+			c.settled--
+		}
+		if err != nil || isClosed(stop) {
+			c.mu.Unlock()
+			return err
+		}
+		c.advance(c.clock.Now())
+	}
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 

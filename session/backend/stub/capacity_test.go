@@ -2,44 +2,51 @@ package stub
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
 
-// Over capacity the jobs are stretched by running/N; within it, none is.
-// Only lower bounds are checked: a loaded machine can only make it slower.
+// Over capacity the jobs are stretched by running/N; within it, none is:
+// on a manual clock, advanced once every job waits at the speed of all of
+// them, every job ends exactly at the stretched time.
 func TestCapacityStretchesOverAdmittedJobs(t *testing.T) {
+	const delay = 40 * time.Millisecond
 	for _, tc := range []struct {
 		jobs int
-		min  time.Duration
+		want time.Duration
 	}{
-		{jobs: 2, min: 40 * time.Millisecond},
-		{jobs: 6, min: 3 * 40 * time.Millisecond * 9 / 10},
+		{jobs: 2, want: delay},
+		{jobs: 4, want: 2 * delay},
 	} {
-		c := NewCapacity(2)
-		m := NewCappedModel(Settings{ModelDelay: 40 * time.Millisecond, Tokens: 1}, c)
+		clk := stagestest.NewClock(time.Unix(0, 0))
+		c := NewCapacity(2, clk)
+		m := NewCappedModel(Settings{ModelDelay: delay, Tokens: 1, Clock: clk}, c)
+		start := clk.Now()
 		var wg sync.WaitGroup
 		took := make([]time.Duration, tc.jobs)
-		start := time.Now() // the makespan counts from before any job began
 		for i := range tc.jobs {
 			wg.Go(func() {
 				if err := m.Reply(context.Background(), backend.Turn{Text: "hi"}, func(string) error { return nil }); err != nil {
 					t.Error(err)
 				}
-				took[i] = time.Since(start)
+				took[i] = clk.Now().Sub(start)
 			})
 		}
+		waitFor(t, func() bool {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return c.running == tc.jobs && c.settled == tc.jobs
+		})
+		clk.Advance(tc.want)
 		wg.Wait()
-		// The work is conserved: all of it cannot be done in less than
-		// the stretched time from the moment the first job could begin
-		// (one job alone takes 40 ms). Measured from there, a job that a
-		// busy machine starts late cannot finish early.
-		if makespan := slices.Max(took); makespan < tc.min {
-			t.Errorf("%d jobs on 2: all done after %v, want at least %v", tc.jobs, makespan, tc.min)
+		for i, d := range took {
+			if d != tc.want {
+				t.Errorf("%d jobs on 2: job %d done after %v, want %v", tc.jobs, i, d, tc.want)
+			}
 		}
 		if got := c.MaxRunning(); got != tc.jobs {
 			t.Errorf("MaxRunning = %d, want %d", got, tc.jobs)
@@ -50,21 +57,33 @@ func TestCapacityStretchesOverAdmittedJobs(t *testing.T) {
 	}
 }
 
-// Cleanup after cancel is work on the capacity too, and Close cuts it short.
+// Cleanup after cancel is work on the capacity too, timed on its clock.
 func TestCappedSynthesizerCleanup(t *testing.T) {
-	c := NewCapacity(1)
-	s := NewCappedSynthesizer(Settings{SynthDelay: time.Second, CleanupDelay: 30 * time.Millisecond}, c)
+	const cleanup = 30 * time.Millisecond
+	clk := newSpyClock()
+	c := NewCapacity(1, clk)
+	s := NewCappedSynthesizer(Settings{SynthDelay: time.Second, CleanupDelay: cleanup, Clock: clk}, c)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan time.Time)
+	done := make(chan struct{})
 	go func() {
 		_ = s.Synthesize(ctx, "x", func(backend.Audio) error { return nil })
-		done <- time.Now()
+		close(done)
 	}()
-	time.Sleep(10 * time.Millisecond)
-	at := time.Now()
+	clk.await(t, time.Second)
+	clk.Advance(10 * time.Millisecond)
 	cancel()
-	if d := (<-done).Sub(at); d < 25*time.Millisecond {
-		t.Errorf("returned %v after cancel, want the cleanup delay", d)
+	clk.await(t, cleanup)
+	at := clk.Now()
+	clk.Advance(cleanup - time.Nanosecond)
+	select {
+	case <-done:
+		t.Fatal("returned before the cleanup delay")
+	default:
+	}
+	clk.Advance(time.Nanosecond)
+	<-done
+	if d := clk.Now().Sub(at); d != cleanup {
+		t.Errorf("returned %v after cancel, want the cleanup delay %v", d, cleanup)
 	}
 	if s.Running() != 0 || c.Running() != 0 {
 		t.Errorf("still running after return")

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/frontdoorhq/frontdoor/session/backend"
 )
 
 // clockSlots is how many groups a clock's period is cut into: calls are
@@ -14,20 +16,26 @@ const clockSlots = 4
 
 // clock is one ticker shared by every call waiting on it, a wheel of
 // clockSlots slots: a call keeps its slot, and each tick (every
-// period/clockSlots) closes the channel the waiters of one slot hold,
-// which wakes them all at once. Its goroutine starts with the first waiter
-// and ends at the first full turn of the wheel that finds none.
+// period/clockSlots on src) closes the channel the waiters of one slot
+// hold, which wakes them all at once. Its ticks start with the first waiter
+// and stop at the first full turn of the wheel that finds none.
 type clock struct {
 	period time.Duration
+	src    backend.Clock
 	next   atomic.Uint32 // the slot of the next call
 
 	mu      sync.Mutex
 	waiters int
 	running bool
+	slot0   int                       // the slot the next tick closes
+	idle    int                       // ticks in a row that found no waiter
+	due     time.Time                 // when the next tick is due
 	tick    [clockSlots]chan struct{} // slot k's waiters hold tick[k], closed at its tick
 }
 
-func newClock(period time.Duration) *clock { return &clock{period: period} }
+func newClock(period time.Duration, src backend.Clock) *clock {
+	return &clock{period: period, src: backend.ClockOr(src)}
+}
 
 // slot returns the slot of a new call.
 func (k *clock) slot() int { return int(k.next.Add(1) % clockSlots) }
@@ -44,7 +52,9 @@ func (k *clock) wait(ctx context.Context, slot int) error {
 		for i := range k.tick {
 			k.tick[i] = make(chan struct{})
 		}
-		go k.run()
+		k.slot0, k.idle = 0, 0
+		k.due = k.src.Now()
+		k.armLocked()
 	}
 	k.waiters++
 	ch := k.tick[slot]
@@ -62,22 +72,33 @@ func (k *clock) wait(ctx context.Context, slot int) error {
 	}
 }
 
-func (k *clock) run() {
-	t := time.NewTicker(k.period / clockSlots)
-	defer t.Stop()
-	idle := 0 // ticks in a row that found no waiter
-	for i := 0; ; i = (i + 1) % clockSlots {
-		<-t.C
-		k.mu.Lock()
-		close(k.tick[i])
-		k.tick[i] = make(chan struct{})
-		if k.waiters > 0 {
-			idle = 0
-		} else if idle++; idle >= clockSlots {
-			k.running = false
-			k.mu.Unlock()
-			return
-		}
-		k.mu.Unlock()
+// armLocked schedules the next tick a step after the last one was due,
+// so that the wheel does not drift by the timer's latency; a wheel fallen
+// a whole step behind starts again from now.
+func (k *clock) armLocked() {
+	step := k.period / clockSlots
+	k.due = k.due.Add(step)
+	d := k.due.Sub(k.src.Now())
+	if d <= 0 {
+		k.due, d = k.src.Now().Add(step), step
 	}
+	k.src.AfterFunc(d, k.fire)
+}
+
+// fire is one tick: it wakes the waiters of one slot and arms the next
+// tick, unless a full turn found no one waiting.
+func (k *clock) fire() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	i := k.slot0
+	k.slot0 = (i + 1) % clockSlots
+	close(k.tick[i])
+	k.tick[i] = make(chan struct{})
+	if k.waiters > 0 {
+		k.idle = 0
+	} else if k.idle++; k.idle >= clockSlots {
+		k.running = false
+		return
+	}
+	k.armLocked()
 }

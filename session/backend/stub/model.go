@@ -24,7 +24,7 @@ func NewModel(s Settings) *Model {
 func (m *Model) Reply(ctx context.Context, t backend.Turn, emit func(string) error) error {
 	m.enter()
 	defer m.exit()
-	if err := wait(ctx, m.s.ModelDelay); err != nil {
+	if err := m.wait(ctx, m.s.ModelDelay); err != nil {
 		return m.stop(err)
 	}
 	if err := m.fail("reply"); err != nil {
@@ -32,7 +32,7 @@ func (m *Model) Reply(ctx context.Context, t backend.Turn, emit func(string) err
 	}
 	for i, delta := range m.Deltas(t.Text) {
 		if i > 0 {
-			if err := wait(ctx, m.s.TokenDelay); err != nil {
+			if err := m.wait(ctx, m.s.TokenDelay); err != nil {
 				return m.stop(err)
 			}
 		} else if err := ctx.Err(); err != nil {

@@ -28,7 +28,7 @@ func Transcript(a backend.Audio) string {
 func (r *Recognizer) Recognize(ctx context.Context, a backend.Audio) (string, error) {
 	r.enter()
 	defer r.exit()
-	if err := wait(ctx, r.s.SynthDelay); err != nil {
+	if err := r.wait(ctx, r.s.SynthDelay); err != nil {
 		return "", r.stop(err)
 	}
 	if err := r.fail("recognize"); err != nil {

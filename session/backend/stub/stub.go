@@ -44,6 +44,8 @@ type Settings struct {
 	// Demo makes the model the demo agent: it answers from a small script
 	// (DemoAnswer), one word per delta, instead of echoing Tokens words.
 	Demo bool
+	// Clock times every delay above (nil: backend.SystemClock).
+	Clock backend.Clock
 }
 
 // Counter tracks calls running now and the most ever running at once.
@@ -92,6 +94,7 @@ func newCore(s Settings) *core {
 	if s.FailKind == "" {
 		s.FailKind = backend.KindUnavailable
 	}
+	s.Clock = backend.ClockOr(s.Clock)
 	return &core{s: s, rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), closed: make(chan struct{})}
 }
 
@@ -115,15 +118,24 @@ func (c *core) fail(op string) error {
 	return &backend.Error{Kind: c.s.FailKind, Backend: "stub", Op: op, Err: fmt.Errorf("injected failure")}
 }
 
-// wait sleeps d unless ctx ends first; it reports ctx's error.
-func wait(ctx context.Context, d time.Duration) error {
+// wait sleeps d on the clock unless ctx ends first; it reports ctx's error.
+func (c *core) wait(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	t := time.NewTimer(d)
+	return sleep(ctx, c.s.Clock, d, nil)
+}
+
+// sleep waits until d has elapsed on clock, ctx ends (its error) or stop is
+// closed (nil).
+func sleep(ctx context.Context, clock backend.Clock, d time.Duration, stop <-chan struct{}) error {
+	done := make(chan struct{})
+	t := clock.AfterFunc(d, func() { close(done) })
 	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-done:
+		return nil
+	case <-stop:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -139,12 +151,7 @@ func (c *core) stop(err error) error {
 		return err
 	}
 	if c.s.CleanupDelay > 0 {
-		t := time.NewTimer(c.s.CleanupDelay)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-c.closed:
-		}
+		_ = sleep(context.Background(), c.s.Clock, c.s.CleanupDelay, c.closed)
 	}
 	return err
 }

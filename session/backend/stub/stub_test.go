@@ -40,11 +40,12 @@ func TestModelReply(t *testing.T) {
 }
 
 // TestCleanupDelay checks the release evidence: after cancel, Reply and
-// Synthesize return only once CleanupDelay has passed, and the call counts
-// as running until then.
+// Synthesize return only once CleanupDelay has passed on their clock, and
+// the call counts as running until then.
 func TestCleanupDelay(t *testing.T) {
 	const cleanup = 30 * time.Millisecond
-	s := Settings{ModelDelay: time.Hour, SynthDelay: time.Hour, CleanupDelay: cleanup}
+	clk := newSpyClock()
+	s := Settings{ModelDelay: time.Hour, SynthDelay: time.Hour, CleanupDelay: cleanup, Clock: clk}
 	m, sy := NewModel(s), NewSynthesizer(s)
 	defer m.Close()
 	defer sy.Close()
@@ -64,15 +65,21 @@ func TestCleanupDelay(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- tc.call(ctx) }()
-			waitFor(t, func() bool { return tc.counter.Running() == 1 })
-			start := time.Now()
+			clk.await(t, time.Hour) // the first delay
 			cancel()
-			err := <-done
-			if !errors.Is(err, context.Canceled) {
-				t.Fatalf("err %v, want context.Canceled", err)
+			clk.await(t, cleanup)
+			clk.Advance(cleanup - time.Nanosecond)
+			select {
+			case err := <-done:
+				t.Fatalf("returned (%v) before the cleanup delay", err)
+			default:
 			}
-			if d := time.Since(start); d < cleanup {
-				t.Fatalf("returned after %v, before the cleanup delay %v", d, cleanup)
+			if tc.counter.Running() != 1 {
+				t.Fatal("not counted as running during its cleanup")
+			}
+			clk.Advance(time.Nanosecond)
+			if err := <-done; !errors.Is(err, context.Canceled) {
+				t.Fatalf("err %v, want context.Canceled", err)
 			}
 			if tc.counter.Running() != 0 {
 				t.Fatal("still counted as running after return")
@@ -166,13 +173,18 @@ func TestFailRate(t *testing.T) {
 }
 
 func TestMaxRunning(t *testing.T) {
-	m := NewModel(Settings{ModelDelay: 20 * time.Millisecond, Tokens: 1})
+	clk := newSpyClock()
+	m := NewModel(Settings{ModelDelay: 20 * time.Millisecond, Tokens: 1, Clock: clk})
 	var wg sync.WaitGroup
 	for range 5 {
 		wg.Go(func() { _ = m.Reply(context.Background(), backend.Turn{}, func(string) error { return nil }) })
 	}
+	for range 5 {
+		clk.await(t, 20*time.Millisecond)
+	}
+	clk.Advance(20 * time.Millisecond)
 	wg.Wait()
-	if m.MaxRunning() < 2 || m.MaxRunning() > 5 || m.Running() != 0 || m.Started() != 5 {
+	if m.MaxRunning() != 5 || m.Running() != 0 || m.Started() != 5 {
 		t.Fatalf("max %d running %d started %d", m.MaxRunning(), m.Running(), m.Started())
 	}
 }

@@ -27,7 +27,7 @@ func NewSynthesizer(s Settings) *Synthesizer {
 	if s.Rate <= 0 {
 		s.Rate = 16000
 	}
-	return &Synthesizer{core: newCore(s), wave: newTone(s.Rate), clock: newClock(s.FrameDelay)}
+	return &Synthesizer{core: newCore(s), wave: newTone(s.Rate), clock: newClock(s.FrameDelay, s.Clock)}
 }
 
 // Rate returns the sample rate of the audio it emits.
@@ -40,7 +40,7 @@ func (s *Synthesizer) Rate() int { return s.s.Rate }
 func (s *Synthesizer) Synthesize(ctx context.Context, text string, emit func(backend.Audio) error) error {
 	s.enter()
 	defer s.exit()
-	if err := wait(ctx, s.s.SynthDelay); err != nil {
+	if err := s.wait(ctx, s.s.SynthDelay); err != nil {
 		return s.stop(err)
 	}
 	if err := s.fail("synthesize"); err != nil {

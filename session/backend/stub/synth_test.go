@@ -6,6 +6,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
 
 // sine is the tone as it was computed per sample before the table: frame i
@@ -51,36 +54,88 @@ func TestToneFramesOwned(t *testing.T) {
 	}
 }
 
-// TestClockShared checks that waiters on one clock are woken by its ticks
-// (a frame period apart, never early) and that its goroutine ends once no
-// one waits (goleak in TestMain).
+// TestClockShared checks that every waiter on one clock costs the same
+// single timer, that a turn of the wheel wakes them all, and that its ticks
+// stop once a full turn finds no one waiting.
 func TestClockShared(t *testing.T) {
-	const period = 5 * time.Millisecond
-	k := newClock(period)
+	const period = 20 * time.Millisecond
+	clk := stagestest.NewClock(time.Unix(0, 0))
+	k := newClock(period, clk)
 	var wg sync.WaitGroup
 	for range 50 {
 		wg.Go(func() {
-			slot := k.slot()
-			start := time.Now()
-			for range 4 {
-				if err := k.wait(context.Background(), slot); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-			if d := time.Since(start); d < 3*period {
-				t.Errorf("4 ticks in %v, want at least %v", d, 3*period)
+			if err := k.wait(context.Background(), k.slot()); err != nil {
+				t.Error(err)
 			}
 		})
 	}
+	waitFor(t, func() bool { k.mu.Lock(); defer k.mu.Unlock(); return k.waiters == 50 })
+	if n := clk.Pending(); n != 1 {
+		t.Fatalf("50 waiters: %d timers, want 1", n)
+	}
+	clk.Advance(period)
 	wg.Wait()
+	clk.Advance(period) // a turn with no waiter
+	if n := clk.Pending(); n != 0 {
+		t.Fatalf("idle clock: %d timers, want 0", n)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := k.wait(ctx, 0); err != context.Canceled {
 		t.Fatalf("wait on an ended context: %v", err)
 	}
-	if err := newClock(0).wait(context.Background(), 0); err != nil {
+	if err := newClock(0, nil).wait(context.Background(), 0); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSynthesizerPacing drives the stub synthesizer on a manual clock: the
+// first frame after SynthDelay, the second at its slot's next tick (within
+// a period), every later one exactly a period after the one before.
+func TestSynthesizerPacing(t *testing.T) {
+	const delay, period, frames = 10 * time.Millisecond, 20 * time.Millisecond, 4
+	clk := stagestest.NewClock(time.Unix(0, 0))
+	sy := NewSynthesizer(Settings{SynthDelay: delay, FrameDelay: period, FrameCount: frames, Clock: clk})
+	defer sy.Close()
+	start := clk.Now()
+	got := make(chan time.Time)
+	done := make(chan error, 1)
+	go func() {
+		done <- sy.Synthesize(context.Background(), "x", func(backend.Audio) error { got <- clk.Now(); return nil })
+	}()
+	waitFor(t, func() bool { return clk.Pending() == 1 }) // the synthesis delay
+	clk.Advance(delay)
+	at := []time.Time{<-got}
+	k := sy.clock
+	slot := int(k.next.Load() % clockSlots)
+	for len(at) < frames {
+		// Advance a tick at a time, and only while the call waits, so
+		// that no tick of its slot passes unseen.
+		waitFor(t, func() bool { k.mu.Lock(); defer k.mu.Unlock(); return k.waiters == 1 })
+		k.mu.Lock()
+		ch := k.tick[slot]
+		k.mu.Unlock()
+		clk.Advance(period / clockSlots)
+		k.mu.Lock()
+		fired := k.tick[slot] != ch
+		k.mu.Unlock()
+		if fired {
+			at = append(at, <-got)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if d := at[0].Sub(start); d != delay {
+		t.Errorf("first frame after %v, want %v", d, delay)
+	}
+	if d := at[1].Sub(at[0]); d <= 0 || d > period {
+		t.Errorf("second frame %v after the first, want (0, %v]", d, period)
+	}
+	for i := 2; i < frames; i++ {
+		if d := at[i].Sub(at[i-1]); d != period {
+			t.Errorf("frame %d %v after the one before, want %v", i, d, period)
+		}
 	}
 }
 
