@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/frontdoorhq/frontdoor/fallback/prompt"
+
 	"github.com/frontdoorhq/frontdoor/session/backend"
 )
 
@@ -15,7 +17,7 @@ var ErrNoSynthesizer = errors.New("fallback: no synthesizer for prompt audio")
 const MaxPromptText = 1000
 
 // PromptAudio returns the speech for a prompt's text. Every fixed prompt
-// (AllPrompts) is rendered once in the background at start-up; any other
+// (prompt.All) is rendered once in the background at start-up; any other
 // text is rendered on first use. Rendering calls the synthesizer directly,
 // outside the synthesis stage's controller, so a prompt is heard even
 // while synthesis is the overloaded stage; concurrent requests for one
@@ -100,7 +102,7 @@ func (s *Service) renderPrompt(ctx context.Context, text string) (backend.Audio,
 // warm renders every fixed prompt, one at a time so that start-up does not
 // compete with callers for the synthesizer.
 func (s *Service) warm(ctx context.Context) {
-	for _, p := range AllPrompts() {
+	for _, p := range prompt.All() {
 		if ctx.Err() != nil {
 			return
 		}
@@ -112,7 +114,7 @@ func (s *Service) warm(ctx context.Context) {
 
 // PromptsReady reports whether every fixed prompt has been rendered.
 func (s *Service) PromptsReady() bool {
-	for _, p := range AllPrompts() {
+	for _, p := range prompt.All() {
 		if !s.audio.Contains(p.Text) {
 			return false
 		}

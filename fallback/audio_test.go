@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
@@ -46,7 +47,7 @@ func TestPromptAudioWhileSynthesisSaturated(t *testing.T) {
 		t.Fatalf("synthesis stage not saturated: %v, %v", d, err)
 	}
 
-	p := fallback.PromptFor(fallback.StageSynthesis, d, s.Available())
+	p := prompt.For(prompt.StageSynthesis, d, s.Available())
 	audio, err := s.PromptAudio(context.Background(), p.Text)
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +91,7 @@ func TestPromptAudioSharedRendering(t *testing.T) {
 	if _, err := s.PromptAudio(context.Background(), "A text no table row has."); err != nil {
 		t.Fatal(err)
 	}
-	if n := synth.Started() - before; n > len(fallback.AllPrompts())+1 {
+	if n := synth.Started() - before; n > len(prompt.All())+1 {
 		t.Fatalf("%d renders", n)
 	}
 }

@@ -93,7 +93,7 @@ func Redact(n string) string {
 // durable. A full or closed stage is the disposition Overloaded or Closed,
 // with a nil error. If the store fails, it returns an error wrapping
 // ErrNotEstablished and records it: the caller must hear
-// PromptFailed(StageCallback, ...). The same (Call, Turn) asking again gets
+// prompt.Failed(prompt.StageCallback, ...). The same (Call, Turn) asking again gets
 // the same ticket.
 func (s *Service) RequestCallback(ctx context.Context, req CallbackRequest) (CallbackResult, error) {
 	if req.Call == "" || req.Turn == "" || len(req.Call) > 256 || len(req.Turn) > 256 {

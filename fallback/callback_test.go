@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
@@ -82,15 +83,15 @@ func TestCallbackQueueFullIsTruthfulRefusal(t *testing.T) {
 			t.Fatalf("callback %d: %+v, %v", i, res, err)
 		}
 	}
-	if slices.Contains(s.Available(), fallback.KindCallback) {
+	if slices.Contains(s.Available(), prompt.KindCallback) {
 		t.Fatal("callback still offered with the queue full")
 	}
 	res, err := s.RequestCallback(ctx, request("c2", "t1", "+15550101"))
 	if err != nil || res.Disposition != stages.Overloaded || res.Ticket != "" {
 		t.Fatalf("full queue: %+v, %v; want Overloaded, no ticket, no error", res, err)
 	}
-	p := fallback.PromptFor(fallback.StageCallback, res.Disposition, s.Available())
-	if p.Text == fallback.PromptFor(fallback.StageCallback, stages.Queued, nil).Text {
+	p := prompt.For(prompt.StageCallback, res.Disposition, s.Available())
+	if p.Text == prompt.For(prompt.StageCallback, stages.Queued, nil).Text {
 		t.Fatal("refusal prompt says the callback is booked")
 	}
 	if got := s.CallbackStage().Snapshot(time.Now()).Ledger.Refused.Overloaded; got != 1 {
@@ -227,8 +228,8 @@ func TestCallbackStoreFailureIsNotEstablished(t *testing.T) {
 	if snap := s.CallbackStage().Snapshot(time.Now()); snap.Queued != 0 {
 		t.Fatalf("the failed callback still holds a place: %+v", snap)
 	}
-	p := fallback.PromptFailed(fallback.StageCallback, s.Available())
-	if p.Reason != fallback.ReasonFailed {
+	p := prompt.Failed(prompt.StageCallback, s.Available())
+	if p.Reason != prompt.ReasonFailed {
 		t.Fatal(p)
 	}
 }

@@ -26,7 +26,7 @@
 // claims hold for every process at once, and an agent connected to any
 // process works the handoffs of callers held by all of them.
 //
-// PromptOf is the table of caller-facing sentences, keyed by stage,
+// The caller-facing sentences are package fallback/prompt's table, keyed by stage,
 // reason and whether the stage's backend had started; docs/PROMPTS.md is
 // generated from it. PromptAudio renders those sentences once, outside the
 // synthesis stage, and serves them from a cache so that a prompt is heard

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/fallback/prompt"
+
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -139,11 +141,11 @@ func storeSnapshot(p *atomic.Pointer[stages.Snapshot], sn stages.Snapshot, err e
 // View shows the callback or the handoff stage in /v1/stages and metrics:
 // this process's controller with its waiting list, or in fleet mode the
 // fleet's queue by its counts, as last read from Redis.
-func (s *Service) View(k Kind) stages.View {
+func (s *Service) View(k prompt.Kind) stages.View {
 	switch {
-	case k == KindCallback && s.cq == nil:
+	case k == prompt.KindCallback && s.cq == nil:
 		return stages.ViewOf(s.cbq.c, s.clock)
-	case k == KindHandoff && s.hfq == nil:
+	case k == prompt.KindHandoff && s.hfq == nil:
 		return stages.ViewOf(s.hq.c, s.clock)
 	}
 	return stages.ViewFunc(func() stages.Snapshot { return s.Snapshot(k) })
@@ -152,14 +154,14 @@ func (s *Service) View(k Kind) stages.View {
 // Snapshot reports the callback or the handoff stage for /v1/stages and
 // metrics: this process's stage, or in fleet mode the fleet's queue as last
 // read from it (closed while it cannot be reached).
-func (s *Service) Snapshot(k Kind) stages.Snapshot {
+func (s *Service) Snapshot(k prompt.Kind) stages.Snapshot {
 	switch {
-	case k == KindCallback && s.cq != nil:
+	case k == prompt.KindCallback && s.cq != nil:
 		if p := s.fleet.callbackSnap.Load(); p != nil {
 			return *p
 		}
 		return stages.Snapshot{Limits: s.cfg.CallbackLimits()}
-	case k == KindCallback:
+	case k == prompt.KindCallback:
 		return s.cbq.c.Snapshot(s.clock.Now())
 	case s.hfq != nil:
 		if p := s.fleet.handoffSnap.Load(); p != nil {

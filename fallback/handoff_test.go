@@ -11,6 +11,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
@@ -147,7 +148,7 @@ func TestHandoffUnclaimedExpires(t *testing.T) {
 	if m := a.next("error"); m.Code != "unknown_ticket" {
 		t.Fatalf("claim after expiry: %+v", m)
 	}
-	if p := fallback.PromptFor(fallback.StageHandoff, stages.Expired, s.Available()); !strings.Contains(p.Text, "stopped looking") {
+	if p := prompt.For(prompt.StageHandoff, stages.Expired, s.Available()); !strings.Contains(p.Text, "stopped looking") {
 		t.Fatal(p.Text)
 	}
 }
@@ -234,9 +235,9 @@ func TestHandoffQueueFull(t *testing.T) {
 	if h != nil || d != stages.Overloaded || err != nil {
 		t.Fatalf("= %v, %v, %v; want overloaded", h, d, err)
 	}
-	p := fallback.PromptFor(fallback.StageHandoff, d, s.Available())
+	p := prompt.For(prompt.StageHandoff, d, s.Available())
 	for _, k := range p.Offer {
-		if k == fallback.KindHandoff {
+		if k == prompt.KindHandoff {
 			t.Fatal("a full handoff queue offers handoff")
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/frontdoorhq/frontdoor/fallback/prompt"
+
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/frontdoorhq/frontdoor/session/backend"
@@ -181,23 +183,23 @@ func (s *Service) Store() CallbackStore { return s.store }
 
 // Available lists the fallbacks that have room right now, in offer order.
 // Acceptance checks again: room now is not a reservation.
-func (s *Service) Available() []Kind {
-	var out []Kind
+func (s *Service) Available() []prompt.Kind {
+	var out []prompt.Kind
 	switch {
 	case s.cq != nil:
 		if s.fleet.callbackRoom.Load() {
-			out = append(out, KindCallback)
+			out = append(out, prompt.KindCallback)
 		}
 	case s.cbq.room() && !s.cb.hasBacklog():
-		out = append(out, KindCallback)
+		out = append(out, prompt.KindCallback)
 	}
 	switch {
 	case s.hfq != nil:
 		if s.fleet.handoffRoom.Load() {
-			out = append(out, KindHandoff)
+			out = append(out, prompt.KindHandoff)
 		}
 	case s.hq.room():
-		out = append(out, KindHandoff)
+		out = append(out, prompt.KindHandoff)
 	}
 	return out
 }
@@ -234,7 +236,7 @@ var (
 	ErrNumber  = errors.New("fallback: callback needs an E.164 number such as +15550123")
 	ErrRequest = errors.New("fallback: request needs call and turn")
 	// ErrNotEstablished wraps a failure of the fallback itself (the store
-	// could not record the callback): the caller must hear PromptFailed.
+	// could not record the callback): the caller must hear prompt.Failed.
 	ErrNotEstablished = errors.New("fallback: not established")
 	ErrClosed         = errors.New("fallback: service closed")
 )

@@ -1,16 +1,20 @@
 package fallback
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/frontdoorhq/frontdoor/fallback/prompt"
+)
 
 func TestSpokenAnswer(t *testing.T) {
-	for text, want := range map[string]Kind{
-		"please call me back tomorrow morning": KindCallback,
-		"Call me back.":                        KindCallback,
-		"i would like a callback":              KindCallback,
-		"ring me back":                         KindCallback,
-		"a person please":                      KindHandoff,
-		"i would like to speak to a person":    KindHandoff,
-		"an operator":                          KindHandoff,
+	for text, want := range map[string]prompt.Kind{
+		"please call me back tomorrow morning": prompt.KindCallback,
+		"Call me back.":                        prompt.KindCallback,
+		"i would like a callback":              prompt.KindCallback,
+		"ring me back":                         prompt.KindCallback,
+		"a person please":                      prompt.KindHandoff,
+		"i would like to speak to a person":    prompt.KindHandoff,
+		"an operator":                          prompt.KindHandoff,
 		"no don't call me back":                "",
 		"not a person":                         "",
 		"have someone call me back":            "",

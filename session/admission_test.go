@@ -9,7 +9,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
@@ -69,7 +69,7 @@ func TestModelQueueExpiry(t *testing.T) {
 		t.Fatalf("expiry sequence %v", got)
 	}
 	// Issue 15, case 2: nothing was ever worked on, and the prompt says so.
-	if p := lastOf(all, "prompt"); p.Text != fallback.PromptFor(StageModel, stages.Expired, nil).Text ||
+	if p := lastOf(all, "prompt"); p.Text != prompt.For(StageModel, stages.Expired, nil).Text ||
 		!strings.Contains(p.Text, "could not get to your question in time") || strings.Contains(p.Text, "stopped") {
 		t.Fatalf("queued-then-expired prompt %q", p.Text)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 )
@@ -138,7 +138,7 @@ func TestBackendFailure(t *testing.T) {
 		t.Fatalf("%v %+v %+v %+v", types(all), d, p, end)
 	}
 	// The backend had started: the prompt says it failed while working.
-	if want := fallback.PromptOf(fallback.Outcome{Stage: StageModel, Reason: TurnFailed, Started: true}, nil).Text; p.Text != want {
+	if want := prompt.Of(prompt.Outcome{Stage: StageModel, Reason: TurnFailed, Started: true}, nil).Text; p.Text != want {
 		t.Fatalf("prompt %q, want %q", p.Text, want)
 	}
 	if s := r.stage(StageModel); s.Leased != 0 {

@@ -6,7 +6,7 @@ import (
 	"time"
 	"weak"
 
-	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/media/g711"
 	"github.com/frontdoorhq/frontdoor/media/pcm"
@@ -33,9 +33,9 @@ type Refusal struct {
 	Final bool
 }
 
-// Outcome is what the prompt for r is keyed by (fallback.PromptOf).
-func (r Refusal) Outcome() fallback.Outcome {
-	return fallback.Outcome{Stage: r.Stage, Reason: reason(r), Started: r.Started}
+// Outcome is what the prompt for r is keyed by (prompt.Of).
+func (r Refusal) Outcome() prompt.Outcome {
+	return prompt.Outcome{Stage: r.Stage, Reason: reason(r), Started: r.Started}
 }
 
 // Sender is the call a Fallback speaks to: it sends server messages and
@@ -117,7 +117,7 @@ func reason(r Refusal) string {
 // PromptText is the default prompt for r: the sentence of the prompt
 // table (docs/PROMPTS.md) for its outcome, without an offer.
 func PromptText(r Refusal) string {
-	return fallback.PromptOf(r.Outcome(), nil).Text
+	return prompt.Of(r.Outcome(), nil).Text
 }
 
 // Prompt audio is encoded once per rendering and call format, and every call

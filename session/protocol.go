@@ -7,7 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/stages"
@@ -310,8 +310,8 @@ func decodeTurn(data []byte) (ClientEvent, error) {
 
 // OfferMsg lists the fallbacks a refused caller may take now.
 type OfferMsg struct {
-	Type  string          `json:"type"` // "offer"
-	Kinds []fallback.Kind `json:"kinds"`
+	Type  string        `json:"type"` // "offer"
+	Kinds []prompt.Kind `json:"kinds"`
 }
 
 // FallbackMsg answers a `callback` or `handoff` request.

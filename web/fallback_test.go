@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
@@ -30,11 +31,11 @@ func newOfferFallback(svc *fallback.Service) *offerFallback {
 }
 
 func (f *offerFallback) Refused(ctx context.Context, r session.Refusal, out session.Sender) {
-	var p fallback.Prompt
+	var p prompt.Prompt
 	if r.Disposition == 0 {
-		p = fallback.PromptFailed(r.Stage, f.svc.Available())
+		p = prompt.Failed(r.Stage, f.svc.Available())
 	} else {
-		p = fallback.PromptFor(r.Stage, r.Disposition, f.svc.Available())
+		p = prompt.For(r.Stage, r.Disposition, f.svc.Available())
 	}
 	_ = out.Send(ctx, &session.PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text})
 	if len(p.Offer) == 0 || r.Disposition == stages.Queued {

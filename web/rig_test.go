@@ -15,6 +15,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/cmd/frontdoor/load"
 	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
@@ -112,8 +113,8 @@ func newRig(t *testing.T, opts ...func(*rigConfig)) *rig {
 	}
 	r.srv = srv
 	if r.svc != nil {
-		srv.AddView("callback", r.svc.View(fallback.KindCallback))
-		srv.AddView("handoff", r.svc.View(fallback.KindHandoff))
+		srv.AddView("callback", r.svc.View(prompt.KindCallback))
+		srv.AddView("handoff", r.svc.View(prompt.KindHandoff))
 	}
 	r.http = httptest.NewUnstartedServer(srv.Handler())
 	r.http.Listener.Close()

@@ -20,6 +20,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/cmd/frontdoor/backends"
 	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/offer"
@@ -254,8 +255,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	srv.AddView("callback", svc.View(fallback.KindCallback))
-	srv.AddView("handoff", svc.View(fallback.KindHandoff))
+	srv.AddView("callback", svc.View(prompt.KindCallback))
+	srv.AddView("handoff", svc.View(prompt.KindHandoff))
 	sipSrv, err := set.sip.start(ctx, srv.Engine, sc.Twilio.Prompts, log)
 	if err != nil {
 		return err

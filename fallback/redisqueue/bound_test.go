@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/fallback/redisqueue"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage/redistest"
@@ -82,11 +83,11 @@ func TestCallbackBoundFleetWide(t *testing.T) {
 	if _, err := svcs[0].ClaimCallback(ctx, "op3"); !errors.Is(err, fallback.ErrSlotsBusy) {
 		t.Fatalf("third claim with 2 slots in the fleet: %v", err)
 	}
-	sn := svcs[0].Snapshot(fallback.KindCallback)
+	sn := svcs[0].Snapshot(prompt.KindCallback)
 	deadline := time.Now().Add(5 * time.Second)
 	for sn.Leased != 2 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
-		sn = svcs[0].Snapshot(fallback.KindCallback)
+		sn = svcs[0].Snapshot(prompt.KindCallback)
 	}
 	if sn.Leased != 2 || sn.Queued != bound-1 || sn.Ledger.Check(sn.Queued, sn.Leased) != nil {
 		t.Fatalf("fleet snapshot %+v: %v", sn, sn.Ledger.Check(sn.Queued, sn.Leased))

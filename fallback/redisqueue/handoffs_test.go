@@ -12,6 +12,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/fallback/redisqueue"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage/redistest"
@@ -195,10 +196,10 @@ func TestHandoffAcrossReplicas(t *testing.T) {
 	if out := hb.Outcome(); out.Disposition != stages.Cancelled {
 		t.Fatalf("cancelled: %+v", out)
 	}
-	sn := b.svc.Snapshot(fallback.KindHandoff)
+	sn := b.svc.Snapshot(prompt.KindHandoff)
 	for deadline := time.Now().Add(5 * time.Second); sn.Queued+sn.Leased+int(3-sn.Ledger.Offered) != 0 && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
-		sn = b.svc.Snapshot(fallback.KindHandoff)
+		sn = b.svc.Snapshot(prompt.KindHandoff)
 	}
 	if err := sn.Ledger.Check(sn.Queued, sn.Leased); err != nil || sn.Queued+sn.Leased != 0 || sn.Ledger.Completed != 1 {
 		t.Fatalf("fleet ledger %+v: %v", sn, err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/stages"
@@ -32,7 +33,7 @@ type Offers struct {
 
 type offerState struct {
 	turn     string
-	kinds    []fallback.Kind
+	kinds    []prompt.Kind
 	answered chan struct{}     // closed once an answer reached a final outcome
 	handoff  *fallback.Handoff // the handoff asked for (under Offers.mu), for the keypad menu to withdraw
 	once     sync.Once
@@ -54,15 +55,15 @@ func (o *Offers) Refused(ctx context.Context, r session.Refusal, out session.Sen
 	if r.Final {
 		avail = nil // the call is ending: no question it cannot answer
 	}
-	p := fallback.PromptOf(r.Outcome(), avail)
+	p := prompt.Of(r.Outcome(), avail)
 	keypad := false
 	if len(p.Offer) > 0 {
 		// A phone caller answers with its keypad: it is offered only
 		// what its menu can take now, and nothing (no offer sentence)
 		// when no menu can open. Other callers get p unchanged.
-		var keys []fallback.Kind
+		var keys []prompt.Kind
 		if keys, keypad = keypadOffer(out, p.Offer); keypad {
-			p = fallback.PromptOf(r.Outcome(), keys)
+			p = prompt.Of(r.Outcome(), keys)
 		}
 	}
 	pm := &session.PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text}
@@ -142,7 +143,7 @@ func (o *Offers) speak(ctx context.Context, turn string, pm *session.PromptMsg, 
 
 // Message implements session.Fallback: `callback` {consent, number} and `handoff` {}.
 func (o *Offers) Message(ctx context.Context, call string, ev session.ClientEvent, out session.Sender) bool {
-	if ev.Type != string(fallback.KindCallback) && ev.Type != string(fallback.KindHandoff) {
+	if ev.Type != string(prompt.KindCallback) && ev.Type != string(prompt.KindHandoff) {
 		return false
 	}
 	o.mu.Lock()
@@ -155,8 +156,8 @@ func (o *Offers) Message(ctx context.Context, call string, ev session.ClientEven
 		fail(session.CodeOutOfOrder, "no offer to answer")
 		return true
 	}
-	switch fallback.Kind(ev.Type) {
-	case fallback.KindCallback:
+	switch prompt.Kind(ev.Type) {
+	case prompt.KindCallback:
 		var m struct {
 			Consent bool   `json:"consent"`
 			Number  string `json:"number"`
@@ -171,19 +172,19 @@ func (o *Offers) Message(ctx context.Context, call string, ev session.ClientEven
 			fail(session.CodeBadField, err.Error())
 			return true
 		case err != nil:
-			p := fallback.PromptFailed(fallback.StageCallback, nil)
+			p := prompt.Failed(prompt.StageCallback, nil)
 			pm := &session.PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text}
 			_ = out.Send(ctx, pm)
 			o.speak(ctx, st.turn, pm, out)
 		default:
 			_ = out.Send(ctx, &session.FallbackMsg{Type: "callback", Disposition: res.Disposition, Ticket: res.Ticket})
 			if res.Disposition != stages.Queued {
-				p := fallback.PromptFor(fallback.StageCallback, res.Disposition, nil)
+				p := prompt.For(prompt.StageCallback, res.Disposition, nil)
 				_ = out.Send(ctx, &session.PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text})
 			}
 		}
 		st.done()
-	case fallback.KindHandoff:
+	case prompt.KindHandoff:
 		var m struct {
 			Spoken bool `json:"spoken"`
 		}
@@ -195,7 +196,7 @@ func (o *Offers) Message(ctx context.Context, call string, ev session.ClientEven
 		}
 		if h == nil {
 			_ = out.Send(ctx, &session.FallbackMsg{Type: "handoff", Disposition: d})
-			p := fallback.PromptFor(fallback.StageHandoff, d, nil)
+			p := prompt.For(prompt.StageHandoff, d, nil)
 			_ = out.Send(ctx, &session.PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text})
 			st.done()
 			return true
@@ -207,7 +208,7 @@ func (o *Offers) Message(ctx context.Context, call string, ev session.ClientEven
 		_ = out.Send(ctx, &session.FallbackMsg{Type: "handoff", Disposition: d, Ticket: h.Ticket, Position: pos})
 		if m.Spoken {
 			// Asked for in words: the answer is confirmed in words.
-			p := fallback.PromptFor(fallback.StageHandoff, d, nil)
+			p := prompt.For(prompt.StageHandoff, d, nil)
 			pm := &session.PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text}
 			_ = out.Send(ctx, pm)
 			o.speak(ctx, st.turn, pm, out)
@@ -221,7 +222,7 @@ func (o *Offers) Message(ctx context.Context, call string, ev session.ClientEven
 			}
 			_ = out.Send(ctx, &session.FallbackMsg{Type: "handoff", Disposition: oc.Disposition, Ticket: h.Ticket, Agent: oc.Agent})
 			if oc.Disposition != stages.Completed {
-				p := fallback.PromptFor(fallback.StageHandoff, oc.Disposition, nil)
+				p := prompt.For(prompt.StageHandoff, oc.Disposition, nil)
 				_ = out.Send(ctx, &session.PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text})
 			}
 		})
@@ -235,14 +236,14 @@ func (o *Offers) Message(ctx context.Context, call string, ev session.ClientEven
 // a browser caller gives in its `callback` message (a phone caller's keypad
 // menu takes "call me back": package session/telephony).
 func (o *Offers) SpokenAnswer(call, transcript string) (session.ClientEvent, bool) {
-	if fallback.SpokenAnswer(transcript) != fallback.KindHandoff {
+	if fallback.SpokenAnswer(transcript) != prompt.KindHandoff {
 		return session.ClientEvent{}, false
 	}
 	o.mu.Lock()
 	st := o.calls[call]
 	asked := st != nil && st.handoff != nil
 	o.mu.Unlock()
-	if st == nil || asked || !slices.Contains(st.kinds, fallback.KindHandoff) {
+	if st == nil || asked || !slices.Contains(st.kinds, prompt.KindHandoff) {
 		return session.ClientEvent{}, false
 	}
 	select {
@@ -250,7 +251,7 @@ func (o *Offers) SpokenAnswer(call, transcript string) (session.ClientEvent, boo
 		return session.ClientEvent{}, false
 	default:
 	}
-	return session.ClientEvent{Kind: session.EventOther, Type: string(fallback.KindHandoff), Data: []byte(`{"type":"handoff","spoken":true}`)}, true
+	return session.ClientEvent{Kind: session.EventOther, Type: string(prompt.KindHandoff), Data: []byte(`{"type":"handoff","spoken":true}`)}, true
 }
 
 // SpeaksPrompts implements session.Fallback: Offers renders prompt audio.
@@ -317,7 +318,7 @@ func (o *Offers) WithdrawHandoff(call string) bool {
 // false for any other caller, who answers with messages and is offered
 // kinds unchanged. Offers calls it before it words the prompt, so that a
 // phone caller is never asked a question that nothing listens for.
-func keypadOffer(out session.Sender, kinds []fallback.Kind) (keys []fallback.Kind, ok bool) {
+func keypadOffer(out session.Sender, kinds []prompt.Kind) (keys []prompt.Kind, ok bool) {
 	keypad := out.Keypad()
 	if keypad == nil {
 		return kinds, false
@@ -327,7 +328,7 @@ func keypadOffer(out session.Sender, kinds []fallback.Kind) (keys []fallback.Kin
 		offered[i] = string(k)
 	}
 	for _, k := range keypad(offered) {
-		keys = append(keys, fallback.Kind(k))
+		keys = append(keys, prompt.Kind(k))
 	}
 	return keys, true
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/stages"
@@ -82,9 +83,9 @@ type KeypadFallback interface {
 // keypad is the transport's Capabilities.Keypad: the menu takes what it
 // can of the offered kinds.
 func (t *phoneCall) keypad(offered []string) []string {
-	kinds := make([]fallback.Kind, len(offered))
+	kinds := make([]prompt.Kind, len(offered))
 	for i, k := range offered {
-		kinds[i] = fallback.Kind(k)
+		kinds[i] = prompt.Kind(k)
 	}
 	var keys []string
 	for _, k := range t.menu.reserve(kinds) {
@@ -119,7 +120,7 @@ type phoneMenu struct {
 	replied  bool // audio other than the menu's was queued since it opened
 	callback bool // key 1 is on offer
 	handoff  bool // key 2 is on offer
-	chosen   fallback.Kind
+	chosen   prompt.Kind
 	timer    stages.Timer  // the key wait
 	hold     stages.Timer  // a mid-call hold's end
 	cut      uint64        // bumped when a key clears what was playing
@@ -141,15 +142,15 @@ func newPhoneMenu(fb session.Fallback, params map[string]string) *phoneMenu {
 // keeps the menu for them until their `offer` arrives. Only one menu is
 // open at a time: while one is open or its answer is under way, nothing
 // more can be offered. A callback needs the caller's number.
-func (m *phoneMenu) reserve(kinds []fallback.Kind) []fallback.Kind {
+func (m *phoneMenu) reserve(kinds []prompt.Kind) []prompt.Kind {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.fb == nil || (m.state != menuIdle && m.state != menuDone) {
 		return nil
 	}
-	var keys []fallback.Kind
+	var keys []prompt.Kind
 	for _, k := range kinds {
-		if k == fallback.KindCallback && m.number == "" {
+		if k == prompt.KindCallback && m.number == "" {
 			continue
 		}
 		keys = append(keys, k)
@@ -174,7 +175,7 @@ func (t *phoneCall) noteSent(msg any) {
 	case *session.PromptMsg:
 		// A callback the store failed to take is answered with this
 		// prompt alone (its audio is the Fallback's): the answer is over.
-		if m.state == menuAnswered && v.Reason == fallback.ReasonFailed && v.Stage == string(m.chosen) {
+		if m.state == menuAnswered && v.Reason == prompt.ReasonFailed && v.Stage == string(m.chosen) {
 			m.state = menuDone
 		}
 	}
@@ -194,9 +195,9 @@ func (t *phoneCall) offered(o *session.OfferMsg) {
 	m.callback, m.handoff = false, false
 	for _, k := range o.Kinds {
 		switch k {
-		case fallback.KindCallback:
+		case prompt.KindCallback:
 			m.callback = m.number != ""
-		case fallback.KindHandoff:
+		case prompt.KindHandoff:
 			m.handoff = true
 		}
 	}
@@ -278,12 +279,12 @@ func (t *phoneCall) pressed(ctx context.Context, digit string) (session.ClientEv
 	var ev session.ClientEvent
 	switch {
 	case digit == keyCallback && m.callback:
-		m.chosen = fallback.KindCallback
+		m.chosen = prompt.KindCallback
 		data, _ := json.Marshal(map[string]any{"type": "callback", "consent": true, "number": m.number})
-		ev = session.ClientEvent{Kind: session.EventOther, Type: string(fallback.KindCallback), Data: data}
+		ev = session.ClientEvent{Kind: session.EventOther, Type: string(prompt.KindCallback), Data: data}
 	case digit == keyHandoff && m.handoff:
-		m.chosen = fallback.KindHandoff
-		ev = session.ClientEvent{Kind: session.EventOther, Type: string(fallback.KindHandoff), Data: []byte(`{"type":"handoff"}`)}
+		m.chosen = prompt.KindHandoff
+		ev = session.ClientEvent{Kind: session.EventOther, Type: string(prompt.KindHandoff), Data: []byte(`{"type":"handoff"}`)}
 	default:
 		m.mu.Unlock()
 		t.decline("other key")
@@ -315,13 +316,13 @@ func (t *phoneCall) spokenAnswer(ctx context.Context, transcript string) (sessio
 	m := t.menu
 	m.mu.Lock()
 	offered := m.state == menuOpen &&
-		(kind == fallback.KindCallback && m.callback || kind == fallback.KindHandoff && m.handoff)
+		(kind == prompt.KindCallback && m.callback || kind == prompt.KindHandoff && m.handoff)
 	m.mu.Unlock()
 	if !offered {
 		return session.ClientEvent{}, false
 	}
 	key := keyCallback
-	if kind == fallback.KindHandoff {
+	if kind == prompt.KindHandoff {
 		key = keyHandoff
 	}
 	t.log.Info(t.msg("spoken answer"), "kind", string(kind), "transcript", transcript)
@@ -344,11 +345,11 @@ func (t *phoneCall) answered(f *session.FallbackMsg) {
 		m.mu.Unlock()
 		return
 	}
-	stage := fallback.StageCallback
-	if m.chosen == fallback.KindHandoff {
-		stage = fallback.StageHandoff
+	stage := prompt.StageCallback
+	if m.chosen == prompt.KindHandoff {
+		stage = prompt.StageHandoff
 	}
-	if m.chosen == fallback.KindHandoff && f.Disposition == stages.Queued {
+	if m.chosen == prompt.KindHandoff && f.Disposition == stages.Queued {
 		m.state = menuHolding
 		if m.midcall && m.hold == nil {
 			m.hold = t.e.Clock().AfterFunc(m.offerAt.Add(m.fb.AnswerWindow()).Sub(t.e.Clock().Now()), t.holdEnded)
@@ -360,9 +361,9 @@ func (t *phoneCall) answered(f *session.FallbackMsg) {
 			m.hold = nil
 		}
 	}
-	transfer := m.midcall && stage == fallback.StageHandoff && f.Disposition == stages.Completed
+	transfer := m.midcall && stage == prompt.StageHandoff && f.Disposition == stages.Completed
 	m.mu.Unlock()
-	p := fallback.PromptFor(stage, f.Disposition, nil)
+	p := prompt.For(stage, f.Disposition, nil)
 	t.log.Info(t.msg("keypad outcome"), "kind", f.Type, "disposition", f.Disposition, "ticket", f.Ticket, "agent", f.Agent)
 	var then func(bool)
 	if transfer {
@@ -403,7 +404,7 @@ func (t *phoneCall) holdEnded() {
 	m.hold = nil
 	m.mu.Unlock()
 	t.log.Info(t.msg("handoff hold ended: the conversation goes on"))
-	t.say("handoff-expired", fallback.PromptFor(fallback.StageHandoff, stages.Expired, nil).Text, nil)
+	t.say("handoff-expired", prompt.For(prompt.StageHandoff, stages.Expired, nil).Text, nil)
 }
 
 // answerFailed handles an error the Fallback gave the caller's answer
@@ -425,7 +426,7 @@ func (t *phoneCall) answerFailed(e *session.ErrorMsg) {
 	kind, call := m.chosen, m.call
 	m.mu.Unlock()
 	t.log.Warn(t.msg("keypad answer not established"), "kind", kind, "code", e.Code, "err", e.Message)
-	t.say(string(kind)+"-failed", fallback.PromptFailed(string(kind), nil).Text, nil)
+	t.say(string(kind)+"-failed", prompt.Failed(string(kind), nil).Text, nil)
 	m.fb.EndOffer(call)
 }
 
@@ -446,7 +447,7 @@ func (t *phoneCall) menuClosing(status session.CloseStatus) {
 	m.state = menuDone
 	m.mu.Unlock()
 	if holding && status == session.CloseTryLater {
-		p := fallback.PromptFor(fallback.StageHandoff, stages.Expired, nil)
+		p := prompt.For(prompt.StageHandoff, stages.Expired, nil)
 		t.log.Info(t.msg("handoff hold ended with the call"))
 		t.say("handoff-expired", p.Text, nil)
 	}

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/media/gateway"
 	"github.com/frontdoorhq/frontdoor/media/sip"
@@ -91,7 +91,7 @@ func sipCapabilities(caps session.Capabilities) session.Capabilities {
 	caps.Keypad = func(offered []string) []string {
 		kinds := make([]string, 0, len(offered))
 		for _, k := range offered {
-			if k != string(fallback.KindHandoff) {
+			if k != string(prompt.KindHandoff) {
 				kinds = append(kinds, k)
 			}
 		}

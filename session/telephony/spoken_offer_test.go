@@ -2,15 +2,17 @@ package telephony
 
 import (
 	"context"
-	"github.com/frontdoorhq/frontdoor/session"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/session"
+
 	"github.com/coder/websocket"
 
 	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/media/pcm"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/pocketsphinx"
@@ -57,7 +59,7 @@ func TestSpokenPersonAfterRefusal(t *testing.T) {
 		t.Fatalf("session %+v", m)
 	}
 	c.send(map[string]any{"type": "turn", "id": "c1", "text": "hello"})
-	if o := c.expect("offer"); !slices.Contains(o.Kinds, string(fallback.KindHandoff)) {
+	if o := c.expect("offer"); !slices.Contains(o.Kinds, string(prompt.KindHandoff)) {
 		t.Fatalf("offer %+v", o)
 	}
 	speech := append(say(t, "I would like to speak to a person please.", 16000), make([]int16, 16000)...)
@@ -74,7 +76,7 @@ func TestSpokenPersonAfterRefusal(t *testing.T) {
 	if h.Disposition != "queued" || h.Ticket == "" {
 		t.Fatalf("handoff %+v", h)
 	}
-	want := fallback.PromptFor(fallback.StageHandoff, stages.Queued, nil).Text
+	want := prompt.For(prompt.StageHandoff, stages.Queued, nil).Text
 	if p := c.expect("prompt"); p.Text != want {
 		t.Fatalf("confirmation %q, want %q", p.Text, want)
 	}
@@ -108,11 +110,11 @@ func TestSpokenCallbackAfterRefusal(t *testing.T) {
 		t.Fatal(err)
 	}
 	heard(ctx, t, g, "callback-queued~", k.said)
-	if got, want := k.saidText("callback-queued~"), fallback.PromptFor(fallback.StageCallback, stages.Queued, nil).Text; got != want {
+	if got, want := k.saidText("callback-queued~"), prompt.For(prompt.StageCallback, stages.Queued, nil).Text; got != want {
 		t.Fatalf("confirmation %q, want %q", got, want)
 	}
 	a := k.logs.find("twilio: spoken answer")
-	if len(a) != 1 || a[0]["kind"] != string(fallback.KindCallback) {
+	if len(a) != 1 || a[0]["kind"] != string(prompt.KindCallback) {
 		t.Fatalf("spoken answers %v", a)
 	}
 	t.Logf("heard %q", a[0]["transcript"])

@@ -2,16 +2,17 @@ package telephony
 
 import (
 	"context"
-	"github.com/frontdoorhq/frontdoor/session"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/session"
+
 	"github.com/coder/websocket"
 
-	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/media/g711"
 	"github.com/frontdoorhq/frontdoor/media/pcm"
 	"github.com/frontdoorhq/frontdoor/media/twilio"
@@ -212,7 +213,7 @@ func TestSpokenPrompt(t *testing.T) {
 		{stages.Queued, []string{"lines", "busy", "waiting"}},
 		{stages.Expired, []string{"sorry", "call"}},
 	} {
-		text := fallback.PromptFor(fallback.StageSession, p.reason, nil).Text
+		text := prompt.For(prompt.StageSession, p.reason, nil).Text
 		if m := lacks(text, p.keys...); len(m) > 0 {
 			t.Fatalf("the key words %v are not in the %v prompt %q", m, p.reason, text)
 		}

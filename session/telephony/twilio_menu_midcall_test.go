@@ -2,16 +2,18 @@ package telephony
 
 import (
 	"context"
-	"github.com/frontdoorhq/frontdoor/session"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/session"
+
 	"github.com/coder/websocket"
 
 	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/media/twilio/twiliotest"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
@@ -176,7 +178,7 @@ func (k *midcall) prompts(stage string) []string {
 	return out
 }
 
-var bothKinds = []fallback.Kind{fallback.KindCallback, fallback.KindHandoff}
+var bothKinds = []prompt.Kind{prompt.KindCallback, prompt.KindHandoff}
 
 // TestTwilioMidcallCallback: a caller in conversation whose turn the model
 // stage refuses hears the prompt offering a callback or a person and then
@@ -189,7 +191,7 @@ func TestTwilioMidcallCallback(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	g := k.refused(ctx, t, "+1 555 0151")
-	want := fallback.PromptFor(session.StageModel, stages.Overloaded, bothKinds).Text
+	want := prompt.For(session.StageModel, stages.Overloaded, bothKinds).Text
 	if p := k.prompts(session.StageModel); len(p) != 1 || p[0] != want {
 		t.Fatalf("prompts %q, want %q", p, want)
 	}
@@ -201,7 +203,7 @@ func TestTwilioMidcallCallback(t *testing.T) {
 		t.Fatal(err)
 	}
 	heard(ctx, t, g, "callback-queued~", k.said)
-	if got, want := k.saidText("callback-queued~"), fallback.PromptFor(fallback.StageCallback, stages.Queued, nil).Text; got != want {
+	if got, want := k.saidText("callback-queued~"), prompt.For(prompt.StageCallback, stages.Queued, nil).Text; got != want {
 		t.Fatalf("confirmation %q, want %q", got, want)
 	}
 	cbs, err := k.svc.ListCallbacks(ctx, 0)
@@ -255,8 +257,8 @@ func TestTwilioMidcallCallbackFails(t *testing.T) {
 	if err := g.SendDTMF(ctx, "1"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the failure prompt", func() bool { return len(k.prompts(fallback.StageCallback)) > 0 })
-	if p := k.prompts(fallback.StageCallback); p[0] != fallback.PromptFailed(fallback.StageCallback, nil).Text {
+	waitFor(t, "the failure prompt", func() bool { return len(k.prompts(prompt.StageCallback)) > 0 })
+	if p := k.prompts(prompt.StageCallback); p[0] != prompt.Failed(prompt.StageCallback, nil).Text {
 		t.Fatalf("prompts %q", p)
 	}
 	// Its audio is the Fallback's, as an utterance of the refused turn.
@@ -310,7 +312,7 @@ func TestTwilioMidcallHandoff(t *testing.T) {
 	ws := k.agentTakes(ctx, t)
 
 	closedAfter(ctx, t, g, "handoff-completed~")
-	if got, want := k.saidText("handoff-completed~"), fallback.PromptFor(fallback.StageHandoff, stages.Completed, nil).Text; got != want {
+	if got, want := k.saidText("handoff-completed~"), prompt.For(prompt.StageHandoff, stages.Completed, nil).Text; got != want {
 		t.Fatalf("outcome %q, want %q", got, want)
 	}
 	if out := k.logs.find("twilio: keypad outcome"); len(out) != 2 || out[1]["agent"] != "a1" {
@@ -422,8 +424,8 @@ func TestTwilioMidcallSpeechDuringMenu(t *testing.T) {
 	speak(ctx, t, g) // refused again: the stage is still full
 	heard(ctx, t, g, "speech-2~", k.said)
 	want := []string{
-		fallback.PromptFor(session.StageModel, stages.Overloaded, bothKinds).Text,
-		fallback.PromptFor(session.StageModel, stages.Overloaded, nil).Text,
+		prompt.For(session.StageModel, stages.Overloaded, bothKinds).Text,
+		prompt.For(session.StageModel, stages.Overloaded, nil).Text,
 	}
 	if p := k.prompts(session.StageModel); !slices.Equal(p, want) {
 		t.Fatalf("prompts %q, want %q", p, want)
@@ -457,7 +459,7 @@ func TestTwilioMidcallNoNumber(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
 		k.refused(ctx, t, "")
-		want := fallback.PromptFor(session.StageModel, stages.Overloaded, []fallback.Kind{fallback.KindHandoff}).Text
+		want := prompt.For(session.StageModel, stages.Overloaded, []prompt.Kind{prompt.KindHandoff}).Text
 		if p := k.prompts(session.StageModel); len(p) != 1 || p[0] != want {
 			t.Fatalf("prompts %q, want %q", p, want)
 		}
@@ -478,7 +480,7 @@ func TestTwilioMidcallNoNumber(t *testing.T) {
 		g := k.dialAdmitted(ctx, t, "")
 		speak(ctx, t, g)
 		heard(ctx, t, g, "speech-1~", k.said) // the prompt's audio
-		want := fallback.PromptFor(session.StageModel, stages.Overloaded, nil).Text
+		want := prompt.For(session.StageModel, stages.Overloaded, nil).Text
 		if p := k.prompts(session.StageModel); len(p) != 1 || p[0] != want || strings.HasSuffix(p[0], "?") {
 			t.Fatalf("prompts %q, want %q", p, want)
 		}
@@ -502,7 +504,7 @@ func TestOffersMidcallNative(t *testing.T) {
 	c.send(map[string]any{"type": "turn", "id": "c1", "text": "x"})
 	all := c.until(isType("offer"))
 	p := lastOf(all, "prompt")
-	if want := fallback.PromptFor(session.StageModel, stages.Overloaded, bothKinds).Text; p.Stage != session.StageModel || p.Reason != "overloaded" || p.Text != want {
+	if want := prompt.For(session.StageModel, stages.Overloaded, bothKinds).Text; p.Stage != session.StageModel || p.Reason != "overloaded" || p.Text != want {
 		t.Fatalf("prompt %+v, want %q", p, want)
 	}
 	if o := lastOf(all, "offer"); !slices.Equal(o.Kinds, []string{"callback", "handoff"}) {

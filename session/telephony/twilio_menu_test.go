@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/frontdoorhq/frontdoor/session"
-	"github.com/frontdoorhq/frontdoor/session/offer"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -13,9 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/session/offer"
+
 	"github.com/coder/websocket"
 
 	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/media/twilio"
 	"github.com/frontdoorhq/frontdoor/media/twilio/twiliotest"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
@@ -173,7 +175,7 @@ func TestTwilioKeypadCallback(t *testing.T) {
 	if s.Received <= before {
 		t.Fatalf("no audio after the key: %v then %v", before, s.Received)
 	}
-	want := fallback.PromptFor(fallback.StageCallback, stages.Queued, nil).Text
+	want := prompt.For(prompt.StageCallback, stages.Queued, nil).Text
 	if got := k.saidText("callback-queued~"); got != want {
 		t.Fatalf("confirmation %q, want %q", got, want)
 	}
@@ -214,7 +216,7 @@ func TestTwilioKeypadNotEstablished(t *testing.T) {
 			t.Fatal(err)
 		}
 		closedAfter(ctx, t, g, "callback-overloaded~")
-		want := fallback.PromptFor(fallback.StageCallback, stages.Overloaded, nil).Text
+		want := prompt.For(prompt.StageCallback, stages.Overloaded, nil).Text
 		if got := k.saidText("callback-overloaded~"); got != want {
 			t.Fatalf("outcome %q, want %q", got, want)
 		}
@@ -239,7 +241,7 @@ func TestTwilioKeypadNotEstablished(t *testing.T) {
 			t.Fatal(err)
 		}
 		closedAfter(ctx, t, g, "handoff-overloaded~")
-		want := fallback.PromptFor(fallback.StageHandoff, stages.Overloaded, nil).Text
+		want := prompt.For(prompt.StageHandoff, stages.Overloaded, nil).Text
 		if got := k.saidText("handoff-overloaded~"); got != want {
 			t.Fatalf("outcome %q, want %q", got, want)
 		}
@@ -275,7 +277,7 @@ func TestTwilioKeypadNotEstablished(t *testing.T) {
 			t.Fatalf("the failure prompt was not played: echoed %v", s.Echoed)
 		}
 		p := k.logs.find("twilio: prompt")
-		if last := p[len(p)-1]; last["stage"] != fallback.StageCallback || last["reason"] != fallback.ReasonFailed {
+		if last := p[len(p)-1]; last["stage"] != prompt.StageCallback || last["reason"] != prompt.ReasonFailed {
 			t.Fatalf("prompts %v", p)
 		}
 		if k.saidText("callback-") != "" {
@@ -351,7 +353,7 @@ func TestTwilioKeypadHandoff(t *testing.T) {
 	ws := k.agentTakes(ctx, t)
 
 	closedAfter(ctx, t, g, "handoff-completed~")
-	want := fallback.PromptFor(fallback.StageHandoff, stages.Completed, nil).Text
+	want := prompt.For(prompt.StageHandoff, stages.Completed, nil).Text
 	if got := k.saidText("handoff-completed~"); got != want {
 		t.Fatalf("outcome %q, want %q", got, want)
 	}
@@ -439,7 +441,7 @@ func TestTwilioKeypadNoNumber(t *testing.T) {
 		if got := k.saidText("menu~"); got != menuHandoff {
 			t.Fatalf("menu %q, want %q", got, menuHandoff)
 		}
-		want := fallback.PromptFor(session.StageSession, stages.Expired, []fallback.Kind{fallback.KindHandoff}).Text
+		want := prompt.For(session.StageSession, stages.Expired, []prompt.Kind{prompt.KindHandoff}).Text
 		if p := k.logs.find("twilio: prompt"); len(p) != 2 || p[1]["text"] != want {
 			t.Fatalf("prompts %v, want the last %q", p, want)
 		}
@@ -474,7 +476,7 @@ func TestTwilioKeypadNoNumber(t *testing.T) {
 		if s.Received == 0 || len(k.said()) != 0 {
 			t.Fatalf("heard %v, said %v", s.Received, k.said())
 		}
-		want := fallback.PromptFor(session.StageSession, stages.Expired, nil).Text
+		want := prompt.For(session.StageSession, stages.Expired, nil).Text
 		if p := k.logs.find("twilio: prompt"); len(p) != 2 || p[1]["text"] != want {
 			t.Fatalf("prompts %v, want the last %q", p, want)
 		}

@@ -1,4 +1,11 @@
-package fallback
+// Package prompt is the table of sentences a caller hears about an outcome
+// (work refused, expired, failed or queued at a stage, a callback booked, a
+// person found) and the fallbacks each may offer. Texts never claim that
+// refused work is in progress, never say work that never started was
+// stopped, and never promise a callback the store has not accepted.
+// docs/PROMPTS.md is generated from it. The call engine and the fallback
+// queues both speak from it, so it depends on neither.
+package prompt
 
 import (
 	"fmt"
@@ -138,26 +145,26 @@ const (
 	fallbackText  = "I cannot do that right now."
 )
 
-// PromptFor returns the prompt for disposition d at stage (work that was
+// For returns the prompt for disposition d at stage (work that was
 // refused, expired or queued: its backend never started), offering only
 // the fallbacks that the row allows and that are in available (pass
-// Service.Available()). A combination outside the table gets a plain
+// fallback.Service.Available()). A combination outside the table gets a plain
 // sentence that claims nothing and offers nothing.
-func PromptFor(stage string, d stages.Disposition, available []Kind) Prompt {
-	return PromptOf(Outcome{Stage: stage, Reason: d.String()}, available)
+func For(stage string, d stages.Disposition, available []Kind) Prompt {
+	return Of(Outcome{Stage: stage, Reason: d.String()}, available)
 }
 
-// PromptFailed returns the prompt for a fallback (StageCallback or
+// Failed returns the prompt for a fallback (StageCallback or
 // StageHandoff) that could not be established because something failed: it
 // says so, and offers only the other fallback.
-func PromptFailed(stage string, available []Kind) Prompt {
-	return PromptOf(Outcome{Stage: stage, Reason: ReasonFailed}, available)
+func Failed(stage string, available []Kind) Prompt {
+	return Of(Outcome{Stage: stage, Reason: ReasonFailed}, available)
 }
 
-// PromptOf returns the prompt for o, offering only the fallbacks that its
+// Of returns the prompt for o, offering only the fallbacks that its
 // row allows and that are in available. An outcome outside the table gets
 // a plain sentence that claims nothing and offers nothing.
-func PromptOf(o Outcome, available []Kind) Prompt {
+func Of(o Outcome, available []Kind) Prompt {
 	for _, e := range table {
 		if e.stage == o.Stage && e.reason == o.Reason && e.started == o.Started {
 			return e.prompt(available)
@@ -187,10 +194,10 @@ func (e entry) prompt(available []Kind) Prompt {
 	return p
 }
 
-// AllPrompts returns every prompt the table can produce, for every subset
+// All returns every prompt the table can produce, for every subset
 // of available fallbacks, without duplicates: the fixed texts that
-// PromptAudio renders ahead of time and docs/PROMPTS.md lists.
-func AllPrompts() []Prompt {
+// fallback.PromptAudio renders ahead of time and docs/PROMPTS.md lists.
+func All() []Prompt {
 	subsets := [][]Kind{nil, callbackOnly, handoffOnly, both}
 	var out []Prompt
 	seen := map[string]bool{}

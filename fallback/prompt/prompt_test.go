@@ -1,4 +1,4 @@
-package fallback_test
+package prompt_test
 
 import (
 	"flag"
@@ -8,17 +8,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/PROMPTS.md from the prompt table")
 
 var (
-	none     = []fallback.Kind(nil)
-	both     = []fallback.Kind{fallback.KindCallback, fallback.KindHandoff}
-	callback = []fallback.Kind{fallback.KindCallback}
-	handoff  = []fallback.Kind{fallback.KindHandoff}
+	none     = []prompt.Kind(nil)
+	both     = []prompt.Kind{prompt.KindCallback, prompt.KindHandoff}
+	callback = []prompt.Kind{prompt.KindCallback}
+	handoff  = []prompt.Kind{prompt.KindHandoff}
 )
 
 func TestPromptPaths(t *testing.T) {
@@ -26,29 +26,29 @@ func TestPromptPaths(t *testing.T) {
 		name      string
 		stage     string
 		d         stages.Disposition
-		available []fallback.Kind
-		offer     []fallback.Kind
+		available []prompt.Kind
+		offer     []prompt.Kind
 		contains  []string
 	}{
-		{"session overloaded, both free", fallback.StageSession, stages.Overloaded, both, both, []string{"cannot take your call", "call you back, or put you through"}},
-		{"session expired, nothing free", fallback.StageSession, stages.Expired, none, nil, []string{"no line came free", "try again"}},
-		{"session closed", fallback.StageSession, stages.Closed, both, callback, []string{"temporarily unavailable", "call you back"}},
-		{"model overloaded", fallback.StageModel, stages.Overloaded, handoff, handoff, []string{"not started", "put you through to a person"}},
-		{"model expired asks to continue", fallback.StageModel, stages.Expired, none, nil, []string{"could not get to your question in time", "Would you like to carry on?"}},
-		{"synthesis overloaded", fallback.StageSynthesis, stages.Overloaded, callback, callback, []string{"cannot speak it", "call you back"}},
-		{"synthesis expired asks to continue", fallback.StageSynthesis, stages.Expired, none, nil, []string{"carry on"}},
-		{"recognize expired asks to continue", fallback.StageRecognize, stages.Expired, none, nil, []string{"carry on"}},
-		{"callback full offers handoff only", fallback.StageCallback, stages.Overloaded, both, handoff, []string{"list is full", "Nothing has been scheduled"}},
-		{"callback full, nothing else", fallback.StageCallback, stages.Overloaded, none, nil, []string{"Nothing has been scheduled", "try again"}},
-		{"handoff full offers callback only", fallback.StageHandoff, stages.Overloaded, both, callback, []string{"waiting line is full", "call you back"}},
-		{"handoff expired", fallback.StageHandoff, stages.Expired, none, nil, []string{"stopped looking"}},
-		{"callback booked", fallback.StageCallback, stages.Queued, both, nil, []string{"booked"}},
-		{"model stale", fallback.StageModel, stages.Stale, both, nil, []string{"earlier part of our conversation"}},
-		{"outside the table", fallback.StageModel, stages.Completed, both, nil, []string{"cannot do that right now"}},
+		{"session overloaded, both free", prompt.StageSession, stages.Overloaded, both, both, []string{"cannot take your call", "call you back, or put you through"}},
+		{"session expired, nothing free", prompt.StageSession, stages.Expired, none, nil, []string{"no line came free", "try again"}},
+		{"session closed", prompt.StageSession, stages.Closed, both, callback, []string{"temporarily unavailable", "call you back"}},
+		{"model overloaded", prompt.StageModel, stages.Overloaded, handoff, handoff, []string{"not started", "put you through to a person"}},
+		{"model expired asks to continue", prompt.StageModel, stages.Expired, none, nil, []string{"could not get to your question in time", "Would you like to carry on?"}},
+		{"synthesis overloaded", prompt.StageSynthesis, stages.Overloaded, callback, callback, []string{"cannot speak it", "call you back"}},
+		{"synthesis expired asks to continue", prompt.StageSynthesis, stages.Expired, none, nil, []string{"carry on"}},
+		{"recognize expired asks to continue", prompt.StageRecognize, stages.Expired, none, nil, []string{"carry on"}},
+		{"callback full offers handoff only", prompt.StageCallback, stages.Overloaded, both, handoff, []string{"list is full", "Nothing has been scheduled"}},
+		{"callback full, nothing else", prompt.StageCallback, stages.Overloaded, none, nil, []string{"Nothing has been scheduled", "try again"}},
+		{"handoff full offers callback only", prompt.StageHandoff, stages.Overloaded, both, callback, []string{"waiting line is full", "call you back"}},
+		{"handoff expired", prompt.StageHandoff, stages.Expired, none, nil, []string{"stopped looking"}},
+		{"callback booked", prompt.StageCallback, stages.Queued, both, nil, []string{"booked"}},
+		{"model stale", prompt.StageModel, stages.Stale, both, nil, []string{"earlier part of our conversation"}},
+		{"outside the table", prompt.StageModel, stages.Completed, both, nil, []string{"cannot do that right now"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := fallback.PromptFor(tt.stage, tt.d, tt.available)
+			p := prompt.For(tt.stage, tt.d, tt.available)
 			if p.Stage != tt.stage || p.Reason != tt.d.String() {
 				t.Errorf("stage/reason = %q/%q", p.Stage, p.Reason)
 			}
@@ -65,12 +65,12 @@ func TestPromptPaths(t *testing.T) {
 }
 
 func TestPromptFailedSaysSo(t *testing.T) {
-	for _, stage := range []string{fallback.StageCallback, fallback.StageHandoff} {
-		p := fallback.PromptFailed(stage, both)
-		if p.Reason != fallback.ReasonFailed || !strings.Contains(p.Text, "went wrong") {
+	for _, stage := range []string{prompt.StageCallback, prompt.StageHandoff} {
+		p := prompt.Failed(stage, both)
+		if p.Reason != prompt.ReasonFailed || !strings.Contains(p.Text, "went wrong") {
 			t.Errorf("%s: %+v", stage, p)
 		}
-		if slices.Contains(p.Offer, fallback.Kind(stage)) {
+		if slices.Contains(p.Offer, prompt.Kind(stage)) {
 			t.Errorf("%s: failed fallback offers itself again: %v", stage, p.Offer)
 		}
 	}
@@ -79,8 +79,8 @@ func TestPromptFailedSaysSo(t *testing.T) {
 // TestPromptRules checks the table's truthfulness rules over every prompt.
 func TestPromptRules(t *testing.T) {
 	progress := []string{"working on it now", "processing", "in progress", "is being", "will be with you shortly"}
-	for _, p := range fallback.AllPrompts() {
-		refused := p.Reason == "overloaded" || p.Reason == "expired" || p.Reason == "closed" || p.Reason == fallback.ReasonFailed
+	for _, p := range prompt.All() {
+		refused := p.Reason == "overloaded" || p.Reason == "expired" || p.Reason == "closed" || p.Reason == prompt.ReasonFailed
 		if refused {
 			for _, s := range progress {
 				if strings.Contains(strings.ToLower(p.Text), s) {
@@ -88,16 +88,16 @@ func TestPromptRules(t *testing.T) {
 				}
 			}
 		}
-		if strings.Contains(p.Text, "booked.") && !(p.Stage == fallback.StageCallback && p.Reason == "queued") {
+		if strings.Contains(p.Text, "booked.") && !(p.Stage == prompt.StageCallback && p.Reason == "queued") {
 			t.Errorf("%s/%s says a callback is booked: %q", p.Stage, p.Reason, p.Text)
 		}
-		if p.Reason == "expired" && p.Stage != fallback.StageSession && p.Stage != fallback.StageHandoff && len(p.Offer) == 0 && !strings.Contains(p.Text, "?") {
+		if p.Reason == "expired" && p.Stage != prompt.StageSession && p.Stage != prompt.StageHandoff && len(p.Offer) == 0 && !strings.Contains(p.Text, "?") {
 			t.Errorf("%s/%s: an expired turn must ask whether to continue: %q", p.Stage, p.Reason, p.Text)
 		}
 		// Work whose backend never started was never stopped (issue 15: a
 		// turn that expired in the model queue was told "I stopped working
 		// on it").
-		turnOrCall := p.Stage != fallback.StageCallback && p.Stage != fallback.StageHandoff
+		turnOrCall := p.Stage != prompt.StageCallback && p.Stage != prompt.StageHandoff
 		if turnOrCall && !p.Started {
 			for _, s := range []string{"stopped", "while i was", "took too long"} {
 				if strings.Contains(strings.ToLower(p.Text), s) {
@@ -118,9 +118,9 @@ func TestPromptRules(t *testing.T) {
 func promptsDoc() string {
 	var b strings.Builder
 	b.WriteString("# Prompts\n\n")
-	b.WriteString("<!-- Generated from fallback.AllPrompts by `go test ./fallback -run TestPromptsDoc -update`. Do not edit by hand. -->\n\n")
+	b.WriteString("<!-- Generated from fallback/prompt.All by `go test ./fallback/prompt -run TestPromptsDoc -update`. Do not edit by hand. -->\n\n")
 	b.WriteString("Every sentence frontdoor says to a caller about a refusal, an expiry or a fallback, from the table in\n")
-	b.WriteString("`fallback/prompt.go` (`fallback.PromptOf(outcome, available)`; `PromptFor` and `PromptFailed` are shorthands).\n")
+	b.WriteString("`fallback/prompt/prompt.go` (`prompt.Of(outcome, available)`; `prompt.For` and `prompt.Failed` are shorthands).\n")
 	b.WriteString("A prompt is keyed by what happened: the stage, the reason (the disposition the work ended with, or `failed`)\n")
 	b.WriteString("and *Started*, whether that stage's backend had started on the work. A refusal or expiry never started (stages\n")
 	b.WriteString("refuse and expire only queued work), so an expired question is one \"I could not get to\", never one \"I stopped\";\n")
@@ -148,7 +148,7 @@ func promptsDoc() string {
 	b.WriteString("- When a fallback itself fails, the caller hears that nothing was established (reason `failed`).\n")
 	b.WriteString("- An expired turn asks whether the caller wants to carry on; closed intake says the service is temporarily unavailable.\n\n")
 	stage := ""
-	for _, p := range fallback.AllPrompts() {
+	for _, p := range prompt.All() {
 		if p.Stage != stage {
 			stage = p.Stage
 			fmt.Fprintf(&b, "## %s\n\n| Reason | Started | Offered | Text |\n|---|---|---|---|\n", stage)
@@ -174,20 +174,20 @@ func promptsDoc() string {
 // TestEveryOutcomeHasAPrompt: every outcome the server can report to a
 // caller has its own row; none falls through to the plain sentence.
 func TestEveryOutcomeHasAPrompt(t *testing.T) {
-	var want []fallback.Outcome
-	for _, r := range []string{"queued", "overloaded", "expired", "closed", fallback.ReasonFailed} {
-		want = append(want, fallback.Outcome{Stage: fallback.StageSession, Reason: r})
+	var want []prompt.Outcome
+	for _, r := range []string{"queued", "overloaded", "expired", "closed", prompt.ReasonFailed} {
+		want = append(want, prompt.Outcome{Stage: prompt.StageSession, Reason: r})
 	}
-	for _, st := range []string{fallback.StageRecognize, fallback.StageModel, fallback.StageSynthesis} {
+	for _, st := range []string{prompt.StageRecognize, prompt.StageModel, prompt.StageSynthesis} {
 		for _, d := range []stages.Disposition{stages.Overloaded, stages.Expired, stages.Closed, stages.Stale, stages.OutOfOrder} {
-			want = append(want, fallback.Outcome{Stage: st, Reason: d.String()})
+			want = append(want, prompt.Outcome{Stage: st, Reason: d.String()})
 		}
-		want = append(want, fallback.Outcome{Stage: st, Reason: fallback.ReasonFailed},
-			fallback.Outcome{Stage: st, Reason: fallback.ReasonFailed, Started: true})
+		want = append(want, prompt.Outcome{Stage: st, Reason: prompt.ReasonFailed},
+			prompt.Outcome{Stage: st, Reason: prompt.ReasonFailed, Started: true})
 	}
 	for _, o := range want {
-		p := fallback.PromptOf(o, both)
-		if p.Text == fallback.PromptOf(fallback.Outcome{Stage: "nowhere"}, nil).Text {
+		p := prompt.Of(o, both)
+		if p.Text == prompt.Of(prompt.Outcome{Stage: "nowhere"}, nil).Text {
 			t.Errorf("%+v has no row", o)
 		}
 		if p.Stage != o.Stage || p.Reason != o.Reason || p.Started != o.Started {
@@ -197,7 +197,7 @@ func TestEveryOutcomeHasAPrompt(t *testing.T) {
 }
 
 func TestPromptsDoc(t *testing.T) {
-	const path = "../docs/PROMPTS.md"
+	const path = "../../docs/PROMPTS.md"
 	want := promptsDoc()
 	if *update {
 		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
@@ -209,12 +209,12 @@ func TestPromptsDoc(t *testing.T) {
 		t.Fatal(err)
 	}
 	if string(got) != want {
-		t.Errorf("%s is out of date with the prompt table: run go test ./fallback -run TestPromptsDoc -update", path)
+		t.Errorf("%s is out of date with the prompt table: run go test ./fallback/prompt -run TestPromptsDoc -update", path)
 	}
 }
 
-func ExamplePromptFor() {
-	p := fallback.PromptFor(fallback.StageModel, stages.Overloaded, []fallback.Kind{fallback.KindCallback})
+func ExampleFor() {
+	p := prompt.For(prompt.StageModel, stages.Overloaded, []prompt.Kind{prompt.KindCallback})
 	fmt.Println(p.Text)
 	fmt.Println(p.Offer)
 	// Output:

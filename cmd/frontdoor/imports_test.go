@@ -1,0 +1,144 @@
+package main
+
+import (
+	"go/build"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/frontdoorhq/frontdoor"
+
+// importRules are the directions of docs/ARCHITECTURE.md: a package under
+// from (its path, or anything below it) may not depend, directly or through
+// other packages of this module, on a package under any of the forbidden
+// paths, except those listed in allow. Only the packages' own imports count,
+// not their tests'.
+var importRules = []struct {
+	from      string
+	forbidden []string
+	allow     []string
+}{
+	{from: "stages", forbidden: []string{"session", "fallback", "media", "web", "cmd"}},
+	{from: "media", forbidden: []string{"stages", "session", "fallback", "web", "cmd"}},
+	{from: "session/backend", forbidden: []string{"stages", "session", "fallback", "web", "cmd"}, allow: []string{"session/backend"}},
+	{from: "fallback", forbidden: []string{"session", "web", "cmd"}, allow: []string{"session/backend"}},
+	{from: "fallback/prompt", forbidden: []string{"fallback", "session", "media", "web", "cmd"}, allow: []string{"fallback/prompt"}},
+	// The call engine imports no transport and no fallback queue: only the
+	// sentences it must say when it refuses work.
+	{from: "session", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/backend", "session/internal/pcmu", "fallback/prompt"}},
+	{from: "session/native", forbidden: []string{"session/telephony", "session/webrtc", "session/offer", "session/server", "fallback"}, allow: []string{"fallback/prompt"}},
+	{from: "session/webrtc", forbidden: []string{"session/telephony", "session/native", "session/offer", "session/server", "fallback"}, allow: []string{"fallback/prompt"}},
+	{from: "session/telephony", forbidden: []string{"session/native", "session/webrtc", "session/offer", "session/server"}},
+	{from: "session/offer", forbidden: []string{"session/native", "session/webrtc", "session/telephony", "session/server"}},
+	{from: "web", forbidden: []string{"session", "fallback", "cmd"}},
+}
+
+// TestImportDirections fails when a package reaches, even indirectly, one
+// its place in docs/ARCHITECTURE.md says it must not know.
+func TestImportDirections(t *testing.T) {
+	imports := modulePackages(t)
+	for _, r := range importRules {
+		for pkg := range imports {
+			if !under(pkg, r.from) || (r.from == "session" && pkg != "session") {
+				continue
+			}
+			for _, dep := range closure(imports, pkg) {
+				bad := slices.ContainsFunc(r.forbidden, func(f string) bool { return under(dep, f) })
+				ok := slices.ContainsFunc(r.allow, func(a string) bool { return under(dep, a) })
+				if bad && !ok {
+					t.Errorf("%s depends on %s (via %s)", pkg, dep, strings.Join(path(imports, pkg, dep), " -> "))
+				}
+			}
+		}
+	}
+}
+
+// modulePackages reads, for every package of this module, the packages of
+// this module it imports (relative paths, "" for none).
+func modulePackages(t *testing.T) map[string][]string {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		if name := d.Name(); p != root && (strings.HasPrefix(name, ".") || name == "testdata") {
+			return filepath.SkipDir
+		}
+		bp, err := build.ImportDir(p, 0)
+		if err != nil {
+			return nil // no Go files here
+		}
+		rel, _ := filepath.Rel(root, p)
+		var deps []string
+		for _, imp := range bp.Imports {
+			if dep, ok := strings.CutPrefix(imp, module+"/"); ok {
+				deps = append(deps, dep)
+			}
+		}
+		out[filepath.ToSlash(rel)] = deps
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) < 20 || out["session"] == nil {
+		t.Fatalf("found %d packages under %s: the walk is broken", len(out), root)
+	}
+	return out
+}
+
+func under(pkg, prefix string) bool { return pkg == prefix || strings.HasPrefix(pkg, prefix+"/") }
+
+// closure lists every module package pkg depends on.
+func closure(imports map[string][]string, pkg string) []string {
+	seen := map[string]bool{pkg: true}
+	var out []string
+	queue := []string{pkg}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, d := range imports[p] {
+			if !seen[d] {
+				seen[d] = true
+				out = append(out, d)
+				queue = append(queue, d)
+			}
+		}
+	}
+	return out
+}
+
+// path is one chain of imports from pkg to dep, for the error message.
+func path(imports map[string][]string, pkg, dep string) []string {
+	prev := map[string]string{pkg: ""}
+	queue := []string{pkg}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if p == dep {
+			break
+		}
+		for _, d := range imports[p] {
+			if _, ok := prev[d]; !ok {
+				prev[d] = p
+				queue = append(queue, d)
+			}
+		}
+	}
+	var chain []string
+	for p := dep; p != ""; p = prev[p] {
+		chain = append([]string{p}, chain...)
+	}
+	return chain
+}
