@@ -23,9 +23,6 @@ const (
 	KindHandoff  Kind = "handoff"
 )
 
-// Kinds lists every fallback in the order offers name them.
-func Kinds() []Kind { return []Kind{KindCallback, KindHandoff} }
-
 // Stages a prompt can be about. The first four are the session server's
 // stages; the last two are the fallbacks themselves.
 const (

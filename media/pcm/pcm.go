@@ -63,9 +63,3 @@ func RMS(samples []int16) float64 {
 	}
 	return math.Sqrt(sum / float64(len(samples)))
 }
-
-// DBFS returns the level of samples in dB relative to a full-scale sine
-// (a full-scale square wave reads +3 dB); silence reads -inf.
-func DBFS(samples []int16) float64 {
-	return 20 * math.Log10(RMS(samples)*math.Sqrt2/32768)
-}

@@ -1,8 +1,6 @@
 package twilio
 
 import (
-	"time"
-
 	"github.com/frontdoorhq/frontdoor/media/gateway"
 )
 
@@ -17,6 +15,3 @@ type Tracker = gateway.Tracker
 
 // NewTracker returns a Tracker using the wall clock.
 func NewTracker() *Tracker { return gateway.NewTracker() }
-
-// NewTrackerClock returns a Tracker that reads time from now (for tests).
-func NewTrackerClock(now func() time.Time) *Tracker { return gateway.NewTrackerClock(now) }

@@ -30,12 +30,6 @@ type Transport interface {
 	Send(ctx context.Context, s Signal) error
 }
 
-// TransportFunc adapts a function to Transport.
-type TransportFunc func(ctx context.Context, s Signal) error
-
-// Send calls f.
-func (f TransportFunc) Send(ctx context.Context, s Signal) error { return f(ctx, s) }
-
 // Config configures a Peer. Zero values take the defaults noted.
 type Config struct {
 	// LoopbackOnly gathers only 127.0.0.1 host candidates over UDP4 with

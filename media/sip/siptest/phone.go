@@ -246,9 +246,6 @@ func (p *Phone) stop() {
 	}
 }
 
-// Output is what baresip has printed so far.
-func (p *Phone) Output() string { return p.out.String() }
-
 // read decodes the netstrings ctrl_tcp sends: command responses and events.
 func (p *Phone) read() {
 	defer p.readWG.Done()

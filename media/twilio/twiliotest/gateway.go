@@ -192,16 +192,6 @@ func (g *Gateway) SendStop(ctx context.Context) error {
 	return g.send(ctx, &twilio.Message{Event: twilio.EventStop, StreamSID: g.opts.StreamSID, Stop: &twilio.Stop{AccountSID: g.opts.AccountSID, CallSID: g.opts.CallSID}})
 }
 
-// SendRaw sends a text frame as is (for tests of bad input).
-func (g *Gateway) SendRaw(ctx context.Context, b []byte) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	g.sendMu.Lock()
-	defer g.sendMu.Unlock()
-	return g.write(b)
-}
-
 // Close closes the connection (if frontdoor has not) and waits for the
 // gateway's goroutines.
 func (g *Gateway) Close() {
