@@ -39,8 +39,8 @@ type SessionMsg struct {
 	Position    int                `json:"position,omitempty"` // 1 is next; only while queued
 }
 
-// DispositionMsg reports one stage outcome of one turn.
-type DispositionMsg struct {
+// dispositionMsg reports one stage outcome of one turn.
+type dispositionMsg struct {
 	Type        string             `json:"type"` // "disposition"
 	Stage       string             `json:"stage"`
 	Turn        string             `json:"turn"`
@@ -50,8 +50,8 @@ type DispositionMsg struct {
 	Error       string             `json:"error,omitempty"`    // backend failure kind after completion
 }
 
-// TextMsg carries model output as it streams.
-type TextMsg struct {
+// textMsg carries model output as it streams.
+type textMsg struct {
 	Type       string `json:"type"` // "text"
 	Turn       string `json:"turn"`
 	Generation uint64 `json:"generation"`
@@ -81,21 +81,21 @@ type AudioEndMsg struct {
 
 // Turn outcomes beyond the stage dispositions.
 const (
-	// TurnFailed: a backend failed (see TurnEndMsg.Error for its kind).
+	// TurnFailed: a backend failed (see turnEndMsg.Error for its kind).
 	TurnFailed = "failed"
 )
 
-// TranscriptMsg is what the recognition stage heard in a speech turn.
-type TranscriptMsg struct {
+// transcriptMsg is what the recognition stage heard in a speech turn.
+type transcriptMsg struct {
 	Type       string `json:"type"` // "transcript"
 	Turn       string `json:"turn"`
 	Generation uint64 `json:"generation"`
 	Text       string `json:"text"`
 }
 
-// TurnEndMsg is a turn's final outcome: "completed", "cancelled", a refusal
+// turnEndMsg is a turn's final outcome: "completed", "cancelled", a refusal
 // disposition of the stage named in Stage, or "failed".
-type TurnEndMsg struct {
+type turnEndMsg struct {
 	Type        string `json:"type"` // "turn_end"
 	Turn        string `json:"turn"`
 	Generation  uint64 `json:"generation"`

@@ -28,7 +28,9 @@ type Transport interface {
 	// the call answers it with an `error` message and calls Recv again. Any
 	// other error means the caller is gone. Only the call's reader calls it.
 	Recv(ctx context.Context) (ClientEvent, error)
-	// Send writes one server message (a *SessionMsg, *TextMsg, ...). Only
+	// Send writes one server message, a pointer to a struct that marshals
+	// to its JSON in docs/PROTOCOL.md (a *SessionMsg, *AudioStartMsg, ...;
+	// the types a transport may act on are exported, the rest not). Only
 	// the call's single writer calls Send and SendAudio.
 	Send(ctx context.Context, msg any) error
 	// SendAudio writes one frame of reply audio in the format announced by

@@ -87,11 +87,11 @@ func TestSpeechTurnOverTransport(t *testing.T) {
 	var audio int
 	for {
 		switch m := next().(type) {
-		case *TranscriptMsg:
+		case *transcriptMsg:
 			transcript = m.Text
 		case []byte:
 			audio += len(m)
-		case *TurnEndMsg:
+		case *turnEndMsg:
 			if m.Disposition != "completed" || transcript != "heard 1000 ms" || audio == 0 {
 				t.Fatalf("turn_end %+v transcript %q audio %d", m, transcript, audio)
 			}

@@ -111,7 +111,7 @@ func (c *Call) runTurn(t *turn) {
 				}
 				t.appendReply(delta)
 				c.observeToken(t)
-				return c.push(ctx, frame{gen: t.gen, msg: &TextMsg{Type: "text", Turn: t.id, Generation: t.gen, Delta: delta}})
+				return c.push(ctx, frame{gen: t.gen, msg: &textMsg{Type: "text", Turn: t.id, Generation: t.gen, Delta: delta}})
 			})
 	})
 	if !c.finished(t, StageModel, disp, err) {
@@ -239,7 +239,7 @@ func (c *Call) admit(t *turn, st *stage, job stages.Job, submitted func()) stage
 
 func (c *Call) sendDisposition(t *turn, st string, d stages.Disposition, pos int, kind string) {
 	c.observeDisposition(t, st, d, pos, kind)
-	_ = c.Send(c.ctx, &DispositionMsg{Type: "disposition", Stage: st, Turn: t.id, Generation: t.gen,
+	_ = c.Send(c.ctx, &dispositionMsg{Type: "disposition", Stage: st, Turn: t.id, Generation: t.gen,
 		Disposition: d, Position: pos, Error: kind})
 }
 
@@ -250,7 +250,7 @@ func (c *Call) endTurn(t *turn, disposition, st, kind string) {
 	c.mu.Unlock()
 	c.s.m.turns.WithLabelValues(disposition).Inc()
 	c.observeTurnEnd(t, disposition, st, kind)
-	_ = c.Send(c.ctx, &TurnEndMsg{Type: "turn_end", Turn: t.id, Generation: t.gen, Disposition: disposition, Stage: st, Error: kind})
+	_ = c.Send(c.ctx, &turnEndMsg{Type: "turn_end", Turn: t.id, Generation: t.gen, Disposition: disposition, Stage: st, Error: kind})
 }
 
 // recognize takes a speech turn through the recognition stage; the
@@ -271,7 +271,7 @@ func (c *Call) recognize(t *turn, job stages.Job) bool {
 		return false
 	}
 	t.text = text
-	_ = c.push(t.ctx, frame{gen: t.gen, msg: &TranscriptMsg{Type: "transcript", Turn: t.id, Generation: t.gen, Text: text}})
+	_ = c.push(t.ctx, frame{gen: t.gen, msg: &transcriptMsg{Type: "transcript", Turn: t.id, Generation: t.gen, Text: text}})
 	// The transport's menu hears answers in words where it has one; the
 	// Fallback otherwise.
 	var ev ClientEvent
