@@ -26,7 +26,7 @@ func testConfig(dir string) fallback.Config {
 
 func newService(t *testing.T, cfg fallback.Config, clock stages.Clock, opts ...fallback.Option) *fallback.Service {
 	t.Helper()
-	opts = append([]fallback.Option{fallback.WithClock(clock)}, opts...)
+	cfg.Clock = clock
 	s, err := fallback.New(context.Background(), cfg, nil, nil, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +122,9 @@ func TestCallbackSurvivesReopen(t *testing.T) {
 	dir := t.TempDir()
 	clock := stagestest.NewClock(epoch)
 	ctx := context.Background()
-	s1, err := fallback.New(ctx, testConfig(dir), nil, nil, fallback.WithClock(clock))
+	cfg := testConfig(dir)
+	cfg.Clock = clock
+	s1, err := fallback.New(ctx, cfg, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

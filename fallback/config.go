@@ -19,6 +19,9 @@ type Config struct {
 	HandoffQueue    int           // handoffs waiting for an agent
 	HandoffMaxWait  time.Duration // how long a caller waits for an agent
 	DataDir         string        // where the callback database lives
+	// Clock drives both queues' expiry and claim leases; nil is
+	// stages.SystemClock. Serve passes the engine's clock, tests a manual one.
+	Clock stages.Clock
 }
 
 // DefaultConfig returns settings that make a fresh server usable at once.

@@ -57,10 +57,6 @@ type Service struct {
 // Option configures a Service.
 type Option func(*Service)
 
-// WithClock sets the clock of both fallback stages (tests use
-// stagestest.Clock). The default is stages.SystemClock.
-func WithClock(c stages.Clock) Option { return func(s *Service) { s.clock = c } }
-
 // WithStore replaces the SQLite callback store (Config.DataDir is then
 // unused). The Service does not close a store it was given.
 func WithStore(st CallbackStore) Option { return func(s *Service) { s.store = st } }
@@ -84,7 +80,10 @@ func New(ctx context.Context, cfg Config, synth backend.Synthesizer, log *slog.L
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Service{cfg: cfg, log: log.With("component", "fallback"), clock: stages.SystemClock, synth: synth, rendering: map[string]*renderFlight{}}
+	s := &Service{cfg: cfg, log: log.With("component", "fallback"), clock: cfg.Clock, synth: synth, rendering: map[string]*renderFlight{}}
+	if s.clock == nil {
+		s.clock = stages.SystemClock
+	}
 	for _, o := range opts {
 		o(s)
 	}

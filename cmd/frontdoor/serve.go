@@ -213,6 +213,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	set.fallback.Clock = clock
 	svc, err := fallback.New(ctx, set.fallback, be.Synthesizer, log, fopts...)
 	if err != nil {
 		return err
