@@ -125,6 +125,9 @@ func (w *guardWiring) serve(ln net.Listener, srv *server.Server, reg *prometheus
 	cfg.Logger = log
 	cfg.Registry = reg
 	cfg.CallTokens = w.calls
+	// The engine's clock, which serve gives the backends too: pacing,
+	// call-token expiry and JWT exp/nbf read the one clock of the server.
+	cfg.Clock = srv.Engine.Clock()
 	cfg.VerifyTelephony = srv.VerifyTwilio
 	g := guard.New(cfg)
 	lims := w.lims

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/frontdoorhq/frontdoor/stages"
 )
 
 // Role is what a token allows.
@@ -178,7 +180,9 @@ type JWT struct {
 	Issuer   string
 	Audience string
 	Leeway   time.Duration
-	Now      func() time.Time // nil: time.Now
+	// Clock tells the time exp and nbf are checked at (nil:
+	// stages.SystemClock); guard.New gives it the guard's when unset.
+	Clock stages.Clock
 }
 
 // Claims are the claims a frontdoor JWT carries.
@@ -212,8 +216,8 @@ func (j *JWT) Authenticate(token string) (Identity, error) {
 	if j.Audience != "" {
 		opts = append(opts, jwt.WithAudience(j.Audience))
 	}
-	if j.Now != nil {
-		opts = append(opts, jwt.WithTimeFunc(j.Now))
+	if j.Clock != nil {
+		opts = append(opts, jwt.WithTimeFunc(j.Clock.Now))
 	}
 	var c Claims
 	_, err := jwt.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return j.Secret, nil }, opts...)

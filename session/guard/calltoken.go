@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/frontdoorhq/frontdoor/stages"
 )
 
 // Call token errors. The guard answers each 403 before the upgrade.
@@ -44,7 +46,10 @@ const MaxCallTokenTTL = time.Hour
 // (keep it short; the Twilio signature still applies).
 type CallTokens struct {
 	Secret []byte
-	Now    func() time.Time // nil: time.Now
+	// Clock tells the time tokens are minted and redeemed at (nil:
+	// stages.SystemClock); guard.New gives it the guard's when unset, so
+	// that expiry runs on the one clock of the server.
+	Clock stages.Clock
 	// MaxUsed bounds the used tokens remembered (0: 100000).
 	MaxUsed int
 
@@ -61,10 +66,10 @@ type callClaims struct {
 const callTokenContext = "frontdoor.call-token.v1."
 
 func (ct *CallTokens) now() time.Time {
-	if ct.Now != nil {
-		return ct.Now()
+	if ct.Clock != nil {
+		return ct.Clock.Now()
 	}
-	return time.Now()
+	return stages.SystemClock.Now()
 }
 
 func (ct *CallTokens) sign(payload string) string {

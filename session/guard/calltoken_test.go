@@ -5,11 +5,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
 
 func TestCallTokens(t *testing.T) {
-	now := time.Unix(1_800_000_000, 0)
-	ct := &CallTokens{Secret: []byte(strings.Repeat("k", 32)), Now: func() time.Time { return now }, MaxUsed: 2}
+	clock := stagestest.NewClock(stagestest.Epoch)
+	ct := &CallTokens{Secret: []byte(strings.Repeat("k", 32)), Clock: clock, MaxUsed: 2}
 	tok, err := ct.Mint("acme", time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -20,7 +22,7 @@ func TestCallTokens(t *testing.T) {
 	if _, err := ct.Redeem(tok); !errors.Is(err, ErrCallTokenReplayed) {
 		t.Fatalf("replay: %v", err)
 	}
-	other := &CallTokens{Secret: []byte(strings.Repeat("x", 32)), Now: ct.Now}
+	other := &CallTokens{Secret: []byte(strings.Repeat("x", 32)), Clock: clock}
 	forged, _ := other.Mint("acme", time.Minute)
 	payload, _, _ := strings.Cut(tok, ".")
 	_, sig, _ := strings.Cut(forged, ".")
@@ -29,8 +31,15 @@ func TestCallTokens(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
+	// A token lives exactly its ttl on the clock: good a second before,
+	// expired at it.
 	late, _ := ct.Mint("acme", time.Minute)
-	now = now.Add(time.Minute)
+	last, _ := ct.Mint("acme", time.Minute)
+	clock.Advance(time.Minute - time.Second)
+	if _, err := ct.Redeem(last); err != nil {
+		t.Fatalf("a second before expiry: %v", err)
+	}
+	clock.Advance(time.Second)
 	if _, err := ct.Redeem(late); !errors.Is(err, ErrCallTokenExpired) {
 		t.Fatalf("expired: %v", err)
 	}

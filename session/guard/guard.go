@@ -57,9 +57,10 @@ type Config struct {
 	// MaxTenants bounds the per-tenant state kept (0: 10000); idle
 	// tenants are forgotten past it.
 	MaxTenants int
-	// Clock paces the tenants' turns (nil: stages.SystemClock); give it
-	// the engine's (session.Engine.Clock) so that one clock runs the
-	// server.
+	// Clock paces the tenants' turns and, unless they have a clock of
+	// their own, tells CallTokens and a *JWT Auth the time (nil:
+	// stages.SystemClock); give it the engine's (session.Engine.Clock) so
+	// that one clock runs the server.
 	Clock    stages.Clock
 	Logger   *slog.Logger
 	Registry *prometheus.Registry // receives frontdoor_guard_refused_total (nil: none)
@@ -103,6 +104,14 @@ func New(cfg Config) *Guard {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = stages.SystemClock
+	}
+	// One clock for the guard: token expiry is read where turns are paced.
+	// Set before the guard serves, so no request reads them meanwhile.
+	if cfg.CallTokens != nil && cfg.CallTokens.Clock == nil {
+		cfg.CallTokens.Clock = cfg.Clock
+	}
+	if j, ok := cfg.Auth.(*JWT); ok && j.Clock == nil {
+		j.Clock = cfg.Clock
 	}
 	g := &Guard{cfg: cfg, log: cfg.Logger, tenants: map[string]*tenant{}}
 	g.refused = prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -15,6 +15,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/telephony"
+	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
 
 func TestAPIKeys(t *testing.T) {
@@ -43,8 +44,9 @@ func TestAPIKeys(t *testing.T) {
 }
 
 func TestJWT(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	j := &JWT{Secret: []byte(strings.Repeat("k", 32)), Issuer: "fd", Now: func() time.Time { return now }}
+	clock := stagestest.NewClock(stagestest.Epoch)
+	now := clock.Now()
+	j := &JWT{Secret: []byte(strings.Repeat("k", 32)), Issuer: "fd", Clock: clock}
 	sign := func(c Claims) string {
 		s, err := j.Sign(c)
 		if err != nil {
@@ -74,6 +76,43 @@ func TestJWT(t *testing.T) {
 		if _, err := j.Authenticate(tc.tok); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
 		}
+	}
+	// nbf and exp are read on the clock: a token not yet valid becomes
+	// valid at nbf, and expires at exp, not a second later.
+	early := sign(Claims{Tenant: "acme", Roles: []string{"caller"}, RegisteredClaims: jwt.RegisteredClaims{Issuer: "fd",
+		NotBefore: jwt.NewNumericDate(now.Add(30 * time.Second)), ExpiresAt: exp}})
+	if _, err := j.Authenticate(early); !errors.Is(err, ErrBadToken) || !errors.Is(err, jwt.ErrTokenNotValidYet) {
+		t.Fatalf("before nbf: %v", err)
+	}
+	clock.Advance(30 * time.Second)
+	if _, err := j.Authenticate(early); err != nil {
+		t.Fatalf("at nbf: %v", err)
+	}
+	clock.Advance(30*time.Second - time.Second)
+	if _, err := j.Authenticate(good); err != nil {
+		t.Fatalf("a second before exp: %v", err)
+	}
+	clock.Advance(time.Second)
+	if _, err := j.Authenticate(good); !errors.Is(err, ErrExpired) {
+		t.Fatalf("at exp: %v", err)
+	}
+}
+
+// TestGuardGivesItsClock: a guard's CallTokens and JWT without a clock of
+// their own read the guard's, so one clock runs token expiry and pacing.
+func TestGuardGivesItsClock(t *testing.T) {
+	clock := stagestest.NewClock(stagestest.Epoch)
+	j := &JWT{Secret: []byte(strings.Repeat("k", 32))}
+	ct := &CallTokens{Secret: []byte(strings.Repeat("k", 32))}
+	New(Config{Auth: j, CallTokens: ct, Clock: clock})
+	if j.Clock != clock || ct.Clock != clock {
+		t.Fatalf("JWT clock %v, CallTokens clock %v: want the guard's", j.Clock, ct.Clock)
+	}
+	own := stagestest.NewClock(stagestest.Epoch)
+	ct2 := &CallTokens{Secret: []byte(strings.Repeat("k", 32)), Clock: own}
+	New(Config{CallTokens: ct2, Clock: clock})
+	if ct2.Clock != own {
+		t.Fatal("a CallTokens' own clock was replaced")
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media/sip"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/internal/pcmu"
+	"github.com/frontdoorhq/frontdoor/stages"
 )
 
 // SIPHandler answers the calls of a media/sip server (frontdoor serve
@@ -73,7 +74,11 @@ func (h *SIPHandler) ServeSIP(ctx context.Context, c *sip.Call) {
 	if m.Codec().Name == sip.PCMA.Name {
 		format.Encoding = media.Alaw
 	}
-	l := &sipLine{call: c, media: m, track: gateway.NewTracker(), timeout: h.cfg.MediaTimeout}
+	// The silence timer runs on the engine's clock from the answer on, so
+	// that a test's manual clock decides when a silent caller is hung up.
+	l := &sipLine{call: c, media: m, track: gateway.NewTracker(), timeout: h.cfg.MediaTimeout,
+		timer: stages.NewTimer(h.e.Clock(), h.cfg.MediaTimeout)}
+	defer l.timer.Stop()
 	st := lineStart{name: "sip", protocol: "sip", params: map[string]string{callerParam: c.From.User}, format: format}
 	t := newPhoneCall(h.e, l, st, h.prompts, log)
 	log.Info("sip: call answered", "tenant", c.Tenant, "user", c.User, "codec", m.Codec().Name, "media", m.String())
@@ -116,17 +121,14 @@ type sipLine struct {
 	track   *gateway.Tracker
 	timeout time.Duration
 
-	stopped bool // the reader's: the caller's BYE was reported
-	timer   *time.Timer
-	seen    uint64 // the reader's: RTP packets counted when the timer was set
+	stopped bool              // the reader's: the caller's BYE was reported
+	timer   *stages.ChanTimer // on the engine's clock; armed at the answer
+	seen    uint64            // the reader's: RTP packets counted when the timer was set
 
 	drains sync.WaitGroup // one per ended utterance, until it is sent or cleared
 }
 
 func (l *sipLine) read(ctx context.Context) (lineEvent, error) {
-	if l.timer == nil {
-		l.timer = time.NewTimer(l.timeout)
-	}
 	for {
 		if l.stopped {
 			return lineEvent{}, io.EOF

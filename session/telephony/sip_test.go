@@ -14,6 +14,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
 
 // sipServer serves e's calls over SIP on a loopback port, with cfg's auth
@@ -204,20 +205,35 @@ func (k *keypad) saidSIP() []string {
 	return out
 }
 
-// TestSIPCancelAndTimeout: a caller gone without a BYE (its RTP stopped)
-// is hung up after the media timeout, and its lease released.
+// TestSIPMediaTimeout: a caller gone without a BYE (its RTP stopped) is
+// hung up once the media timeout has elapsed on the engine's clock, not a
+// millisecond before, and its lease released.
 func TestSIPMediaTimeout(t *testing.T) {
-	r := newRig(t)
+	clock := stagestest.NewClock(stagestest.Epoch)
+	r := newRig(t, func(c *session.Config, _ *stub.Settings) { c.Clock = clock })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	s := sipServer(t, r.srv, sip.Config{}, SIPConfig{MediaTimeout: 300 * time.Millisecond})
+	const timeout = 30 * time.Second
+	s := sipServer(t, r.srv, sip.Config{}, SIPConfig{MediaTimeout: timeout})
 	c := dialSIP(ctx, t, s, "acme", sip.DialConfig{})
+	// The line's timer is armed at the answer, before the call is admitted.
 	waitFor(t, "the call admitted", func() bool { return r.stage("session").Leased == 1 })
 	// Dial's caller sends RTP only when written to: it is silent now.
+	clock.Advance(timeout - time.Millisecond)
+	// Whether a hang-up was missed is read from what the call did after
+	// the reader had every chance to see a fired timer: the lease is held
+	// and the call goes on (the server's reaction to a timer is quick; a
+	// timer that fired early would end the call well within this wait).
+	select {
+	case <-c.Done():
+		t.Fatalf("hung up %v before the media timeout: %v", time.Millisecond, c.Err())
+	case <-time.After(200 * time.Millisecond):
+	}
+	clock.Advance(time.Millisecond)
 	select {
 	case <-c.Done():
 	case <-ctx.Done():
-		t.Fatal("a caller without RTP was not hung up")
+		t.Fatal("a caller without RTP was not hung up at the media timeout")
 	}
 	if !errors.Is(c.Err(), sip.ErrRemoteHangup) {
 		t.Errorf("call ended with %v, want the server's BYE", c.Err())
