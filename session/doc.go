@@ -20,9 +20,12 @@
 //
 // The queue has two lanes: audio, paced, in order; and every other
 // message, written when the event happens, ahead of queued audio and while
-// the writer waits to pace a frame. Prompt audio carries the premise it
-// was spoken for instead of a generation (premise.go): once the call's
-// state changes, the writer cuts it the same way.
+// the writer waits to pace a frame. An offer, a fallback outcome or an
+// error so overtakes the audio queued before it; its AudioBefore says
+// when that audio has been handed to the transport, for a transport that
+// speaks after it (a phone's keypad menu). Prompt audio carries the
+// premise it was spoken for instead of a generation (premise.go): once
+// the call's state changes, the writer cuts it the same way.
 //
 // # Seams
 //

@@ -58,6 +58,7 @@ type frame struct {
 	end     bool   // audio_end: the turn's audio is all written
 	ms      int64  // audio duration in microseconds
 	size    int
+	seq     uint64 // a stream-lane frame's place in the lane (outbound.queued)
 
 	interrupted *InterruptedMsg // set for an interrupted frame
 	speaking    *turn           // the turn speaking when the barge-in came
@@ -99,6 +100,14 @@ type outbound struct {
 	space  chan struct{} // cap 1: frames were removed
 	done   chan struct{} // closed by close
 
+	// Barriers (audioBefore) of control messages written ahead of audio
+	// queued before them: queued counts the stream-lane frames queued so
+	// far (a frame's seq), handed is the last of them whose write is
+	// over; each barrier closes once handed reaches its at. Under mu.
+	queued   uint64
+	handed   uint64
+	barriers []barrier
+
 	// The writer runs on demand (serve): a goroutine while frames are
 	// queued, gone once the queue has stayed empty for writerLinger.
 	write   func()         // the writer's body; nil until serve
@@ -110,6 +119,13 @@ type outbound struct {
 	maxBytes atomic.Int64 // high-water mark, for tests and metrics
 	stale    atomic.Int64 // frames dropped as stale
 	cut      atomic.Int64 // prompt frames dropped because their premise ended
+}
+
+// barrier is a control message's audioBefore, waiting for the stream-lane
+// frames queued before it.
+type barrier struct {
+	at uint64 // the seq of the last frame queued before the message
+	ch chan struct{}
 }
 
 func newOutbound(lim OutboundLimits, gen *atomic.Uint64, clock stages.Clock) *outbound {
@@ -162,6 +178,17 @@ func (o *outbound) push(ctx context.Context, f frame) error {
 				}
 				f.premise = p
 			}
+			if b := barrierOf(f.msg); b != nil {
+				// The message overtakes the audio queued so far; a
+				// transport that follows it with audio of its own
+				// waits for that audio to be handed over first.
+				if o.handed == o.queued {
+					b.ch = closedBarrier
+				} else {
+					b.ch = make(chan struct{})
+					o.barriers = append(o.barriers, barrier{at: o.queued, ch: b.ch})
+				}
+			}
 			if f.bump && o.premise != nil {
 				// Moved under mu, as the message is queued: the writer,
 				// which takes frames under mu, cannot cut the old
@@ -186,6 +213,8 @@ func (o *outbound) push(ctx context.Context, f frame) error {
 			if o.n == len(o.q) {
 				o.grow()
 			}
+			o.queued++
+			f.seq = o.queued
 			o.q[(o.head+o.n)%len(o.q)] = f
 			o.n++
 			o.bytes += f.size
@@ -367,9 +396,43 @@ func (o *outbound) discard() {
 	o.bytes = 0
 	o.q, o.head = nil, 0
 	o.dropped.Store(true)
+	o.releaseLocked()
 	o.mu.Unlock()
 	o.close()
 	signal(o.urgent) // wakes a writer pacing a frame
+}
+
+// wrote notes that the writer is done with the stream-lane frame seq
+// (written, or dropped as stale or cut): the barriers of the messages
+// queued behind it and before the next frame are passed.
+func (o *outbound) wrote(seq uint64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.handed = max(o.handed, seq)
+	for len(o.barriers) > 0 && o.barriers[0].at <= o.handed {
+		close(o.barriers[0].ch)
+		o.barriers[0] = barrier{}
+		o.barriers = o.barriers[1:]
+	}
+	if len(o.barriers) == 0 {
+		o.barriers = nil
+	}
+}
+
+// release passes every barrier: the writer stopped for good, so nothing
+// queued is handed to the transport after this and nobody may wait for it.
+func (o *outbound) release() {
+	o.mu.Lock()
+	o.releaseLocked()
+	o.mu.Unlock()
+}
+
+func (o *outbound) releaseLocked() {
+	for _, b := range o.barriers {
+		close(b.ch)
+	}
+	o.barriers = nil
+	o.handed = o.queued // a barrier queued from now on has nothing to wait for
 }
 
 // The ring starts empty and doubles on demand up to lim.Frames (a full

@@ -135,7 +135,13 @@ type ErrorMsg struct {
 	Type    string `json:"type"` // "error"
 	Code    string `json:"code"`
 	Message string `json:"message"`
+
+	before audioBefore
 }
+
+// AudioBefore is closed once the audio the call had queued when the error
+// was queued has been handed to the transport (see OfferMsg.AudioBefore).
+func (m *ErrorMsg) AudioBefore() <-chan struct{} { return m.before.wait() }
 
 // Client -> server.
 
@@ -312,7 +318,20 @@ func decodeTurn(data []byte) (ClientEvent, error) {
 type OfferMsg struct {
 	Type  string        `json:"type"` // "offer"
 	Kinds []prompt.Kind `json:"kinds"`
+
+	before audioBefore
 }
+
+// AudioBefore is closed once every frame of audio the call had queued when
+// the offer was queued (the prompt the offer follows) has been handed to
+// the transport, or dropped, or will not be (the call's writer stopped).
+// The offer itself is written ahead of queued audio (the control lane), so
+// that a caller can answer while the prompt plays; a transport that
+// speaks after the offer (a phone's keypad menu) waits for this before it
+// puts its own audio on the line, or it would talk over the prompt. It is
+// closed already for an offer queued behind no audio, and for one that
+// was never queued by a call.
+func (m *OfferMsg) AudioBefore() <-chan struct{} { return m.before.wait() }
 
 // FallbackMsg answers a `callback` or `handoff` request.
 type FallbackMsg struct {
@@ -321,4 +340,40 @@ type FallbackMsg struct {
 	Ticket      string             `json:"ticket,omitempty"`
 	Agent       string             `json:"agent,omitempty"`
 	Position    int                `json:"position,omitempty"`
+
+	before audioBefore
+}
+
+// AudioBefore is closed once the audio the call had queued when the
+// answer was queued has been handed to the transport (see
+// OfferMsg.AudioBefore): a phone speaks the outcome after it.
+func (m *FallbackMsg) AudioBefore() <-chan struct{} { return m.before.wait() }
+
+// audioBefore is the outbound queue's barrier for a control message that a
+// transport may follow with audio of its own (outbound.push): a channel
+// closed once the stream-lane frames queued before the message were
+// handed to the transport. Nil until the message is queued.
+type audioBefore struct{ ch chan struct{} }
+
+// closedBarrier stands for "nothing to wait for".
+var closedBarrier = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+func (b *audioBefore) wait() <-chan struct{} {
+	if b.ch == nil {
+		return closedBarrier // not queued by a call: nothing of the call's to wait for
+	}
+	return b.ch
+}
+
+// barrierOf returns msg's barrier, for the messages that have one.
+func barrierOf(msg any) *audioBefore {
+	switch m := msg.(type) {
+	case *OfferMsg:
+		return &m.before
+	case *FallbackMsg:
+		return &m.before
+	case *ErrorMsg:
+		return &m.before
+	}
+	return nil
 }

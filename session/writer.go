@@ -107,10 +107,16 @@ func (c *Call) writeLoop(ctx context.Context) error {
 		}
 		if r != popFrame { // no writer starts after this one
 			w.stop()
+			c.out.release()
 			return nil
 		}
-		if err := c.writeFrame(ctx, f); err != nil {
+		err := c.writeFrame(ctx, f)
+		if f.seq != 0 {
+			c.out.wrote(f.seq)
+		}
+		if err != nil {
 			w.stop()
+			c.out.release()
 			if errors.Is(err, errWriterDone) {
 				return nil
 			}

@@ -3,8 +3,6 @@ package telephony
 import (
 	"context"
 	"encoding/json"
-	"github.com/frontdoorhq/frontdoor/media/pcm"
-	"github.com/frontdoorhq/frontdoor/media/wav"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,6 +12,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/frontdoorhq/frontdoor/media/pcm"
+	"github.com/frontdoorhq/frontdoor/media/wav"
 
 	"github.com/coder/websocket"
 

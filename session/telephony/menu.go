@@ -223,7 +223,10 @@ func (t *phoneCall) offered(o *session.OfferMsg) {
 	callback, handoff, midcall := m.callback, m.handoff, m.midcall
 	m.mu.Unlock()
 	t.log.Info(t.msg("keypad menu"), "callback", callback, "handoff", handoff, "midcall", midcall)
-	t.say("menu", text, func(ok bool) {
+	// The offer overtook the prompt it follows (the engine writes it ahead
+	// of queued audio, so that a key counts while the prompt plays): the
+	// menu is said once that prompt is all on the line.
+	t.say("menu", text, o.AudioBefore(), func(ok bool) {
 		if !ok { // the menu could not be said: no key was offered
 			t.decline("menu not rendered")
 			return
@@ -376,7 +379,7 @@ func (t *phoneCall) answered(f *session.FallbackMsg) {
 			})
 		}
 	}
-	t.say(stage+"-"+f.Disposition.String(), p.Text, then)
+	t.say(stage+"-"+f.Disposition.String(), p.Text, f.AudioBefore(), then)
 }
 
 // holdEnded ends a mid-call hold for a person at the end of the offer
@@ -404,7 +407,7 @@ func (t *phoneCall) holdEnded() {
 	m.hold = nil
 	m.mu.Unlock()
 	t.log.Info(t.msg("handoff hold ended: the conversation goes on"))
-	t.say("handoff-expired", prompt.For(prompt.StageHandoff, stages.Expired, nil).Text, nil)
+	t.say("handoff-expired", prompt.For(prompt.StageHandoff, stages.Expired, nil).Text, nil, nil)
 }
 
 // answerFailed handles an error the Fallback gave the caller's answer
@@ -426,7 +429,7 @@ func (t *phoneCall) answerFailed(e *session.ErrorMsg) {
 	kind, call := m.chosen, m.call
 	m.mu.Unlock()
 	t.log.Warn(t.msg("keypad answer not established"), "kind", kind, "code", e.Code, "err", e.Message)
-	t.say(string(kind)+"-failed", prompt.Failed(string(kind), nil).Text, nil)
+	t.say(string(kind)+"-failed", prompt.Failed(string(kind), nil).Text, e.AudioBefore(), nil)
 	m.fb.EndOffer(call)
 }
 
@@ -449,15 +452,20 @@ func (t *phoneCall) menuClosing(status session.CloseStatus) {
 	if holding && status == session.CloseTryLater {
 		p := prompt.For(prompt.StageHandoff, stages.Expired, nil)
 		t.log.Info(t.msg("handoff hold ended with the call"))
-		t.say("handoff-expired", p.Text, nil)
+		t.say("handoff-expired", p.Text, nil, nil)
 	}
 }
 
 // say renders text as a prompt (outside the synthesis stage) and queues it
-// as an utterance of its own, after any line said before it. queued, when
-// set, learns whether it was queued. A line started before a key cleared
-// the playback is dropped, and so is one asked for once the stream closes.
-func (t *phoneCall) say(name, text string, queued func(ok bool)) {
+// as an utterance of its own, after any line said before it, after the
+// audio the engine queued before the message that asked for it (after:
+// its AudioBefore; nil for none) and never in the middle of an utterance
+// the call's writer is handing to the line (the floor). queued, when set,
+// learns whether it was queued. A line started before a key cleared the
+// playback is dropped, and so is one asked for once the stream closes.
+// Every wait ends with the call: Close stops them (stopped), and the
+// engine passes its barriers when its writer stops.
+func (t *phoneCall) say(name, text string, after <-chan struct{}, queued func(ok bool)) {
 	m := t.menu
 	t.mu.Lock()
 	if t.closing {
@@ -493,10 +501,35 @@ func (t *phoneCall) say(name, text string, queued func(ok bool)) {
 			t.log.Warn(t.msg("prompt audio"), "utterance", utt, "err", err)
 			return
 		}
-		// Checked and queued under the lock: a key that cuts the playback
-		// either comes first (the line is dropped) or clears it.
-		m.mu.Lock()
+		stopped := false
+		if after != nil {
+			select {
+			case <-after:
+			case <-t.stopped:
+				stopped = true
+			}
+		}
+		// Checked and queued under the locks: a key that cuts the playback
+		// either comes first (the line is dropped) or clears it, and the
+		// writer's next utterance opens either before (the line waits for
+		// its end) or after the line is on the line.
+		for {
+			m.mu.Lock()
+			t.floorMu.Lock()
+			floor := t.floor
+			if floor == nil || stopped {
+				break
+			}
+			t.floorMu.Unlock()
+			m.mu.Unlock()
+			select {
+			case <-floor:
+			case <-t.stopped: // the writer is gone: its utterance will not end
+				stopped = true
+			}
+		}
 		defer m.mu.Unlock()
+		defer t.floorMu.Unlock()
 		if m.cut != cut {
 			return
 		}

@@ -53,12 +53,25 @@ type phoneCall struct {
 	// menu's lines (say, speak) end utterances at once.
 	ends   sync.Mutex
 	endSeq uint64 // utterance ends queued on the line
+
+	// The floor: the call's writer hands an utterance to the line frame
+	// by frame, and the keypad menu's lines (say) are queued whole, so a
+	// line queued while an utterance of the writer's is open would be
+	// heard in the middle of it. floor is that utterance's: set at its
+	// audio_start, closed once its end is queued or it was cut
+	// (Interrupt); say queues a line only while it is nil, under floorMu.
+	floorMu sync.Mutex
+	floor   chan struct{}
+	// stopped is closed as Close begins: the call's writer has stopped
+	// (or, for a transfer, sends no more audio), so what a line waits for
+	// (the floor, an offer's audio before it) may never come.
+	stopped chan struct{}
 }
 
 // newPhoneCall returns the transport of one started stream.
 func newPhoneCall(e *session.Engine, l line, st lineStart, prompts *promptCache, log *slog.Logger) *phoneCall {
 	return &phoneCall{e: e, line: l, start: st, prompts: prompts, speaks: e.Fallback().SpeaksPrompts(),
-		log: log, byTurn: map[string]string{}, menu: newPhoneMenu(e.Fallback(), st.params)}
+		log: log, byTurn: map[string]string{}, menu: newPhoneMenu(e.Fallback(), st.params), stopped: make(chan struct{})}
 }
 
 // msg is a log message of the transport's, prefixed with its name
@@ -136,6 +149,7 @@ func (t *phoneCall) Send(ctx context.Context, msg any) error {
 		if err != nil {
 			return err
 		}
+		t.takeFloor()
 		t.mu.Lock()
 		t.n++
 		t.utt = fmt.Sprintf("%s~%d", m.Turn, t.n)
@@ -146,6 +160,7 @@ func (t *phoneCall) Send(ctx context.Context, msg any) error {
 		t.byTurn[m.Turn] = t.utt
 		t.mu.Unlock()
 	case *session.AudioEndMsg:
+		defer t.releaseFloor() // once its end is on the line, or it failed
 		t.mu.Lock()
 		utt, conv := t.utt, t.conv
 		t.utt, t.conv = "", nil
@@ -183,6 +198,30 @@ func (t *phoneCall) Send(ctx context.Context, msg any) error {
 		t.log.Debug(t.msg("event"), "msg", fmt.Sprintf("%T", msg))
 	}
 	return nil
+}
+
+// takeFloor notes that the call's writer opens an utterance on the line
+// (audio_start): the keypad menu's lines wait for its end.
+func (t *phoneCall) takeFloor() {
+	t.floorMu.Lock()
+	prev := t.floor
+	t.floor = make(chan struct{})
+	t.floorMu.Unlock()
+	if prev != nil {
+		close(prev) // an utterance without an end (a barge-in cut it): it is over
+	}
+}
+
+// releaseFloor notes that the writer's utterance is over on the line: its
+// end is queued, or the rest of it was dropped.
+func (t *phoneCall) releaseFloor() {
+	t.floorMu.Lock()
+	f := t.floor
+	t.floor = nil
+	t.floorMu.Unlock()
+	if f != nil {
+		close(f)
+	}
 }
 
 func (t *phoneCall) endUtterance(utt string) {
@@ -272,6 +311,9 @@ func (t *phoneCall) Interrupt(ctx context.Context, turn string) (time.Duration, 
 	if err != nil {
 		t.log.Debug(t.msg("clear"), "err", err)
 	}
+	// The rest of the utterance is dropped (its frames and end find no
+	// converter): lines waiting for it may be queued, after the clear.
+	t.releaseFloor()
 	if utt == "" {
 		return 0, false
 	}
@@ -293,6 +335,7 @@ func (t *phoneCall) Interrupt(ctx context.Context, turn string) (time.Duration, 
 // Close waits for is all there will be.
 func (t *phoneCall) Close(status session.CloseStatus, reason string) {
 	t.once.Do(func() {
+		close(t.stopped)
 		t.menuClosing(status)
 		t.mu.Lock()
 		t.closing = true

@@ -20,6 +20,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/media/twilio"
 	"github.com/frontdoorhq/frontdoor/media/twilio/twiliotest"
+	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
@@ -40,6 +41,7 @@ type keypadOptions struct {
 	keyWait time.Duration // 0: the default
 	config  func(*fallback.Config)
 	opts    []fallback.Option
+	synth   backend.Synthesizer // renders the prompts (nil: the 200 ms stub)
 }
 
 func newKeypad(t *testing.T, o keypadOptions) *keypad {
@@ -70,7 +72,11 @@ func wireKeypad(t *testing.T, o keypadOptions, limits func(*session.Config, *stu
 			o.config(&fc)
 		}
 		// Prompts of 200 ms: short, but long enough to be paced and marked.
-		svc, err := fallback.New(context.Background(), fc, stub.NewSynthesizer(stub.Settings{FrameCount: 10, Rate: 16000}), nil, o.opts...)
+		var synth backend.Synthesizer = stub.NewSynthesizer(stub.Settings{FrameCount: 10, Rate: 16000})
+		if o.synth != nil {
+			synth = o.synth
+		}
+		svc, err := fallback.New(context.Background(), fc, synth, nil, o.opts...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,12 +3,13 @@ package telephony
 import (
 	"context"
 	"errors"
-	"github.com/frontdoorhq/frontdoor/session"
 	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/frontdoorhq/frontdoor/session"
 
 	"github.com/coder/websocket"
 
