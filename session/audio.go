@@ -73,8 +73,9 @@ func (a *audioOut) flush(ctx context.Context, all bool) error {
 	i := 0
 	for ; len(a.buf)-i >= n || (all && i < len(a.buf)); i += n {
 		s := a.buf[i:min(i+n, len(a.buf))]
-		b := encodeFrame(nil, a.enc, s)
-		f := frame{gen: a.gen, premise: a.premise, audio: b, turn: a.t, ms: int64(len(s)) * 1e6 / int64(a.rate)}
+		dst, pooled := frameBuf(encodedLen(a.enc, len(s)))
+		b := encodeFrame(dst, a.enc, s)
+		f := frame{gen: a.gen, premise: a.premise, audio: b, pooled: pooled, turn: a.t, ms: int64(len(s)) * 1e6 / int64(a.rate)}
 		if err := a.c.push(ctx, f); err != nil {
 			return err
 		}

@@ -710,6 +710,9 @@ func (c *Call) hear(b []byte, admitted bool) {
 			c.bargeIn()
 		}
 	}
+	if len(utts) == 0 {
+		return // (most frames: no clock read)
+	}
 	now := c.s.cfg.Clock.Now()
 	for i, u := range utts {
 		if len(u.Samples) == 0 {

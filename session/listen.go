@@ -23,9 +23,11 @@ const (
 type listener struct {
 	format media.Format
 	det    *vad.Detector
-	recent []int16 // the last preRoll of audio, while silent
+	recent []int16 // the last preRoll of audio, a ring once full (remember)
+	rpos   int     // the oldest sample of recent once it is full
 	utter  []int16 // the utterance so far, while speaking
 	in     bool
+	dec    []int16 // decode's, reused from frame to frame
 }
 
 func newListener(f media.Format) (*listener, error) {
@@ -39,14 +41,66 @@ func newListener(f media.Format) (*listener, error) {
 	return &listener{format: f, det: det}, nil
 }
 
+// decode decodes a frame into the listener's reused buffer: the samples
+// are valid until the next frame (feed copies what it keeps).
 func (l *listener) decode(b []byte) ([]int16, error) {
+	var err error
 	switch l.format.Encoding {
 	case media.Mulaw:
-		return g711.DecodeMulaw(nil, b), nil
+		l.dec = g711.DecodeMulaw(l.dec[:0], b)
 	case media.Alaw:
-		return g711.DecodeAlaw(nil, b), nil
+		l.dec = g711.DecodeAlaw(l.dec[:0], b)
+	default:
+		l.dec, err = pcm.Decode(l.dec[:0], b)
 	}
-	return pcm.Decode(nil, b)
+	if cap(l.dec) > maxKeptDecode {
+		s := l.dec
+		l.dec = nil // a large frame does not keep its buffer
+		return s, err
+	}
+	return l.dec, err
+}
+
+// maxKeptDecode bounds the decode buffer a listener keeps (samples): a
+// 20 ms frame at 48 kHz is 960.
+const maxKeptDecode = 2048
+
+// remember keeps s as the newest audio of the last preRoll: recent fills
+// up to preRoll, then is a ring whose oldest sample is at rpos, so that a
+// frame costs a copy of itself, not a shift of the whole window.
+func (l *listener) remember(s []int16) {
+	n := l.samples(preRoll)
+	if len(l.recent) > n { // (the format changed)
+		l.recent, l.rpos = l.recent[:0], 0
+	}
+	if len(l.recent) < n {
+		k := min(len(s), n-len(l.recent))
+		l.recent = append(l.recent, s[:k]...)
+		s = s[k:]
+	}
+	if len(s) == 0 {
+		return
+	}
+	if len(s) >= n {
+		copy(l.recent, s[len(s)-n:])
+		l.rpos = 0
+		return
+	}
+	k := copy(l.recent[l.rpos:], s)
+	copy(l.recent, s[k:])
+	l.rpos = (l.rpos + len(s)) % n
+}
+
+// last appends the newest k samples remembered to dst, oldest first.
+func (l *listener) last(dst []int16, k int) []int16 {
+	a, b := l.recent[l.rpos:], l.recent[:l.rpos] // oldest to newest: a, then b
+	k = min(k, len(a)+len(b))
+	skip := len(a) + len(b) - k
+	if skip >= len(a) {
+		return append(dst, b[skip-len(a):]...)
+	}
+	dst = append(dst, a[skip:]...)
+	return append(dst, b...)
 }
 
 func (l *listener) samples(d time.Duration) int {
@@ -64,17 +118,13 @@ func (l *listener) feed(b []byte) (start bool, utterances []backend.Audio, ago [
 	if l.in {
 		l.utter = append(l.utter, s...)
 	}
-	l.recent = append(l.recent, s...)
-	if n := l.samples(preRoll); len(l.recent) > n {
-		l.recent = append(l.recent[:0], l.recent[len(l.recent)-n:]...)
-	}
+	l.remember(s)
 	now := l.det.Position()
 	for _, ev := range evs {
 		switch ev.Kind {
 		case vad.SpeechStart:
 			start, l.in = true, true
-			n := min(l.samples(now-ev.At), len(l.recent))
-			l.utter = append(l.utter[:0], l.recent[len(l.recent)-n:]...)
+			l.utter = l.last(l.utter[:0], l.samples(now-ev.At))
 		case vad.SpeechEnd:
 			l.in = false
 			cut := min(l.samples(now-ev.At), len(l.utter))

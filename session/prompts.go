@@ -249,6 +249,15 @@ func encodePrompt(a backend.Audio, enc media.Encoding, rate int) (*encodedPrompt
 	return p, nil
 }
 
+// encodedLen is the length of n samples in enc.
+func encodedLen(enc media.Encoding, n int) int {
+	switch enc {
+	case media.Mulaw, media.Alaw:
+		return n
+	}
+	return 2 * n
+}
+
 // encodeFrame appends samples to dst in enc.
 func encodeFrame(dst []byte, enc media.Encoding, s []int16) []byte {
 	switch enc {

@@ -60,6 +60,11 @@ type Capabilities struct {
 	// a caller who stopped reading (nil: the call cancels the context of
 	// the transport's blocked Recv and Send instead).
 	Abort func()
+	// ReusableAudio says that SendAudio keeps nothing of the frame it is
+	// given once it returns (it is written, or copied): the engine then
+	// encodes a later frame into the same buffer. Unset, a frame's buffer
+	// is the transport's after SendAudio.
+	ReusableAudio bool
 	// Interrupt stops the caller's playback on a barge-in, before
 	// `interrupted` is sent, and reports how much of turn's reply audio
 	// was played (nil: what was heard is estimated from the audio sent).

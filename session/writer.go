@@ -131,6 +131,7 @@ func (c *Call) writeLoop(ctx context.Context) error {
 func (c *Call) writeFrame(ctx context.Context, f frame) error {
 	w := &c.w
 	if c.stale(f) {
+		c.recycle(f, false)
 		return nil
 	}
 	if cut, err := c.cutPrompt(ctx, f); cut || err != nil {
@@ -147,6 +148,7 @@ func (c *Call) writeFrame(ctx context.Context, f frame) error {
 			// written meanwhile: an `interrupted` or a message that ends
 			// the prompt's premise drops f now, not at its time.
 			if c.stale(f) {
+				c.recycle(f, false)
 				return nil
 			}
 			if cut, err := c.cutPrompt(ctx, f); cut || err != nil {
@@ -175,7 +177,9 @@ func (c *Call) writeFrame(ctx context.Context, f frame) error {
 		}
 		c.s.m.bargeToLast.Observe(d.Seconds())
 	}
-	if err := c.send(ctx, f); err != nil {
+	err := c.send(ctx, f)
+	c.recycle(f, true)
+	if err != nil {
 		return err
 	}
 	if f.gen != 0 {
@@ -251,6 +255,15 @@ func (c *Call) send(ctx context.Context, f frame) error {
 		return errGone
 	}
 	return nil
+}
+
+// recycle gives f's pooled audio buffer back (framebuf.go): always for a
+// frame never written, and for one written only if the transport keeps
+// nothing of it (Capabilities.ReusableAudio). f.audio is not read after.
+func (c *Call) recycle(f frame, written bool) {
+	if f.pooled && (!written || c.caps.ReusableAudio) {
+		putFrameBuf(f.audio)
+	}
 }
 
 // stallWatch is the call's one watchdog over its writes. A timer and a

@@ -72,6 +72,10 @@ func (t *ChanTimer) Reset(d time.Duration) {
 	case <-t.c:
 	default:
 	}
+	if r, ok := t.t.(resetter); ok {
+		r.Reset(d) // the clock's timer is rearmed: no timer or closure per Reset
+		return
+	}
 	ch, clock := t.c, t.clock
 	t.t = clock.AfterFunc(d, func() {
 		select {
@@ -80,6 +84,10 @@ func (t *ChanTimer) Reset(d time.Duration) {
 		}
 	})
 }
+
+// resetter is a Timer that can be armed again for its function, as
+// *time.Timer (SystemClock's) can.
+type resetter interface{ Reset(d time.Duration) bool }
 
 // Ticker is time.Ticker on a Clock: C receives the clock's time every
 // period until Stop; a receiver that falls behind misses ticks.

@@ -48,9 +48,11 @@ func (a Audio) Duration() time.Duration {
 // Synthesizer turns text into speech.
 type Synthesizer interface {
 	// Synthesize calls emit with consecutive chunks of PCM16 audio at the
-	// synthesizer's native rate, as they are produced. The Samples slice
-	// is owned by the receiver after emit is called. It returns only once
-	// it has stopped using its backend.
+	// synthesizer's native rate, as they are produced. The receiver may
+	// read the Samples slice until emit returns and never writes to it: a
+	// synthesizer may share it or use it again afterwards (the stub emits
+	// views of one precomputed wave), so a receiver that keeps audio
+	// copies it. It returns only once it has stopped using its backend.
 	Synthesize(ctx context.Context, text string, emit func(Audio) error) error
 }
 

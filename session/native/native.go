@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"sync"
 
 	"github.com/coder/websocket"
 
@@ -54,6 +55,38 @@ func Handler(e *session.Engine, o Options) http.Handler {
 type WebSocket struct {
 	Conn *websocket.Conn
 	buf  []byte // readNative's, reused from message to message
+
+	mu    sync.Mutex
+	bound context.Context // the context whose end closes Conn (ioContext); nil until the first
+}
+
+// ioContext is the context Conn's reads and writes take for ctx.
+// coder/websocket arms a context.AfterFunc per frame read or written
+// (two per message read) for a context that can end, to drop the
+// connection when it does; at 50 frames a second each way that is a few
+// per cent of the server's CPU. So the first context that can end is
+// bound to the connection once, by one AfterFunc that drops it (CloseNow,
+// what coder/websocket itself does), and the reads and writes under that
+// context take one that cannot end: a blocked read or write then ends
+// when the connection is dropped, as before, with net.ErrClosed in place
+// of the context's error. Any other context is passed as it is.
+func (w *WebSocket) ioContext(ctx context.Context) context.Context {
+	if ctx.Done() == nil {
+		return ctx
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.bound == nil {
+		if ctx.Err() != nil {
+			return ctx
+		}
+		w.bound = ctx
+		context.AfterFunc(ctx, func() { _ = w.Conn.CloseNow() })
+	}
+	if w.bound == ctx {
+		return context.Background()
+	}
+	return ctx
 }
 
 // maxKeptRead bounds the read buffer a WebSocket keeps between messages:
@@ -65,7 +98,7 @@ const maxKeptRead = 4 << 10
 // Recv implements session.Transport. (A call's reader does the same in
 // two steps of its own, with Capabilities.ReadNative.)
 func (w *WebSocket) Recv(ctx context.Context) (session.ClientEvent, error) {
-	typ, data, err := w.Conn.Read(ctx)
+	typ, data, err := w.Conn.Read(w.ioContext(ctx))
 	if err != nil {
 		return session.ClientEvent{}, err
 	}
@@ -78,12 +111,12 @@ func (w *WebSocket) Send(ctx context.Context, msg any) error {
 	if err != nil {
 		return fmt.Errorf("native: encode %T: %w", msg, err)
 	}
-	return w.Conn.Write(ctx, websocket.MessageText, b)
+	return w.Conn.Write(w.ioContext(ctx), websocket.MessageText, b)
 }
 
 // SendAudio implements session.Transport.
 func (w *WebSocket) SendAudio(ctx context.Context, audio []byte) error {
-	return w.Conn.Write(ctx, websocket.MessageBinary, audio)
+	return w.Conn.Write(w.ioContext(ctx), websocket.MessageBinary, audio)
 }
 
 // Close implements session.Transport.
@@ -92,9 +125,10 @@ func (w *WebSocket) Close(status session.CloseStatus, reason string) {
 }
 
 // Capabilities are the WebSocket's: its name ("native"), the undecoded
-// reader and Abort.
+// reader, Abort, and reusable audio (coder/websocket has copied a frame
+// into its buffered writer, or written it, once Write returns).
 func (w *WebSocket) Capabilities() session.Capabilities {
-	return session.Capabilities{Name: Name, ReadNative: w.readNative, Abort: w.Abort}
+	return session.Capabilities{Name: Name, ReadNative: w.readNative, Abort: w.Abort, ReusableAudio: true}
 }
 
 // readNative reads the next message undecoded (Capabilities.ReadNative)
@@ -103,7 +137,7 @@ func (w *WebSocket) Capabilities() session.Capabilities {
 // call's reader handles each message before it reads the next. The read
 // limit (session.MaxMessageBytes) is the connection's, as for Conn.Read.
 func (w *WebSocket) readNative(ctx context.Context) (binary bool, data []byte, err error) {
-	typ, r, err := w.Conn.Reader(ctx)
+	typ, r, err := w.Conn.Reader(w.ioContext(ctx))
 	if err != nil {
 		return false, nil, err
 	}

@@ -80,11 +80,12 @@ func newTone(rate int) tone {
 	return tone{n: n, wave: w}
 }
 
-// frame returns frame i of the tone in a new slice (emit's receiver owns
-// it), so that frames join without clicks.
+// frame returns frame i of the tone, so that frames join without clicks:
+// a view of the table, which emit's receiver reads and does not keep
+// (backend.Synthesizer), capped so that an append to it copies.
 func (t tone) frame(i int) []int16 {
 	off := i * t.n % (len(t.wave) - t.n)
-	return append(make([]int16, 0, t.n), t.wave[off:off+t.n]...)
+	return t.wave[off : off+t.n : off+t.n]
 }
 
 func gcd(a, b int) int {
