@@ -176,7 +176,7 @@ func (o *Offers) Message(ctx context.Context, call string, ev session.ClientEven
 			_ = out.Send(ctx, pm)
 			o.speak(ctx, st.turn, pm, out)
 		default:
-			_ = out.Send(ctx, &session.FallbackMsg{Type: "callback", Disposition: res.Disposition, Ticket: res.Ticket})
+			_ = out.Send(ctx, &session.FallbackMsg{Type: "callback", Disposition: res.Disposition, Ticket: res.Ref})
 			if res.Disposition != stages.Queued {
 				p := fallback.PromptFor(fallback.StageCallback, res.Disposition, nil)
 				_ = out.Send(ctx, &session.PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text})
@@ -204,7 +204,7 @@ func (o *Offers) Message(ctx context.Context, call string, ev session.ClientEven
 		st.handoff = h
 		o.mu.Unlock()
 		pos, _ := h.Position()
-		_ = out.Send(ctx, &session.FallbackMsg{Type: "handoff", Disposition: d, Ticket: h.Ticket, Position: pos})
+		_ = out.Send(ctx, &session.FallbackMsg{Type: "handoff", Disposition: d, Ticket: h.Ref, Position: pos})
 		if m.Spoken {
 			// Asked for in words: the answer is confirmed in words.
 			p := fallback.PromptFor(fallback.StageHandoff, d, nil)
@@ -219,7 +219,7 @@ func (o *Offers) Message(ctx context.Context, call string, ev session.ClientEven
 				h.Cancel() // the caller left
 				return
 			}
-			_ = out.Send(ctx, &session.FallbackMsg{Type: "handoff", Disposition: oc.Disposition, Ticket: h.Ticket, Agent: oc.Agent})
+			_ = out.Send(ctx, &session.FallbackMsg{Type: "handoff", Disposition: oc.Disposition, Ticket: h.Ref, Agent: oc.Agent})
 			if oc.Disposition != stages.Completed {
 				p := fallback.PromptFor(fallback.StageHandoff, oc.Disposition, nil)
 				_ = out.Send(ctx, &session.PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text})

@@ -75,7 +75,7 @@ func TestOffersSessionRefused(t *testing.T) {
 	}
 	c.Send(map[string]any{"type": "callback", "consent": true, "number": "+1 555 0123"})
 	m := c.Expect("callback")
-	if m.Disposition != "queued" || m.Ticket == "" {
+	if m.Disposition != "queued" || m.Ref == "" {
 		t.Fatalf("callback %+v", m)
 	}
 	if _, err := c.Read(); websocket.CloseStatus(err) != websocket.StatusTryAgainLater {
@@ -150,7 +150,7 @@ func TestOffersOfferWithPrompt(t *testing.T) {
 	}
 	c.Send(map[string]any{"type": "callback", "consent": true, "number": "+15550123"})
 	rest := c.Until(sessiontest.IsType("turn_end")) // sent once the prompt's audio was rendered and dropped
-	if cb := sessiontest.LastOf(rest, "callback"); cb.Disposition != "queued" || cb.Ticket == "" {
+	if cb := sessiontest.LastOf(rest, "callback"); cb.Disposition != "queued" || cb.Ref == "" {
 		t.Fatalf("callback %+v: %v", cb, sessiontest.Types(rest))
 	}
 	c.Send(map[string]any{"type": "hangup"})

@@ -56,8 +56,8 @@ func TestGatewayKeypadCallback(t *testing.T) {
 			if len(cbs) != 1 || cbs[0].Number != "+15550142" || cbs[0].Status != fallback.StatusPending {
 				t.Fatalf("callbacks %+v", cbs)
 			}
-			if out := k.logs.find(d.name + ": keypad outcome"); len(out) != 1 || out[0]["ticket"] != cbs[0].Ticket {
-				t.Fatalf("outcome %v, ticket %s", out, cbs[0].Ticket)
+			if out := k.logs.find(d.name + ": keypad outcome"); len(out) != 1 || out[0]["ticket"] != cbs[0].Ref {
+				t.Fatalf("outcome %v, ticket %s", out, cbs[0].Ref)
 			}
 		})
 	}

@@ -72,7 +72,7 @@ func TestSpokenPersonAfterRefusal(t *testing.T) {
 	tr := c.Expect("transcript")
 	t.Logf("heard %q", tr.Text)
 	h := c.Expect("handoff")
-	if h.Disposition != "queued" || h.Ticket == "" {
+	if h.Disposition != "queued" || h.Ref == "" {
 		t.Fatalf("handoff %+v", h)
 	}
 	want := fallback.PromptFor(fallback.StageHandoff, stages.Queued, nil).Text

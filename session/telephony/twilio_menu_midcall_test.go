@@ -510,7 +510,7 @@ func TestOffersMidcallNative(t *testing.T) {
 		t.Fatalf("offer %+v", o)
 	}
 	c.Send(map[string]any{"type": "callback", "consent": true, "number": "+15550156"})
-	if m := c.Expect("callback"); m.Disposition != "queued" || m.Ticket == "" {
+	if m := c.Expect("callback"); m.Disposition != "queued" || m.Ref == "" {
 		t.Fatalf("callback %+v", m)
 	}
 	k.openModel()

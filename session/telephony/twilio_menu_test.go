@@ -185,8 +185,8 @@ func TestTwilioKeypadCallback(t *testing.T) {
 	if len(cbs) != 1 || cbs[0].Number != "+15550142" || cbs[0].Status != fallback.StatusPending || cbs[0].Turn != session.StageSession || cbs[0].Call == "" {
 		t.Fatalf("callbacks %+v", cbs)
 	}
-	if out := k.logs.find("twilio: keypad outcome"); len(out) != 1 || out[0]["ticket"] != cbs[0].Ticket {
-		t.Fatalf("outcome %v, ticket %s", out, cbs[0].Ticket)
+	if out := k.logs.find("twilio: keypad outcome"); len(out) != 1 || out[0]["ticket"] != cbs[0].Ref {
+		t.Fatalf("outcome %v, ticket %s", out, cbs[0].Ref)
 	}
 }
 

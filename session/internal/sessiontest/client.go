@@ -36,7 +36,7 @@ type Msg struct {
 	Code        string   `json:"code"`
 	Error       string   `json:"error"`
 	Message     string   `json:"message"`
-	Ticket      string   `json:"ticket"`
+	Ref         string   `json:"ticket"`
 	Kinds       []string `json:"kinds"`
 	AudioMS     int64    `json:"audio_ms"`
 	Cut         bool     `json:"cut"`
