@@ -23,7 +23,7 @@ const (
 // agentMessage is every message on /v1/agents, both ways.
 type agentMessage struct {
 	Type        string             `json:"type"`
-	Ticket      string             `json:"ticket,omitempty"`
+	Ref         string             `json:"ticket,omitempty"`
 	Handoff     *handoffView       `json:"handoff,omitempty"`
 	Handoffs    []handoffView      `json:"handoffs,omitzero"`
 	Disposition stages.Disposition `json:"disposition,omitempty"`
@@ -33,7 +33,7 @@ type agentMessage struct {
 
 // handoffView is what an agent sees of a handoff.
 type handoffView struct {
-	Ticket   string `json:"ticket"`
+	Ref      string `json:"ticket"`
 	Call     string `json:"call"`
 	Turn     string `json:"turn"`
 	Summary  string `json:"summary,omitempty"`
@@ -48,7 +48,7 @@ type agent struct {
 	out    chan agentMessage // replies; full means the agent stopped reading
 	dirty  chan struct{}     // the waiting list changed (coalesced)
 	cancel context.CancelFunc
-	holds  map[string]int // fleet mode: claims held, ticket to attempt; under ho.mu
+	holds  map[string]int // fleet mode: claims held, ref to attempt; under ho.mu
 }
 
 // send queues a reply without blocking; an agent that stopped reading is
@@ -78,14 +78,14 @@ func (s *Service) broadcastLocked() {
 // listLocked is the waiting and claimed handoffs, oldest first. Under ho.mu.
 func (s *Service) listLocked() []handoffView {
 	now := s.clock.Now()
-	out := make([]handoffView, 0, len(s.ho.byTicket))
+	out := make([]handoffView, 0, len(s.ho.byRef))
 	for _, w := range s.hq.c.Waiting(now) {
 		t := w.Owner
-		if st := s.ho.byTicket[t]; st != nil {
+		if st := s.ho.byRef[t]; st != nil {
 			out = append(out, st.view(now, w.Position))
 		}
 	}
-	for _, st := range s.ho.byTicket {
+	for _, st := range s.ho.byRef {
 		if st.agent != nil {
 			out = append(out, st.view(now, 0))
 		}
@@ -94,7 +94,7 @@ func (s *Service) listLocked() []handoffView {
 }
 
 func (st *hstate) view(now time.Time, pos int) handoffView {
-	v := handoffView{Ticket: st.h.Ticket, Call: st.h.Call, Turn: st.h.Turn, Summary: st.h.Summary, Position: pos, AgeMS: now.Sub(st.h.Born).Milliseconds()}
+	v := handoffView{Ref: st.h.Ref, Call: st.h.Call, Turn: st.h.Turn, Summary: st.h.Summary, Position: pos, AgeMS: now.Sub(st.h.Born).Milliseconds()}
 	if st.agent != nil {
 		v.Agent = st.agent.id
 	}
@@ -157,7 +157,7 @@ func (s *Service) serveAgent(parent context.Context, c *websocket.Conn, id strin
 
 	s.ho.mu.Lock()
 	delete(s.ho.agents, a)
-	for _, st := range s.ho.byTicket {
+	for _, st := range s.ho.byRef {
 		if st.agent == a {
 			s.abandonLocked(st)
 		}
@@ -191,25 +191,25 @@ func (s *Service) agentReader(ctx context.Context, c *websocket.Conn, a *agent) 
 		s.ho.mu.Lock()
 		switch m.Type {
 		case "claim":
-			st, err := s.claimHandoffLocked(a, m.Ticket)
+			st, err := s.claimHandoffLocked(a, m.Ref)
 			if err != nil {
-				a.send(agentMessage{Type: "error", Ticket: m.Ticket, Code: claimCode(err), Message: err.Error()})
+				a.send(agentMessage{Type: "error", Ref: m.Ref, Code: claimCode(err), Message: err.Error()})
 				break
 			}
 			v := st.view(s.clock.Now(), 0)
-			a.send(agentMessage{Type: "claimed", Ticket: st.h.Ticket, Handoff: &v})
+			a.send(agentMessage{Type: "claimed", Ref: st.h.Ref, Handoff: &v})
 		case "ack":
-			if err := s.ackHandoffLocked(a, m.Ticket); err != nil {
-				a.send(agentMessage{Type: "error", Ticket: m.Ticket, Code: claimCode(err), Message: err.Error()})
+			if err := s.ackHandoffLocked(a, m.Ref); err != nil {
+				a.send(agentMessage{Type: "error", Ref: m.Ref, Code: claimCode(err), Message: err.Error()})
 				break
 			}
-			a.send(agentMessage{Type: "resolved", Ticket: m.Ticket, Disposition: stages.Completed})
+			a.send(agentMessage{Type: "resolved", Ref: m.Ref, Disposition: stages.Completed})
 		case "release":
-			if st := s.ho.byTicket[m.Ticket]; st != nil && st.agent == a {
+			if st := s.ho.byRef[m.Ref]; st != nil && st.agent == a {
 				s.abandonLocked(st)
-				a.send(agentMessage{Type: "released", Ticket: m.Ticket})
+				a.send(agentMessage{Type: "released", Ref: m.Ref})
 			} else {
-				a.send(agentMessage{Type: "error", Ticket: m.Ticket, Code: "not_yours", Message: ErrHandoffNotYours.Error()})
+				a.send(agentMessage{Type: "error", Ref: m.Ref, Code: "not_yours", Message: ErrHandoffNotYours.Error()})
 			}
 		default:
 			a.send(agentMessage{Type: "error", Code: "unknown_type", Message: "want claim, ack or release"})

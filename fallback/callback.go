@@ -20,20 +20,20 @@ type CallbackRequest struct {
 	Consent bool   // the caller agreed to be called at Number
 }
 
-// CallbackResult is the outcome of RequestCallback. Ticket is set only when
+// CallbackResult is the outcome of RequestCallback. Ref is set only when
 // Disposition is Queued (durably accepted) or, for a repeated request, the
 // state of the callback accepted before (Queued while live, else Completed
 // or Expired).
 type CallbackResult struct {
 	Disposition stages.Disposition `json:"disposition"`
-	Ticket      string             `json:"ticket,omitempty"`
+	Ref         string             `json:"ticket,omitempty"`
 }
 
 // callbacks is the in-memory side of the callback stage: which job id is
 // current for each live ticket, and the lease timers of claims.
 type callbacks struct {
 	mu      sync.Mutex        // serializes stage+store changes, so they agree
-	jobs    map[string]string // ticket -> current job id in the controller
+	jobs    map[string]string // ref -> current job id in the controller
 	leases  map[string]stages.Timer
 	backlog bool // pending rows in the store that the queue had no room for
 
@@ -60,7 +60,7 @@ func (c *callbacks) stopTimers() {
 	}
 }
 
-func jobID(ticket string, attempt int) string { return ticket + "/" + strconv.Itoa(attempt) }
+func jobID(ref string, attempt int) string { return ref + "/" + strconv.Itoa(attempt) }
 
 // NormalizeNumber returns n without spaces if it is an E.164 number: a plus
 // sign, a first digit 1-9 and 8 to 15 digits in all.
@@ -118,15 +118,15 @@ func (s *Service) RequestCallback(ctx context.Context, req CallbackRequest) (Cal
 	if prev, ok, err := s.findCallback(ctx, req.Call, req.Turn); err != nil {
 		return s.notEstablished(req, err)
 	} else if ok {
-		return CallbackResult{Disposition: callbackDisposition(prev.Status), Ticket: prev.Ticket}, nil
+		return CallbackResult{Disposition: callbackDisposition(prev.Status), Ref: prev.Ref}, nil
 	}
 	// Waiting rows from before a restart go first; if they fill the
 	// queue, this offer is refused as Overloaded and counted.
 	s.refillLocked(ctx)
 	now := s.clock.Now()
-	ticket := newTicket("cb_")
-	id := jobID(ticket, 0)
-	d, expired, err := s.cbq.offer(stages.Job{ID: id, Owner: ticket, Born: now})
+	ref := newRef("cb_")
+	id := jobID(ref, 0)
+	d, expired, err := s.cbq.offer(stages.Job{ID: id, Owner: ref, Born: now})
 	s.expireCallbacksLocked(expired)
 	if err != nil {
 		return s.notEstablished(req, err)
@@ -135,9 +135,9 @@ func (s *Service) RequestCallback(ctx context.Context, req CallbackRequest) (Cal
 		s.log.Info("callback refused", "call", req.Call, "turn", req.Turn, "disposition", d)
 		return CallbackResult{Disposition: d}, nil
 	}
-	got, created, err := s.store.Accept(ctx, Callback{Ticket: ticket, Call: req.Call, Turn: req.Turn, Number: number, Accepted: now})
+	got, created, err := s.store.Accept(ctx, Callback{Ref: ref, Call: req.Call, Turn: req.Turn, Number: number, Accepted: now})
 	if err != nil || !created {
-		s.cbq.cancel(id, ticket)
+		s.cbq.cancel(id, ref)
 		if errors.Is(err, ErrQueueFull) { // the store's own (fleet-wide) bound
 			s.log.Info("callback refused", "call", req.Call, "turn", req.Turn, "disposition", stages.Overloaded, "bound", "store")
 			return CallbackResult{Disposition: stages.Overloaded}, nil
@@ -145,11 +145,11 @@ func (s *Service) RequestCallback(ctx context.Context, req CallbackRequest) (Cal
 		if err != nil {
 			return s.notEstablished(req, err)
 		}
-		return CallbackResult{Disposition: callbackDisposition(got.Status), Ticket: got.Ticket}, nil
+		return CallbackResult{Disposition: callbackDisposition(got.Status), Ref: got.Ref}, nil
 	}
-	s.cb.jobs[ticket] = id
-	s.log.Info("callback accepted", "call", req.Call, "turn", req.Turn, "ticket", ticket) // no number at info level, not even redacted
-	return CallbackResult{Disposition: stages.Queued, Ticket: ticket}, nil
+	s.cb.jobs[ref] = id
+	s.log.Info("callback accepted", "call", req.Call, "turn", req.Turn, "ticket", ref) // no number at info level, not even redacted
+	return CallbackResult{Disposition: stages.Queued, Ref: ref}, nil
 }
 
 func (s *Service) notEstablished(req CallbackRequest, err error) (CallbackResult, error) {
@@ -187,17 +187,17 @@ func (s *Service) restore(ctx context.Context) error {
 	for _, c := range claimed {
 		now := s.clock.Now()
 		if c.LeaseUntil.After(now) {
-			id := jobID(c.Ticket, c.Attempt)
-			if d, _, _ := s.cbq.offer(stages.Job{ID: id, Owner: c.Ticket, Born: c.Accepted}); d == stages.Queued {
+			id := jobID(c.Ref, c.Attempt)
+			if d, _, _ := s.cbq.offer(stages.Job{ID: id, Owner: c.Ref, Born: c.Accepted}); d == stages.Queued {
 				if d, got, _, _ := s.cbq.claim(id); d == stages.Admitted && got == id {
-					s.cb.jobs[c.Ticket] = id
-					s.armLeaseLocked(c.Ticket, c.Attempt, c.LeaseUntil.Sub(now))
+					s.cb.jobs[c.Ref] = id
+					s.armLeaseLocked(c.Ref, c.Attempt, c.LeaseUntil.Sub(now))
 					continue
 				}
-				s.cbq.cancel(id, c.Ticket)
+				s.cbq.cancel(id, c.Ref)
 			}
 		}
-		if err := s.store.Return(ctx, c.Ticket, c.Attempt, now); err != nil && !errors.Is(err, ErrLeaseLost) {
+		if err := s.store.Return(ctx, c.Ref, c.Attempt, now); err != nil && !errors.Is(err, ErrLeaseLost) {
 			return err
 		}
 	}
@@ -219,23 +219,23 @@ func (s *Service) refillLocked(ctx context.Context) {
 	}
 	s.cb.backlog = false
 	for _, c := range pending {
-		if _, ok := s.cb.jobs[c.Ticket]; ok {
+		if _, ok := s.cb.jobs[c.Ref]; ok {
 			continue
 		}
 		if !s.cbq.room() {
 			s.cb.backlog = true
 			return
 		}
-		id := jobID(c.Ticket, c.Attempt)
-		d, expired, err := s.cbq.offer(stages.Job{ID: id, Owner: c.Ticket, Born: c.Accepted})
+		id := jobID(c.Ref, c.Attempt)
+		d, expired, err := s.cbq.offer(stages.Job{ID: id, Owner: c.Ref, Born: c.Accepted})
 		s.expireCallbacksLocked(expired)
 		switch {
 		case err != nil:
-			s.log.Error("callback refill", "ticket", c.Ticket, "err", err)
+			s.log.Error("callback refill", "ticket", c.Ref, "err", err)
 		case d == stages.Queued:
-			s.cb.jobs[c.Ticket] = id
+			s.cb.jobs[c.Ref] = id
 		case d == stages.Expired:
-			s.expireCallbackLocked(c.Ticket)
+			s.expireCallbackLocked(c.Ref)
 		default: // closed or full: leave it pending in the store
 			s.cb.backlog = true
 			return
@@ -252,18 +252,18 @@ func (s *Service) callbacksExpired(ids []string) {
 
 func (s *Service) expireCallbacksLocked(ids []string) {
 	for _, id := range ids {
-		ticket, _, _ := strings.Cut(id, "/")
-		if s.cb.jobs[ticket] == id {
-			s.expireCallbackLocked(ticket)
+		ref, _, _ := strings.Cut(id, "/")
+		if s.cb.jobs[ref] == id {
+			s.expireCallbackLocked(ref)
 		}
 	}
 }
 
-func (s *Service) expireCallbackLocked(ticket string) {
-	delete(s.cb.jobs, ticket)
-	if err := s.store.Expire(s.ctx, ticket, s.clock.Now()); err != nil {
-		s.log.Error("callback expire", "ticket", ticket, "err", err)
+func (s *Service) expireCallbackLocked(ref string) {
+	delete(s.cb.jobs, ref)
+	if err := s.store.Expire(s.ctx, ref, s.clock.Now()); err != nil {
+		s.log.Error("callback expire", "ticket", ref, "err", err)
 		return
 	}
-	s.log.Warn("callback expired unclaimed", "ticket", ticket)
+	s.log.Warn("callback expired unclaimed", "ticket", ref)
 }

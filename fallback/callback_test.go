@@ -61,8 +61,8 @@ func TestCallbackValidation(t *testing.T) {
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("err = %v, want %v", err, tt.want)
 			}
-			if res.Ticket != "" {
-				t.Fatalf("ticket %q issued for a bad request", res.Ticket)
+			if res.Ref != "" {
+				t.Fatalf("ticket %q issued for a bad request", res.Ref)
 			}
 		})
 	}
@@ -79,7 +79,7 @@ func TestCallbackQueueFullIsTruthfulRefusal(t *testing.T) {
 	ctx := context.Background()
 	for i, turn := range []string{"t1", "t2"} {
 		res, err := s.RequestCallback(ctx, request("c1", turn, "+1 555 0100"))
-		if err != nil || res.Disposition != stages.Queued || res.Ticket == "" {
+		if err != nil || res.Disposition != stages.Queued || res.Ref == "" {
 			t.Fatalf("callback %d: %+v, %v", i, res, err)
 		}
 	}
@@ -87,7 +87,7 @@ func TestCallbackQueueFullIsTruthfulRefusal(t *testing.T) {
 		t.Fatal("callback still offered with the queue full")
 	}
 	res, err := s.RequestCallback(ctx, request("c2", "t1", "+15550101"))
-	if err != nil || res.Disposition != stages.Overloaded || res.Ticket != "" {
+	if err != nil || res.Disposition != stages.Overloaded || res.Ref != "" {
 		t.Fatalf("full queue: %+v, %v; want Overloaded, no ticket, no error", res, err)
 	}
 	p := prompt.For(prompt.StageCallback, res.Disposition, s.Available())
@@ -140,12 +140,12 @@ func TestCallbackSurvivesReopen(t *testing.T) {
 	if res, _ := s2.RequestCallback(ctx, request("c3", "t1", "+15550125")); res.Disposition != stages.Overloaded {
 		t.Fatalf("after restart a third callback got %v, want overloaded", res.Disposition)
 	}
-	if res, _ := s2.RequestCallback(ctx, request("c1", "t1", "+15550123")); res.Ticket != a.Ticket {
-		t.Fatalf("retry after restart got ticket %q, want %q", res.Ticket, a.Ticket)
+	if res, _ := s2.RequestCallback(ctx, request("c1", "t1", "+15550123")); res.Ref != a.Ref {
+		t.Fatalf("retry after restart got ticket %q, want %q", res.Ref, a.Ref)
 	}
 	c, err := s2.ClaimCallback(ctx, "op1")
-	if err != nil || c.Ticket != a.Ticket || c.Number != "+15550123" {
-		t.Fatalf("claim = %+v, %v; want the oldest, %s", c, err, a.Ticket)
+	if err != nil || c.Ref != a.Ref || c.Number != "+15550123" {
+		t.Fatalf("claim = %+v, %v; want the oldest, %s", c, err, a.Ref)
 	}
 	_ = b
 }
@@ -156,14 +156,14 @@ func TestCallbackClaimLeaseExpiryReturnsToQueue(t *testing.T) {
 	ctx := context.Background()
 	a, _ := s.RequestCallback(ctx, request("c1", "t1", "+15550123"))
 	c, err := s.ClaimCallback(ctx, "op1")
-	if err != nil || c.Ticket != a.Ticket || c.Attempt != 1 {
+	if err != nil || c.Ref != a.Ref || c.Attempt != 1 {
 		t.Fatalf("claim = %+v, %v", c, err)
 	}
 	if _, err := s.ClaimCallback(ctx, "op2"); !errors.Is(err, fallback.ErrNoneWaiting) {
 		t.Fatalf("second claim: %v, want ErrNoneWaiting", err)
 	}
 	clock.Advance(time.Minute + time.Second) // the lease runs out
-	got, _ := s.Store().Get(ctx, a.Ticket)
+	got, _ := s.Store().Get(ctx, a.Ref)
 	if got.Status != fallback.StatusPending {
 		t.Fatalf("after the lease, status %s, want pending", got.Status)
 	}
@@ -171,14 +171,14 @@ func TestCallbackClaimLeaseExpiryReturnsToQueue(t *testing.T) {
 		t.Fatalf("leases returned = %d", s.Stats().LeasesReturned)
 	}
 	// The late operator's completion is fenced off.
-	if _, err := s.FinishCallback(ctx, a.Ticket, 1, fallback.StatusCompleted, "late"); !errors.Is(err, fallback.ErrLeaseLost) {
+	if _, err := s.FinishCallback(ctx, a.Ref, 1, fallback.StatusCompleted, "late"); !errors.Is(err, fallback.ErrLeaseLost) {
 		t.Fatalf("late complete: %v, want ErrLeaseLost", err)
 	}
 	c2, err := s.ClaimCallback(ctx, "op2")
-	if err != nil || c2.Ticket != a.Ticket || c2.Attempt != 2 {
+	if err != nil || c2.Ref != a.Ref || c2.Attempt != 2 {
 		t.Fatalf("reclaim = %+v, %v", c2, err)
 	}
-	done, err := s.FinishCallback(ctx, a.Ticket, 2, fallback.StatusCompleted, "spoke to caller")
+	done, err := s.FinishCallback(ctx, a.Ref, 2, fallback.StatusCompleted, "spoke to caller")
 	if err != nil || done.Status != fallback.StatusCompleted {
 		t.Fatalf("complete = %+v, %v", done, err)
 	}
@@ -197,7 +197,7 @@ func TestCallbackExpiresUnclaimed(t *testing.T) {
 	ctx := context.Background()
 	a, _ := s.RequestCallback(ctx, request("c1", "t1", "+15550123"))
 	clock.Advance(time.Hour + time.Second)
-	got, _ := s.Store().Get(ctx, a.Ticket)
+	got, _ := s.Store().Get(ctx, a.Ref)
 	if got.Status != fallback.StatusExpired {
 		t.Fatalf("status %s, want expired", got.Status)
 	}
@@ -221,7 +221,7 @@ func TestCallbackStoreFailureIsNotEstablished(t *testing.T) {
 	defer st.Close()
 	s := newService(t, testConfig(""), stagestest.NewClock(epoch), fallback.WithStore(failingStore{st}))
 	res, err := s.RequestCallback(context.Background(), request("c1", "t1", "+15550123"))
-	if !errors.Is(err, fallback.ErrNotEstablished) || res.Ticket != "" {
+	if !errors.Is(err, fallback.ErrNotEstablished) || res.Ref != "" {
 		t.Fatalf("= %+v, %v; want ErrNotEstablished and no ticket", res, err)
 	}
 	if s.Stats().NotEstablished != 1 {

@@ -62,7 +62,7 @@ func (s HandoffState) Disposition() stages.Disposition {
 
 // HandoffEntry is a handoff as a fleet-wide queue holds it.
 type HandoffEntry struct {
-	Ticket  string
+	Ref     string
 	Call    string
 	Turn    string
 	Summary string
@@ -90,27 +90,27 @@ type HandoffQueue interface {
 	// Enqueue adds e as waiting and returns it with its position: Queued,
 	// Overloaded when the fleet's waiting bound is reached, or an error.
 	Enqueue(ctx context.Context, e HandoffEntry) (HandoffEntry, stages.Disposition, error)
-	// Claim gives agent the first waiting handoff, or ticket when it is the
+	// Claim gives agent the first waiting handoff, or ref when it is the
 	// first. Errors: ErrSlotsBusy, ErrHandoffNotNext, ErrHandoffTaken,
 	// ErrHandoffUnknown.
-	Claim(ctx context.Context, agent, ticket string, now time.Time) (HandoffEntry, error)
-	// Ack completes the claim attempt of ticket at now (ErrHandoffLost if it
+	Claim(ctx context.Context, agent, ref string, now time.Time) (HandoffEntry, error)
+	// Ack completes the claim attempt of ref at now (ErrHandoffLost if it
 	// was taken over).
-	Ack(ctx context.Context, ticket string, attempt int, now time.Time) (HandoffEntry, error)
-	// Release puts the claim attempt of ticket back at its place, or
+	Ack(ctx context.Context, ref string, attempt int, now time.Time) (HandoffEntry, error)
+	// Release puts the claim attempt of ref back at its place, or
 	// expires the handoff if it waited longer than Config.HandoffMaxWait:
 	// Queued or Expired.
-	Release(ctx context.Context, ticket string, attempt int, now time.Time) (stages.Disposition, error)
+	Release(ctx context.Context, ref string, attempt int, now time.Time) (stages.Disposition, error)
 	// Resolve ends a live handoff from the caller's side, as Cancelled or
 	// Closed, or as Expired only while it waits. It returns the entry as
 	// it was before.
-	Resolve(ctx context.Context, ticket string, to HandoffState) (HandoffEntry, error)
+	Resolve(ctx context.Context, ref string, to HandoffState) (HandoffEntry, error)
 	// List returns the waiting handoffs in order, then the claimed ones.
 	List(ctx context.Context) ([]HandoffEntry, error)
-	// Get returns the entries of tickets that still exist, with their
+	// Get returns the entries of refs that still exist, with their
 	// positions.
-	Get(ctx context.Context, tickets []string) ([]HandoffEntry, error)
-	// Keep renews the liveness of callers' handoffs and of claims (ticket
+	Get(ctx context.Context, refs []string) ([]HandoffEntry, error)
+	// Keep renews the liveness of callers' handoffs and of claims (ref
 	// to attempt) held here.
 	Keep(ctx context.Context, callers []string, claims map[string]int) error
 	// Sweep runs the fleet's timeouts (see the type's comment) and expires

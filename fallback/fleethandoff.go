@@ -17,13 +17,13 @@ import (
 // attempts. Every queue call is made without ho.mu held.
 
 // requestFleetHandoff enqueues a handoff in the fleet's queue.
-func (s *Service) requestFleetHandoff(ctx context.Context, req HandoffRequest, ticket string) (*Handoff, stages.Disposition, error) {
+func (s *Service) requestFleetHandoff(ctx context.Context, req HandoffRequest, ref string) (*Handoff, stages.Disposition, error) {
 	if h, d, ok := s.liveHandoff(req.Call); ok {
 		return h, d, nil
 	}
 	now := s.clock.Now()
 	qctx, cancel := context.WithTimeout(ctx, fleetTimeout)
-	e, d, err := s.hfq.Enqueue(qctx, HandoffEntry{Ticket: ticket, Call: req.Call, Turn: req.Turn, Summary: req.Summary, Born: now})
+	e, d, err := s.hfq.Enqueue(qctx, HandoffEntry{Ref: ref, Call: req.Call, Turn: req.Turn, Summary: req.Summary, Born: now})
 	cancel()
 	if err != nil {
 		// Fail closed: never a handoff nobody can see.
@@ -38,57 +38,57 @@ func (s *Service) requestFleetHandoff(ctx context.Context, req HandoffRequest, t
 	defer s.ho.mu.Unlock()
 	if h, d, ok := s.liveHandoffLocked(req.Call); ok { // closing, or a concurrent request won
 		s.ho.mu.Unlock()
-		s.resolveRemote(context.Background(), ticket, HandoffCancelled)
+		s.resolveRemote(context.Background(), ref, HandoffCancelled)
 		s.ho.mu.Lock()
 		return h, d, nil
 	}
-	h := &Handoff{Ticket: ticket, Call: req.Call, Turn: req.Turn, Summary: req.Summary, Born: now, s: s, done: make(chan struct{})}
+	h := &Handoff{Ref: ref, Call: req.Call, Turn: req.Turn, Summary: req.Summary, Born: now, s: s, done: make(chan struct{})}
 	st := &hstate{h: h, position: e.Position}
-	st.timer = s.clock.AfterFunc(s.cfg.HandoffMaxWait, func() { s.expireFleetHandoff(ticket) })
-	s.ho.byTicket[ticket] = st
+	st.timer = s.clock.AfterFunc(s.cfg.HandoffMaxWait, func() { s.expireFleetHandoff(ref) })
+	s.ho.byRef[ref] = st
 	s.ho.byCall[req.Call] = st
-	s.log.Info("handoff queued", "call", req.Call, "turn", req.Turn, "ticket", ticket, "position", e.Position)
+	s.log.Info("handoff queued", "call", req.Call, "turn", req.Turn, "ticket", ref, "position", e.Position)
 	return h, stages.Queued, nil
 }
 
-// resolveRemote ends ticket in the fleet's queue, best effort: if the queue
+// resolveRemote ends ref in the fleet's queue, best effort: if the queue
 // cannot be reached, the sweep ends it once its caller's liveness runs out.
-func (s *Service) resolveRemote(ctx context.Context, ticket string, to HandoffState) {
+func (s *Service) resolveRemote(ctx context.Context, ref string, to HandoffState) {
 	ctx, cancel := context.WithTimeout(ctx, fleetTimeout)
 	defer cancel()
-	if _, err := s.hfq.Resolve(ctx, ticket, to); err != nil && !errors.Is(err, ErrHandoffUnknown) {
-		s.log.Warn("handoff resolve in the fleet's queue", "ticket", ticket, "to", to, "err", err)
+	if _, err := s.hfq.Resolve(ctx, ref, to); err != nil && !errors.Is(err, ErrHandoffUnknown) {
+		s.log.Warn("handoff resolve in the fleet's queue", "ticket", ref, "to", to, "err", err)
 	}
 }
 
 // cancelFleetHandoff withdraws a caller's handoff: the caller left.
 func (s *Service) cancelFleetHandoff(h *Handoff) {
 	s.ho.mu.Lock()
-	st := s.ho.byTicket[h.Ticket]
+	st := s.ho.byRef[h.Ref]
 	if st != nil {
 		s.resolveLocked(st, HandoffOutcome{Disposition: stages.Cancelled})
 	}
 	s.ho.mu.Unlock()
 	if st != nil {
-		s.resolveRemote(context.Background(), h.Ticket, HandoffCancelled)
+		s.resolveRemote(context.Background(), h.Ref, HandoffCancelled)
 	}
 }
 
 // expireFleetHandoff ends a handoff that waited HandoffMaxWait. One an agent
 // holds now is left to the agent, as in process.
-func (s *Service) expireFleetHandoff(ticket string) {
+func (s *Service) expireFleetHandoff(ref string) {
 	ctx, cancel := context.WithTimeout(s.ctx, fleetTimeout)
 	defer cancel()
-	prev, err := s.hfq.Resolve(ctx, ticket, HandoffExpired)
+	prev, err := s.hfq.Resolve(ctx, ref, HandoffExpired)
 	if err == nil && prev.State == HandoffClaimed {
 		return
 	}
 	if err != nil && !errors.Is(err, ErrHandoffUnknown) {
-		s.log.Warn("handoff expiry in the fleet's queue", "ticket", ticket, "err", err)
+		s.log.Warn("handoff expiry in the fleet's queue", "ticket", ref, "err", err)
 	}
 	s.ho.mu.Lock()
 	defer s.ho.mu.Unlock()
-	if st := s.ho.byTicket[ticket]; st != nil {
+	if st := s.ho.byRef[ref]; st != nil {
 		s.resolveLocked(st, HandoffOutcome{Disposition: stages.Expired})
 	}
 }
@@ -100,31 +100,31 @@ func (s *Service) reconcileHandoffs(ctx context.Context) {
 		return
 	}
 	s.ho.mu.Lock()
-	tickets := s.callersLocked()
-	asked := make(map[string]bool, len(tickets))
-	for _, t := range tickets {
+	refs := s.callersLocked()
+	asked := make(map[string]bool, len(refs))
+	for _, t := range refs {
 		asked[t] = true
 	}
 	held := map[*agent]map[string]int{} // the claims as they were when asked
 	for a := range s.ho.agents {
 		held[a] = maps.Clone(a.holds)
 		for t := range a.holds {
-			tickets = append(tickets, t)
+			refs = append(refs, t)
 		}
 	}
 	s.ho.mu.Unlock()
-	if len(tickets) == 0 {
+	if len(refs) == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, fleetTimeout)
 	defer cancel()
-	entries, err := s.hfq.Get(ctx, tickets)
+	entries, err := s.hfq.Get(ctx, refs)
 	if err != nil {
 		return // unreachable: the callers' timers still run; try again
 	}
 	got := make(map[string]HandoffEntry, len(entries))
 	for _, e := range entries {
-		got[e.Ticket] = e
+		got[e.Ref] = e
 	}
 	s.ho.mu.Lock()
 	defer s.ho.mu.Unlock()
@@ -140,13 +140,13 @@ func (s *Service) reconcileHandoffs(ctx context.Context) {
 			}
 			delete(a.holds, t)
 			if ok && !e.State.Live() {
-				a.send(agentMessage{Type: "resolved", Ticket: t, Disposition: e.State.Disposition()})
+				a.send(agentMessage{Type: "resolved", Ref: t, Disposition: e.State.Disposition()})
 			} else {
-				a.send(agentMessage{Type: "error", Ticket: t, Code: "lost", Message: ErrHandoffLost.Error()})
+				a.send(agentMessage{Type: "error", Ref: t, Code: "lost", Message: ErrHandoffLost.Error()})
 			}
 		}
 	}
-	for t, st := range s.ho.byTicket {
+	for t, st := range s.ho.byRef {
 		e, ok := got[t]
 		switch {
 		case !asked[t]:
@@ -160,10 +160,10 @@ func (s *Service) reconcileHandoffs(ctx context.Context) {
 	}
 }
 
-// callersLocked lists the tickets of this process's callers. Under ho.mu.
+// callersLocked lists the refs of this process's callers. Under ho.mu.
 func (s *Service) callersLocked() []string {
-	out := make([]string, 0, len(s.ho.byTicket))
-	for t := range s.ho.byTicket {
+	out := make([]string, 0, len(s.ho.byRef))
+	for t := range s.ho.byRef {
 		out = append(out, t)
 	}
 	return out
@@ -205,11 +205,11 @@ func (s *Service) closeFleetHandoffs() {
 		return
 	}
 	s.ho.mu.Lock()
-	tickets := s.callersLocked()
+	refs := s.callersLocked()
 	s.ho.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), fleetTimeout) // one deadline for all: Redis may be away
 	defer cancel()
-	for _, t := range tickets {
+	for _, t := range refs {
 		s.resolveRemote(ctx, t, HandoffClosed)
 	}
 }
@@ -224,49 +224,49 @@ func (s *Service) fleetAgentMessage(ctx context.Context, a *agent, m agentMessag
 		s.ho.mu.Unlock()
 	}
 	s.ho.mu.Lock()
-	attempt, held := a.holds[m.Ticket]
+	attempt, held := a.holds[m.Ref]
 	s.ho.mu.Unlock()
 	switch m.Type {
 	case "claim":
-		e, err := s.hfq.Claim(ctx, a.id, m.Ticket, s.clock.Now())
+		e, err := s.hfq.Claim(ctx, a.id, m.Ref, s.clock.Now())
 		if err != nil {
-			reply(agentMessage{Type: "error", Ticket: m.Ticket, Code: claimCode(err), Message: err.Error()})
+			reply(agentMessage{Type: "error", Ref: m.Ref, Code: claimCode(err), Message: err.Error()})
 			return
 		}
 		v := entryView(e, s.clock.Now())
 		s.ho.mu.Lock()
-		a.holds[e.Ticket] = e.Attempt
-		a.send(agentMessage{Type: "claimed", Ticket: e.Ticket, Handoff: &v})
+		a.holds[e.Ref] = e.Attempt
+		a.send(agentMessage{Type: "claimed", Ref: e.Ref, Handoff: &v})
 		s.ho.mu.Unlock()
-		s.log.Info("handoff claimed", "call", e.Call, "ticket", e.Ticket, "agent", a.id, "attempt", e.Attempt)
+		s.log.Info("handoff claimed", "call", e.Call, "ticket", e.Ref, "agent", a.id, "attempt", e.Attempt)
 	case "ack", "release":
 		if !held {
-			reply(agentMessage{Type: "error", Ticket: m.Ticket, Code: "not_yours", Message: ErrHandoffNotYours.Error()})
+			reply(agentMessage{Type: "error", Ref: m.Ref, Code: "not_yours", Message: ErrHandoffNotYours.Error()})
 			return
 		}
 		var err error
 		if m.Type == "ack" {
-			_, err = s.hfq.Ack(ctx, m.Ticket, attempt, s.clock.Now())
+			_, err = s.hfq.Ack(ctx, m.Ref, attempt, s.clock.Now())
 		} else {
-			_, err = s.hfq.Release(ctx, m.Ticket, attempt, s.clock.Now())
+			_, err = s.hfq.Release(ctx, m.Ref, attempt, s.clock.Now())
 		}
 		s.ho.mu.Lock()
 		defer s.ho.mu.Unlock()
 		switch {
 		case errors.Is(err, ErrHandoffLost):
-			delete(a.holds, m.Ticket)
-			a.send(agentMessage{Type: "error", Ticket: m.Ticket, Code: "lost", Message: err.Error()})
+			delete(a.holds, m.Ref)
+			a.send(agentMessage{Type: "error", Ref: m.Ref, Code: "lost", Message: err.Error()})
 		case err != nil: // unreachable: the claim is still ours, try again
-			a.send(agentMessage{Type: "error", Ticket: m.Ticket, Code: "unavailable", Message: err.Error()})
+			a.send(agentMessage{Type: "error", Ref: m.Ref, Code: "unavailable", Message: err.Error()})
 		case m.Type == "ack":
-			delete(a.holds, m.Ticket)
-			a.send(agentMessage{Type: "resolved", Ticket: m.Ticket, Disposition: stages.Completed})
-			if st := s.ho.byTicket[m.Ticket]; st != nil { // the caller is here: no need to wait for the poll
+			delete(a.holds, m.Ref)
+			a.send(agentMessage{Type: "resolved", Ref: m.Ref, Disposition: stages.Completed})
+			if st := s.ho.byRef[m.Ref]; st != nil { // the caller is here: no need to wait for the poll
 				s.resolveLocked(st, HandoffOutcome{Disposition: stages.Completed, Agent: a.id})
 			}
 		default:
-			delete(a.holds, m.Ticket)
-			a.send(agentMessage{Type: "released", Ticket: m.Ticket})
+			delete(a.holds, m.Ref)
+			a.send(agentMessage{Type: "released", Ref: m.Ref})
 		}
 	default:
 		reply(agentMessage{Type: "error", Code: "unknown_type", Message: "want claim, ack or release"})
@@ -307,7 +307,7 @@ func (s *Service) fleetList(ctx context.Context) ([]handoffView, bool) {
 }
 
 func entryView(e HandoffEntry, now time.Time) handoffView {
-	v := handoffView{Ticket: e.Ticket, Call: e.Call, Turn: e.Turn, Summary: e.Summary, Position: e.Position, AgeMS: now.Sub(e.Born).Milliseconds()}
+	v := handoffView{Ref: e.Ref, Call: e.Call, Turn: e.Turn, Summary: e.Summary, Position: e.Position, AgeMS: now.Sub(e.Born).Milliseconds()}
 	if e.State == HandoffClaimed {
 		v.Agent = e.Agent
 		v.Position = 0

@@ -182,9 +182,9 @@ func (s *Service) requestFleetCallback(ctx context.Context, req CallbackRequest,
 	if prev, ok, err := s.store.Find(ctx, req.Call, req.Turn); err != nil {
 		return s.notEstablished(req, err)
 	} else if ok {
-		return CallbackResult{Disposition: callbackDisposition(prev.Status), Ticket: prev.Ticket}, nil
+		return CallbackResult{Disposition: callbackDisposition(prev.Status), Ref: prev.Ref}, nil
 	}
-	got, created, err := s.store.Accept(ctx, Callback{Ticket: newTicket("cb_"), Call: req.Call, Turn: req.Turn, Number: number, Accepted: s.clock.Now()})
+	got, created, err := s.store.Accept(ctx, Callback{Ref: newRef("cb_"), Call: req.Call, Turn: req.Turn, Number: number, Accepted: s.clock.Now()})
 	switch {
 	case errors.Is(err, ErrQueueFull):
 		s.log.Info("callback refused", "call", req.Call, "turn", req.Turn, "disposition", stages.Overloaded, "bound", "fleet")
@@ -192,8 +192,8 @@ func (s *Service) requestFleetCallback(ctx context.Context, req CallbackRequest,
 	case err != nil:
 		return s.notEstablished(req, err)
 	case !created:
-		return CallbackResult{Disposition: callbackDisposition(got.Status), Ticket: got.Ticket}, nil
+		return CallbackResult{Disposition: callbackDisposition(got.Status), Ref: got.Ref}, nil
 	}
-	s.log.Info("callback accepted", "call", req.Call, "turn", req.Turn, "ticket", got.Ticket)
-	return CallbackResult{Disposition: stages.Queued, Ticket: got.Ticket}, nil
+	s.log.Info("callback accepted", "call", req.Call, "turn", req.Turn, "ticket", got.Ref)
+	return CallbackResult{Disposition: stages.Queued, Ref: got.Ref}, nil
 }

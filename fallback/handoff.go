@@ -27,7 +27,9 @@ const MaxSummary = 2000
 // when the caller hung up (Cancel), or Overloaded/Closed when an agent
 // abandoned it and it could not go back into the queue.
 type Handoff struct {
-	Ticket  string
+	// Ref is the handoff's reference, which the caller is told and an agent
+	// claims it by ("ticket" on the wire, as for a Callback).
+	Ref     string
 	Call    string
 	Turn    string
 	Summary string
@@ -65,7 +67,7 @@ func (h *Handoff) Wait(ctx context.Context) (HandoffOutcome, error) {
 // false when it is not waiting (claimed or resolved).
 func (h *Handoff) Position() (int, bool) {
 	h.s.ho.mu.Lock()
-	st := h.s.ho.byTicket[h.Ticket]
+	st := h.s.ho.byRef[h.Ref]
 	h.s.ho.mu.Unlock()
 	if st == nil {
 		return 0, false
@@ -88,13 +90,13 @@ func (h *Handoff) Cancel() {
 	}
 	s.ho.mu.Lock()
 	defer s.ho.mu.Unlock()
-	st := s.ho.byTicket[h.Ticket]
+	st := s.ho.byRef[h.Ref]
 	if st == nil {
 		return
 	}
-	s.hq.cancel(st.job, h.Ticket)
+	s.hq.cancel(st.job, h.Ref)
 	if st.agent != nil {
-		st.agent.send(agentMessage{Type: "resolved", Ticket: h.Ticket, Disposition: stages.Cancelled})
+		st.agent.send(agentMessage{Type: "resolved", Ref: h.Ref, Disposition: stages.Cancelled})
 	}
 	s.resolveLocked(st, HandoffOutcome{Disposition: stages.Cancelled})
 }
@@ -111,18 +113,18 @@ type hstate struct {
 }
 
 type handoffs struct {
-	mu       sync.Mutex
-	byTicket map[string]*hstate
-	byCall   map[string]*hstate
-	agents   map[*agent]struct{}
-	closing  bool
+	mu      sync.Mutex
+	byRef   map[string]*hstate
+	byCall  map[string]*hstate
+	agents  map[*agent]struct{}
+	closing bool
 
 	returned         atomic.Uint64
 	abandonedExpired atomic.Uint64
 }
 
 func (ho *handoffs) init() {
-	ho.byTicket = map[string]*hstate{}
+	ho.byRef = map[string]*hstate{}
 	ho.byCall = map[string]*hstate{}
 	ho.agents = map[*agent]struct{}{}
 }
@@ -145,9 +147,9 @@ func (s *Service) RequestHandoff(ctx context.Context, req HandoffRequest) (*Hand
 	if len(req.Summary) > MaxSummary {
 		req.Summary = strings.ToValidUTF8(req.Summary[:MaxSummary], "")
 	}
-	ticket := newTicket("ho_")
+	ref := newRef("ho_")
 	if s.hfq != nil {
-		return s.requestFleetHandoff(ctx, req, ticket)
+		return s.requestFleetHandoff(ctx, req, ref)
 	}
 	s.ho.mu.Lock()
 	defer s.ho.mu.Unlock()
@@ -155,9 +157,9 @@ func (s *Service) RequestHandoff(ctx context.Context, req HandoffRequest) (*Hand
 		return h, d, nil
 	}
 	now := s.clock.Now()
-	h := &Handoff{Ticket: ticket, Call: req.Call, Turn: req.Turn, Summary: req.Summary, Born: now, s: s, done: make(chan struct{})}
-	st := &hstate{h: h, job: jobID(h.Ticket, 0)}
-	d, expired, err := s.hq.offer(stages.Job{ID: st.job, Owner: h.Ticket, Born: now})
+	h := &Handoff{Ref: ref, Call: req.Call, Turn: req.Turn, Summary: req.Summary, Born: now, s: s, done: make(chan struct{})}
+	st := &hstate{h: h, job: jobID(h.Ref, 0)}
+	d, expired, err := s.hq.offer(stages.Job{ID: st.job, Owner: h.Ref, Born: now})
 	s.handoffsExpiredLocked(expired)
 	if err != nil {
 		return nil, 0, err
@@ -166,9 +168,9 @@ func (s *Service) RequestHandoff(ctx context.Context, req HandoffRequest) (*Hand
 		s.log.Info("handoff refused", "call", req.Call, "turn", req.Turn, "disposition", d)
 		return nil, d, nil
 	}
-	s.ho.byTicket[h.Ticket] = st
+	s.ho.byRef[h.Ref] = st
 	s.ho.byCall[h.Call] = st
-	s.log.Info("handoff queued", "call", req.Call, "turn", req.Turn, "ticket", h.Ticket)
+	s.log.Info("handoff queued", "call", req.Call, "turn", req.Turn, "ticket", h.Ref)
 	s.broadcastLocked()
 	return h, stages.Queued, nil
 }
@@ -194,17 +196,17 @@ func (s *Service) liveHandoffLocked(call string) (*Handoff, stages.Disposition, 
 // resolveLocked resolves st exactly once: it leaves the maps first, so no
 // second path can find it. Under ho.mu.
 func (s *Service) resolveLocked(st *hstate, out HandoffOutcome) {
-	if s.ho.byTicket[st.h.Ticket] != st {
+	if s.ho.byRef[st.h.Ref] != st {
 		return
 	}
-	delete(s.ho.byTicket, st.h.Ticket)
+	delete(s.ho.byRef, st.h.Ref)
 	delete(s.ho.byCall, st.h.Call)
 	if st.timer != nil {
 		st.timer.Stop()
 	}
 	st.h.outcome = out
 	close(st.h.done)
-	s.log.Info("handoff resolved", "call", st.h.Call, "ticket", st.h.Ticket, "disposition", out.Disposition, "agent", out.Agent)
+	s.log.Info("handoff resolved", "call", st.h.Call, "ticket", st.h.Ref, "disposition", out.Disposition, "agent", out.Agent)
 	s.broadcastLocked()
 }
 
@@ -216,8 +218,8 @@ func (s *Service) handoffsExpired(ids []string) {
 
 func (s *Service) handoffsExpiredLocked(ids []string) {
 	for _, id := range ids {
-		ticket, _, _ := strings.Cut(id, "/")
-		if st := s.ho.byTicket[ticket]; st != nil && st.job == id {
+		ref, _, _ := strings.Cut(id, "/")
+		if st := s.ho.byRef[ref]; st != nil && st.job == id {
 			s.resolveLocked(st, HandoffOutcome{Disposition: stages.Expired})
 		}
 	}
@@ -234,12 +236,12 @@ var (
 	ErrHandoffLost = errors.New("handoff claim lost")
 )
 
-// claimHandoff gives ticket (or the first waiting handoff when ticket is
+// claimHandoff gives ref (or the first waiting handoff when ref is
 // empty) to a. Under ho.mu.
-func (s *Service) claimHandoffLocked(a *agent, ticket string) (*hstate, error) {
+func (s *Service) claimHandoffLocked(a *agent, ref string) (*hstate, error) {
 	var want string
-	if ticket != "" {
-		st := s.ho.byTicket[ticket]
+	if ref != "" {
+		st := s.ho.byRef[ref]
 		if st == nil {
 			return nil, ErrHandoffUnknown
 		}
@@ -265,7 +267,7 @@ func (s *Service) claimHandoffLocked(a *agent, ticket string) (*hstate, error) {
 		return nil, ErrHandoffUnknown
 	}
 	t, _, _ := strings.Cut(id, "/")
-	st := s.ho.byTicket[t]
+	st := s.ho.byRef[t]
 	if st == nil || st.job != id { // cannot happen: every job has a state
 		s.hq.cancel(id, t)
 		return nil, ErrHandoffUnknown
@@ -277,15 +279,15 @@ func (s *Service) claimHandoffLocked(a *agent, ticket string) (*hstate, error) {
 }
 
 // ackHandoffLocked completes the transfer of a handoff a holds.
-func (s *Service) ackHandoffLocked(a *agent, ticket string) error {
-	st := s.ho.byTicket[ticket]
+func (s *Service) ackHandoffLocked(a *agent, ref string) error {
+	st := s.ho.byRef[ref]
 	if st == nil {
 		return ErrHandoffUnknown
 	}
 	if st.agent != a {
 		return ErrHandoffNotYours
 	}
-	if _, err := s.hq.release(st.job, ticket); err != nil {
+	if _, err := s.hq.release(st.job, ref); err != nil {
 		return err
 	}
 	s.resolveLocked(st, HandoffOutcome{Disposition: stages.Completed, Agent: a.id})
@@ -298,17 +300,17 @@ func (s *Service) ackHandoffLocked(a *agent, ticket string) error {
 // that one offer, whether it goes back to the queue or resolves (Expired
 // when too old, Overloaded or Closed otherwise): never both.
 func (s *Service) abandonLocked(st *hstate) {
-	ticket := st.h.Ticket
-	s.hq.cancel(st.job, ticket)
+	ref := st.h.Ref
+	s.hq.cancel(st.job, ref)
 	st.agent = nil
 	st.attempt++
-	st.job = jobID(ticket, st.attempt)
-	d, expired, err := s.hq.offer(stages.Job{ID: st.job, Owner: ticket, Born: st.h.Born})
+	st.job = jobID(ref, st.attempt)
+	d, expired, err := s.hq.offer(stages.Job{ID: st.job, Owner: ref, Born: st.h.Born})
 	s.handoffsExpiredLocked(expired)
 	switch {
 	case err == nil && d == stages.Queued:
 		s.ho.returned.Add(1)
-		s.log.Warn("handoff abandoned by agent; back in the queue", "call", st.h.Call, "ticket", ticket)
+		s.log.Warn("handoff abandoned by agent; back in the queue", "call", st.h.Call, "ticket", ref)
 		s.broadcastLocked()
 	default:
 		if err != nil || d == 0 {
@@ -317,7 +319,7 @@ func (s *Service) abandonLocked(st *hstate) {
 		if d == stages.Expired {
 			s.ho.abandonedExpired.Add(1)
 		}
-		s.log.Warn("handoff abandoned by agent; resolved", "call", st.h.Call, "ticket", ticket, "disposition", d, "err", err)
+		s.log.Warn("handoff abandoned by agent; resolved", "call", st.h.Call, "ticket", ref, "disposition", d, "err", err)
 		s.resolveLocked(st, HandoffOutcome{Disposition: d})
 	}
 }

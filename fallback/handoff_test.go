@@ -18,11 +18,11 @@ import (
 
 type agentMsg struct {
 	Type        string `json:"type"`
-	Ticket      string `json:"ticket"`
+	Ref         string `json:"ticket"`
 	Disposition string `json:"disposition"`
 	Code        string `json:"code"`
 	Handoffs    []struct {
-		Ticket   string `json:"ticket"`
+		Ref      string `json:"ticket"`
 		Position int    `json:"position"`
 		Agent    string `json:"agent"`
 	} `json:"handoffs"`
@@ -45,9 +45,9 @@ func dialAgent(t *testing.T, srv *httptest.Server, id string) *agentClient {
 	return &agentClient{t: t, c: c}
 }
 
-func (a *agentClient) send(typ, ticket string) {
+func (a *agentClient) send(typ, ref string) {
 	a.t.Helper()
-	b, _ := json.Marshal(map[string]string{"type": typ, "ticket": ticket})
+	b, _ := json.Marshal(map[string]string{"type": typ, "ticket": ref})
 	if err := a.c.Write(context.Background(), websocket.MessageText, b); err != nil {
 		a.t.Fatal(err)
 	}
@@ -103,17 +103,17 @@ func TestHandoffClaimedAndAcknowledged(t *testing.T) {
 		t.Fatalf("request = %v, %v", d, err)
 	}
 	a := dialAgent(t, srv, "alice")
-	a.waitList(func(m agentMsg) bool { return len(m.Handoffs) == 1 && m.Handoffs[0].Ticket == h.Ticket })
-	a.send("claim", h.Ticket)
-	if m := a.next("claimed"); m.Ticket != h.Ticket {
-		t.Fatalf("claimed %q", m.Ticket)
+	a.waitList(func(m agentMsg) bool { return len(m.Handoffs) == 1 && m.Handoffs[0].Ref == h.Ref })
+	a.send("claim", h.Ref)
+	if m := a.next("claimed"); m.Ref != h.Ref {
+		t.Fatalf("claimed %q", m.Ref)
 	}
 	select {
 	case <-h.Done():
 		t.Fatal("resolved before the agent acknowledged")
 	default:
 	}
-	a.send("ack", h.Ticket)
+	a.send("ack", h.Ref)
 	out, err := h.Wait(ctx)
 	if err != nil || out.Disposition != stages.Completed || out.Agent != "alice" {
 		t.Fatalf("outcome = %+v, %v", out, err)
@@ -144,7 +144,7 @@ func TestHandoffUnclaimedExpires(t *testing.T) {
 		t.Fatalf("outcome %v, want expired", d)
 	}
 	a.waitList(func(m agentMsg) bool { return len(m.Handoffs) == 0 })
-	a.send("claim", h.Ticket)
+	a.send("claim", h.Ref)
 	if m := a.next("error"); m.Code != "unknown_ticket" {
 		t.Fatalf("claim after expiry: %+v", m)
 	}
@@ -159,7 +159,7 @@ func TestHandoffAbandonedByDisconnectingAgent(t *testing.T) {
 	ctx := context.Background()
 	h, _, _ := s.RequestHandoff(ctx, fallback.HandoffRequest{Call: "c1", Turn: "t1"})
 	a := dialAgent(t, srv, "carol")
-	a.send("claim", h.Ticket)
+	a.send("claim", h.Ref)
 	a.next("claimed")
 	a.c.Close(websocket.StatusNormalClosure, "gone") // mid-transfer
 
@@ -175,9 +175,9 @@ func TestHandoffAbandonedByDisconnectingAgent(t *testing.T) {
 	if st := s.Stats(); st.HandoffsReturned != 1 || st.HandoffsAbandonedExpired != 0 {
 		t.Fatalf("stats %+v", st)
 	}
-	b.send("claim", h.Ticket)
+	b.send("claim", h.Ref)
 	b.next("claimed")
-	b.send("ack", h.Ticket)
+	b.send("ack", h.Ref)
 	if out, _ := h.Wait(ctx); out.Disposition != stages.Completed || out.Agent != "dave" {
 		t.Fatalf("outcome %+v", out)
 	}
@@ -192,7 +192,7 @@ func TestHandoffAbandonedTooLateExpires(t *testing.T) {
 	s, srv := handoffServer(t, clock)
 	h, _, _ := s.RequestHandoff(context.Background(), fallback.HandoffRequest{Call: "c1", Turn: "t1"})
 	a := dialAgent(t, srv, "erin")
-	a.send("claim", h.Ticket)
+	a.send("claim", h.Ref)
 	a.next("claimed")
 	clock.Advance(3 * time.Minute) // older than -handoff-max-wait while claimed
 	a.c.Close(websocket.StatusNormalClosure, "gone")
@@ -212,7 +212,7 @@ func TestHandoffCancelledByCaller(t *testing.T) {
 	s, srv := handoffServer(t, stagestest.NewClock(epoch))
 	h, _, _ := s.RequestHandoff(context.Background(), fallback.HandoffRequest{Call: "c1", Turn: "t1"})
 	a := dialAgent(t, srv, "frank")
-	a.send("claim", h.Ticket)
+	a.send("claim", h.Ref)
 	a.next("claimed")
 	h.Cancel()
 	if d := h.Outcome().Disposition; d != stages.Cancelled {

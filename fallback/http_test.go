@@ -65,19 +65,19 @@ func TestCallbackHTTP(t *testing.T) {
 	resp = post("/v1/callbacks/claim", `{"operator":"op1"}`)
 	var claim struct{ Callback fallback.Callback }
 	json.NewDecoder(resp.Body).Decode(&claim)
-	if resp.StatusCode != http.StatusOK || claim.Callback.Ticket != a.Ticket || claim.Callback.Number != "+15550123" {
+	if resp.StatusCode != http.StatusOK || claim.Callback.Ref != a.Ref || claim.Callback.Number != "+15550123" {
 		t.Fatalf("claim %s %+v", resp.Status, claim)
 	}
-	if resp := post("/v1/callbacks/"+a.Ticket+"/complete", `{"attempt":2}`); resp.StatusCode != http.StatusConflict {
+	if resp := post("/v1/callbacks/"+a.Ref+"/complete", `{"attempt":2}`); resp.StatusCode != http.StatusConflict {
 		t.Fatalf("wrong attempt: %s", resp.Status)
 	}
 	if resp := post("/v1/callbacks/nope/fail", `{"attempt":1}`); resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("unknown ticket: %s", resp.Status)
 	}
-	if resp := post("/v1/callbacks/"+a.Ticket+"/fail", `{"attempt":1,"reason":"no answer"}`); resp.StatusCode != http.StatusOK {
+	if resp := post("/v1/callbacks/"+a.Ref+"/fail", `{"attempt":1,"reason":"no answer"}`); resp.StatusCode != http.StatusOK {
 		t.Fatalf("fail: %s", resp.Status)
 	}
-	if c, _ := s.Store().Get(t.Context(), a.Ticket); c.Status != fallback.StatusFailed || c.Note != "no answer" {
+	if c, _ := s.Store().Get(t.Context(), a.Ref); c.Status != fallback.StatusFailed || c.Note != "no answer" {
 		t.Fatalf("stored %+v", c)
 	}
 	if resp := post("/v1/callbacks/claim", `not json`); resp.StatusCode != http.StatusBadRequest {

@@ -47,7 +47,7 @@ func TestCallbacksSurviveKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := "http://" + strings.TrimSpace(addr)
-	tickets := map[string]bool{}
+	refs := map[string]bool{}
 	for i, n := range []string{"+15550100", "+15550101", "+15550123"} {
 		b, _ := json.Marshal(fallback.CallbackRequest{Call: "call" + string(rune('a'+i)), Turn: "t1", Number: n, Consent: true})
 		resp, err := http.Post(base+"/accept", "application/json", bytes.NewReader(b))
@@ -57,10 +57,10 @@ func TestCallbacksSurviveKill9(t *testing.T) {
 		var res fallback.CallbackResult
 		json.NewDecoder(resp.Body).Decode(&res)
 		resp.Body.Close()
-		if res.Disposition != stages.Queued || res.Ticket == "" {
+		if res.Disposition != stages.Queued || res.Ref == "" {
 			t.Fatalf("callback %d: %+v", i, res)
 		}
-		tickets[res.Ticket] = true
+		refs[res.Ref] = true
 	}
 	http.DefaultClient.CloseIdleConnections()
 	if err := cmd.Process.Kill(); err != nil { // SIGKILL: no shutdown code runs
@@ -76,11 +76,11 @@ func TestCallbacksSurviveKill9(t *testing.T) {
 	if err := json.Unmarshal(out, &list); err != nil {
 		t.Fatalf("list output %q: %v", out, err)
 	}
-	if len(list) != len(tickets) {
-		t.Fatalf("after kill -9, %d callbacks listed, want %d", len(list), len(tickets))
+	if len(list) != len(refs) {
+		t.Fatalf("after kill -9, %d callbacks listed, want %d", len(list), len(refs))
 	}
 	for _, c := range list {
-		if !tickets[c.Ticket] || c.Status != fallback.StatusPending {
+		if !refs[c.Ref] || c.Status != fallback.StatusPending {
 			t.Errorf("listed %+v", c)
 		}
 	}
@@ -96,7 +96,7 @@ func TestCallbacksSurviveKill9(t *testing.T) {
 	if err := json.Unmarshal(out, &c); err != nil || c.Number != "+15550100" || c.Attempt != 1 {
 		t.Fatalf("claim = %+v, %v", c, err)
 	}
-	out, err = exec.Command(frontdoor, "callbacks", "complete", "-data-dir", data, "-attempt", "1", "-note", "done", c.Ticket).CombinedOutput()
+	out, err = exec.Command(frontdoor, "callbacks", "complete", "-data-dir", data, "-attempt", "1", "-note", "done", c.Ref).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "completed") {
 		t.Fatalf("complete: %v\n%s", err, out)
 	}

@@ -29,7 +29,7 @@ func (s *Service) ClaimCallback(ctx context.Context, operator string) (Callback,
 	if s.cq != nil {
 		c, err := s.cq.Next(ctx, operator, s.clock.Now())
 		if err == nil {
-			s.log.Info("callback claimed", "ticket", c.Ticket, "operator", operator, "attempt", c.Attempt)
+			s.log.Info("callback claimed", "ticket", c.Ref, "operator", operator, "attempt", c.Attempt)
 		}
 		return c, err
 	}
@@ -49,23 +49,23 @@ func (s *Service) ClaimCallback(ctx context.Context, operator string) (Callback,
 		default:
 			return Callback{}, ErrNoneWaiting
 		}
-		ticket, _, _ := strings.Cut(id, "/")
+		ref, _, _ := strings.Cut(id, "/")
 		now := s.clock.Now()
-		c, err := s.store.Claim(ctx, ticket, operator, now, now.Add(s.cfg.CallbackLease))
+		c, err := s.store.Claim(ctx, ref, operator, now, now.Add(s.cfg.CallbackLease))
 		if err != nil {
 			// Claimed or finished by another process on the same file,
 			// or the store failed: drop it from the stage; a pending row
 			// comes back by refill.
-			s.cbq.cancel(id, ticket)
-			delete(s.cb.jobs, ticket)
+			s.cbq.cancel(id, ref)
+			delete(s.cb.jobs, ref)
 			s.cb.backlog = true
 			if errors.Is(err, ErrNotLive) || errors.Is(err, ErrNotFound) {
 				continue
 			}
 			return Callback{}, err
 		}
-		s.armLeaseLocked(ticket, c.Attempt, s.cfg.CallbackLease)
-		s.log.Info("callback claimed", "ticket", ticket, "operator", operator, "attempt", c.Attempt) // no number at info level
+		s.armLeaseLocked(ref, c.Attempt, s.cfg.CallbackLease)
+		s.log.Info("callback claimed", "ticket", ref, "operator", operator, "attempt", c.Attempt) // no number at info level
 		return c, nil
 	}
 }
@@ -74,37 +74,37 @@ func (s *Service) ClaimCallback(ctx context.Context, operator string) (Callback,
 // StatusCompleted or StatusFailed, note says what happened. attempt is the
 // Attempt the claim returned; a superseded claim gets ErrLeaseLost. An
 // attempt of 0 finishes whoever holds the claim (operator override).
-func (s *Service) FinishCallback(ctx context.Context, ticket string, attempt int, to Status, note string) (Callback, error) {
+func (s *Service) FinishCallback(ctx context.Context, ref string, attempt int, to Status, note string) (Callback, error) {
 	if len(note) > 1024 {
 		note = note[:1024]
 	}
 	if s.cq != nil {
-		c, err := s.store.Finish(ctx, ticket, attempt, to, note, s.clock.Now())
+		c, err := s.store.Finish(ctx, ref, attempt, to, note, s.clock.Now())
 		if err == nil {
-			s.log.Info("callback finished", "ticket", ticket, "status", c.Status, "attempt", c.Attempt)
+			s.log.Info("callback finished", "ticket", ref, "status", c.Status, "attempt", c.Attempt)
 		}
 		return c, err
 	}
 	s.cb.mu.Lock()
 	defer s.cb.mu.Unlock()
-	c, err := s.store.Finish(ctx, ticket, attempt, to, note, s.clock.Now())
+	c, err := s.store.Finish(ctx, ref, attempt, to, note, s.clock.Now())
 	if err != nil {
 		return Callback{}, err
 	}
-	if t := s.cb.leases[ticket]; t != nil {
+	if t := s.cb.leases[ref]; t != nil {
 		t.Stop()
-		delete(s.cb.leases, ticket)
+		delete(s.cb.leases, ref)
 	}
-	if id, ok := s.cb.jobs[ticket]; ok {
+	if id, ok := s.cb.jobs[ref]; ok {
 		if st, _ := s.cbq.c.State(id); st == stages.Active {
-			s.cbq.release(id, ticket)
+			s.cbq.release(id, ref)
 		} else {
-			s.cbq.cancel(id, ticket)
+			s.cbq.cancel(id, ref)
 		}
-		delete(s.cb.jobs, ticket)
+		delete(s.cb.jobs, ref)
 	}
 	s.refillLocked(ctx)
-	s.log.Info("callback finished", "ticket", ticket, "status", c.Status, "attempt", c.Attempt)
+	s.log.Info("callback finished", "ticket", ref, "status", c.Status, "attempt", c.Attempt)
 	return c, nil
 }
 
@@ -115,51 +115,51 @@ func (s *Service) ListCallbacks(ctx context.Context, limit int, statuses ...Stat
 }
 
 // armLeaseLocked starts the lease timer of a claim. Under cb.mu.
-func (s *Service) armLeaseLocked(ticket string, attempt int, after time.Duration) {
-	if t := s.cb.leases[ticket]; t != nil {
+func (s *Service) armLeaseLocked(ref string, attempt int, after time.Duration) {
+	if t := s.cb.leases[ref]; t != nil {
 		t.Stop()
 	}
-	s.cb.leases[ticket] = s.clock.AfterFunc(after, func() { s.leaseExpired(ticket, attempt) })
+	s.cb.leases[ref] = s.clock.AfterFunc(after, func() { s.leaseExpired(ref, attempt) })
 }
 
 // leaseExpired returns a claim that ran out to the queue, keeping its
 // original acceptance time: if that is now too old, it expires instead.
-func (s *Service) leaseExpired(ticket string, attempt int) {
+func (s *Service) leaseExpired(ref string, attempt int) {
 	s.cb.mu.Lock()
 	defer s.cb.mu.Unlock()
 	if s.closed.Load() {
 		return
 	}
-	delete(s.cb.leases, ticket)
+	delete(s.cb.leases, ref)
 	now := s.clock.Now()
-	if err := s.store.Return(s.ctx, ticket, attempt, now); err != nil {
+	if err := s.store.Return(s.ctx, ref, attempt, now); err != nil {
 		if !errors.Is(err, ErrLeaseLost) {
-			s.log.Error("callback lease return", "ticket", ticket, "err", err)
+			s.log.Error("callback lease return", "ticket", ref, "err", err)
 		}
 		return
 	}
 	s.cb.leasesReturned.Add(1)
-	if id, ok := s.cb.jobs[ticket]; ok {
-		s.cbq.cancel(id, ticket)
-		delete(s.cb.jobs, ticket)
+	if id, ok := s.cb.jobs[ref]; ok {
+		s.cbq.cancel(id, ref)
+		delete(s.cb.jobs, ref)
 	}
-	c, err := s.store.Get(s.ctx, ticket)
+	c, err := s.store.Get(s.ctx, ref)
 	if err != nil {
-		s.log.Error("callback lease return", "ticket", ticket, "err", err)
+		s.log.Error("callback lease return", "ticket", ref, "err", err)
 		s.cb.backlog = true
 		return
 	}
-	id := jobID(ticket, c.Attempt)
-	d, expired, err := s.cbq.offer(stages.Job{ID: id, Owner: ticket, Born: c.Accepted})
+	id := jobID(ref, c.Attempt)
+	d, expired, err := s.cbq.offer(stages.Job{ID: id, Owner: ref, Born: c.Accepted})
 	s.expireCallbacksLocked(expired)
 	switch {
 	case err == nil && d == stages.Queued:
-		s.cb.jobs[ticket] = id
-		s.log.Warn("callback claim lease ran out; back in the queue", "ticket", ticket, "attempt", attempt)
+		s.cb.jobs[ref] = id
+		s.log.Warn("callback claim lease ran out; back in the queue", "ticket", ref, "attempt", attempt)
 	case err == nil && d == stages.Expired:
-		s.expireCallbackLocked(ticket)
+		s.expireCallbackLocked(ref)
 	default:
 		s.cb.backlog = true
-		s.log.Warn("callback claim lease ran out; waiting for room in the queue", "ticket", ticket, "disposition", d, "err", err)
+		s.log.Warn("callback claim lease ran out; waiting for room in the queue", "ticket", ref, "disposition", d, "err", err)
 	}
 }

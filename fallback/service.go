@@ -151,11 +151,11 @@ func (s *Service) Close() error {
 	s.ho.closeAgents()
 	s.closeFleetHandoffs()
 	s.ho.mu.Lock()
-	for _, st := range s.ho.byTicket {
+	for _, st := range s.ho.byRef {
 		if st.agent != nil {
-			st.agent.send(agentMessage{Type: "resolved", Ticket: st.h.Ticket, Disposition: stages.Closed})
+			st.agent.send(agentMessage{Type: "resolved", Ref: st.h.Ref, Disposition: stages.Closed})
 		}
-		s.hq.cancel(st.job, st.h.Ticket)
+		s.hq.cancel(st.job, st.h.Ref)
 		s.resolveLocked(st, HandoffOutcome{Disposition: stages.Closed})
 	}
 	s.ho.mu.Unlock()
@@ -240,7 +240,7 @@ var (
 	ErrClosed         = errors.New("fallback: service closed")
 )
 
-func newTicket(prefix string) string {
+func newRef(prefix string) string {
 	var b [10]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic(fmt.Sprintf("crypto/rand: %v", err)) // never fails on supported platforms

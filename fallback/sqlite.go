@@ -86,7 +86,7 @@ func scanCallback(r scanner) (Callback, error) {
 	var c Callback
 	var status string
 	var accepted, lease, updated int64
-	if err := r.Scan(&c.Ticket, &c.Call, &c.Turn, &c.Number, &status, &accepted, &c.Attempt, &c.Operator, &lease, &updated, &c.Note); err != nil {
+	if err := r.Scan(&c.Ref, &c.Call, &c.Turn, &c.Number, &status, &accepted, &c.Attempt, &c.Operator, &lease, &updated, &c.Note); err != nil {
 		return Callback{}, err
 	}
 	c.Status = Status(status)
@@ -102,7 +102,7 @@ func scanCallback(r scanner) (Callback, error) {
 func (s *SQLiteStore) Accept(ctx context.Context, c Callback) (Callback, bool, error) {
 	res, err := s.db.ExecContext(ctx, `INSERT INTO callbacks (ticket, call, turn, number, status, accepted, updated)
 		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (call, turn) DO NOTHING`,
-		c.Ticket, c.Call, c.Turn, c.Number, string(StatusPending), c.Accepted.UnixNano(), c.Accepted.UnixNano())
+		c.Ref, c.Call, c.Turn, c.Number, string(StatusPending), c.Accepted.UnixNano(), c.Accepted.UnixNano())
 	if err != nil {
 		return Callback{}, false, fmt.Errorf("fallback: accept callback: %w", err)
 	}
@@ -130,10 +130,10 @@ func (s *SQLiteStore) Find(ctx context.Context, call, turn string) (Callback, bo
 }
 
 // Get implements CallbackStore.
-func (s *SQLiteStore) Get(ctx context.Context, ticket string) (Callback, error) {
-	c, err := scanCallback(s.db.QueryRowContext(ctx, `SELECT `+columns+` FROM callbacks WHERE ticket = ?`, ticket))
+func (s *SQLiteStore) Get(ctx context.Context, ref string) (Callback, error) {
+	c, err := scanCallback(s.db.QueryRowContext(ctx, `SELECT `+columns+` FROM callbacks WHERE ticket = ?`, ref))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Callback{}, fmt.Errorf("%w: %q", ErrNotFound, ticket)
+		return Callback{}, fmt.Errorf("%w: %q", ErrNotFound, ref)
 	}
 	if err != nil {
 		return Callback{}, fmt.Errorf("fallback: get callback: %w", err)
@@ -177,7 +177,7 @@ func (s *SQLiteStore) List(ctx context.Context, limit int, statuses ...Status) (
 
 // update runs one conditional UPDATE ... RETURNING and tells a missing
 // ticket from one in the wrong state.
-func (s *SQLiteStore) update(ctx context.Context, op, ticket string, notLive error, q string, args ...any) (Callback, error) {
+func (s *SQLiteStore) update(ctx context.Context, op, ref string, notLive error, q string, args ...any) (Callback, error) {
 	c, err := scanCallback(s.db.QueryRowContext(ctx, q+` RETURNING `+columns, args...))
 	if err == nil {
 		return c, nil
@@ -185,45 +185,45 @@ func (s *SQLiteStore) update(ctx context.Context, op, ticket string, notLive err
 	if !errors.Is(err, sql.ErrNoRows) {
 		return Callback{}, fmt.Errorf("fallback: %s callback: %w", op, err)
 	}
-	cur, gerr := s.Get(ctx, ticket)
+	cur, gerr := s.Get(ctx, ref)
 	if gerr != nil {
 		return Callback{}, gerr
 	}
-	return Callback{}, fmt.Errorf("%w: %s %q: status %s, attempt %d", notLive, op, ticket, cur.Status, cur.Attempt)
+	return Callback{}, fmt.Errorf("%w: %s %q: status %s, attempt %d", notLive, op, ref, cur.Status, cur.Attempt)
 }
 
 // Claim implements CallbackStore.
-func (s *SQLiteStore) Claim(ctx context.Context, ticket, operator string, now, until time.Time) (Callback, error) {
-	return s.update(ctx, "claim", ticket, ErrNotLive,
+func (s *SQLiteStore) Claim(ctx context.Context, ref, operator string, now, until time.Time) (Callback, error) {
+	return s.update(ctx, "claim", ref, ErrNotLive,
 		`UPDATE callbacks SET status = ?, attempt = attempt + 1, operator = ?, lease_until = ?, updated = ?
 		 WHERE ticket = ? AND status = ?`,
-		string(StatusClaimed), operator, until.UnixNano(), now.UnixNano(), ticket, string(StatusPending))
+		string(StatusClaimed), operator, until.UnixNano(), now.UnixNano(), ref, string(StatusPending))
 }
 
 // Return implements CallbackStore.
-func (s *SQLiteStore) Return(ctx context.Context, ticket string, attempt int, now time.Time) error {
-	_, err := s.update(ctx, "return", ticket, ErrLeaseLost,
+func (s *SQLiteStore) Return(ctx context.Context, ref string, attempt int, now time.Time) error {
+	_, err := s.update(ctx, "return", ref, ErrLeaseLost,
 		`UPDATE callbacks SET status = ?, operator = '', lease_until = 0, updated = ?
 		 WHERE ticket = ? AND status = ? AND attempt = ?`,
-		string(StatusPending), now.UnixNano(), ticket, string(StatusClaimed), attempt)
+		string(StatusPending), now.UnixNano(), ref, string(StatusClaimed), attempt)
 	return err
 }
 
 // Finish implements CallbackStore.
-func (s *SQLiteStore) Finish(ctx context.Context, ticket string, attempt int, to Status, note string, now time.Time) (Callback, error) {
+func (s *SQLiteStore) Finish(ctx context.Context, ref string, attempt int, to Status, note string, now time.Time) (Callback, error) {
 	if to != StatusCompleted && to != StatusFailed {
-		return Callback{}, fmt.Errorf("fallback: finish %q: bad status %q", ticket, to)
+		return Callback{}, fmt.Errorf("fallback: finish %q: bad status %q", ref, to)
 	}
-	return s.update(ctx, "finish", ticket, ErrLeaseLost,
+	return s.update(ctx, "finish", ref, ErrLeaseLost,
 		`UPDATE callbacks SET status = ?, note = ?, lease_until = 0, updated = ?
 		 WHERE ticket = ? AND status = ? AND (? = 0 OR attempt = ?)`,
-		string(to), note, now.UnixNano(), ticket, string(StatusClaimed), attempt, attempt)
+		string(to), note, now.UnixNano(), ref, string(StatusClaimed), attempt, attempt)
 }
 
 // Expire implements CallbackStore.
-func (s *SQLiteStore) Expire(ctx context.Context, ticket string, now time.Time) error {
-	_, err := s.update(ctx, "expire", ticket, ErrNotLive,
+func (s *SQLiteStore) Expire(ctx context.Context, ref string, now time.Time) error {
+	_, err := s.update(ctx, "expire", ref, ErrNotLive,
 		`UPDATE callbacks SET status = ?, updated = ? WHERE ticket = ? AND status = ?`,
-		string(StatusExpired), now.UnixNano(), ticket, string(StatusPending))
+		string(StatusExpired), now.UnixNano(), ref, string(StatusPending))
 	return err
 }

@@ -23,7 +23,10 @@ func (s Status) Live() bool { return s == StatusPending || s == StatusClaimed }
 
 // Callback is one durable callback request.
 type Callback struct {
-	Ticket   string    `json:"ticket"`
+	// Ref is the callback's reference, which the caller is told and an
+	// operator quotes: "ticket" on the wire and in the store, for the
+	// clients that read it, but no admission ticket (stages.Ticket).
+	Ref      string    `json:"ticket"`
 	Call     string    `json:"call"`
 	Turn     string    `json:"turn"`
 	Number   string    `json:"number"` // E.164; redact before logging (Redact)
@@ -65,23 +68,23 @@ type CallbackStore interface {
 	Accept(ctx context.Context, c Callback) (Callback, bool, error)
 	// Find returns the callback for (call, turn), if there is one.
 	Find(ctx context.Context, call, turn string) (Callback, bool, error)
-	// Get returns the callback with ticket.
-	Get(ctx context.Context, ticket string) (Callback, error)
+	// Get returns the callback with ref.
+	Get(ctx context.Context, ref string) (Callback, error)
 	// List returns callbacks with one of statuses (all when empty), oldest
 	// accepted first, at most limit of them (no limit when <= 0).
 	List(ctx context.Context, limit int, statuses ...Status) ([]Callback, error)
 	// Claim moves a pending callback to claimed by operator until the
 	// lease ends, and increments its Attempt. ErrNotLive if not pending.
-	Claim(ctx context.Context, ticket, operator string, now, until time.Time) (Callback, error)
+	Claim(ctx context.Context, ref, operator string, now, until time.Time) (Callback, error)
 	// Return moves a claimed callback back to pending if attempt is still
 	// its current attempt (a lease that ran out). ErrLeaseLost otherwise.
-	Return(ctx context.Context, ticket string, attempt int, now time.Time) error
+	Return(ctx context.Context, ref string, attempt int, now time.Time) error
 	// Finish moves a claimed callback to StatusCompleted or StatusFailed
 	// with note. attempt 0 skips the fencing check (operator override);
 	// otherwise it must be the current attempt (ErrLeaseLost).
-	Finish(ctx context.Context, ticket string, attempt int, to Status, note string, now time.Time) (Callback, error)
+	Finish(ctx context.Context, ref string, attempt int, to Status, note string, now time.Time) (Callback, error)
 	// Expire moves a pending callback to expired.
-	Expire(ctx context.Context, ticket string, now time.Time) error
+	Expire(ctx context.Context, ref string, now time.Time) error
 	// Close releases the store.
 	Close() error
 }

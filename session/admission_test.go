@@ -11,40 +11,32 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
-
-func lastOf(ms []msg, typ string) msg {
-	for i := len(ms) - 1; i >= 0; i-- {
-		if ms[i].Type == typ {
-			return ms[i]
-		}
-	}
-	return msg{}
-}
 
 func TestModelOverload(t *testing.T) {
 	r := newRig(t, func(c *Config, s *stub.Settings) {
 		c.Model = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 5 * time.Second}
 		s.ModelDelay = 300 * time.Millisecond
 	})
-	a, b, c := r.admitted(), r.admitted(), r.admitted()
-	a.send(map[string]any{"type": "turn", "id": "a1", "text": "x"})
-	a.until(func(m msg) bool { return m.Type == "disposition" && m.Disposition == "admitted" })
-	b.send(map[string]any{"type": "turn", "id": "b1", "text": "x"})
-	q := b.until(func(m msg) bool { return m.Type == "disposition" && m.Disposition == "queued" })
-	if got := lastOf(q, "disposition"); got.Position != 1 || got.Stage != StageModel {
+	a, b, c := r.Admitted(), r.Admitted(), r.Admitted()
+	a.Send(map[string]any{"type": "turn", "id": "a1", "text": "x"})
+	a.Until(func(m sessiontest.Msg) bool { return m.Type == "disposition" && m.Disposition == "admitted" })
+	b.Send(map[string]any{"type": "turn", "id": "b1", "text": "x"})
+	q := b.Until(func(m sessiontest.Msg) bool { return m.Type == "disposition" && m.Disposition == "queued" })
+	if got := sessiontest.LastOf(q, "disposition"); got.Position != 1 || got.Stage != StageModel {
 		t.Fatalf("queued %+v", got)
 	}
-	c.send(map[string]any{"type": "turn", "id": "c1", "text": "x"})
-	all := c.until(isType("turn_end"))
-	d, p, end := lastOf(all, "disposition"), lastOf(all, "prompt"), lastOf(all, "turn_end")
+	c.Send(map[string]any{"type": "turn", "id": "c1", "text": "x"})
+	all := c.Until(sessiontest.IsType("turn_end"))
+	d, p, end := sessiontest.LastOf(all, "disposition"), sessiontest.LastOf(all, "prompt"), sessiontest.LastOf(all, "turn_end")
 	if d.Disposition != "overloaded" || d.Stage != StageModel || p.Reason != "overloaded" || p.Stage != StageModel || p.Text == "" ||
 		end.Disposition != "overloaded" || end.Stage != StageModel {
-		t.Fatalf("overload: %v %+v %+v %+v", types(all), d, p, end)
+		t.Fatalf("overload: %v %+v %+v %+v", sessiontest.Types(all), d, p, end)
 	}
-	for _, cl := range []*client{a, b} {
-		if end := lastOf(cl.until(isType("turn_end")), "turn_end"); end.Disposition != "completed" {
+	for _, cl := range []*sessiontest.Client{a, b} {
+		if end := sessiontest.LastOf(cl.Until(sessiontest.IsType("turn_end")), "turn_end"); end.Disposition != "completed" {
 			t.Fatalf("turn_end %+v", end)
 		}
 	}
@@ -58,27 +50,27 @@ func TestModelQueueExpiry(t *testing.T) {
 		c.Model = stages.Limits{Slots: 1, Waiting: 4, MaxAge: 100 * time.Millisecond}
 		s.ModelDelay = 500 * time.Millisecond
 	})
-	a, b := r.admitted(), r.admitted()
-	a.send(map[string]any{"type": "turn", "id": "a1", "text": "x"})
-	a.until(func(m msg) bool { return m.Type == "disposition" && m.Disposition == "admitted" })
-	b.send(map[string]any{"type": "turn", "id": "b1", "text": "x"})
-	all := b.until(isType("turn_end"))
+	a, b := r.Admitted(), r.Admitted()
+	a.Send(map[string]any{"type": "turn", "id": "a1", "text": "x"})
+	a.Until(func(m sessiontest.Msg) bool { return m.Type == "disposition" && m.Disposition == "admitted" })
+	b.Send(map[string]any{"type": "turn", "id": "b1", "text": "x"})
+	all := b.Until(sessiontest.IsType("turn_end"))
 	want := []string{"disposition:model:queued", "disposition:model:expired", "prompt:", "turn_end:expired"}
-	got := types(all)
-	if len(got) != 4 || got[0] != want[0] || got[1] != want[1] || got[3] != want[3] || lastOf(all, "prompt").Reason != "expired" {
+	got := sessiontest.Types(all)
+	if len(got) != 4 || got[0] != want[0] || got[1] != want[1] || got[3] != want[3] || sessiontest.LastOf(all, "prompt").Reason != "expired" {
 		t.Fatalf("expiry sequence %v", got)
 	}
 	// Issue 15, case 2: nothing was ever worked on, and the prompt says so.
-	if p := lastOf(all, "prompt"); p.Text != prompt.For(StageModel, stages.Expired, nil).Text ||
+	if p := sessiontest.LastOf(all, "prompt"); p.Text != prompt.For(StageModel, stages.Expired, nil).Text ||
 		!strings.Contains(p.Text, "could not get to your question in time") || strings.Contains(p.Text, "stopped") {
 		t.Fatalf("queued-then-expired prompt %q", p.Text)
 	}
 	// Born includes age_ms: a turn already too old expires at the offer.
-	c := r.admitted()
-	c.send(map[string]any{"type": "turn", "id": "c1", "text": "x", "age_ms": 150})
-	all = c.until(isType("turn_end"))
-	if end := lastOf(all, "turn_end"); end.Disposition != "expired" || end.Stage != StageModel {
-		t.Fatalf("aged turn %v", types(all))
+	c := r.Admitted()
+	c.Send(map[string]any{"type": "turn", "id": "c1", "text": "x", "age_ms": 150})
+	all = c.Until(sessiontest.IsType("turn_end"))
+	if end := sessiontest.LastOf(all, "turn_end"); end.Disposition != "expired" || end.Stage != StageModel {
+		t.Fatalf("aged turn %v", sessiontest.Types(all))
 	}
 	if s := r.stage(StageModel); s.Ledger.Expired != 1 || s.Ledger.Refused.Expired != 1 {
 		t.Fatalf("ledger %+v", s.Ledger)
@@ -89,29 +81,29 @@ func TestSessionQueue(t *testing.T) {
 	r := newRig(t, func(c *Config, s *stub.Settings) {
 		c.Session = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 5 * time.Second}
 	})
-	a := r.admitted()
-	b := r.dial()
-	q := b.until(isType("prompt"))
-	if s := lastOf(q, "session"); s.Disposition != "queued" || s.Position != 1 {
-		t.Fatalf("queued %v %+v", types(q), s)
+	a := r.Admitted()
+	b := r.Dial()
+	q := b.Until(sessiontest.IsType("prompt"))
+	if s := sessiontest.LastOf(q, "session"); s.Disposition != "queued" || s.Position != 1 {
+		t.Fatalf("queued %v %+v", sessiontest.Types(q), s)
 	}
-	c := r.dial()
-	all := c.until(isType("prompt"))
-	if s := lastOf(all, "session"); s.Disposition != "overloaded" || lastOf(all, "prompt").Reason != "overloaded" {
-		t.Fatalf("overloaded %v", types(all))
+	c := r.Dial()
+	all := c.Until(sessiontest.IsType("prompt"))
+	if s := sessiontest.LastOf(all, "session"); s.Disposition != "overloaded" || sessiontest.LastOf(all, "prompt").Reason != "overloaded" {
+		t.Fatalf("overloaded %v", sessiontest.Types(all))
 	}
-	if _, err := c.read(); websocket.CloseStatus(err) != websocket.StatusTryAgainLater {
+	if _, err := c.Read(); websocket.CloseStatus(err) != websocket.StatusTryAgainLater {
 		t.Fatalf("close %v, want 1013", err)
 	}
 	if v := r.stage(StageSession); len(v.Waiting) != 1 || v.Waiting[0].Position != 1 {
 		t.Fatalf("waiting %+v", v.Waiting)
 	}
-	a.send(map[string]any{"type": "hangup"})
-	if s := b.expect("session"); s.Disposition != "admitted" {
+	a.Send(map[string]any{"type": "hangup"})
+	if s := b.Expect("session"); s.Disposition != "admitted" {
 		t.Fatalf("b %+v", s)
 	}
-	b.send(map[string]any{"type": "turn", "id": "b1", "text": "x"})
-	if end := b.expect("turn_end"); end.Disposition != "completed" {
+	b.Send(map[string]any{"type": "turn", "id": "b1", "text": "x"})
+	if end := b.Expect("turn_end"); end.Disposition != "completed" {
 		t.Fatalf("b turn %+v", end)
 	}
 }
@@ -120,16 +112,16 @@ func TestSessionExpiry(t *testing.T) {
 	r := newRig(t, func(c *Config, s *stub.Settings) {
 		c.Session = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 60 * time.Millisecond}
 	})
-	r.admitted()
-	b := r.dial()
-	all := b.until(func(m msg) bool { return m.Type == "session" && m.Disposition != "queued" })
-	if s := lastOf(all, "session"); s.Disposition != "expired" {
-		t.Fatalf("%v", types(all))
+	r.Admitted()
+	b := r.Dial()
+	all := b.Until(func(m sessiontest.Msg) bool { return m.Type == "session" && m.Disposition != "queued" })
+	if s := sessiontest.LastOf(all, "session"); s.Disposition != "expired" {
+		t.Fatalf("%v", sessiontest.Types(all))
 	}
-	if p := b.expect("prompt"); p.Reason != "expired" || p.Stage != StageSession {
+	if p := b.Expect("prompt"); p.Reason != "expired" || p.Stage != StageSession {
 		t.Fatalf("prompt %+v", p)
 	}
-	if _, err := b.read(); websocket.CloseStatus(err) != websocket.StatusTryAgainLater {
+	if _, err := b.Read(); websocket.CloseStatus(err) != websocket.StatusTryAgainLater {
 		t.Fatalf("close %v, want 1013", err)
 	}
 }
@@ -138,13 +130,13 @@ func TestDrain(t *testing.T) {
 	r := newRig(t, func(c *Config, s *stub.Settings) {
 		s.ModelDelay = 100 * time.Millisecond
 	})
-	a := r.admitted()
-	a.send(map[string]any{"type": "turn", "id": "a1", "text": "x"})
-	a.until(func(m msg) bool { return m.Type == "disposition" && m.Disposition == "admitted" })
+	a := r.Admitted()
+	a.Send(map[string]any{"type": "turn", "id": "a1", "text": "x"})
+	a.Until(func(m sessiontest.Msg) bool { return m.Type == "disposition" && m.Disposition == "admitted" })
 	drained := make(chan error, 1)
-	go func() { drained <- r.srv.Drain(context.Background()) }()
-	waitFor(t, "draining", func() bool { return !r.srv.Ready() })
-	resp, err := http.Get(r.http.URL + "/readyz")
+	go func() { drained <- r.Engine.Drain(context.Background()) }()
+	sessiontest.WaitFor(t, "draining", func() bool { return !r.Engine.Ready() })
+	resp, err := http.Get(r.HTTP.URL + "/readyz")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,21 +144,21 @@ func TestDrain(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("readyz %d while draining", resp.StatusCode)
 	}
-	n := r.dial()
-	all := n.until(isType("prompt"))
-	if s := lastOf(all, "session"); s.Disposition != "closed" {
-		t.Fatalf("new caller while draining: %v", types(all))
+	n := r.Dial()
+	all := n.Until(sessiontest.IsType("prompt"))
+	if s := sessiontest.LastOf(all, "session"); s.Disposition != "closed" {
+		t.Fatalf("new caller while draining: %v", sessiontest.Types(all))
 	}
-	if _, err := n.read(); websocket.CloseStatus(err) != websocket.StatusTryAgainLater {
+	if _, err := n.Read(); websocket.CloseStatus(err) != websocket.StatusTryAgainLater {
 		t.Fatalf("close %v", err)
 	}
 	// The call in progress goes on: its running turn completes...
-	if end := a.expect("turn_end"); end.Disposition != "completed" {
+	if end := a.Expect("turn_end"); end.Disposition != "completed" {
 		t.Fatalf("running turn %+v", end)
 	}
 	// ...new work is refused as closed...
-	a.send(map[string]any{"type": "turn", "id": "a2", "text": "x"})
-	if end := a.expect("turn_end"); end.Disposition != "closed" {
+	a.Send(map[string]any{"type": "turn", "id": "a2", "text": "x"})
+	if end := a.Expect("turn_end"); end.Disposition != "closed" {
 		t.Fatalf("turn while draining %+v", end)
 	}
 	select {
@@ -175,8 +167,8 @@ func TestDrain(t *testing.T) {
 	default:
 	}
 	// ...and the drain ends when the call does.
-	a.send(map[string]any{"type": "hangup"})
-	if _, err := a.read(); websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+	a.Send(map[string]any{"type": "hangup"})
+	if _, err := a.Read(); websocket.CloseStatus(err) != websocket.StatusNormalClosure {
 		t.Fatalf("hangup close %v", err)
 	}
 	if err := <-drained; err != nil {
@@ -186,13 +178,13 @@ func TestDrain(t *testing.T) {
 
 func TestDrainTimeout(t *testing.T) {
 	r := newRig(t)
-	a := r.admitted()
+	a := r.Admitted()
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if err := r.srv.Drain(ctx); err != ErrDrainTimeout {
+	if err := r.Engine.Drain(ctx); err != ErrDrainTimeout {
 		t.Fatalf("drain %v", err)
 	}
-	if _, err := a.read(); websocket.CloseStatus(err) != websocket.StatusGoingAway {
+	if _, err := a.Read(); websocket.CloseStatus(err) != websocket.StatusGoingAway {
 		t.Fatalf("close %v, want 1001", err)
 	}
 }
@@ -204,16 +196,16 @@ func TestDisconnectMidTurn(t *testing.T) {
 	r := newRig(t, func(c *Config, s *stub.Settings) {
 		s.ModelDelay, s.CleanupDelay = time.Hour, 100*time.Millisecond
 	})
-	a := r.admitted()
-	a.send(map[string]any{"type": "turn", "id": "a1", "text": "x"})
-	a.until(func(m msg) bool { return m.Type == "disposition" && m.Disposition == "admitted" })
-	a.conn.CloseNow()
-	waitFor(t, "cancel", func() bool { return r.stage(StageModel).CleanupPending == 1 })
+	a := r.Admitted()
+	a.Send(map[string]any{"type": "turn", "id": "a1", "text": "x"})
+	a.Until(func(m sessiontest.Msg) bool { return m.Type == "disposition" && m.Disposition == "admitted" })
+	a.Conn.CloseNow()
+	sessiontest.WaitFor(t, "cancel", func() bool { return r.stage(StageModel).CleanupPending == 1 })
 	if s := r.stage(StageSession); s.Leased != 1 {
 		t.Fatalf("session lease released before the model's cleanup: %+v", s)
 	}
-	waitFor(t, "call end", func() bool { return r.srv.Calls() == 0 })
-	if r.model.Running() != 0 {
+	sessiontest.WaitFor(t, "call end", func() bool { return r.Engine.Calls() == 0 })
+	if r.Model.Running() != 0 {
 		t.Fatal("call ended with its backend still running")
 	}
 	for _, name := range []string{StageSession, StageModel, StageSynthesis} {

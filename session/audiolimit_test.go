@@ -8,6 +8,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 )
 
 // TestAudioLimits: a caller audio frame over the size limit is answered
@@ -17,34 +18,34 @@ func TestAudioLimits(t *testing.T) {
 	r := newRig(t, func(c *Config, _ *stub.Settings) {
 		c.Audio = AudioLimits{MaxFrame: 1000, MaxRate: 4000, Window: time.Second}
 	})
-	c := r.admitted()
-	if err := c.conn.Write(c.ctx, websocket.MessageBinary, make([]byte, 1001)); err != nil {
+	c := r.Admitted()
+	if err := c.Conn.Write(c.Ctx, websocket.MessageBinary, make([]byte, 1001)); err != nil {
 		t.Fatal(err)
 	}
-	if m := c.expect("error"); m.Code != CodeTooLarge {
+	if m := c.Expect("error"); m.Code != CodeTooLarge {
 		t.Fatalf("oversized audio frame: %+v", m)
 	}
-	c.send(map[string]any{"type": "turn", "id": "t1", "text": "still here"})
-	if m := c.until(func(m msg) bool { return m.Type == "turn_end" }); m[len(m)-1].Disposition != "completed" {
-		t.Fatalf("after the oversized frame: %v", types(m))
+	c.Send(map[string]any{"type": "turn", "id": "t1", "text": "still here"})
+	if m := c.Until(func(m sessiontest.Msg) bool { return m.Type == "turn_end" }); m[len(m)-1].Disposition != "completed" {
+		t.Fatalf("after the oversized frame: %v", sessiontest.Types(m))
 	}
 	// A second's allowance (4000 bytes) goes at once; the rest is over it.
 	for range 8 {
-		if err := c.conn.Write(c.ctx, websocket.MessageBinary, make([]byte, 1000)); err != nil {
+		if err := c.Conn.Write(c.Ctx, websocket.MessageBinary, make([]byte, 1000)); err != nil {
 			break // closed by the server
 		}
 	}
-	if m := c.expect("error"); m.Code != CodeAudioRate {
+	if m := c.Expect("error"); m.Code != CodeAudioRate {
 		t.Fatalf("fast audio: %+v, want audio_rate", m)
 	}
-	_, err := c.read()
+	_, err := c.Read()
 	for err == nil {
-		_, err = c.read()
+		_, err = c.Read()
 	}
 	if got := websocket.CloseStatus(err); got != websocket.StatusPolicyViolation {
 		t.Fatalf("close %v (%v), want 1008", got, err)
 	}
-	waitFor(t, "the call to end", func() bool { return r.srv.Calls() == 0 })
+	sessiontest.WaitFor(t, "the call to end", func() bool { return r.Engine.Calls() == 0 })
 }
 
 // TestAudioRealTime: audio at its real-time rate is never refused; the

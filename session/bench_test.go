@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -16,11 +17,11 @@ import (
 // 5 audio frames, every disposition.
 func BenchmarkTurn(b *testing.B) {
 	r := newRig(b)
-	c := r.admitted()
+	c := r.Admitted()
 	b.ResetTimer()
 	for i := range b.N {
-		c.send(map[string]any{"type": "turn", "id": "t" + itoa(i), "text": "good morning"})
-		c.until(isType("turn_end"))
+		c.Send(map[string]any{"type": "turn", "id": "t" + itoa(i), "text": "good morning"})
+		c.Until(sessiontest.IsType("turn_end"))
 	}
 }
 
@@ -36,7 +37,7 @@ func BenchmarkBargeIn(b *testing.B) {
 	})
 	tr := newChanTransport()
 	done := make(chan struct{})
-	go func() { r.srv.Run(context.Background(), tr, Capabilities{}); close(done) }()
+	go func() { r.Engine.Run(context.Background(), tr, Capabilities{}); close(done) }()
 	<-tr.out // session admitted
 	var sent atomic.Int64
 	lat := make([]time.Duration, 0, b.N)
@@ -65,7 +66,7 @@ func BenchmarkBargeIn(b *testing.B) {
 	}()
 	<-done
 	close(tr.out)
-	mfs, _ := r.srv.Registry().Gather()
+	mfs, _ := r.Engine.Registry().Gather()
 	for _, mf := range mfs {
 		if mf.GetName() == "frontdoor_barge_in_last_old_write_seconds" {
 			h := mf.GetMetric()[0].GetHistogram()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -67,10 +68,10 @@ func TestAgeOverflowIsBadField(t *testing.T) {
 	r := newRig(t, func(c *Config, s *stub.Settings) {
 		c.Session = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 5 * time.Second}
 	})
-	a := r.admitted()
+	a := r.Admitted()
 	for _, age := range []int64{9223372036855, 600001, -1} {
-		a.sendRaw(fmt.Sprintf(`{"type":"turn","id":"big","text":"x","age_ms":%d}`, age))
-		m, err := a.read()
+		a.SendRaw(fmt.Sprintf(`{"type":"turn","id":"big","text":"x","age_ms":%d}`, age))
+		m, err := a.Read()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,8 +79,8 @@ func TestAgeOverflowIsBadField(t *testing.T) {
 			t.Fatalf("age_ms %d: got %+v, want error bad_field", age, m)
 		}
 	}
-	a.send(map[string]any{"type": "turn", "id": "ok", "text": "x", "age_ms": 10})
-	for _, m := range a.until(isType("turn_end")) {
+	a.Send(map[string]any{"type": "turn", "id": "ok", "text": "x", "age_ms": 10})
+	for _, m := range a.Until(sessiontest.IsType("turn_end")) {
 		if m.Turn == "big" {
 			t.Fatalf("a refused turn was started: %+v", m)
 		}

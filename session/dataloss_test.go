@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage/redistest"
@@ -41,27 +42,27 @@ func TestFleetDataLossCallsGoOn(t *testing.T) {
 		}
 		return true
 	}
-	waitFor(t, "the stages warmed up", ready)
-	a := r.admitted()
-	a.send(map[string]any{"type": "turn", "id": "a1", "text": "x"})
-	if end := a.expect("turn_end"); end.Disposition != "completed" {
+	sessiontest.WaitFor(t, "the stages warmed up", ready)
+	a := r.Admitted()
+	a.Send(map[string]any{"type": "turn", "id": "a1", "text": "x"})
+	if end := a.Expect("turn_end"); end.Disposition != "completed" {
 		t.Fatalf("before: %+v", end)
 	}
 
 	srv.Stop()
 	srv.Restart()
-	waitFor(t, "the warm-up after data loss", ready)
+	sessiontest.WaitFor(t, "the warm-up after data loss", ready)
 	// The call in progress goes on: its session lease is Redis's again.
 	sessionKey := "fd:{" + StageSession + "}:lease"
-	waitFor(t, "the session lease granted again", func() bool { return rdb.ZCard(context.Background(), sessionKey).Val() == 1 })
-	a.send(map[string]any{"type": "turn", "id": "a2", "text": "x"})
-	all := a.until(isType("turn_end"))
+	sessiontest.WaitFor(t, "the session lease granted again", func() bool { return rdb.ZCard(context.Background(), sessionKey).Val() == 1 })
+	a.Send(map[string]any{"type": "turn", "id": "a2", "text": "x"})
+	all := a.Until(sessiontest.IsType("turn_end"))
 	if end := all[len(all)-1]; end.Disposition != "completed" {
-		t.Fatalf("a turn of the call in progress after data loss: %v", types(all))
+		t.Fatalf("a turn of the call in progress after data loss: %v", sessiontest.Types(all))
 	}
-	b := r.admitted()
-	b.send(map[string]any{"type": "turn", "id": "b1", "text": "x"})
-	if end := b.expect("turn_end"); end.Disposition != "completed" {
+	b := r.Admitted()
+	b.Send(map[string]any{"type": "turn", "id": "b1", "text": "x"})
+	if end := b.Expect("turn_end"); end.Disposition != "completed" {
 		t.Fatalf("new call: %+v", end)
 	}
 	if n := rdb.ZCard(context.Background(), sessionKey).Val(); n != 2 {

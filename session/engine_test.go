@@ -10,13 +10,14 @@ import (
 	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 )
 
 func TestNormalTurn(t *testing.T) {
 	r := newRig(t)
-	c := r.admitted()
-	c.send(map[string]any{"type": "turn", "id": "t1", "text": "good morning"})
-	all := c.until(isType("turn_end"))
+	c := r.Admitted()
+	c.Send(map[string]any{"type": "turn", "id": "t1", "text": "good morning"})
+	all := c.Until(sessiontest.IsType("turn_end"))
 	end := all[len(all)-1]
 	if end.Disposition != "completed" || end.Turn != "t1" {
 		t.Fatalf("turn_end %+v", end)
@@ -32,13 +33,13 @@ func TestNormalTurn(t *testing.T) {
 			bytes += m.Bytes
 		}
 	}
-	if want := strings.Join(r.model.Deltas("good morning"), ""); text.String() != want {
+	if want := strings.Join(r.Model.Deltas("good morning"), ""); text.String() != want {
 		t.Fatalf("text %q, want %q", text.String(), want)
 	}
 	if frames != 5 || bytes != 5*640 {
 		t.Fatalf("%d frames %d bytes", frames, bytes)
 	}
-	got := types(all)
+	got := sessiontest.Types(all)
 	want := []string{"disposition:model:queued", "disposition:model:admitted", "disposition:model:completed",
 		"disposition:synthesis:queued", "disposition:synthesis:admitted", "disposition:synthesis:completed", "turn_end:completed"}
 	var filtered []string
@@ -55,11 +56,11 @@ func TestNormalTurn(t *testing.T) {
 		slices.Index(got, "audio_end") > slices.Index(got, "turn_end:completed") {
 		t.Fatalf("sequence %v", got)
 	}
-	c.send(map[string]any{"type": "hangup"})
-	if _, err := c.read(); err == nil {
+	c.Send(map[string]any{"type": "hangup"})
+	if _, err := c.Read(); err == nil {
 		t.Fatal("connection still open after hangup")
 	}
-	waitFor(t, "call end", func() bool { return r.srv.Calls() == 0 })
+	sessiontest.WaitFor(t, "call end", func() bool { return r.Engine.Calls() == 0 })
 	for _, name := range []string{StageSession, StageModel, StageSynthesis} {
 		s := r.stage(name)
 		if s.Leased != 0 || s.Queued != 0 || s.Owners != 0 {
@@ -75,11 +76,11 @@ func TestNormalTurn(t *testing.T) {
 // each gets its own turn_end, in order.
 func TestTurnsQueueInOrder(t *testing.T) {
 	r := newRig(t)
-	c := r.admitted()
-	c.send(map[string]any{"type": "turn", "id": "t1", "text": "one"})
-	c.send(map[string]any{"type": "turn", "id": "t2", "text": "two"})
-	c.send(map[string]any{"type": "turn", "id": "t1", "text": "again"})
-	all := c.until(func(m msg) bool { return m.Type == "turn_end" && m.Turn == "t2" })
+	c := r.Admitted()
+	c.Send(map[string]any{"type": "turn", "id": "t1", "text": "one"})
+	c.Send(map[string]any{"type": "turn", "id": "t2", "text": "two"})
+	c.Send(map[string]any{"type": "turn", "id": "t1", "text": "again"})
+	all := c.Until(func(m sessiontest.Msg) bool { return m.Type == "turn_end" && m.Turn == "t2" })
 	var ends []string
 	started := map[string]bool{}
 	for _, m := range all {
@@ -89,7 +90,7 @@ func TestTurnsQueueInOrder(t *testing.T) {
 		case "text":
 			started[m.Turn] = true
 			if m.Turn == "t2" && len(ends) == 0 {
-				t.Fatalf("t2 spoke before t1 ended: %v", types(all))
+				t.Fatalf("t2 spoke before t1 ended: %v", sessiontest.Types(all))
 			}
 		case "error":
 			if m.Code != CodeDuplicate {
@@ -107,11 +108,11 @@ func TestTooManyTurns(t *testing.T) {
 		c.MaxTurnsInFlight = 2
 		s.ModelDelay = 200 * time.Millisecond
 	})
-	c := r.admitted()
+	c := r.Admitted()
 	for _, id := range []string{"a", "b", "c"} {
-		c.send(map[string]any{"type": "turn", "id": id, "text": "x"})
+		c.Send(map[string]any{"type": "turn", "id": id, "text": "x"})
 	}
-	if m := c.expect("error"); m.Code != CodeTooManyTurns {
+	if m := c.Expect("error"); m.Code != CodeTooManyTurns {
 		t.Fatalf("%+v", m)
 	}
 }
@@ -129,13 +130,13 @@ func TestBackendFailure(t *testing.T) {
 			mu.Unlock()
 		}
 	})
-	c := r.admitted()
-	c.send(map[string]any{"type": "turn", "id": "t1", "text": "x"})
-	all := c.until(isType("turn_end"))
-	d, p, end := lastOf(all, "disposition"), lastOf(all, "prompt"), lastOf(all, "turn_end")
+	c := r.Admitted()
+	c.Send(map[string]any{"type": "turn", "id": "t1", "text": "x"})
+	all := c.Until(sessiontest.IsType("turn_end"))
+	d, p, end := sessiontest.LastOf(all, "disposition"), sessiontest.LastOf(all, "prompt"), sessiontest.LastOf(all, "turn_end")
 	if d.Disposition != "failed" || d.Error != "unavailable" || p.Reason != TurnFailed ||
 		end.Disposition != TurnFailed || end.Stage != StageModel || end.Error != "unavailable" {
-		t.Fatalf("%v %+v %+v %+v", types(all), d, p, end)
+		t.Fatalf("%v %+v %+v %+v", sessiontest.Types(all), d, p, end)
 	}
 	// The backend had started: the prompt says it failed while working.
 	if want := prompt.Of(prompt.Outcome{Stage: StageModel, Reason: TurnFailed, Started: true}, nil).Text; p.Text != want {
@@ -153,7 +154,7 @@ func TestBackendFailure(t *testing.T) {
 	if err := s.Ledger.Check(s.Queued, s.Leased); err != nil {
 		t.Fatal(err)
 	}
-	_, body := get(t, r.http.URL+"/metrics")
+	_, body := get(t, r.HTTP.URL+"/metrics")
 	for _, line := range []string{
 		`frontdoor_stage_dispositions_total{disposition="failed",stage="model"} 1`,
 		`frontdoor_stage_dispositions_total{disposition="completed",stage="model"} 0`,

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage/redistest"
@@ -53,21 +54,21 @@ func TestFleetModelOverloadAcrossReplicas(t *testing.T) {
 	lim := stages.Limits{Slots: 1, Waiting: 1, MaxAge: 5 * time.Second}
 	ra, _ := fleetRig(t, srv, lim)
 	rb, _ := fleetRig(t, srv, lim)
-	a, b, c := ra.admitted(), rb.admitted(), ra.admitted()
-	a.send(map[string]any{"type": "turn", "id": "a1", "text": "x"})
-	a.until(func(m msg) bool { return m.Type == "disposition" && m.Disposition == "admitted" })
-	b.send(map[string]any{"type": "turn", "id": "b1", "text": "x"})
-	q := b.until(func(m msg) bool { return m.Type == "disposition" && m.Disposition == "queued" })
-	if got := lastOf(q, "disposition"); got.Position != 1 || got.Stage != StageModel {
+	a, b, c := ra.Admitted(), rb.Admitted(), ra.Admitted()
+	a.Send(map[string]any{"type": "turn", "id": "a1", "text": "x"})
+	a.Until(func(m sessiontest.Msg) bool { return m.Type == "disposition" && m.Disposition == "admitted" })
+	b.Send(map[string]any{"type": "turn", "id": "b1", "text": "x"})
+	q := b.Until(func(m sessiontest.Msg) bool { return m.Type == "disposition" && m.Disposition == "queued" })
+	if got := sessiontest.LastOf(q, "disposition"); got.Position != 1 || got.Stage != StageModel {
 		t.Fatalf("queued on the other replica %+v", got)
 	}
-	c.send(map[string]any{"type": "turn", "id": "c1", "text": "x"})
-	all := c.until(isType("turn_end"))
-	if d, p := lastOf(all, "disposition"), lastOf(all, "prompt"); d.Disposition != "overloaded" || p.Reason != "overloaded" {
-		t.Fatalf("fleet-wide overload: %v", types(all))
+	c.Send(map[string]any{"type": "turn", "id": "c1", "text": "x"})
+	all := c.Until(sessiontest.IsType("turn_end"))
+	if d, p := sessiontest.LastOf(all, "disposition"), sessiontest.LastOf(all, "prompt"); d.Disposition != "overloaded" || p.Reason != "overloaded" {
+		t.Fatalf("fleet-wide overload: %v", sessiontest.Types(all))
 	}
-	for _, cl := range []*client{a, b} {
-		if end := lastOf(cl.until(isType("turn_end")), "turn_end"); end.Disposition != "completed" {
+	for _, cl := range []*sessiontest.Client{a, b} {
+		if end := sessiontest.LastOf(cl.Until(sessiontest.IsType("turn_end")), "turn_end"); end.Disposition != "completed" {
 			t.Fatalf("turn_end %+v", end)
 		}
 	}
@@ -135,28 +136,28 @@ func TestFleetBargeInCancelsWorkQueuedElsewhere(t *testing.T) {
 func TestFleetRedisDownFailsClosed(t *testing.T) {
 	srv := redistest.Start(t)
 	r, _ := fleetRig(t, srv, stages.Limits{Slots: 1, Waiting: 2, MaxAge: 500 * time.Millisecond})
-	a, b := r.admitted(), r.admitted()
-	a.send(map[string]any{"type": "turn", "id": "a1", "text": "x"})
-	a.until(func(m msg) bool { return m.Type == "disposition" && m.Disposition == "admitted" })
-	b.send(map[string]any{"type": "turn", "id": "b1", "text": "x"})
-	b.until(func(m msg) bool { return m.Type == "disposition" && m.Disposition == "queued" })
+	a, b := r.Admitted(), r.Admitted()
+	a.Send(map[string]any{"type": "turn", "id": "a1", "text": "x"})
+	a.Until(func(m sessiontest.Msg) bool { return m.Type == "disposition" && m.Disposition == "admitted" })
+	b.Send(map[string]any{"type": "turn", "id": "b1", "text": "x"})
+	b.Until(func(m sessiontest.Msg) bool { return m.Type == "disposition" && m.Disposition == "queued" })
 
 	srv.Stop()
 	// The queued turn resolves here once its deadline and the grace pass.
-	all := b.until(isType("turn_end"))
-	if end := lastOf(all, "turn_end"); end.Disposition != "expired" {
-		t.Fatalf("queued turn with Redis down: %v", types(all))
+	all := b.Until(sessiontest.IsType("turn_end"))
+	if end := sessiontest.LastOf(all, "turn_end"); end.Disposition != "expired" {
+		t.Fatalf("queued turn with Redis down: %v", sessiontest.Types(all))
 	}
-	c := r.dial()
-	all = c.until(isType("prompt"))
-	if s := lastOf(all, "session"); s.Disposition != "closed" {
-		t.Fatalf("new caller with Redis down: %v", types(all))
+	c := r.Dial()
+	all = c.Until(sessiontest.IsType("prompt"))
+	if s := sessiontest.LastOf(all, "session"); s.Disposition != "closed" {
+		t.Fatalf("new caller with Redis down: %v", sessiontest.Types(all))
 	}
-	if p := lastOf(all, "prompt"); p.Text != PromptText(Refusal{Stage: StageSession, Disposition: stages.Closed}) {
+	if p := sessiontest.LastOf(all, "prompt"); p.Text != PromptText(Refusal{Stage: StageSession, Disposition: stages.Closed}) {
 		t.Fatalf("prompt %+v", p)
 	}
 	ready := func() int {
-		resp, err := r.http.Client().Get(r.http.URL + "/readyz")
+		resp, err := r.HTTP.Client().Get(r.HTTP.URL + "/readyz")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -171,10 +172,10 @@ func TestFleetRedisDownFailsClosed(t *testing.T) {
 	}
 
 	srv.Restart()
-	waitFor(t, "readyz 200", func() bool { return ready() == 200 })
-	d := r.admitted()
-	d.send(map[string]any{"type": "turn", "id": "d1", "text": "x"})
-	if end := lastOf(d.until(isType("turn_end")), "turn_end"); end.Disposition != "completed" {
+	sessiontest.WaitFor(t, "readyz 200", func() bool { return ready() == 200 })
+	d := r.Admitted()
+	d.Send(map[string]any{"type": "turn", "id": "d1", "text": "x"})
+	if end := sessiontest.LastOf(d.Until(sessiontest.IsType("turn_end")), "turn_end"); end.Disposition != "completed" {
 		t.Fatalf("after recovery %+v", end)
 	}
 }

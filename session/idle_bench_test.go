@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -52,7 +53,7 @@ func BenchmarkIdleSessions(b *testing.B) {
 			r := newRig(b, func(c *Config, _ *stub.Settings) {
 				c.Session = stages.Limits{Slots: n + 10, Waiting: 10, MaxAge: time.Minute}
 			})
-			addr := strings.TrimPrefix(r.http.URL, "http://")
+			addr := strings.TrimPrefix(r.HTTP.URL, "http://")
 			dir := os.Getenv("FRONTDOOR_IDLE_PROFILE")
 			if dir != "" {
 				dir = filepath.Join(dir, name)
@@ -72,7 +73,7 @@ func idleSessions(b *testing.B, r *rig, addr string, n int, turn bool, dir strin
 		for _, c := range conns {
 			_ = c.Close()
 		}
-		waitFor(b, "calls to end", func() bool { return r.srv.Calls() == 0 })
+		sessiontest.WaitFor(b, "calls to end", func() bool { return r.Engine.Calls() == 0 })
 	}()
 	settle := func() runtime.MemStats {
 		runtime.GC()
@@ -93,8 +94,8 @@ func idleSessions(b *testing.B, r *rig, addr string, n int, turn bool, dir strin
 	// message.
 	time.Sleep(writerLinger + 500*time.Millisecond)
 	after, g1 := settle(), runtime.NumGoroutine()
-	if r.srv.Calls() != n {
-		b.Fatalf("%d calls held, want %d", r.srv.Calls(), n)
+	if r.Engine.Calls() != n {
+		b.Fatalf("%d calls held, want %d", r.Engine.Calls(), n)
 	}
 	per := func(a, b uint64) float64 { return (float64(a) - float64(b)) / float64(n) }
 	b.ReportMetric(per(after.HeapAlloc, before.HeapAlloc), "heap-B/session")

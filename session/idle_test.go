@@ -52,17 +52,17 @@ func TestOutboundIdleWriterGivesRingBack(t *testing.T) {
 // (readLoop): messages are still handled one at a time, in order.
 func TestReaderHandOverKeepsOrder(t *testing.T) {
 	r := newRig(t)
-	c := r.admitted()
+	c := r.Admitted()
 	const n = 40
 	for i := range n {
-		c.sendRaw(`{"type":"x` + itoa(i) + `"}`)
+		c.SendRaw(`{"type":"x` + itoa(i) + `"}`)
 	}
-	c.send(map[string]any{"type": "turn", "id": "t1", "text": "hello"})
+	c.Send(map[string]any{"type": "turn", "id": "t1", "text": "hello"})
 	for i := range n {
-		m := c.expect("error")
+		m := c.Expect("error")
 		if want := `unknown message type "x` + itoa(i) + `"`; m.Code != CodeUnknownType || m.Message != want {
 			t.Fatalf("error %d: %s %q, want %q", i, m.Code, m.Message, want)
 		}
 	}
-	c.expect("turn_end")
+	c.Expect("turn_end")
 }

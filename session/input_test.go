@@ -11,6 +11,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -18,7 +19,7 @@ func TestBadInput(t *testing.T) {
 	r := newRig(t, func(c *Config, s *stub.Settings) {
 		c.Session = stages.Limits{Slots: 1, Waiting: 2, MaxAge: 5 * time.Second}
 	})
-	a := r.admitted()
+	a := r.Admitted()
 	for _, tc := range []struct{ in, code string }{
 		{`{`, CodeBadJSON},
 		{`[1,2]`, CodeBadJSON},
@@ -32,47 +33,47 @@ func TestBadInput(t *testing.T) {
 		{`{"type":"hello","audio":{"encoding":"mp3","rate":8000}}`, CodeBadField},
 		{`{"type":"hello","audio":{"encoding":"pcm16","rate":8000}}`, CodeOutOfOrder},
 	} {
-		a.sendRaw(tc.in)
-		if m := a.expect("error"); m.Code != tc.code {
+		a.SendRaw(tc.in)
+		if m := a.Expect("error"); m.Code != tc.code {
 			t.Errorf("%.40s: error %q, want %q", tc.in, m.Code, tc.code)
 		}
 	}
 	// The call goes on after bad input.
-	a.send(map[string]any{"type": "turn", "id": "ok", "text": "still here"})
-	if end := a.expect("turn_end"); end.Disposition != "completed" {
+	a.Send(map[string]any{"type": "turn", "id": "ok", "text": "still here"})
+	if end := a.Expect("turn_end"); end.Disposition != "completed" {
 		t.Fatalf("turn after bad input %+v", end)
 	}
 	// A turn before admission.
-	b := r.dial()
-	b.expect("prompt")
-	b.send(map[string]any{"type": "turn", "id": "early", "text": "x"})
-	if m := b.expect("error"); m.Code != CodeNotAdmitted {
+	b := r.Dial()
+	b.Expect("prompt")
+	b.Send(map[string]any{"type": "turn", "id": "early", "text": "x"})
+	if m := b.Expect("error"); m.Code != CodeNotAdmitted {
 		t.Fatalf("early turn %+v", m)
 	}
 	// A message over the read limit closes the connection (1009).
 	big := strings.Repeat("x", MaxMessageBytes+1)
-	_ = a.conn.Write(a.ctx, websocket.MessageText, []byte(big))
+	_ = a.Conn.Write(a.Ctx, websocket.MessageText, []byte(big))
 	for {
-		if _, err := a.read(); err != nil {
+		if _, err := a.Read(); err != nil {
 			if s := websocket.CloseStatus(err); s != websocket.StatusMessageTooBig && s != -1 {
 				t.Fatalf("close %v", err)
 			}
 			break
 		}
 	}
-	if got := counter(t, r, "frontdoor_protocol_errors_total"); got < 11 {
+	if got := r.Counter("frontdoor_protocol_errors_total"); got < 11 {
 		t.Fatalf("protocol errors counted %v", got)
 	}
 }
 
 func TestHelloFormat(t *testing.T) {
 	r := newRig(t)
-	c := r.dial()
-	c.send(map[string]any{"type": "hello", "audio": map[string]any{"encoding": "mulaw", "rate": 8000}})
-	c.expect("session")
-	c.send(map[string]any{"type": "turn", "id": "t1", "text": "x"})
-	all := c.until(isType("turn_end"))
-	st := lastOf(all, "audio_start")
+	c := r.Dial()
+	c.Send(map[string]any{"type": "hello", "audio": map[string]any{"encoding": "mulaw", "rate": 8000}})
+	c.Expect("session")
+	c.Send(map[string]any{"type": "turn", "id": "t1", "text": "x"})
+	all := c.Until(sessiontest.IsType("turn_end"))
+	st := sessiontest.LastOf(all, "audio_start")
 	if st.Encoding != "mulaw" || st.Rate != 8000 {
 		t.Fatalf("audio_start %+v", st)
 	}
@@ -101,7 +102,7 @@ func (l smallListener) Accept() (net.Conn, error) {
 // outbound queue never grows past its bound.
 func TestSlowReader(t *testing.T) {
 	const limit = 32 << 10
-	r := newRig(t, rigListener(func(l net.Listener) net.Listener { return smallListener{l} }),
+	r := newRig(t, sessiontest.Listener(func(l net.Listener) net.Listener { return smallListener{l} }),
 		func(c *Config, s *stub.Settings) {
 			c.Outbound = OutboundLimits{Frames: 64, Bytes: limit, Timeout: 100 * time.Millisecond}
 			s.FrameCount, s.Tokens = 5000, 2
@@ -117,28 +118,28 @@ func TestSlowReader(t *testing.T) {
 		return c, err
 	}}}
 	defer hc.CloseIdleConnections()
-	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(r.http.URL, "http")+"/v1/session", &websocket.DialOptions{HTTPClient: hc})
+	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(r.HTTP.URL, "http")+"/v1/session", &websocket.DialOptions{HTTPClient: hc})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.CloseNow()
 	conn.SetReadLimit(1 << 20)
-	c := &client{t: t, conn: conn, ctx: ctx}
-	c.expect("session")
-	c.send(map[string]any{"type": "turn", "id": "t1", "text": "flood"})
+	c := &sessiontest.Client{T: t, Conn: conn, Ctx: ctx}
+	c.Expect("session")
+	c.Send(map[string]any{"type": "turn", "id": "t1", "text": "flood"})
 	// Stop reading: 5000 frames of 640 bytes are far more than the queue
 	// and the socket buffers hold.
-	waitFor(t, "slow reader closed", func() bool { return counter(t, r, "frontdoor_slow_readers_closed_total") == 1 })
+	sessiontest.WaitFor(t, "slow reader closed", func() bool { return r.Counter("frontdoor_slow_readers_closed_total") == 1 })
 	for {
-		if _, err := c.read(); err != nil {
+		if _, err := c.Read(); err != nil {
 			if s := websocket.CloseStatus(err); s != websocket.StatusPolicyViolation && s != -1 {
 				t.Fatalf("close %v, want 1008", err)
 			}
 			break
 		}
 	}
-	waitFor(t, "call end", func() bool { return r.srv.Calls() == 0 })
-	if got := counter(t, r, "frontdoor_outbound_queue_high_water_bytes"); got <= 0 || got > limit {
+	sessiontest.WaitFor(t, "call end", func() bool { return r.Engine.Calls() == 0 })
+	if got := r.Counter("frontdoor_outbound_queue_high_water_bytes"); got <= 0 || got > limit {
 		t.Fatalf("outbound queue high water %v bytes, limit %d", got, limit)
 	}
 	if s := r.stage(StageSynthesis); s.Leased != 0 {

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage/redistest"
@@ -46,9 +47,9 @@ func TestLostLeaseStopsWork(t *testing.T) {
 		}
 		s.ModelDelay = time.Hour // the work runs until its context ends
 	})
-	a := r.admitted()
-	a.send(map[string]any{"type": "turn", "id": "t1", "text": "x"})
-	a.until(func(m msg) bool {
+	a := r.Admitted()
+	a.Send(map[string]any{"type": "turn", "id": "t1", "text": "x"})
+	a.Until(func(m sessiontest.Msg) bool {
 		return m.Type == "disposition" && m.Stage == StageModel && m.Disposition == "admitted"
 	})
 
@@ -57,7 +58,7 @@ func TestLostLeaseStopsWork(t *testing.T) {
 	// is paused, whatever the time that takes.
 	ctx := context.Background()
 	pauseRedis(t, rdb)
-	end := lastOf(a.until(isType("turn_end")), "turn_end")
+	end := sessiontest.LastOf(a.Until(sessiontest.IsType("turn_end")), "turn_end")
 	unpauseRedis(t, rdb)
 	if end.Disposition != TurnFailed || end.Stage != StageModel || end.Error != "unavailable" {
 		t.Fatalf("turn_end after a lost lease: %+v", end)
@@ -66,7 +67,7 @@ func TestLostLeaseStopsWork(t *testing.T) {
 	// Redis back: the lease is gone from the fleet, counted lost, and the
 	// ledger balances; the slot admits again.
 	var fs redisstage.Snapshot
-	waitFor(t, "the lost lease counted", func() bool {
+	sessiontest.WaitFor(t, "the lost lease counted", func() bool {
 		var err error
 		fs, err = model.FleetSnapshot(ctx, time.Now())
 		return err == nil && fs.Leased == 0 && fs.Ledger.Lost == 1
@@ -75,11 +76,11 @@ func TestLostLeaseStopsWork(t *testing.T) {
 		t.Fatalf("%v: %+v", err, fs.Ledger)
 	}
 	// Operators see it in /metrics too, as the model stage's "lost".
-	waitFor(t, "the lost lease in /metrics", func() bool {
+	sessiontest.WaitFor(t, "the lost lease in /metrics", func() bool {
 		return strings.Contains(scrape(t, r), `frontdoor_stage_dispositions_total{disposition="lost",stage="model"} 1`)
 	})
-	a.send(map[string]any{"type": "turn", "id": "t2", "text": "x"})
-	a.until(func(m msg) bool {
+	a.Send(map[string]any{"type": "turn", "id": "t2", "text": "x"})
+	a.Until(func(m sessiontest.Msg) bool {
 		return m.Type == "disposition" && m.Stage == StageModel && m.Disposition == "admitted"
 	})
 }
@@ -87,7 +88,7 @@ func TestLostLeaseStopsWork(t *testing.T) {
 // scrape is /metrics as text.
 func scrape(t *testing.T, r *rig) string {
 	t.Helper()
-	h := promhttp.HandlerFor(r.srv.Registry(), promhttp.HandlerOpts{})
+	h := promhttp.HandlerFor(r.Engine.Registry(), promhttp.HandlerOpts{})
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	return rec.Body.String()
@@ -117,21 +118,21 @@ func TestLostSynthesisLeaseSilencesReply(t *testing.T) {
 		}
 		s.FrameCount, s.FrameDelay = 1000, 5*time.Millisecond // 20 s of reply, made 4x faster than it plays
 	})
-	a := r.admitted()
-	a.send(map[string]any{"type": "turn", "id": "t1", "text": "x"})
-	a.expect("audio_start")
+	a := r.Admitted()
+	a.Send(map[string]any{"type": "turn", "id": "t1", "text": "x"})
+	a.Expect("audio_start")
 	if err := rdb.Do(context.Background(), "CLIENT", "PAUSE", (3 * time.Second).Milliseconds(), "ALL").Err(); err != nil {
 		t.Fatal(err)
 	}
-	all := a.until(isType("turn_end"))
+	all := a.Until(sessiontest.IsType("turn_end"))
 	if end := all[len(all)-1]; end.Disposition != TurnFailed || end.Stage != StageSynthesis || end.Error != "unavailable" {
-		t.Fatalf("turn_end after a lost synthesis lease: %v", types(all))
+		t.Fatalf("turn_end after a lost synthesis lease: %v", sessiontest.Types(all))
 	}
 	// Read on until the call closes after a hangup: no frame of t1 after
 	// its turn_end (without the cut, the seconds queued kept coming).
-	a.send(map[string]any{"type": "hangup"})
+	a.Send(map[string]any{"type": "hangup"})
 	for {
-		m, err := a.read()
+		m, err := a.Read()
 		if err != nil {
 			break // closed after the hangup
 		}
@@ -166,19 +167,19 @@ func TestLostSessionLeaseEndsCall(t *testing.T) {
 			return d, nil
 		}
 	})
-	a := r.admitted()
-	a.send(map[string]any{"type": "turn", "id": "t1", "text": "x"})
-	if end := a.expect("turn_end"); end.Disposition != "completed" {
+	a := r.Admitted()
+	a.Send(map[string]any{"type": "turn", "id": "t1", "text": "x"})
+	if end := a.Expect("turn_end"); end.Disposition != "completed" {
 		t.Fatalf("turn_end %+v", end)
 	}
 	pauseRedis(t, rdb) // until the call has ended
-	p := a.expect("prompt")
+	p := a.Expect("prompt")
 	want := PromptText(Refusal{Stage: StageSession, Reason: "unavailable"})
 	if p.Stage != StageSession || p.Reason != TurnFailed || p.Text != want {
 		t.Fatalf("prompt %+v, want %q", p, want)
 	}
 	for {
-		m, err := a.read()
+		m, err := a.Read()
 		if err != nil {
 			if websocket.CloseStatus(err) != websocket.StatusTryAgainLater {
 				t.Fatalf("closed with %v, want 1013", err)
@@ -189,7 +190,7 @@ func TestLostSessionLeaseEndsCall(t *testing.T) {
 			t.Fatalf("an ending call offered %v", m.Kinds)
 		}
 	}
-	waitFor(t, "call end", func() bool { return r.srv.Calls() == 0 })
+	sessiontest.WaitFor(t, "call end", func() bool { return r.Engine.Calls() == 0 })
 	unpauseRedis(t, rdb)
 }
 

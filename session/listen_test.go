@@ -9,11 +9,13 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/media/pcm"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 )
 
-// audio sends ms of caller audio at 8 kHz in 20 ms frames: a tone, or silence.
-func (c *client) audio(ms int, loud bool) {
-	c.t.Helper()
+// audio sends ms of caller audio on c at 8 kHz in 20 ms frames: a tone,
+// or silence.
+func audio(c *sessiontest.Client, ms int, loud bool) {
+	c.T.Helper()
 	for f := 0; f < ms/20; f++ {
 		s := make([]int16, 160)
 		if loud {
@@ -21,8 +23,8 @@ func (c *client) audio(ms int, loud bool) {
 				s[i] = int16(8000 * math.Sin(2*math.Pi*300*float64(f*160+i)/8000))
 			}
 		}
-		if err := c.conn.Write(c.ctx, websocket.MessageBinary, pcm.Encode(nil, s)); err != nil {
-			c.t.Fatal(err)
+		if err := c.Conn.Write(c.Ctx, websocket.MessageBinary, pcm.Encode(nil, s)); err != nil {
+			c.T.Fatal(err)
 		}
 	}
 }
@@ -36,19 +38,19 @@ func TestCallerAudio(t *testing.T) {
 		c.Pace = true
 		s.FrameCount = 100 // a 2 s reply
 	})
-	c := r.dial()
-	c.send(map[string]any{"type": "hello", "audio": map[string]any{"encoding": "pcm16", "rate": 8000}})
-	c.expect("session")
-	c.audio(400, true)
-	c.audio(700, false)
-	tr := c.expect("transcript")
+	c := r.Dial()
+	c.Send(map[string]any{"type": "hello", "audio": map[string]any{"encoding": "pcm16", "rate": 8000}})
+	c.Expect("session")
+	audio(c, 400, true)
+	audio(c, 700, false)
+	tr := c.Expect("transcript")
 	if !strings.HasPrefix(tr.Text, "heard ") || tr.Turn != "speech-1" {
 		t.Fatalf("transcript %+v", tr)
 	}
-	c.expect("audio_start")
-	c.audio(200, true) // the caller speaks over the reply
-	all := c.until(isType("interrupted"))
-	if in := lastOf(all, "interrupted"); len(in.Cancelled) != 1 || in.Cancelled[0] != "speech-1" {
+	c.Expect("audio_start")
+	audio(c, 200, true) // the caller speaks over the reply
+	all := c.Until(sessiontest.IsType("interrupted"))
+	if in := sessiontest.LastOf(all, "interrupted"); len(in.Cancelled) != 1 || in.Cancelled[0] != "speech-1" {
 		t.Fatalf("interrupted %+v", in)
 	}
 	if s := r.stage(StageRecognize); s.Ledger.Completed != 1 {

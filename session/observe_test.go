@@ -19,6 +19,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/media/pcm"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -87,18 +88,18 @@ func TestTurnLogLine(t *testing.T) {
 	a, call := r.admittedCall()
 
 	// A turn too old for the model stage: refused expired, nothing started.
-	a.send(map[string]any{"type": "turn", "id": "t2", "text": "zebra again", "age_ms": 5000})
-	a.until(func(m msg) bool { return m.Type == "turn_end" && m.Turn == "t2" })
+	a.Send(map[string]any{"type": "turn", "id": "t2", "text": "zebra again", "age_ms": 5000})
+	a.Until(func(m sessiontest.Msg) bool { return m.Type == "turn_end" && m.Turn == "t2" })
 	// A turn that completes: its reply is played out in 60 frames of 20 ms.
-	a.send(map[string]any{"type": "turn", "id": "t1", "text": "zebra secret words"})
-	if end := a.expect("turn_end"); end.Disposition != "completed" {
+	a.Send(map[string]any{"type": "turn", "id": "t1", "text": "zebra secret words"})
+	if end := a.Expect("turn_end"); end.Disposition != "completed" {
 		t.Fatalf("t1 %+v", end)
 	}
 	// A turn the caller speaks over while its audio is being written.
-	a.send(map[string]any{"type": "turn", "id": "t3", "text": "zebra once more"})
-	a.until(isType("binary"))
-	a.send(map[string]any{"type": "barge_in"})
-	a.until(func(m msg) bool { return m.Type == "turn_end" && m.Turn == "t3" })
+	a.Send(map[string]any{"type": "turn", "id": "t3", "text": "zebra once more"})
+	a.Until(sessiontest.IsType("binary"))
+	a.Send(map[string]any{"type": "barge_in"})
+	a.Until(func(m sessiontest.Msg) bool { return m.Type == "turn_end" && m.Turn == "t3" })
 
 	l1 := turnLine(t, logs, "t1")
 	want := map[string]any{"call": call, "generation": 1.0, "disposition": "completed", "reason": "replied",
@@ -160,19 +161,19 @@ func TestTurnLogLineSpeech(t *testing.T) {
 		c.Logger = slog.New(slog.NewJSONHandler(logs, nil))
 		c.Recognizer = stub.NewRecognizer(stub.Settings{})
 	})
-	c := r.dial()
-	c.send(map[string]any{"type": "hello", "audio": map[string]any{"encoding": "pcm16", "rate": 16000}})
-	c.expect("session")
-	s := speech(t, "hello-16k.wav", 16000)
+	c := r.Dial()
+	c.Send(map[string]any{"type": "hello", "audio": map[string]any{"encoding": "pcm16", "rate": 16000}})
+	c.Expect("session")
+	s := sessiontest.Speech(t, "hello-16k.wav", 16000)
 	for len(s) > 0 {
 		n := min(640, len(s))
-		if err := c.conn.Write(c.ctx, websocket.MessageBinary, pcm.Encode(nil, s[:n])); err != nil {
+		if err := c.Conn.Write(c.Ctx, websocket.MessageBinary, pcm.Encode(nil, s[:n])); err != nil {
 			t.Fatal(err)
 		}
 		s = s[n:]
 	}
-	tr := c.expect("transcript")
-	if end := c.expect("turn_end"); end.Disposition != "completed" {
+	tr := c.Expect("transcript")
+	if end := c.Expect("turn_end"); end.Disposition != "completed" {
 		t.Fatalf("turn_end %+v", end)
 	}
 	l := turnLine(t, logs, "speech-1")
@@ -187,12 +188,12 @@ func TestTurnLogLineSpeech(t *testing.T) {
 }
 
 // admittedCall dials, waits for `session` admitted and returns the call's id.
-func (r *rig) admittedCall() (*client, string) {
-	r.t.Helper()
-	c := r.dial()
-	m := c.expect("session")
+func (r *rig) admittedCall() (*sessiontest.Client, string) {
+	r.T.Helper()
+	c := r.Dial()
+	m := c.Expect("session")
 	if m.Disposition != "admitted" || m.Session == "" {
-		r.t.Fatalf("session %+v", m)
+		r.T.Fatalf("session %+v", m)
 	}
 	return c, m.Session
 }
@@ -327,23 +328,23 @@ func TestTraceCall(t *testing.T) {
 	})
 	a, call := r.admittedCall()
 	// Born 5 s ago (before the call): refused expired at the offer.
-	a.send(map[string]any{"type": "turn", "id": "t2", "text": "too late", "age_ms": 5000})
-	if end := a.expect("turn_end"); end.Disposition != "expired" {
+	a.Send(map[string]any{"type": "turn", "id": "t2", "text": "too late", "age_ms": 5000})
+	if end := a.Expect("turn_end"); end.Disposition != "expired" {
 		t.Fatalf("t2 %+v", end)
 	}
-	a.send(map[string]any{"type": "turn", "id": "t1", "text": "hello"})
-	if end := a.expect("turn_end"); end.Disposition != "completed" {
+	a.Send(map[string]any{"type": "turn", "id": "t1", "text": "hello"})
+	if end := a.Expect("turn_end"); end.Disposition != "completed" {
 		t.Fatalf("t1 %+v", end)
 	}
-	a.send(map[string]any{"type": "turn", "id": "t3", "text": "tell me a long story"})
-	a.until(isType("binary"))
-	a.send(map[string]any{"type": "barge_in"})
-	if end := a.expect("turn_end"); end.Disposition != "cancelled" || end.Turn != "t3" {
+	a.Send(map[string]any{"type": "turn", "id": "t3", "text": "tell me a long story"})
+	a.Until(sessiontest.IsType("binary"))
+	a.Send(map[string]any{"type": "barge_in"})
+	if end := a.Expect("turn_end"); end.Disposition != "cancelled" || end.Turn != "t3" {
 		t.Fatalf("t3 %+v", end)
 	}
-	a.send(map[string]any{"type": "hangup"})
+	a.Send(map[string]any{"type": "hangup"})
 	for { // until the server's close, which the read answers
-		if _, err := a.read(); err != nil {
+		if _, err := a.Read(); err != nil {
 			break
 		}
 	}
@@ -427,10 +428,10 @@ func TestTraceCall(t *testing.T) {
 		t.Errorf("t3 synthesis cleanup_ms = %v, want over the 20 ms cleanup timeout", v.String())
 	}
 	// The stage saw the same late cleanup.
-	if n := counter(t, r, "frontdoor_stage_cleanup_overdue_total"); n != 1 {
+	if n := r.Counter("frontdoor_stage_cleanup_overdue_total"); n != 1 {
 		t.Errorf("overdue cleanups counted %v, want 1", n)
 	}
-	if n := counter(t, r, "frontdoor_turn_queue_wait_seconds"); n != 4 {
+	if n := r.Counter("frontdoor_turn_queue_wait_seconds"); n != 4 {
 		t.Errorf("queue waits observed %v, want 4 (the model and synthesis waits of t1 and t3)", n)
 	}
 }
@@ -444,9 +445,9 @@ func TestObserveHooksAllocateNothing(t *testing.T) {
 				c.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSyncer(tracetest.NewNoopExporter()))
 			}
 		})
-		c := newCall(r.srv, "alloc", nil, Capabilities{})
+		c := newCall(r.Engine, "alloc", nil, Capabilities{})
 		c.observeStart(context.Background())
-		tn := &turn{id: "t", gen: 1, born: r.srv.cfg.Clock.Now().Add(-time.Millisecond), ctx: context.Background()}
+		tn := &turn{id: "t", gen: 1, born: r.Engine.cfg.Clock.Now().Add(-time.Millisecond), ctx: context.Background()}
 		if n := testing.AllocsPerRun(100, func() {
 			c.observeToken(tn)
 			c.observeAudio(tn)
@@ -473,20 +474,20 @@ func TestTraceSessionRefused(t *testing.T) {
 		c.Session = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 10 * time.Second}
 	})
 	_, held := r.admittedCall()
-	queued := r.dial()
-	if m := queued.expect("session"); m.Disposition != "queued" {
+	queued := r.Dial()
+	if m := queued.Expect("session"); m.Disposition != "queued" {
 		t.Fatalf("second call %+v", m)
 	}
-	refused := r.dial()
-	if m := refused.expect("session"); m.Disposition != "overloaded" {
+	refused := r.Dial()
+	if m := refused.Expect("session"); m.Disposition != "overloaded" {
 		t.Fatalf("third call %+v", m)
 	}
 	for { // the prompt, then the server's close
-		if _, err := refused.read(); err != nil {
+		if _, err := refused.Read(); err != nil {
 			break
 		}
 	}
-	queued.conn.CloseNow() // leaves while queued
+	queued.Conn.CloseNow() // leaves while queued
 	callEnded.wait(t, 2)
 
 	st := spanTree{t: t, spans: exp.GetSpans()}

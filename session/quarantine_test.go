@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -25,56 +26,58 @@ func TestQuarantine(t *testing.T) {
 		c.Model.Slots = 4
 		s.ModelDelay, s.Hang = time.Hour, true
 	})
-	a := r.admitted()
+	a := r.Admitted()
 	for i, id := range []string{"a1", "a2"} {
-		a.send(map[string]any{"type": "turn", "id": id, "text": "x"})
-		a.until(func(m msg) bool { return m.Type == "disposition" && m.Disposition == "admitted" && m.Turn == id })
+		a.Send(map[string]any{"type": "turn", "id": id, "text": "x"})
+		a.Until(func(m sessiontest.Msg) bool {
+			return m.Type == "disposition" && m.Disposition == "admitted" && m.Turn == id
+		})
 		// Barge in only once the backend is running: work cancelled between
 		// admission and its start is released at once, never overdue.
-		waitFor(t, "model running", func() bool { return r.model.Running() == i+1 })
-		a.send(map[string]any{"type": "barge_in"})
-		a.expect("interrupted")
-		waitFor(t, "overdue", func() bool { return r.stage(StageModel).CleanupOverdue == int64(i+1) })
+		sessiontest.WaitFor(t, "model running", func() bool { return r.Model.Running() == i+1 })
+		a.Send(map[string]any{"type": "barge_in"})
+		a.Expect("interrupted")
+		sessiontest.WaitFor(t, "overdue", func() bool { return r.stage(StageModel).CleanupOverdue == int64(i+1) })
 		if i == 0 && r.stage(StageModel).Quarantined {
 			t.Fatal("quarantined after one overdue cleanup")
 		}
 	}
-	waitFor(t, "quarantine", func() bool { return r.stage(StageModel).Quarantined })
+	sessiontest.WaitFor(t, "quarantine", func() bool { return r.stage(StageModel).Quarantined })
 	s := r.stage(StageModel)
 	if !s.Closed || s.Leased != 2 || s.CleanupOverdue != 2 {
 		t.Fatalf("quarantined stage %+v: want closed with both overdue leases held", s)
 	}
-	if code, body := get(t, r.http.URL+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "quarantined: model") {
+	if code, body := get(t, r.HTTP.URL+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "quarantined: model") {
 		t.Fatalf("/readyz %d %q during quarantine", code, body)
 	}
-	if counter(t, r, "frontdoor_stage_quarantined") != 1 {
+	if r.Counter("frontdoor_stage_quarantined") != 1 {
 		t.Fatal("quarantine gauge not 1")
 	}
 
-	a.send(map[string]any{"type": "turn", "id": "a3", "text": "x"})
-	got := a.until(func(m msg) bool { return m.Type == "turn_end" && m.Turn == "a3" })
+	a.Send(map[string]any{"type": "turn", "id": "a3", "text": "x"})
+	got := a.Until(func(m sessiontest.Msg) bool { return m.Type == "turn_end" && m.Turn == "a3" })
 	var refused, prompt bool
 	for _, m := range got {
 		refused = refused || (m.Type == "disposition" && m.Turn == "a3" && m.Stage == StageModel && m.Disposition == "closed")
 		prompt = prompt || (m.Type == "prompt" && m.Reason == "closed" && m.Text != "")
 	}
 	if !refused || !prompt || got[len(got)-1].Disposition != "closed" {
-		t.Fatalf("turn during quarantine: %v, want model closed with a prompt", types(got))
+		t.Fatalf("turn during quarantine: %v, want model closed with a prompt", sessiontest.Types(got))
 	}
 	if s := r.stage(StageModel); s.Leased != 2 {
 		t.Fatalf("leases %d during quarantine, want the 2 overdue held", s.Leased)
 	}
 
-	r.model.Close() // the backend returns at last: every overdue cleanup confirmed
-	waitFor(t, "reopen", func() bool { s := r.stage(StageModel); return !s.Quarantined && s.Leased == 0 })
+	r.Model.Close() // the backend returns at last: every overdue cleanup confirmed
+	sessiontest.WaitFor(t, "reopen", func() bool { s := r.stage(StageModel); return !s.Quarantined && s.Leased == 0 })
 	if s := r.stage(StageModel); s.Closed || s.CleanupOverdue != 0 {
 		t.Fatalf("after the cleanups: %+v", s)
 	}
-	if code, _ := get(t, r.http.URL+"/readyz"); code != http.StatusOK {
+	if code, _ := get(t, r.HTTP.URL+"/readyz"); code != http.StatusOK {
 		t.Fatalf("/readyz %d after the quarantine", code)
 	}
-	a.send(map[string]any{"type": "turn", "id": "a4", "text": "x"})
-	a.until(func(m msg) bool {
+	a.Send(map[string]any{"type": "turn", "id": "a4", "text": "x"})
+	a.Until(func(m sessiontest.Msg) bool {
 		return m.Type == "disposition" && m.Turn == "a4" && m.Stage == StageModel && m.Disposition == "admitted"
 	})
 }

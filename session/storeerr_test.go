@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -50,34 +51,34 @@ func TestStoreErrorsStayTrue(t *testing.T) {
 			return model, nil
 		}
 	})
-	a := r.admitted()
+	a := r.Admitted()
 
 	// The offer fails: closed, with the closed prompt, never stale.
 	model.submit.Store(1)
-	a.send(map[string]any{"type": "turn", "id": "t1", "text": "x"})
-	all := a.until(isType("turn_end"))
-	if end := lastOf(all, "turn_end"); end.Disposition != "closed" || end.Stage != StageModel {
-		t.Fatalf("turn with a failing store: %v %+v", types(all), end)
+	a.Send(map[string]any{"type": "turn", "id": "t1", "text": "x"})
+	all := a.Until(sessiontest.IsType("turn_end"))
+	if end := sessiontest.LastOf(all, "turn_end"); end.Disposition != "closed" || end.Stage != StageModel {
+		t.Fatalf("turn with a failing store: %v %+v", sessiontest.Types(all), end)
 	}
-	if p := lastOf(all, "prompt"); p.Text != PromptText(Refusal{Stage: StageModel, Disposition: stages.Closed}) {
+	if p := sessiontest.LastOf(all, "prompt"); p.Text != PromptText(Refusal{Stage: StageModel, Disposition: stages.Closed}) {
 		t.Fatalf("prompt %+v", p)
 	}
 
 	// A barge-in whose rotation fails: the next turn rotates first and completes.
 	model.rotate.Store(1)
-	a.send(map[string]any{"type": "barge_in"})
-	a.expect("interrupted")
-	a.send(map[string]any{"type": "turn", "id": "t2", "text": "x"})
-	if end := lastOf(a.until(isType("turn_end")), "turn_end"); end.Disposition != "completed" {
+	a.Send(map[string]any{"type": "barge_in"})
+	a.Expect("interrupted")
+	a.Send(map[string]any{"type": "turn", "id": "t2", "text": "x"})
+	if end := sessiontest.LastOf(a.Until(sessiontest.IsType("turn_end")), "turn_end"); end.Disposition != "completed" {
 		t.Fatalf("turn after a failed rotation: %+v", end)
 	}
 
 	// A rotation that keeps failing: the turn is closed, not stale.
 	model.rotate.Store(2)
-	a.send(map[string]any{"type": "barge_in"})
-	a.expect("interrupted")
-	a.send(map[string]any{"type": "turn", "id": "t3", "text": "x"})
-	if end := lastOf(a.until(isType("turn_end")), "turn_end"); end.Disposition != "closed" {
+	a.Send(map[string]any{"type": "barge_in"})
+	a.Expect("interrupted")
+	a.Send(map[string]any{"type": "turn", "id": "t3", "text": "x"})
+	if end := sessiontest.LastOf(a.Until(sessiontest.IsType("turn_end")), "turn_end"); end.Disposition != "closed" {
 		t.Fatalf("turn while rotation fails: %+v", end)
 	}
 	if sv := r.stage(StageModel); sv.Ledger.Refused.Stale != 0 {

@@ -68,7 +68,7 @@ func TestSpeechTurnOverTransport(t *testing.T) {
 	})
 	tr := newChanTransport()
 	done := make(chan struct{})
-	go func() { r.srv.Run(context.Background(), tr, Capabilities{}); close(done) }()
+	go func() { r.Engine.Run(context.Background(), tr, Capabilities{}); close(done) }()
 	next := func() any {
 		select {
 		case m := <-tr.out:

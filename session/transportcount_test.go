@@ -12,17 +12,18 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
 // transportRoutes serve /v1/stages as package session/server does, and
 // /v1/unnamed: the native protocol on a transport that declares no name.
-func transportRoutes(r **rig) rigRoutes {
+func transportRoutes(r **rig) sessiontest.Routes {
 	return func() map[string]http.Handler {
 		return map[string]http.Handler{
 			"GET /v1/stages": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 				w.Header().Set("Content-Type", "application/json")
-				_ = json.NewEncoder(w).Encode((*r).srv.Stages())
+				_ = json.NewEncoder(w).Encode((*r).Engine.Stages())
 			}),
 			"GET /v1/unnamed": http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 				c, err := websocket.Accept(w, req, nil)
@@ -30,7 +31,7 @@ func transportRoutes(r **rig) rigRoutes {
 					return
 				}
 				c.SetReadLimit(MaxMessageBytes)
-				(*r).srv.Run(req.Context(), &testWebSocket{conn: c}, Capabilities{})
+				(*r).Engine.Run(req.Context(), NativeTransport(c), Capabilities{})
 			}),
 		}
 	}
@@ -38,10 +39,10 @@ func transportRoutes(r **rig) rigRoutes {
 
 // stagesCalls reads calls and calls_by_transport from GET /v1/stages.
 func (r *rig) stagesCalls() (int, map[string]int) {
-	r.t.Helper()
-	resp, err := http.Get(r.http.URL + "/v1/stages")
+	r.T.Helper()
+	resp, err := http.Get(r.HTTP.URL + "/v1/stages")
 	if err != nil {
-		r.t.Fatal(err)
+		r.T.Fatal(err)
 	}
 	defer resp.Body.Close()
 	var v struct {
@@ -49,17 +50,17 @@ func (r *rig) stagesCalls() (int, map[string]int) {
 		CallsByTransport map[string]int `json:"calls_by_transport"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
-		r.t.Fatal(err)
+		r.T.Fatal(err)
 	}
 	return v.Calls, v.CallsByTransport
 }
 
 // transportGauge reads frontdoor_sessions_by_transport, by transport.
 func (r *rig) transportGauge() map[string]float64 {
-	r.t.Helper()
-	mfs, err := r.srv.Registry().Gather()
+	r.T.Helper()
+	mfs, err := r.Engine.Registry().Gather()
 	if err != nil {
-		r.t.Fatal(err)
+		r.T.Fatal(err)
 	}
 	got := map[string]float64{}
 	for _, mf := range mfs {
@@ -80,7 +81,7 @@ func (r *rig) transportGauge() map[string]float64 {
 // waitCalls waits until /v1/stages counts want by transport, and calls
 // their sum.
 func (r *rig) waitCalls(what string, want map[string]int) {
-	r.t.Helper()
+	r.T.Helper()
 	sum := 0
 	for _, n := range want {
 		sum += n
@@ -94,7 +95,7 @@ func (r *rig) waitCalls(what string, want map[string]int) {
 	deadline := time.Now().Add(5 * time.Second)
 	for !ok() {
 		if time.Now().After(deadline) {
-			r.t.Fatalf("%s: /v1/stages calls %d by transport %v, want %v", what, calls, by, want)
+			r.T.Fatalf("%s: /v1/stages calls %d by transport %v, want %v", what, calls, by, want)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -115,10 +116,10 @@ func TestCallsByTransport(t *testing.T) {
 		t.Fatalf("calls %d, calls_by_transport %v: want 0 and an empty object", calls, by)
 	}
 
-	a := r.admitted()
-	b := r.admitted()
-	u := r.dialPath("/v1/unnamed")
-	if m := u.expect("session"); m.Disposition != "admitted" {
+	a := r.Admitted()
+	b := r.Admitted()
+	u := r.DialPath("/v1/unnamed")
+	if m := u.Expect("session"); m.Disposition != "admitted" {
 		t.Fatalf("unnamed caller's session %+v", m)
 	}
 	r.waitCalls("two native calls and an unnamed one", map[string]int{"native": 2, TransportOther: 1})
@@ -128,32 +129,32 @@ func TestCallsByTransport(t *testing.T) {
 
 	// A queued caller counts; one refused at the session stage counts no
 	// longer once refused.
-	q := r.dial()
-	if m := q.expect("session"); m.Disposition != "queued" {
+	q := r.Dial()
+	if m := q.Expect("session"); m.Disposition != "queued" {
 		t.Fatalf("fourth caller's session %+v", m)
 	}
 	r.waitCalls("a queued caller", map[string]int{"native": 3, TransportOther: 1})
-	refused := r.dial()
-	all := refused.until(isType("prompt"))
-	if m := lastOf(all, "session"); m.Disposition != "overloaded" {
-		t.Fatalf("fifth caller: %v", types(all))
+	refused := r.Dial()
+	all := refused.Until(sessiontest.IsType("prompt"))
+	if m := sessiontest.LastOf(all, "session"); m.Disposition != "overloaded" {
+		t.Fatalf("fifth caller: %v", sessiontest.Types(all))
 	}
-	if _, err := refused.read(); websocket.CloseStatus(err) != websocket.StatusTryAgainLater {
+	if _, err := refused.Read(); websocket.CloseStatus(err) != websocket.StatusTryAgainLater {
 		t.Fatalf("refused caller's close %v, want 1013", err)
 	}
 	r.waitCalls("the refused caller gone", map[string]int{"native": 3, TransportOther: 1})
 
 	// The queued caller vanishes; a hangs up; b sends a message over the
 	// read limit.
-	q.conn.CloseNow()
+	q.Conn.CloseNow()
 	r.waitCalls("the queued caller gone", map[string]int{"native": 2, TransportOther: 1})
-	a.send(map[string]any{"type": "hangup"})
-	if _, err := a.read(); websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+	a.Send(map[string]any{"type": "hangup"})
+	if _, err := a.Read(); websocket.CloseStatus(err) != websocket.StatusNormalClosure {
 		t.Fatalf("hangup close %v", err)
 	}
 	r.waitCalls("the hangup", map[string]int{"native": 1, TransportOther: 1})
-	b.sendRaw(`{"type":"turn","id":"big","text":"` + strings.Repeat("x", MaxMessageBytes) + `"}`)
-	if _, err := b.read(); websocket.CloseStatus(err) != websocket.StatusMessageTooBig {
+	b.SendRaw(`{"type":"turn","id":"big","text":"` + strings.Repeat("x", MaxMessageBytes) + `"}`)
+	if _, err := b.Read(); websocket.CloseStatus(err) != websocket.StatusMessageTooBig {
 		t.Fatalf("oversize close %v, want 1009", err)
 	}
 	r.waitCalls("the oversize message", map[string]int{TransportOther: 1})
@@ -161,17 +162,17 @@ func TestCallsByTransport(t *testing.T) {
 	// A drain whose deadline has passed ends the unnamed call (1001).
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := r.srv.Drain(ctx); err != ErrDrainTimeout {
+	if err := r.Engine.Drain(ctx); err != ErrDrainTimeout {
 		t.Fatalf("drain %v, want ErrDrainTimeout", err)
 	}
-	if _, err := u.read(); websocket.CloseStatus(err) != websocket.StatusGoingAway {
+	if _, err := u.Read(); websocket.CloseStatus(err) != websocket.StatusGoingAway {
 		t.Fatalf("drained call's close %v, want 1001", err)
 	}
 	r.waitCalls("the drain", map[string]int{})
 	if g := r.transportGauge(); len(g) != 2 || g["native"] != 0 || g[TransportOther] != 0 {
 		t.Fatalf("frontdoor_sessions_by_transport %v after every call ended, want native 0, other 0", g)
 	}
-	if n := r.srv.Calls(); n != 0 {
+	if n := r.Engine.Calls(); n != 0 {
 		t.Fatalf("Calls %d after every call ended", n)
 	}
 }

@@ -66,7 +66,7 @@ func (f *offerFallback) Message(ctx context.Context, call string, ev session.Cli
 		case err != nil:
 			reply(map[string]any{"type": "callback", "disposition": "failed", "text": "We could not record your callback request."})
 		default:
-			reply(map[string]any{"type": "callback", "disposition": res.Disposition, "ticket": res.Ticket})
+			reply(map[string]any{"type": "callback", "disposition": res.Disposition, "ticket": res.Ref})
 		}
 	case "handoff":
 		h, d, err := f.svc.RequestHandoff(ctx, fallback.HandoffRequest{Call: call, Turn: turn, Summary: "caller asked for a person"})
@@ -78,14 +78,14 @@ func (f *offerFallback) Message(ctx context.Context, call string, ev session.Cli
 			reply(map[string]any{"type": "handoff", "disposition": d})
 			return true
 		}
-		reply(map[string]any{"type": "handoff", "disposition": d, "ticket": h.Ticket})
+		reply(map[string]any{"type": "handoff", "disposition": d, "ticket": h.Ref})
 		f.wg.Go(func() {
 			o, err := h.Wait(ctx)
 			if err != nil {
 				h.Cancel() // the caller left
 				return
 			}
-			reply(map[string]any{"type": "handoff", "disposition": o.Disposition, "ticket": h.Ticket, "agent": o.Agent})
+			reply(map[string]any{"type": "handoff", "disposition": o.Disposition, "ticket": h.Ref, "agent": o.Agent})
 		})
 	default:
 		return false

@@ -110,7 +110,7 @@ func runCallbacks(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return json.NewEncoder(stdout).Encode(c)
 		}
 		fmt.Fprintf(stdout, "ticket %s\nnumber %s\nattempt %d\nlease until %s\ncall %s turn %s\n",
-			c.Ticket, c.Number, c.Attempt, c.LeaseUntil.Format(time.RFC3339), c.Call, c.Turn)
+			c.Ref, c.Number, c.Attempt, c.LeaseUntil.Format(time.RFC3339), c.Call, c.Turn)
 		return nil
 	case "complete", "fail":
 		if fs.NArg() != 1 {
@@ -124,7 +124,7 @@ func runCallbacks(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "%s %s\n", c.Ticket, c.Status)
+		fmt.Fprintf(stdout, "%s %s\n", c.Ref, c.Status)
 		return nil
 	}
 	panic("unreachable: verb checked above")
@@ -158,7 +158,7 @@ func printCallbacks(w io.Writer, list []fallback.Callback, asJSON bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TICKET\tSTATUS\tACCEPTED\tATTEMPT\tNUMBER\tCALL\tTURN")
 	for _, c := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", c.Ticket, c.Status, c.Accepted.UTC().Format(time.RFC3339), c.Attempt, fallback.Redact(c.Number), c.Call, c.Turn)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", c.Ref, c.Status, c.Accepted.UTC().Format(time.RFC3339), c.Attempt, fallback.Redact(c.Number), c.Call, c.Turn)
 	}
 	return tw.Flush()
 }
@@ -167,7 +167,7 @@ func printCallbacks(w io.Writer, list []fallback.Callback, asJSON bool) error {
 type callbackOps interface {
 	list(ctx context.Context, statuses []fallback.Status) ([]fallback.Callback, error)
 	claim(ctx context.Context, operator string) (fallback.Callback, bool, error)
-	finish(ctx context.Context, ticket string, attempt int, to fallback.Status, note string) (fallback.Callback, error)
+	finish(ctx context.Context, ref string, attempt int, to fallback.Status, note string) (fallback.Callback, error)
 }
 
 type directOps struct {
@@ -190,7 +190,7 @@ func (d *directOps) claim(ctx context.Context, operator string) (fallback.Callba
 	}
 	for _, c := range claimed {
 		if c.LeaseUntil.Before(now) {
-			if err := d.st.Return(ctx, c.Ticket, c.Attempt, now); err != nil && !errors.Is(err, fallback.ErrLeaseLost) {
+			if err := d.st.Return(ctx, c.Ref, c.Attempt, now); err != nil && !errors.Is(err, fallback.ErrLeaseLost) {
 				return fallback.Callback{}, false, err
 			}
 		}
@@ -200,7 +200,7 @@ func (d *directOps) claim(ctx context.Context, operator string) (fallback.Callba
 		if err != nil || len(pending) == 0 {
 			return fallback.Callback{}, false, err
 		}
-		c, err := d.st.Claim(ctx, pending[0].Ticket, operator, now, now.Add(d.lease))
+		c, err := d.st.Claim(ctx, pending[0].Ref, operator, now, now.Add(d.lease))
 		if errors.Is(err, fallback.ErrNotLive) {
 			continue
 		}
@@ -209,8 +209,8 @@ func (d *directOps) claim(ctx context.Context, operator string) (fallback.Callba
 	return fallback.Callback{}, false, errors.New("claim: lost every race; try again")
 }
 
-func (d *directOps) finish(ctx context.Context, ticket string, attempt int, to fallback.Status, note string) (fallback.Callback, error) {
-	return d.st.Finish(ctx, ticket, attempt, to, note, time.Now())
+func (d *directOps) finish(ctx context.Context, ref string, attempt int, to fallback.Status, note string) (fallback.Callback, error) {
+	return d.st.Finish(ctx, ref, attempt, to, note, time.Now())
 }
 
 type httpOps struct {
@@ -273,12 +273,12 @@ func (h *httpOps) claim(ctx context.Context, operator string) (fallback.Callback
 	return out.Callback, true, nil
 }
 
-func (h *httpOps) finish(ctx context.Context, ticket string, attempt int, to fallback.Status, note string) (fallback.Callback, error) {
+func (h *httpOps) finish(ctx context.Context, ref string, attempt int, to fallback.Status, note string) (fallback.Callback, error) {
 	verb, key := "complete", "note"
 	if to == fallback.StatusFailed {
 		verb, key = "fail", "reason"
 	}
 	var out struct{ Callback fallback.Callback }
-	_, err := h.do(ctx, http.MethodPost, "/v1/callbacks/"+url.PathEscape(ticket)+"/"+verb, map[string]any{"attempt": attempt, key: note}, &out)
+	_, err := h.do(ctx, http.MethodPost, "/v1/callbacks/"+url.PathEscape(ref)+"/"+verb, map[string]any{"attempt": attempt, key: note}, &out)
 	return out.Callback, err
 }

@@ -155,7 +155,7 @@ type msg struct {
 	Type        string   `json:"type"`
 	Disposition string   `json:"disposition"`
 	Code        string   `json:"code"`
-	Ticket      string   `json:"ticket"`
+	Ref         string   `json:"ticket"`
 	Position    int      `json:"position"`
 	Kinds       []string `json:"kinds"`
 	Turn        string   `json:"turn"`

@@ -457,7 +457,7 @@ func TestSecurityKill9(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	args := []string{"-data-dir", data, "-model-slots", "1", "-model-queue", "1", "-stub-model-delay", "3s"}
 	p := startServe(t, nil, args...)
-	tickets := map[string]bool{}
+	refs := map[string]bool{}
 	for i := range 8 {
 		c, _, err := dial(t, p.ws("/v1/session"), nil)
 		if err != nil {
@@ -474,10 +474,10 @@ func TestSecurityKill9(t *testing.T) {
 		send(t, c, fmt.Sprintf(`{"type":"callback","consent":true,"number":"+1555010%d"}`, i))
 		m := next(t, c, "callback")
 		if m.Disposition == "queued" {
-			tickets[m.Ticket] = true
+			refs[m.Ref] = true
 		}
 	}
-	if len(tickets) == 0 {
+	if len(refs) == 0 {
 		t.Fatal("no callback was queued")
 	}
 	if err := p.cmd.Process.Signal(os.Kill); err != nil {
@@ -498,19 +498,20 @@ func TestSecurityKill9(t *testing.T) {
 		t.Fatalf("callbacks list: %v", err)
 	}
 	var list []struct {
-		Ticket, Status, Number string
+		Ref            string `json:"ticket"`
+		Status, Number string
 	}
 	if err := json.Unmarshal(out, &list); err != nil {
 		t.Fatalf("callbacks list: %v\n%s", err, out)
 	}
 	found := map[string]bool{}
 	for _, c := range list {
-		found[c.Ticket] = true
+		found[c.Ref] = true
 		if strings.Contains(string(out), "+15550102") {
 			t.Fatal("callbacks list shows a full number")
 		}
 	}
-	for tk := range tickets {
+	for tk := range refs {
 		if !found[tk] {
 			t.Errorf("callback %s told queued is gone after kill -9", tk)
 		}
@@ -529,8 +530,8 @@ func TestSecurityKill9(t *testing.T) {
 			t.Errorf("stage %s: cleanup pending after restart", name)
 		}
 	}
-	if cb := st["callback"]; int(num(cb, "queued")) != len(tickets) {
-		t.Errorf("callback stage queued %v after restart, want %d (each stored callback once)", num(cb, "queued"), len(tickets))
+	if cb := st["callback"]; int(num(cb, "queued")) != len(refs) {
+		t.Errorf("callback stage queued %v after restart, want %d (each stored callback once)", num(cb, "queued"), len(refs))
 	}
 }
 

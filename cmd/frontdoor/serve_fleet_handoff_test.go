@@ -24,11 +24,11 @@ type agentWS struct {
 
 type agentEvent struct {
 	Type        string `json:"type"`
-	Ticket      string `json:"ticket"`
+	Ref         string `json:"ticket"`
 	Code        string `json:"code"`
 	Disposition string `json:"disposition"`
 	Handoffs    []struct {
-		Ticket   string `json:"ticket"`
+		Ref      string `json:"ticket"`
 		Position int    `json:"position"`
 		Agent    string `json:"agent"`
 	} `json:"handoffs"`
@@ -44,9 +44,9 @@ func dialAgentWS(ctx context.Context, t *testing.T, r *replica, id string) *agen
 	return &agentWS{conn: c, ctx: ctx}
 }
 
-func (a *agentWS) send(t *testing.T, typ, ticket string) {
+func (a *agentWS) send(t *testing.T, typ, ref string) {
 	t.Helper()
-	b, _ := json.Marshal(map[string]string{"type": typ, "ticket": ticket})
+	b, _ := json.Marshal(map[string]string{"type": typ, "ticket": ref})
 	if err := a.conn.Write(a.ctx, websocket.MessageText, b); err != nil {
 		t.Fatal(err)
 	}
@@ -118,14 +118,14 @@ func TestFleetHandoffAgentReplicaKilled(t *testing.T) {
 	if err != nil || m["disposition"] != "queued" || m["position"] != 1.0 {
 		t.Fatalf("handoff on A: %v %v", m, err)
 	}
-	ticket, _ := m["ticket"].(string)
+	ref, _ := m["ticket"].(string)
 
 	onB := dialAgentWS(ctx, t, b, "agent-b")
 	onB.until(t, "the caller of A listed on B", func(e agentEvent) bool {
-		return e.Type == "waiting" && len(e.Handoffs) == 1 && e.Handoffs[0].Ticket == ticket
+		return e.Type == "waiting" && len(e.Handoffs) == 1 && e.Handoffs[0].Ref == ref
 	})
 	onB.send(t, "claim", "")
-	if e := onB.until(t, "claimed", func(e agentEvent) bool { return e.Type != "waiting" }); e.Type != "claimed" || e.Ticket != ticket {
+	if e := onB.until(t, "claimed", func(e agentEvent) bool { return e.Type != "waiting" }); e.Type != "claimed" || e.Ref != ref {
 		t.Fatalf("claim on B: %+v", e)
 	}
 	if err := b.cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -145,10 +145,10 @@ func TestFleetHandoffAgentReplicaKilled(t *testing.T) {
 		t.Fatalf("the claim came back %v after the kill, before the TTL %v", back, ttl)
 	}
 	onA.send(t, "claim", "")
-	if e := onA.until(t, "claimed", func(e agentEvent) bool { return e.Type != "waiting" }); e.Type != "claimed" || e.Ticket != ticket {
+	if e := onA.until(t, "claimed", func(e agentEvent) bool { return e.Type != "waiting" }); e.Type != "claimed" || e.Ref != ref {
 		t.Fatalf("claim on A: %+v", e)
 	}
-	onA.send(t, "ack", ticket)
+	onA.send(t, "ack", ref)
 	if e := onA.until(t, "resolved", func(e agentEvent) bool { return e.Type == "resolved" || e.Type == "error" }); e.Type != "resolved" {
 		t.Fatalf("ack on A: %+v", e)
 	}

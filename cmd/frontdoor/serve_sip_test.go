@@ -223,18 +223,21 @@ func TestServeSIPBaresip(t *testing.T) {
 	}
 	refused.WaitEvent(ctx, "CALL_CLOSED") // the server's BYE, after the outcome was said
 	var list struct {
-		Callbacks []struct{ Ticket, Number, Status string }
+		Callbacks []struct {
+			Ref            string `json:"ticket"`
+			Number, Status string
+		}
 	}
 	getJSON(t, p.url("/v1/callbacks"), &list)
 	cbs := list.Callbacks
-	if len(cbs) != 1 || cbs[0].Ticket != out["ticket"] || cbs[0].Status != "pending" {
+	if len(cbs) != 1 || cbs[0].Ref != out["ticket"] || cbs[0].Status != "pending" {
 		t.Fatalf("callbacks %+v, want the one booked (ticket %v)", cbs, out["ticket"])
 	}
 	store, err := fallback.OpenSQLite(ctx, data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cb, err := store.Get(ctx, cbs[0].Ticket)
+	cb, err := store.Get(ctx, cbs[0].Ref)
 	store.Close()
 	if err != nil || cb.Number != "+15550100" {
 		t.Fatalf("stored callback %+v (%v), want one to the caller's +15550100", cb, err)

@@ -113,15 +113,15 @@ func BenchmarkCallbackCycle(b *testing.B) {
 		b.Run("store="+srv.name, func(b *testing.B) {
 			st := redisqueue.NewCallbackStore(srv.rdb, benchName("cb"), benchCallbackConfig())
 			measure(b, srv.rt, func(i int) {
-				ticket := fmt.Sprint("cb_", i)
-				if _, created, err := st.Accept(ctx, fallback.Callback{Ticket: ticket, Call: fmt.Sprint("call", i), Turn: "t1", Number: "+15550100", Accepted: benchEpoch}); err != nil || !created {
+				ref := fmt.Sprint("cb_", i)
+				if _, created, err := st.Accept(ctx, fallback.Callback{Ref: ref, Call: fmt.Sprint("call", i), Turn: "t1", Number: "+15550100", Accepted: benchEpoch}); err != nil || !created {
 					b.Fatal(created, err)
 				}
 				c, err := st.Next(ctx, "op1", benchEpoch)
-				if err != nil || c.Ticket != ticket {
-					b.Fatal(c.Ticket, err)
+				if err != nil || c.Ref != ref {
+					b.Fatal(c.Ref, err)
 				}
-				if _, err := st.Finish(ctx, ticket, c.Attempt, fallback.StatusCompleted, "called back", benchEpoch); err != nil {
+				if _, err := st.Finish(ctx, ref, c.Attempt, fallback.StatusCompleted, "called back", benchEpoch); err != nil {
 					b.Fatal(err)
 				}
 			})
@@ -137,15 +137,15 @@ func BenchmarkCallbackCycle(b *testing.B) {
 		}
 		b.Cleanup(func() { st.Close() })
 		measure(b, nil, func(i int) {
-			ticket := fmt.Sprint("cb_", i)
-			if _, created, err := st.Accept(ctx, fallback.Callback{Ticket: ticket, Call: fmt.Sprint("call", i), Turn: "t1", Number: "+15550100", Accepted: benchEpoch}); err != nil || !created {
+			ref := fmt.Sprint("cb_", i)
+			if _, created, err := st.Accept(ctx, fallback.Callback{Ref: ref, Call: fmt.Sprint("call", i), Turn: "t1", Number: "+15550100", Accepted: benchEpoch}); err != nil || !created {
 				b.Fatal(created, err)
 			}
-			c, err := st.Claim(ctx, ticket, "op1", benchEpoch, benchEpoch.Add(time.Minute))
+			c, err := st.Claim(ctx, ref, "op1", benchEpoch, benchEpoch.Add(time.Minute))
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := st.Finish(ctx, ticket, c.Attempt, fallback.StatusCompleted, "called back", benchEpoch); err != nil {
+			if _, err := st.Finish(ctx, ref, c.Attempt, fallback.StatusCompleted, "called back", benchEpoch); err != nil {
 				b.Fatal(err)
 			}
 		})
@@ -154,14 +154,14 @@ func BenchmarkCallbackCycle(b *testing.B) {
 	serviceCycle := func(b *testing.B, svc *fallback.Service, c *commandCounter) {
 		measure(b, c, func(i int) {
 			res, err := svc.RequestCallback(ctx, fallback.CallbackRequest{Call: fmt.Sprint("call", i), Turn: "t1", Number: "+15550100", Consent: true})
-			if err != nil || res.Ticket == "" {
+			if err != nil || res.Ref == "" {
 				b.Fatal(res, err)
 			}
 			cb, err := svc.ClaimCallback(ctx, "op1")
-			if err != nil || cb.Ticket != res.Ticket {
-				b.Fatal(cb.Ticket, err)
+			if err != nil || cb.Ref != res.Ref {
+				b.Fatal(cb.Ref, err)
 			}
-			if _, err := svc.FinishCallback(ctx, cb.Ticket, cb.Attempt, fallback.StatusCompleted, "called back"); err != nil {
+			if _, err := svc.FinishCallback(ctx, cb.Ref, cb.Attempt, fallback.StatusCompleted, "called back"); err != nil {
 				b.Fatal(err)
 			}
 		})
@@ -200,15 +200,15 @@ func BenchmarkHandoffCycle(b *testing.B) {
 	ctx := context.Background()
 	q := redisqueue.NewHandoffQueue(rdb, benchName("ho"), benchCallbackConfig(), time.Hour)
 	measure(b, rt, func(i int) {
-		ticket := fmt.Sprint("ho_", i)
-		if _, d, err := q.Enqueue(ctx, fallback.HandoffEntry{Ticket: ticket, Call: fmt.Sprint("call", i), Turn: "t1", Summary: "billing question", Born: benchEpoch}); err != nil || d != stages.Queued {
+		ref := fmt.Sprint("ho_", i)
+		if _, d, err := q.Enqueue(ctx, fallback.HandoffEntry{Ref: ref, Call: fmt.Sprint("call", i), Turn: "t1", Summary: "billing question", Born: benchEpoch}); err != nil || d != stages.Queued {
 			b.Fatal(d, err)
 		}
 		e, err := q.Claim(ctx, "agent1", "", benchEpoch)
-		if err != nil || e.Ticket != ticket {
-			b.Fatal(e.Ticket, err)
+		if err != nil || e.Ref != ref {
+			b.Fatal(e.Ref, err)
 		}
-		if _, err := q.Ack(ctx, ticket, e.Attempt, time.Now()); err != nil {
+		if _, err := q.Ack(ctx, ref, e.Attempt, time.Now()); err != nil {
 			b.Fatal(err)
 		}
 	})
@@ -233,7 +233,7 @@ func BenchmarkUpkeep(b *testing.B) {
 	callbacks := func(n int, delivered bool) *redisqueue.CallbackStore {
 		st := redisqueue.NewCallbackStore(rdb, benchName("cb"), cfg)
 		for i := range n {
-			if _, _, err := st.Accept(ctx, fallback.Callback{Ticket: fmt.Sprint("cb_", i), Call: fmt.Sprint("call", i), Turn: "t1", Number: "+15550100", Accepted: benchEpoch}); err != nil {
+			if _, _, err := st.Accept(ctx, fallback.Callback{Ref: fmt.Sprint("cb_", i), Call: fmt.Sprint("call", i), Turn: "t1", Number: "+15550100", Accepted: benchEpoch}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -255,7 +255,7 @@ func BenchmarkUpkeep(b *testing.B) {
 	handoffs := func(n int) *redisqueue.HandoffQueue {
 		q := redisqueue.NewHandoffQueue(rdb, benchName("ho"), cfg, time.Hour)
 		for i := range n {
-			if _, _, err := q.Enqueue(ctx, fallback.HandoffEntry{Ticket: fmt.Sprint("ho_", i), Call: fmt.Sprint("call", i), Turn: "t1", Born: benchEpoch}); err != nil {
+			if _, _, err := q.Enqueue(ctx, fallback.HandoffEntry{Ref: fmt.Sprint("ho_", i), Call: fmt.Sprint("call", i), Turn: "t1", Born: benchEpoch}); err != nil {
 				b.Fatal(err)
 			}
 		}

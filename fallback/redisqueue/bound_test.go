@@ -64,7 +64,7 @@ func TestCallbackBoundFleetWide(t *testing.T) {
 		t.Fatalf("pending in the fleet: %d, %v", len(pending), err)
 	}
 	// A claim through any replica's store frees one pending place.
-	if _, err := svcs[1].Store().Claim(ctx, pending[0].Ticket, "op", epoch, epoch.Add(1e12)); err != nil {
+	if _, err := svcs[1].Store().Claim(ctx, pending[0].Ref, "op", epoch, epoch.Add(1e12)); err != nil {
 		t.Fatal(err)
 	}
 	res, err := svcs[2].RequestCallback(ctx, fallback.CallbackRequest{Call: "late", Turn: "t1", Number: "+15550199", Consent: true})

@@ -64,7 +64,7 @@ func fromHash(m map[string]string) (fallback.Callback, bool) {
 	}
 	attempt, _ := strconv.Atoi(m["attempt"])
 	return fallback.Callback{
-		Ticket: m["ticket"], Call: m["call"], Turn: m["turn"], Number: m["number"],
+		Ref: m["ticket"], Call: m["call"], Turn: m["turn"], Number: m["number"],
 		Status: fallback.Status(m["status"]), Accepted: unns(m["born"]), Attempt: attempt,
 		Operator: m["holder"], LeaseUntil: unns(m["lease"]), Updated: unns(m["updated"]), Note: m["note"],
 	}, true
@@ -89,10 +89,10 @@ return {1, redis.call('HGETALL', k)}
 // wrapping fallback.ErrQueueFull while the fleet holds Config.CallbackQueue
 // pending callbacks.
 func (s *CallbackStore) Accept(ctx context.Context, c fallback.Callback) (fallback.Callback, bool, error) {
-	if c.Ticket == "" || c.Call == "" || c.Turn == "" || c.Accepted.IsZero() {
+	if c.Ref == "" || c.Call == "" || c.Turn == "" || c.Accepted.IsZero() {
 		return fallback.Callback{}, false, fmt.Errorf("fallback: accept callback: empty ticket, call, turn or time")
 	}
-	v, err := acceptScript.Run(ctx, s.rdb, nil, s.prefix, c.Ticket, callKey(c.Call, c.Turn), c.Call, c.Turn, c.Number,
+	v, err := acceptScript.Run(ctx, s.rdb, nil, s.prefix, c.Ref, callKey(c.Call, c.Turn), c.Call, c.Turn, c.Number,
 		ns(c.Accepted), s.cfg.CallbackQueue).Slice()
 	if err != nil {
 		return fallback.Callback{}, false, s.unavailable("accept", err)
@@ -102,7 +102,7 @@ func (s *CallbackStore) Accept(ctx context.Context, c fallback.Callback) (fallba
 		return fallback.Callback{}, false, fmt.Errorf("%w: %d callbacks pending in the fleet", fallback.ErrQueueFull, s.cfg.CallbackQueue)
 	}
 	if code == -1 {
-		return fallback.Callback{}, false, fmt.Errorf("fallback: accept callback: ticket %q exists for another call", c.Ticket)
+		return fallback.Callback{}, false, fmt.Errorf("fallback: accept callback: ticket %q exists for another call", c.Ref)
 	}
 	got, _ := parseCallback(v[1])
 	return got, code == 1, nil
@@ -110,14 +110,14 @@ func (s *CallbackStore) Accept(ctx context.Context, c fallback.Callback) (fallba
 
 // Find implements fallback.CallbackStore.
 func (s *CallbackStore) Find(ctx context.Context, call, turn string) (fallback.Callback, bool, error) {
-	ticket, err := s.rdb.Get(ctx, s.prefix+"ct:"+callKey(call, turn)).Result()
+	ref, err := s.rdb.Get(ctx, s.prefix+"ct:"+callKey(call, turn)).Result()
 	if errors.Is(err, redis.Nil) {
 		return fallback.Callback{}, false, nil
 	}
 	if err != nil {
 		return fallback.Callback{}, false, s.unavailable("find", err)
 	}
-	c, err := s.Get(ctx, ticket)
+	c, err := s.Get(ctx, ref)
 	if errors.Is(err, fallback.ErrNotFound) {
 		return fallback.Callback{}, false, nil
 	}
@@ -125,14 +125,14 @@ func (s *CallbackStore) Find(ctx context.Context, call, turn string) (fallback.C
 }
 
 // Get implements fallback.CallbackStore.
-func (s *CallbackStore) Get(ctx context.Context, ticket string) (fallback.Callback, error) {
-	m, err := s.rdb.HGetAll(ctx, s.prefix+"t:"+ticket).Result()
+func (s *CallbackStore) Get(ctx context.Context, ref string) (fallback.Callback, error) {
+	m, err := s.rdb.HGetAll(ctx, s.prefix+"t:"+ref).Result()
 	if err != nil {
 		return fallback.Callback{}, s.unavailable("get", err)
 	}
 	c, ok := fromHash(m)
 	if !ok {
-		return fallback.Callback{}, fmt.Errorf("%w: %q", fallback.ErrNotFound, ticket)
+		return fallback.Callback{}, fmt.Errorf("%w: %q", fallback.ErrNotFound, ref)
 	}
 	return c, nil
 }
@@ -230,22 +230,22 @@ end
 return {1, redis.call('HGETALL', k)}
 `)
 
-func (s *CallbackStore) transition(ctx context.Context, op, ticket string, attempt int, now time.Time, to fallback.Status, text string, until time.Time) (fallback.Callback, error) {
-	v, err := transitionScript.Run(ctx, s.rdb, nil, s.prefix, op, ticket, attempt, ns(now), string(to), text, ns(until), s.cfg.CallbackSlots).Slice()
+func (s *CallbackStore) transition(ctx context.Context, op, ref string, attempt int, now time.Time, to fallback.Status, text string, until time.Time) (fallback.Callback, error) {
+	v, err := transitionScript.Run(ctx, s.rdb, nil, s.prefix, op, ref, attempt, ns(now), string(to), text, ns(until), s.cfg.CallbackSlots).Slice()
 	if err != nil {
 		return fallback.Callback{}, s.unavailable(op, err)
 	}
 	cur, _ := parseCallback(v[1])
 	switch code, _ := v[0].(int64); code {
 	case -1:
-		return fallback.Callback{}, fmt.Errorf("%w: %q", fallback.ErrNotFound, ticket)
+		return fallback.Callback{}, fmt.Errorf("%w: %q", fallback.ErrNotFound, ref)
 	case -2:
 		if op == "return" || op == "finish" {
-			return fallback.Callback{}, fmt.Errorf("%w: %s %q: status %s, attempt %d", fallback.ErrLeaseLost, op, ticket, cur.Status, cur.Attempt)
+			return fallback.Callback{}, fmt.Errorf("%w: %s %q: status %s, attempt %d", fallback.ErrLeaseLost, op, ref, cur.Status, cur.Attempt)
 		}
-		return fallback.Callback{}, fmt.Errorf("%w: %s %q: status %s, attempt %d", fallback.ErrNotLive, op, ticket, cur.Status, cur.Attempt)
+		return fallback.Callback{}, fmt.Errorf("%w: %s %q: status %s, attempt %d", fallback.ErrNotLive, op, ref, cur.Status, cur.Attempt)
 	case -3:
-		return fallback.Callback{}, fmt.Errorf("%w: %s %q: status %s, attempt %d", fallback.ErrLeaseLost, op, ticket, cur.Status, cur.Attempt)
+		return fallback.Callback{}, fmt.Errorf("%w: %s %q: status %s, attempt %d", fallback.ErrLeaseLost, op, ref, cur.Status, cur.Attempt)
 	case -5:
 		return fallback.Callback{}, fmt.Errorf("%w: %d claims held in the fleet", fallback.ErrSlotsBusy, s.cfg.CallbackSlots)
 	case -6:
@@ -254,10 +254,10 @@ func (s *CallbackStore) transition(ctx context.Context, op, ticket string, attem
 	return cur, nil
 }
 
-// Claim implements fallback.CallbackStore: it claims ticket wherever it
+// Claim implements fallback.CallbackStore: it claims ref wherever it
 // waits, within the fleet's claim slots.
-func (s *CallbackStore) Claim(ctx context.Context, ticket, operator string, now, until time.Time) (fallback.Callback, error) {
-	return s.transition(ctx, "claim", ticket, 0, now, "", operator, until)
+func (s *CallbackStore) Claim(ctx context.Context, ref, operator string, now, until time.Time) (fallback.Callback, error) {
+	return s.transition(ctx, "claim", ref, 0, now, "", operator, until)
 }
 
 // Next implements fallback.CallbackQueue: the oldest waiting callback, in
@@ -270,22 +270,22 @@ func (s *CallbackStore) Next(ctx context.Context, operator string, now time.Time
 }
 
 // Return implements fallback.CallbackStore.
-func (s *CallbackStore) Return(ctx context.Context, ticket string, attempt int, now time.Time) error {
-	_, err := s.transition(ctx, "return", ticket, attempt, now, "", "", time.Time{})
+func (s *CallbackStore) Return(ctx context.Context, ref string, attempt int, now time.Time) error {
+	_, err := s.transition(ctx, "return", ref, attempt, now, "", "", time.Time{})
 	return err
 }
 
 // Finish implements fallback.CallbackStore.
-func (s *CallbackStore) Finish(ctx context.Context, ticket string, attempt int, to fallback.Status, note string, now time.Time) (fallback.Callback, error) {
+func (s *CallbackStore) Finish(ctx context.Context, ref string, attempt int, to fallback.Status, note string, now time.Time) (fallback.Callback, error) {
 	if to != fallback.StatusCompleted && to != fallback.StatusFailed {
-		return fallback.Callback{}, fmt.Errorf("fallback: finish %q: bad status %q", ticket, to)
+		return fallback.Callback{}, fmt.Errorf("fallback: finish %q: bad status %q", ref, to)
 	}
-	return s.transition(ctx, "finish", ticket, attempt, now, to, note, time.Time{})
+	return s.transition(ctx, "finish", ref, attempt, now, to, note, time.Time{})
 }
 
 // Expire implements fallback.CallbackStore.
-func (s *CallbackStore) Expire(ctx context.Context, ticket string, now time.Time) error {
-	_, err := s.transition(ctx, "expire", ticket, 0, now, "", "", time.Time{})
+func (s *CallbackStore) Expire(ctx context.Context, ref string, now time.Time) error {
+	_, err := s.transition(ctx, "expire", ref, 0, now, "", "", time.Time{})
 	return err
 }
 

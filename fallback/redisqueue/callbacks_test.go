@@ -11,10 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/fallback/redisqueue"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage/redistest"
-	"github.com/redis/go-redis/v9"
 )
 
 var epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -25,22 +26,22 @@ func TestCallbackStoreContract(t *testing.T) {
 	st := redisqueue.NewCallbackStore(srv.Client(t), "callbacks", workerConfig())
 	at := func(s int) time.Time { return epoch.Add(time.Duration(s) * time.Second) }
 
-	a, created, err := st.Accept(ctx, fallback.Callback{Ticket: "cb_a", Call: "c1", Turn: "t1", Number: "+15550100", Accepted: at(0)})
+	a, created, err := st.Accept(ctx, fallback.Callback{Ref: "cb_a", Call: "c1", Turn: "t1", Number: "+15550100", Accepted: at(0)})
 	if err != nil || !created || a.Status != fallback.StatusPending || !a.Accepted.Equal(at(0)) || a.Number != "+15550100" {
 		t.Fatalf("accept: %+v %v %v", a, created, err)
 	}
-	again, created, err := st.Accept(ctx, fallback.Callback{Ticket: "cb_other", Call: "c1", Turn: "t1", Number: "+15550100", Accepted: at(1)})
-	if err != nil || created || again.Ticket != "cb_a" {
+	again, created, err := st.Accept(ctx, fallback.Callback{Ref: "cb_other", Call: "c1", Turn: "t1", Number: "+15550100", Accepted: at(1)})
+	if err != nil || created || again.Ref != "cb_a" {
 		t.Fatalf("same (call, turn) again: %+v %v %v", again, created, err)
 	}
 	// ("c", "1:t") and ("c1", "t") are different calls.
-	if _, created, err := st.Accept(ctx, fallback.Callback{Ticket: "cb_b", Call: "c", Turn: "1:t1", Number: "+15550101", Accepted: at(2)}); err != nil || !created {
+	if _, created, err := st.Accept(ctx, fallback.Callback{Ref: "cb_b", Call: "c", Turn: "1:t1", Number: "+15550101", Accepted: at(2)}); err != nil || !created {
 		t.Fatalf("distinct key: %v %v", created, err)
 	}
-	if _, created, _ := st.Accept(ctx, fallback.Callback{Ticket: "cb_c", Call: "c3", Turn: "t1", Number: "+15550102", Accepted: at(1)}); !created {
+	if _, created, _ := st.Accept(ctx, fallback.Callback{Ref: "cb_c", Call: "c3", Turn: "t1", Number: "+15550102", Accepted: at(1)}); !created {
 		t.Fatal("third not created")
 	}
-	if got, ok, err := st.Find(ctx, "c1", "t1"); err != nil || !ok || got.Ticket != "cb_a" {
+	if got, ok, err := st.Find(ctx, "c1", "t1"); err != nil || !ok || got.Ref != "cb_a" {
 		t.Fatalf("find: %+v %v %v", got, ok, err)
 	}
 	if _, ok, err := st.Find(ctx, "nobody", "t1"); err != nil || ok {
@@ -49,18 +50,18 @@ func TestCallbackStoreContract(t *testing.T) {
 	if _, err := st.Get(ctx, "cb_none"); !errors.Is(err, fallback.ErrNotFound) {
 		t.Fatalf("get missing: %v", err)
 	}
-	tickets := func(cs []fallback.Callback) string {
+	refs := func(cs []fallback.Callback) string {
 		var out []string
 		for _, c := range cs {
-			out = append(out, c.Ticket)
+			out = append(out, c.Ref)
 		}
 		return strings.Join(out, ",")
 	}
-	if l, err := st.List(ctx, 0); err != nil || tickets(l) != "cb_a,cb_c,cb_b" {
-		t.Fatalf("list oldest first: %s %v", tickets(l), err)
+	if l, err := st.List(ctx, 0); err != nil || refs(l) != "cb_a,cb_c,cb_b" {
+		t.Fatalf("list oldest first: %s %v", refs(l), err)
 	}
-	if l, _ := st.List(ctx, 2, fallback.StatusPending); tickets(l) != "cb_a,cb_c" {
-		t.Fatalf("list limit: %s", tickets(l))
+	if l, _ := st.List(ctx, 2, fallback.StatusPending); refs(l) != "cb_a,cb_c" {
+		t.Fatalf("list limit: %s", refs(l))
 	}
 
 	c, err := st.Claim(ctx, "cb_a", "op1", at(10), at(70))
@@ -104,8 +105,8 @@ func TestCallbackStoreContract(t *testing.T) {
 		st   fallback.Status
 		want string
 	}{{fallback.StatusCompleted, "cb_a"}, {fallback.StatusExpired, "cb_c"}, {fallback.StatusFailed, "cb_b"}, {fallback.StatusPending, ""}} {
-		if l, _ := st.List(ctx, 0, tc.st); tickets(l) != tc.want {
-			t.Errorf("list %s: %s, want %s", tc.st, tickets(l), tc.want)
+		if l, _ := st.List(ctx, 0, tc.st); refs(l) != tc.want {
+			t.Errorf("list %s: %s, want %s", tc.st, refs(l), tc.want)
 		}
 	}
 }
@@ -114,7 +115,7 @@ func TestCallbackStoreUnavailable(t *testing.T) {
 	srv := redistest.Start(t)
 	st := redisqueue.NewCallbackStore(srv.Client(t), "callbacks", workerConfig())
 	srv.Stop()
-	_, _, err := st.Accept(context.Background(), fallback.Callback{Ticket: "cb_a", Call: "c1", Turn: "t1", Number: "+15550100", Accepted: epoch})
+	_, _, err := st.Accept(context.Background(), fallback.Callback{Ref: "cb_a", Call: "c1", Turn: "t1", Number: "+15550100", Accepted: epoch})
 	if !errors.Is(err, redisqueue.ErrUnavailable) {
 		t.Fatalf("accept with Redis down: %v", err)
 	}
@@ -140,16 +141,16 @@ func TestCallbackWorker(t *testing.T) {
 	defer svc.Close()
 	for _, call := range []string{"call-1", "call-2"} {
 		res, err := svc.RequestCallback(context.Background(), fallback.CallbackRequest{Call: call, Turn: "t1", Number: "+15550100", Consent: true})
-		if err != nil || res.Ticket == "" {
+		if err != nil || res.Ref == "" {
 			t.Fatalf("request: %+v %v", res, err)
 		}
-		fmt.Println("booked", res.Ticket)
+		fmt.Println("booked", res.Ref)
 	}
 	c, err := svc.ClaimCallback(context.Background(), "op-dead")
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Println("claimed", c.Ticket, c.Attempt)
+	fmt.Println("claimed", c.Ref, c.Attempt)
 	time.Sleep(time.Minute) // killed long before
 }
 
@@ -209,8 +210,8 @@ func TestCallbacksSurviveWorkerCrash(t *testing.T) {
 		if err != nil {
 			t.Fatalf("claim on the surviving replica: %v (have %v)", err, got)
 		}
-		got[c.Ticket] = c.Attempt
-		if _, err := svc.FinishCallback(ctx, c.Ticket, c.Attempt, fallback.StatusCompleted, "called back"); err != nil {
+		got[c.Ref] = c.Attempt
+		if _, err := svc.FinishCallback(ctx, c.Ref, c.Attempt, fallback.StatusCompleted, "called back"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -233,15 +234,15 @@ func TestCallbackQueueTimeouts(t *testing.T) {
 	st := redisqueue.NewCallbackStore(srv.Client(t), "callbacks", cfg)
 	now := time.Now()
 	for i, tk := range []string{"cb_1", "cb_2", "cb_3"} {
-		if _, _, err := st.Accept(ctx, fallback.Callback{Ticket: tk, Call: tk, Turn: "t", Number: "+15550100", Accepted: now.Add(time.Duration(i) * time.Millisecond)}); err != nil {
+		if _, _, err := st.Accept(ctx, fallback.Callback{Ref: tk, Call: tk, Turn: "t", Number: "+15550100", Accepted: now.Add(time.Duration(i) * time.Millisecond)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	first, err := st.Next(ctx, "op-gone", now)
-	if err != nil || first.Ticket != "cb_1" {
+	if err != nil || first.Ref != "cb_1" {
 		t.Fatalf("next: %+v %v", first, err)
 	}
-	if second, err := st.Next(ctx, "op", now); err != nil || second.Ticket != "cb_2" {
+	if second, err := st.Next(ctx, "op", now); err != nil || second.Ref != "cb_2" {
 		t.Fatalf("next: %+v %v", second, err)
 	}
 	time.Sleep(cfg.CallbackLease + 100*time.Millisecond) // both leases run out on the Redis clock
@@ -249,7 +250,7 @@ func TestCallbackQueueTimeouts(t *testing.T) {
 		t.Fatalf("finish after the lease but before any sweep: %v", err) // no one took it yet
 	}
 	again, err := st.Next(ctx, "op2", time.Now()) // sweeps: cb_1 back first
-	if err != nil || again.Ticket != "cb_1" || again.Attempt != 2 {
+	if err != nil || again.Ref != "cb_1" || again.Attempt != 2 {
 		t.Fatalf("after the lease ran out: %+v %v", again, err)
 	}
 	if _, err := st.Finish(ctx, "cb_1", 1, fallback.StatusCompleted, "late", time.Now()); !errors.Is(err, fallback.ErrLeaseLost) {
@@ -283,7 +284,7 @@ func TestCallbackClaimByTicketKeepsOrder(t *testing.T) {
 	st := redisqueue.NewCallbackStore(srv.Client(t), "callbacks", workerConfig())
 	now := time.Now()
 	for _, tk := range []string{"cb_1", "cb_2", "cb_3", "cb_4"} {
-		if _, _, err := st.Accept(ctx, fallback.Callback{Ticket: tk, Call: tk, Turn: "t", Number: "+15550100", Accepted: now}); err != nil {
+		if _, _, err := st.Accept(ctx, fallback.Callback{Ref: tk, Call: tk, Turn: "t", Number: "+15550100", Accepted: now}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -296,7 +297,7 @@ func TestCallbackClaimByTicketKeepsOrder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got = append(got, c.Ticket)
+		got = append(got, c.Ref)
 	}
 	if strings.Join(got, ",") != "cb_1,cb_2,cb_4" {
 		t.Fatalf("next after claiming cb_3: %v", got)

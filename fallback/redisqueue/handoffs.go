@@ -98,7 +98,7 @@ func parseEntry(v any) (fallback.HandoffEntry, bool) {
 	p, _ := pair[1].(int64)
 	attempt, _ := strconv.Atoi(m["attempt"])
 	return fallback.HandoffEntry{
-		Ticket: m["ticket"], Call: m["call"], Turn: m["turn"], Summary: m["summary"], Born: unns(m["born"]),
+		Ref: m["ticket"], Call: m["call"], Turn: m["turn"], Summary: m["summary"], Born: unns(m["born"]),
 		State: fallback.HandoffState(m["status"]), Position: int(p), Agent: m["holder"], Attempt: attempt,
 	}, true
 }
@@ -115,10 +115,10 @@ return {1, entry(ARGV[2])}
 
 // Enqueue implements fallback.HandoffQueue.
 func (q *HandoffQueue) Enqueue(ctx context.Context, e fallback.HandoffEntry) (fallback.HandoffEntry, stages.Disposition, error) {
-	if e.Ticket == "" || e.Call == "" || e.Born.IsZero() {
+	if e.Ref == "" || e.Call == "" || e.Born.IsZero() {
 		return e, 0, fmt.Errorf("redisqueue: enqueue handoff: empty ticket, call or time")
 	}
-	v, err := enqueueHandoff.Run(ctx, q.rdb, nil, q.prefix, e.Ticket, q.cfg.HandoffQueue, e.Call, e.Turn, e.Summary, ns(e.Born), q.ttl.Milliseconds()).Slice()
+	v, err := enqueueHandoff.Run(ctx, q.rdb, nil, q.prefix, e.Ref, q.cfg.HandoffQueue, e.Call, e.Turn, e.Summary, ns(e.Born), q.ttl.Milliseconds()).Slice()
 	if err != nil {
 		return e, 0, q.unavailable("enqueue", err)
 	}
@@ -126,7 +126,7 @@ func (q *HandoffQueue) Enqueue(ctx context.Context, e fallback.HandoffEntry) (fa
 	case -4:
 		return e, stages.Overloaded, nil
 	case -1:
-		return e, 0, fmt.Errorf("redisqueue: enqueue handoff: ticket %q exists", e.Ticket)
+		return e, 0, fmt.Errorf("redisqueue: enqueue handoff: ticket %q exists", e.Ref)
 	}
 	got, _ := parseEntry(v[1])
 	return got, stages.Queued, nil
@@ -153,8 +153,8 @@ return {1, entry(t)}
 `)
 
 // Claim implements fallback.HandoffQueue.
-func (q *HandoffQueue) Claim(ctx context.Context, agent, ticket string, now time.Time) (fallback.HandoffEntry, error) {
-	v, err := claimHandoff.Run(ctx, q.rdb, nil, q.prefix, agent, ticket, q.cfg.HandoffSlots).Slice()
+func (q *HandoffQueue) Claim(ctx context.Context, agent, ref string, now time.Time) (fallback.HandoffEntry, error) {
+	v, err := claimHandoff.Run(ctx, q.rdb, nil, q.prefix, agent, ref, q.cfg.HandoffSlots).Slice()
 	if err != nil {
 		return fallback.HandoffEntry{}, q.unavailable("claim", err)
 	}
@@ -196,29 +196,29 @@ changed()
 return {code, entry(t)}
 `)
 
-func (q *HandoffQueue) settle(ctx context.Context, op, ticket string, attempt int, now time.Time) (fallback.HandoffEntry, int64, error) {
+func (q *HandoffQueue) settle(ctx context.Context, op, ref string, attempt int, now time.Time) (fallback.HandoffEntry, int64, error) {
 	cutoff := ns(now.Add(-q.cfg.HandoffMaxWait))
-	v, err := settleHandoff.Run(ctx, q.rdb, nil, q.prefix, op, ticket, attempt, cutoff, doneKeep.Milliseconds()).Slice()
+	v, err := settleHandoff.Run(ctx, q.rdb, nil, q.prefix, op, ref, attempt, cutoff, doneKeep.Milliseconds()).Slice()
 	if err != nil {
 		return fallback.HandoffEntry{}, 0, q.unavailable(op, err)
 	}
 	code, _ := v[0].(int64)
 	e, _ := parseEntry(v[1])
 	if code == -3 {
-		return e, code, fmt.Errorf("%w: %s %q attempt %d: now %s, attempt %d", fallback.ErrHandoffLost, op, ticket, attempt, e.State, e.Attempt)
+		return e, code, fmt.Errorf("%w: %s %q attempt %d: now %s, attempt %d", fallback.ErrHandoffLost, op, ref, attempt, e.State, e.Attempt)
 	}
 	return e, code, nil
 }
 
 // Ack implements fallback.HandoffQueue.
-func (q *HandoffQueue) Ack(ctx context.Context, ticket string, attempt int, now time.Time) (fallback.HandoffEntry, error) {
-	e, _, err := q.settle(ctx, "ack", ticket, attempt, now)
+func (q *HandoffQueue) Ack(ctx context.Context, ref string, attempt int, now time.Time) (fallback.HandoffEntry, error) {
+	e, _, err := q.settle(ctx, "ack", ref, attempt, now)
 	return e, err
 }
 
 // Release implements fallback.HandoffQueue.
-func (q *HandoffQueue) Release(ctx context.Context, ticket string, attempt int, now time.Time) (stages.Disposition, error) {
-	_, code, err := q.settle(ctx, "release", ticket, attempt, now)
+func (q *HandoffQueue) Release(ctx context.Context, ref string, attempt int, now time.Time) (stages.Disposition, error) {
+	_, code, err := q.settle(ctx, "release", ref, attempt, now)
 	if err != nil {
 		return 0, err
 	}
@@ -242,16 +242,16 @@ return {1, before}
 `)
 
 // Resolve implements fallback.HandoffQueue.
-func (q *HandoffQueue) Resolve(ctx context.Context, ticket string, to fallback.HandoffState) (fallback.HandoffEntry, error) {
+func (q *HandoffQueue) Resolve(ctx context.Context, ref string, to fallback.HandoffState) (fallback.HandoffEntry, error) {
 	if to.Live() || to == fallback.HandoffCompleted {
-		return fallback.HandoffEntry{}, fmt.Errorf("redisqueue: resolve handoff %q: bad state %q", ticket, to)
+		return fallback.HandoffEntry{}, fmt.Errorf("redisqueue: resolve handoff %q: bad state %q", ref, to)
 	}
-	v, err := resolveHandoff.Run(ctx, q.rdb, nil, q.prefix, ticket, string(to), doneKeep.Milliseconds()).Slice()
+	v, err := resolveHandoff.Run(ctx, q.rdb, nil, q.prefix, ref, string(to), doneKeep.Milliseconds()).Slice()
 	if err != nil {
 		return fallback.HandoffEntry{}, q.unavailable("resolve", err)
 	}
 	if code, _ := v[0].(int64); code == -1 {
-		return fallback.HandoffEntry{}, fmt.Errorf("%w: %q", fallback.ErrHandoffUnknown, ticket)
+		return fallback.HandoffEntry{}, fmt.Errorf("%w: %q", fallback.ErrHandoffUnknown, ref)
 	}
 	e, _ := parseEntry(v[1])
 	return e, nil
@@ -299,10 +299,10 @@ return out
 `)
 
 // Get implements fallback.HandoffQueue.
-func (q *HandoffQueue) Get(ctx context.Context, tickets []string) ([]fallback.HandoffEntry, error) {
-	args := make([]any, 0, len(tickets)+1)
+func (q *HandoffQueue) Get(ctx context.Context, refs []string) ([]fallback.HandoffEntry, error) {
+	args := make([]any, 0, len(refs)+1)
 	args = append(args, q.prefix)
-	for _, t := range tickets {
+	for _, t := range refs {
 		args = append(args, t)
 	}
 	v, err := getHandoffs.Run(ctx, q.rdb, nil, args...).Slice()

@@ -50,11 +50,11 @@ func newReplica(t *testing.T, srv *redistest.Server, cfg fallback.Config) replic
 
 type agentMsg struct {
 	Type        string             `json:"type"`
-	Ticket      string             `json:"ticket"`
+	Ref         string             `json:"ticket"`
 	Code        string             `json:"code"`
 	Disposition stages.Disposition `json:"disposition"`
 	Handoffs    []struct {
-		Ticket   string `json:"ticket"`
+		Ref      string `json:"ticket"`
 		Call     string `json:"call"`
 		Position int    `json:"position"`
 		Agent    string `json:"agent"`
@@ -96,9 +96,9 @@ func dialAgent(t *testing.T, r replica, id string) *agentConn {
 	return a
 }
 
-func (a *agentConn) send(typ, ticket string) {
+func (a *agentConn) send(typ, ref string) {
 	a.t.Helper()
-	b, _ := json.Marshal(map[string]string{"type": typ, "ticket": ticket})
+	b, _ := json.Marshal(map[string]string{"type": typ, "ticket": ref})
 	if err := a.c.Write(context.Background(), websocket.MessageText, b); err != nil {
 		a.t.Fatal(err)
 	}
@@ -152,12 +152,12 @@ func TestHandoffAcrossReplicas(t *testing.T) {
 	agentB.until("both callers listed", func(m agentMsg) bool {
 		return m.Type == "waiting" && len(m.Handoffs) == 2 && m.Handoffs[0].Call == "call-on-a" && m.Handoffs[0].Position == 1
 	})
-	agentB.send("claim", hb.Ticket)
+	agentB.send("claim", hb.Ref)
 	if m := agentB.reply("claimed"); m.Code != "not_next" {
 		t.Fatalf("claiming the second: %+v", m)
 	}
 	agentB.send("claim", "")
-	if m := agentB.reply("claimed"); m.Type != "claimed" || m.Ticket != ha.Ticket {
+	if m := agentB.reply("claimed"); m.Type != "claimed" || m.Ref != ha.Ref {
 		t.Fatalf("claim: %+v", m)
 	}
 	agentA := dialAgent(t, a, "agent-a")
@@ -168,11 +168,11 @@ func TestHandoffAcrossReplicas(t *testing.T) {
 	if m := agentA.reply("claimed"); m.Code != "slots_busy" {
 		t.Fatalf("claim past the fleet's one slot: %+v", m)
 	}
-	agentA.send("ack", ha.Ticket)
+	agentA.send("ack", ha.Ref)
 	if m := agentA.reply("resolved"); m.Code != "not_yours" {
 		t.Fatalf("ack by another agent: %+v", m)
 	}
-	agentB.send("ack", ha.Ticket)
+	agentB.send("ack", ha.Ref)
 	if m := agentB.reply("resolved"); m.Type != "resolved" || m.Disposition != stages.Completed {
 		t.Fatalf("ack: %+v", m)
 	}
@@ -187,10 +187,10 @@ func TestHandoffAcrossReplicas(t *testing.T) {
 		return m.Type == "waiting" && len(m.Handoffs) == 1 && m.Handoffs[0].Call == "call-on-b" && m.Handoffs[0].Position == 1
 	})
 	agentA.send("claim", "")
-	if m := agentA.reply("claimed"); m.Ticket != hb.Ticket {
+	if m := agentA.reply("claimed"); m.Ref != hb.Ref {
 		t.Fatalf("claim on A: %+v", m)
 	}
-	agentA.send("release", hb.Ticket)
+	agentA.send("release", hb.Ref)
 	agentA.reply("released")
 	hb.Cancel()
 	if out := hb.Outcome(); out.Disposition != stages.Cancelled {
@@ -221,33 +221,33 @@ func TestHandoffDeadReplicas(t *testing.T) {
 	}
 	dead := redisqueue.NewHandoffQueue(srv.Client(t), "handoffs", cfg, handoffTTL)
 	e, err := dead.Claim(ctx, "agent-dead", "", time.Now())
-	if err != nil || e.Ticket != ha.Ticket || e.Attempt != 1 {
+	if err != nil || e.Ref != ha.Ref || e.Attempt != 1 {
 		t.Fatalf("claim by the replica that dies: %+v %v", e, err)
 	}
 	// A caller on a replica that dies at once: enqueued, never renewed.
-	gone, d, err := dead.Enqueue(ctx, fallback.HandoffEntry{Ticket: "ho_gone", Call: "call-gone", Turn: "t1", Born: time.Now()})
+	gone, d, err := dead.Enqueue(ctx, fallback.HandoffEntry{Ref: "ho_gone", Call: "call-gone", Turn: "t1", Born: time.Now()})
 	if err != nil || d != stages.Queued || gone.Position != 1 {
 		t.Fatalf("enqueue: %+v %v %v", gone, d, err)
 	}
 
 	agentA := dialAgent(t, a, "agent-a")
 	agentA.until("the dead claim back at its place", func(m agentMsg) bool {
-		return m.Type == "waiting" && len(m.Handoffs) == 1 && m.Handoffs[0].Ticket == ha.Ticket && m.Handoffs[0].Position == 1
+		return m.Type == "waiting" && len(m.Handoffs) == 1 && m.Handoffs[0].Ref == ha.Ref && m.Handoffs[0].Position == 1
 	})
 	agentA.send("claim", "")
-	if m := agentA.reply("claimed"); m.Ticket != ha.Ticket {
+	if m := agentA.reply("claimed"); m.Ref != ha.Ref {
 		t.Fatalf("reclaim: %+v", m)
 	}
-	if _, err := dead.Ack(ctx, ha.Ticket, 1, time.Now()); !errors.Is(err, fallback.ErrHandoffLost) {
+	if _, err := dead.Ack(ctx, ha.Ref, 1, time.Now()); !errors.Is(err, fallback.ErrHandoffLost) {
 		t.Fatalf("the dead replica's attempt: %v", err)
 	}
-	got, err := dead.Get(ctx, []string{"ho_gone", ha.Ticket})
+	got, err := dead.Get(ctx, []string{"ho_gone", ha.Ref})
 	if err != nil || len(got) != 2 || got[0].State != fallback.HandoffCancelled || got[1].Attempt != 2 || got[1].Agent != "agent-a" {
 		t.Fatalf("entries: %+v %v", got, err)
 	}
 	// The live claim is renewed: it outlives the TTL.
 	time.Sleep(2 * handoffTTL)
-	agentA.send("ack", ha.Ticket)
+	agentA.send("ack", ha.Ref)
 	if m := agentA.reply("resolved"); m.Disposition != stages.Completed {
 		t.Fatalf("ack after 2 TTLs: %+v", m)
 	}

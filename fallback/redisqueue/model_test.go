@@ -77,7 +77,7 @@ func TestHandoffQueueModel(t *testing.T) {
 			case 0: // enqueue
 				n++
 				tk := fmt.Sprintf("ho_%03d", n)
-				_, d, err := q.Enqueue(ctx, fallback.HandoffEntry{Ticket: tk, Call: "c" + tk, Turn: "t", Born: time.Now()})
+				_, d, err := q.Enqueue(ctx, fallback.HandoffEntry{Ref: tk, Call: "c" + tk, Turn: "t", Born: time.Now()})
 				want := stages.Queued
 				if len(m.waiting()) >= m.bound {
 					want = stages.Overloaded
@@ -113,7 +113,7 @@ func TestHandoffQueueModel(t *testing.T) {
 					}
 					break
 				}
-				if err != nil || e.Ticket != w[0] || e.Attempt != m.attempt[w[0]]+1 {
+				if err != nil || e.Ref != w[0] || e.Attempt != m.attempt[w[0]]+1 {
 					rt.Fatalf("step %d claim %q: %+v %v, want %s", step, tk, e, err, w[0])
 				}
 				m.state[w[0]] = "claimed"
@@ -167,12 +167,12 @@ func checkModel(ctx context.Context, rt *rapid.T, q *redisqueue.HandoffQueue, m 
 	for _, e := range l {
 		switch e.State {
 		case fallback.HandoffWaiting:
-			waiting = append(waiting, e.Ticket)
+			waiting = append(waiting, e.Ref)
 			if e.Position != len(waiting) {
-				rt.Fatalf("%s at position %d, want %d", e.Ticket, e.Position, len(waiting))
+				rt.Fatalf("%s at position %d, want %d", e.Ref, e.Position, len(waiting))
 			}
 		case fallback.HandoffClaimed:
-			claimed = append(claimed, e.Ticket)
+			claimed = append(claimed, e.Ref)
 		default:
 			rt.Fatalf("listed %+v", e)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 )
 
 // TestCallOutlivesHandler: the native handler returns once the call is
@@ -32,25 +33,25 @@ func TestCallOutlivesHandler(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.CloseNow()
-	cl := &client{t: t, conn: c, ctx: t.Context()}
-	if m := cl.expect("session"); m.Disposition != "admitted" {
+	cl := &sessiontest.Client{T: t, Conn: c, Ctx: t.Context()}
+	if m := cl.Expect("session"); m.Disposition != "admitted" {
 		t.Fatalf("session %+v", m)
 	}
 	<-returned // the handler is gone, the call is not
-	cl.send(map[string]any{"type": "turn", "id": "t1", "text": "hello"})
-	cl.expect("turn_end")
+	cl.Send(map[string]any{"type": "turn", "id": "t1", "text": "hello"})
+	cl.Expect("turn_end")
 	select {
 	case <-undone:
 		t.Fatal("the call's end was undone while the call went on")
 	default:
 	}
-	if r.srv.Calls() != 1 {
-		t.Fatalf("%d calls", r.srv.Calls())
+	if r.Engine.Calls() != 1 {
+		t.Fatalf("%d calls", r.Engine.Calls())
 	}
-	if by := r.srv.CallsByTransport(); len(by) != 1 || by[Name] != 1 {
+	if by := r.Engine.CallsByTransport(); len(by) != 1 || by[Name] != 1 {
 		t.Fatalf("calls by transport %v, want one %s", by, Name)
 	}
-	cl.send(map[string]any{"type": "hangup"})
+	cl.Send(map[string]any{"type": "hangup"})
 	for { // to the server's close, which the close handshake answers
 		if _, _, err := c.Read(t.Context()); err != nil {
 			break
@@ -61,8 +62,8 @@ func TestCallOutlivesHandler(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the call's end was never undone")
 	}
-	if r.srv.Calls() != 0 || len(r.srv.CallsByTransport()) != 0 {
-		t.Fatalf("%d calls (%v) after the undo", r.srv.Calls(), r.srv.CallsByTransport())
+	if r.Engine.Calls() != 0 || len(r.Engine.CallsByTransport()) != 0 {
+		t.Fatalf("%d calls (%v) after the undo", r.Engine.Calls(), r.Engine.CallsByTransport())
 	}
 }
 
@@ -71,7 +72,7 @@ func TestCallOutlivesHandler(t *testing.T) {
 // handler returns.
 func TestCallEndWithoutCall(t *testing.T) {
 	r := newRig(t)
-	r.srv.Close()
+	r.Engine.Close()
 	for _, path := range []string{"/v1/session", "/healthz"} {
 		undone := make(chan struct{})
 		front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {

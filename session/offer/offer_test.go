@@ -2,24 +2,25 @@ package offer
 
 import (
 	"context"
-	"github.com/frontdoorhq/frontdoor/session"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 
 	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
 // withOffers wires package fallback in as the rig's Fallback.
-func withOffers(t *testing.T) (func(*session.Config, *stub.Settings), rigAfter, **fallback.Service) {
+func withOffers(t *testing.T) (func(*session.Config, *stub.Settings), sessiontest.After, **fallback.Service) {
 	return withOffersPrompt(t, 3)
 }
 
 // withOffersPrompt is withOffers with prompt audio of frames 20 ms frames.
-func withOffersPrompt(t *testing.T, frames int) (func(*session.Config, *stub.Settings), rigAfter, **fallback.Service) {
+func withOffersPrompt(t *testing.T, frames int) (func(*session.Config, *stub.Settings), sessiontest.After, **fallback.Service) {
 	var svc *fallback.Service
 	var offers *Offers
 	cfg := func(c *session.Config, s *stub.Settings) {
@@ -38,7 +39,7 @@ func withOffersPrompt(t *testing.T, frames int) (func(*session.Config, *stub.Set
 		offers.Wait()
 		svc.Close()
 	}
-	return cfg, rigAfter(after), &svc
+	return cfg, sessiontest.After(after), &svc
 }
 
 // TestOffersSessionRefused: a caller refused by a full session stage hears
@@ -49,35 +50,35 @@ func TestOffersSessionRefused(t *testing.T) {
 	r := newRig(t, wire, after, func(c *session.Config, s *stub.Settings) {
 		c.Session = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 5 * time.Second}
 	})
-	r.admitted()
-	r.dial().expect("prompt") // queued
-	c := r.dial()
+	r.Admitted()
+	r.Dial().Expect("prompt") // queued
+	c := r.Dial()
 	// The offer is a control message: it is on the wire before the
 	// prompt's audio has played; read on to the audio's end.
-	all := c.until(isType("audio_end"))
-	if s := lastOf(all, "session"); s.Disposition != "overloaded" {
-		t.Fatalf("%v", types(all))
+	all := c.Until(sessiontest.IsType("audio_end"))
+	if s := sessiontest.LastOf(all, "session"); s.Disposition != "overloaded" {
+		t.Fatalf("%v", sessiontest.Types(all))
 	}
 	var audio int
 	for _, m := range all {
 		audio += m.Bytes
 	}
-	if o := lastOf(all, "offer"); len(o.Kinds) != 2 {
+	if o := sessiontest.LastOf(all, "offer"); len(o.Kinds) != 2 {
 		t.Fatalf("offer %+v", o)
 	}
-	if lastOf(all, "audio_start").Type == "" || audio == 0 {
-		t.Fatalf("prompt without audio: %v", types(all))
+	if sessiontest.LastOf(all, "audio_start").Type == "" || audio == 0 {
+		t.Fatalf("prompt without audio: %v", sessiontest.Types(all))
 	}
-	c.send(map[string]any{"type": "callback", "consent": false, "number": "+15550123"})
-	if m := c.expect("error"); m.Code != session.CodeBadField {
+	c.Send(map[string]any{"type": "callback", "consent": false, "number": "+15550123"})
+	if m := c.Expect("error"); m.Code != session.CodeBadField {
 		t.Fatalf("callback without consent: %+v", m)
 	}
-	c.send(map[string]any{"type": "callback", "consent": true, "number": "+1 555 0123"})
-	m := c.expect("callback")
-	if m.Disposition != "queued" || m.Ticket == "" {
+	c.Send(map[string]any{"type": "callback", "consent": true, "number": "+1 555 0123"})
+	m := c.Expect("callback")
+	if m.Disposition != "queued" || m.Ref == "" {
 		t.Fatalf("callback %+v", m)
 	}
-	if _, err := c.read(); websocket.CloseStatus(err) != websocket.StatusTryAgainLater {
+	if _, err := c.Read(); websocket.CloseStatus(err) != websocket.StatusTryAgainLater {
 		t.Fatalf("close %v, want 1013", err)
 	}
 }
@@ -92,30 +93,30 @@ func TestOffersPromptAudioWhileSynthesisFull(t *testing.T) {
 		// test, so that b still holds the only waiting place when c asks.
 		s.FrameCount, s.FrameDelay = 100, 50*time.Millisecond
 	})
-	a, b, c := r.admitted(), r.admitted(), r.admitted()
-	a.send(map[string]any{"type": "turn", "id": "a1", "text": "x"})
-	a.until(isType("audio_start"))
-	b.send(map[string]any{"type": "turn", "id": "b1", "text": "x"})
-	b.until(func(m msg) bool {
+	a, b, c := r.Admitted(), r.Admitted(), r.Admitted()
+	a.Send(map[string]any{"type": "turn", "id": "a1", "text": "x"})
+	a.Until(sessiontest.IsType("audio_start"))
+	b.Send(map[string]any{"type": "turn", "id": "b1", "text": "x"})
+	b.Until(func(m sessiontest.Msg) bool {
 		return m.Type == "disposition" && m.Stage == session.StageSynthesis && m.Disposition == "queued"
 	})
-	c.send(map[string]any{"type": "turn", "id": "c1", "text": "x"})
+	c.Send(map[string]any{"type": "turn", "id": "c1", "text": "x"})
 	// The prompt's audio is queued before the turn ends, and the writer
 	// may have written all of it by then: turn_end and the prompt's
 	// audio_end come in either order.
-	all := c.untilAll("audio_end", "turn_end")
-	if end := lastOf(all, "turn_end"); end.Disposition != "overloaded" || end.Stage != session.StageSynthesis {
-		t.Fatalf("%v", types(all))
+	all := c.UntilAll("audio_end", "turn_end")
+	if end := sessiontest.LastOf(all, "turn_end"); end.Disposition != "overloaded" || end.Stage != session.StageSynthesis {
+		t.Fatalf("%v", sessiontest.Types(all))
 	}
 	var audio int
 	for _, m := range all {
 		audio += m.Bytes
 	}
-	if p := lastOf(all, "prompt"); p.Stage != session.StageSynthesis || audio == 0 {
-		t.Fatalf("prompt %+v audio %d: %v", p, audio, types(all))
+	if p := sessiontest.LastOf(all, "prompt"); p.Stage != session.StageSynthesis || audio == 0 {
+		t.Fatalf("prompt %+v audio %d: %v", p, audio, sessiontest.Types(all))
 	}
-	if lastOf(all, "offer").Type == "" {
-		t.Fatalf("no offer: %v", types(all))
+	if sessiontest.LastOf(all, "offer").Type == "" {
+		t.Fatalf("no offer: %v", sessiontest.Types(all))
 	}
 }
 
@@ -139,22 +140,22 @@ func TestOffersOfferWithPrompt(t *testing.T) {
 		}
 		offers = New(svc)
 		c.Fallback = offers
-	}, rigAfter(func() { offers.Wait(); svc.Close() }))
-	c := r.admitted()
-	c.send(map[string]any{"type": "turn", "id": "t1", "text": "x"})
-	all := c.until(isType("offer"))
-	p, o := lastOf(all, "prompt"), lastOf(all, "offer")
-	if p.Reason != session.TurnFailed || len(o.Kinds) != 2 || lastOf(all, "audio_start").Type != "" {
-		t.Fatalf("want prompt, then offer before any audio: %v", types(all))
+	}, sessiontest.After(func() { offers.Wait(); svc.Close() }))
+	c := r.Admitted()
+	c.Send(map[string]any{"type": "turn", "id": "t1", "text": "x"})
+	all := c.Until(sessiontest.IsType("offer"))
+	p, o := sessiontest.LastOf(all, "prompt"), sessiontest.LastOf(all, "offer")
+	if p.Reason != session.TurnFailed || len(o.Kinds) != 2 || sessiontest.LastOf(all, "audio_start").Type != "" {
+		t.Fatalf("want prompt, then offer before any audio: %v", sessiontest.Types(all))
 	}
-	c.send(map[string]any{"type": "callback", "consent": true, "number": "+15550123"})
-	rest := c.until(isType("turn_end")) // sent once the prompt's audio was rendered and dropped
-	if cb := lastOf(rest, "callback"); cb.Disposition != "queued" || cb.Ticket == "" {
-		t.Fatalf("callback %+v: %v", cb, types(rest))
+	c.Send(map[string]any{"type": "callback", "consent": true, "number": "+15550123"})
+	rest := c.Until(sessiontest.IsType("turn_end")) // sent once the prompt's audio was rendered and dropped
+	if cb := sessiontest.LastOf(rest, "callback"); cb.Disposition != "queued" || cb.Ref == "" {
+		t.Fatalf("callback %+v: %v", cb, sessiontest.Types(rest))
 	}
-	c.send(map[string]any{"type": "hangup"})
+	c.Send(map[string]any{"type": "hangup"})
 	for {
-		m, err := c.read()
+		m, err := c.Read()
 		if err != nil {
 			break
 		}
@@ -162,7 +163,7 @@ func TestOffersOfferWithPrompt(t *testing.T) {
 	}
 	for _, m := range rest {
 		if m.Type == "audio_start" || m.Type == "binary" || m.Type == "audio_end" {
-			t.Fatalf("audio of the answered prompt was written: %v", types(rest))
+			t.Fatalf("audio of the answered prompt was written: %v", sessiontest.Types(rest))
 		}
 	}
 }

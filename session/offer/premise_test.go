@@ -6,6 +6,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
@@ -25,11 +26,11 @@ func TestPromptPremiseManualClock(t *testing.T) {
 		c.Pace = true
 		c.Session = stages.Limits{Slots: 1, Waiting: 1, MaxAge: time.Second}
 	})
-	r.admitted()
-	b := r.dial()
-	q := b.until(isType("audio_start"))
-	if s := lastOf(q, "session"); s.Disposition != "queued" || lastOf(q, "prompt").Reason != "queued" {
-		t.Fatalf("queued: %v", types(q))
+	r.Admitted()
+	b := r.Dial()
+	q := b.Until(sessiontest.IsType("audio_start"))
+	if s := sessiontest.LastOf(q, "session"); s.Disposition != "queued" || sessiontest.LastOf(q, "prompt").Reason != "queued" {
+		t.Fatalf("queued: %v", sessiontest.Types(q))
 	}
 	// Some of the queued prompt is out: the pacer runs on the manual
 	// clock too, and lets out the frames due by its time (PaceLead ahead).
@@ -42,7 +43,7 @@ func TestPromptPremiseManualClock(t *testing.T) {
 			moved += frame
 			continue
 		}
-		m, err := b.read()
+		m, err := b.Read()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,13 +53,13 @@ func TestPromptPremiseManualClock(t *testing.T) {
 	}
 	clock.Advance(time.Second + time.Millisecond - moved) // the wait expires (strictly after MaxAge)
 
-	all := b.until(func(m msg) bool { return m.Type == "session" })
+	all := b.Until(func(m sessiontest.Msg) bool { return m.Type == "session" })
 	if s := all[len(all)-1]; s.Disposition != "expired" {
-		t.Fatalf("after expiry: %v", types(all))
+		t.Fatalf("after expiry: %v", sessiontest.Types(all))
 	}
 	for _, m := range all[:len(all)-1] {
 		if m.Type != "binary" { // frames written before the expiry, none after
-			t.Fatalf("before session expired: %v", types(all))
+			t.Fatalf("before session expired: %v", sessiontest.Types(all))
 		}
 	}
 	// Then, in whatever order the two lanes interleave: the queued prompt's
@@ -66,22 +67,22 @@ func TestPromptPremiseManualClock(t *testing.T) {
 	// prompt's audio; never a frame of the queued prompt, and the offer
 	// before the expired prompt's 5 s of audio have played.
 	var cut, offer, spoken bool
-	var seen []msg
+	var seen []sessiontest.Msg
 	for !(cut && offer && spoken) {
-		m, err := b.read()
+		m, err := b.Read()
 		if err != nil {
-			t.Fatalf("read: %v after %v", err, types(seen))
+			t.Fatalf("read: %v after %v", err, sessiontest.Types(seen))
 		}
 		seen = append(seen, m)
 		switch m.Type {
 		case "binary":
 			if !cut {
-				t.Fatalf("queued prompt audio after session expired: %v", types(seen))
+				t.Fatalf("queued prompt audio after session expired: %v", sessiontest.Types(seen))
 			}
 			spoken = true
 		case "audio_end":
 			if cut {
-				t.Fatalf("the expired prompt's audio played before its offer: %v", types(seen))
+				t.Fatalf("the expired prompt's audio played before its offer: %v", sessiontest.Types(seen))
 			}
 			if m.Turn != "prompt" || !m.Cut || m.AudioMS < 100 || m.AudioMS >= 5000 {
 				t.Fatalf("the queued prompt's audio_end %+v, want cut after 100 ms and before 5 s", m)
@@ -92,8 +93,8 @@ func TestPromptPremiseManualClock(t *testing.T) {
 				t.Fatalf("prompt %+v", m)
 			}
 		case "offer":
-			if lastOf(seen, "prompt").Type == "" {
-				t.Fatalf("offer before its prompt: %v", types(seen))
+			if sessiontest.LastOf(seen, "prompt").Type == "" {
+				t.Fatalf("offer before its prompt: %v", sessiontest.Types(seen))
 			}
 			offer = true
 		}

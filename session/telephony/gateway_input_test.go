@@ -19,6 +19,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 )
 
 // TestGatewayKeypadCallback: on every dialect that carries keys and the
@@ -55,8 +56,8 @@ func TestGatewayKeypadCallback(t *testing.T) {
 			if len(cbs) != 1 || cbs[0].Number != "+15550142" || cbs[0].Status != fallback.StatusPending {
 				t.Fatalf("callbacks %+v", cbs)
 			}
-			if out := k.logs.find(d.name + ": keypad outcome"); len(out) != 1 || out[0]["ticket"] != cbs[0].Ticket {
-				t.Fatalf("outcome %v, ticket %s", out, cbs[0].Ticket)
+			if out := k.logs.find(d.name + ": keypad outcome"); len(out) != 1 || out[0]["ticket"] != cbs[0].Ref {
+				t.Fatalf("outcome %v, ticket %s", out, cbs[0].Ref)
 			}
 		})
 	}
@@ -82,11 +83,11 @@ func TestGatewayBadInput(t *testing.T) {
 				if got := websocket.CloseStatus(s.Err); !d.tcp && got != want {
 					t.Fatalf("%s: closed with %v, want %d", what, s.Err, want)
 				}
-				waitFor(t, what+": the lease freed", func() bool { return r.stage(session.StageSession).Leased == 0 })
+				sessiontest.WaitFor(t, what+": the lease freed", func() bool { return r.stage(session.StageSession).Leased == 0 })
 			}
 			admitted := func(g *gatewaytest.Gateway) {
 				t.Helper()
-				waitFor(t, "admitted", func() bool { return r.stage(session.StageSession).Leased == 1 })
+				sessiontest.WaitFor(t, "admitted", func() bool { return r.stage(session.StageSession).Leased == 1 })
 			}
 
 			g := r.gatewayFor(ctx, d, -1, nil)
@@ -105,7 +106,7 @@ func TestGatewayBadInput(t *testing.T) {
 				closedWith("oversize", g, websocket.StatusMessageTooBig)
 			} else {
 				g.Close()
-				waitFor(t, "the lease freed", func() bool { return r.stage(session.StageSession).Leased == 0 })
+				sessiontest.WaitFor(t, "the lease freed", func() bool { return r.stage(session.StageSession).Leased == 0 })
 			}
 
 			// Media before the start: a raw link that skips the start.
@@ -133,18 +134,18 @@ func TestGatewayBadInput(t *testing.T) {
 
 // rawGateway is a link to d's endpoint with nothing sent on it.
 func (r *rig) rawGateway(ctx context.Context, d dialect) gateway.Link {
-	r.t.Helper()
+	r.T.Helper()
 	var l gateway.Link
 	if d.tcp {
 		l = audiosocket.NewLink(r.dialAudioSocket())
 	} else {
-		ws, _, err := websocket.Dial(ctx, r.wsURL(d.path), d.dial)
+		ws, _, err := websocket.Dial(ctx, r.WSURL(d.path), d.dial)
 		if err != nil {
-			r.t.Fatal(err)
+			r.T.Fatal(err)
 		}
 		l = gateway.NewWebSocketLink(ws, 1<<20)
 	}
-	r.t.Cleanup(func() { _ = l.Close() })
+	r.T.Cleanup(func() { _ = l.Close() })
 	return l
 }
 
@@ -181,13 +182,13 @@ func TestGatewayToken(t *testing.T) {
 			}
 			g := r.gatewayFor(ctx, dd, -1, tc.params)
 			if tc.ok {
-				waitFor(t, "admitted", func() bool { return r.stage(session.StageSession).Leased == 1 })
+				sessiontest.WaitFor(t, "admitted", func() bool { return r.stage(session.StageSession).Leased == 1 })
 				started := logs.find(d.name + ": stream started")
 				if got := started[len(started)-1]["tenant"]; got != tc.params["tenant"] {
 					t.Errorf("the call's tenant is %q, want %q (the start parameter of an authenticated stream)", got, tc.params["tenant"])
 				}
 				g.Close()
-				waitFor(t, "the lease freed", func() bool { return r.stage(session.StageSession).Leased == 0 })
+				sessiontest.WaitFor(t, "the lease freed", func() bool { return r.stage(session.StageSession).Leased == 0 })
 				return
 			}
 			s, _ := g.Wait(ctx, func(s gatewaytest.Snapshot) bool { return s.Err != nil })
@@ -211,12 +212,12 @@ func TestGatewayTenantUntrusted(t *testing.T) {
 	defer cancel()
 	d := dialects[0]
 	g := r.gatewayFor(ctx, d, -1, map[string]string{"tenant": "acme"})
-	waitFor(t, "admitted", func() bool { return r.stage(session.StageSession).Leased == 1 })
+	sessiontest.WaitFor(t, "admitted", func() bool { return r.stage(session.StageSession).Leased == 1 })
 	if got := logs.find(d.name + ": stream started")[0]["tenant"]; got != "" {
 		t.Errorf("an open endpoint took the tenant %q from the start", got)
 	}
 	g.Close()
-	waitFor(t, "the lease freed", func() bool { return r.stage(session.StageSession).Leased == 0 })
+	sessiontest.WaitFor(t, "the lease freed", func() bool { return r.stage(session.StageSession).Leased == 0 })
 }
 
 // TestPromptCacheShared: callers asking for one prompt in one format at
@@ -243,7 +244,7 @@ func TestPromptCacheShared(t *testing.T) {
 			got[i] = b
 		})
 	}
-	waitFor(t, "the first rendering", func() bool { return renders.Load() == 1 })
+	sessiontest.WaitFor(t, "the first rendering", func() bool { return renders.Load() == 1 })
 	close(release)
 	wg.Wait()
 	if n := renders.Load(); n != 1 {
@@ -292,9 +293,9 @@ func TestGatewayMidcallHandoff(t *testing.T) {
 			defer cancel()
 			k.fillModel()
 			g := k.gatewayFor(ctx, d, -1, map[string]string{callerParam: "+15550152"})
-			waitFor(t, "the call admitted", func() bool { return len(k.logs.find(d.name+": session")) > 0 })
+			sessiontest.WaitFor(t, "the call admitted", func() bool { return len(k.logs.find(d.name+": session")) > 0 })
 			rate := g.Start().Format.SampleRate
-			if err := g.SendPCM(ctx, append(speech(t, "hello-8k.wav", rate), silence(600*time.Millisecond, rate)...)); err != nil {
+			if err := g.SendPCM(ctx, append(sessiontest.Speech(t, "hello-8k.wav", rate), silence(600*time.Millisecond, rate)...)); err != nil {
 				t.Fatal(err)
 			}
 			played := func(prefix string) {
@@ -321,7 +322,7 @@ func TestGatewayMidcallHandoff(t *testing.T) {
 			if got := websocket.CloseStatus(s.Err); !d.tcp && got != websocket.StatusTryAgainLater {
 				t.Fatalf("closed with %v, want 1013", s.Err)
 			}
-			waitFor(t, "the call counted as transferred", func() bool { return callsEnded(t, k.rig, "transferred") == 1 })
+			sessiontest.WaitFor(t, "the call counted as transferred", func() bool { return callsEnded(t, k.rig, "transferred") == 1 })
 			_ = ws.Close(websocket.StatusNormalClosure, "")
 		})
 	}

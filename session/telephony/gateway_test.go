@@ -25,6 +25,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media/gateway/vonage"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -69,7 +70,7 @@ func (d dialect) test() string {
 // gatewayFor dials d's endpoint on the rig as the gateway, with the
 // stream's custom parameters params.
 func (r *rig) gatewayFor(ctx context.Context, d dialect, speed float64, params map[string]string) *gatewaytest.Gateway {
-	r.t.Helper()
+	r.T.Helper()
 	opts := gatewaytest.Options{
 		Start: gateway.Start{StreamID: "stream-1", CallID: "call-1", Params: params, Format: d.format},
 		Dial:  d.dial, Speed: speed,
@@ -80,22 +81,22 @@ func (r *rig) gatewayFor(ctx context.Context, d dialect, speed float64, params m
 		opts.Start.StreamID = "40325b1a-8664-4d3a-8e4e-5e7b2b8d6d1c" // AudioSocket's id is a UUID
 		g, err = gatewaytest.New(ctx, audiosocket.NewLink(r.dialAudioSocket()), d.codec, opts)
 	} else {
-		g, err = gatewaytest.Dial(ctx, r.wsURL(d.path), d.codec, opts)
+		g, err = gatewaytest.Dial(ctx, r.WSURL(d.path), d.codec, opts)
 	}
 	if err != nil {
-		r.t.Fatal(err)
+		r.T.Fatal(err)
 	}
-	r.t.Cleanup(g.Close)
+	r.T.Cleanup(g.Close)
 	return g
 }
 
 // dialAudioSocket connects to a loopback listener whose one connection
 // the rig's AudioSocket handler serves, as -audiosocket-listen does.
 func (r *rig) dialAudioSocket() net.Conn {
-	r.t.Helper()
+	r.T.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		r.t.Fatal(err)
+		r.T.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -107,10 +108,10 @@ func (r *rig) dialAudioSocket() net.Conn {
 		defer c.Close()
 		r.audio.ServeAudioSocket(ctx, c, 8000)
 	})
-	r.t.Cleanup(func() { cancel(); ln.Close(); wg.Wait() })
+	r.T.Cleanup(func() { cancel(); ln.Close(); wg.Wait() })
 	c, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
-		r.t.Fatal(err)
+		r.T.Fatal(err)
 	}
 	return c
 }
@@ -152,7 +153,7 @@ func TestGatewayCall(t *testing.T) {
 			defer cancel()
 			g := r.gatewayFor(ctx, d, 2, nil)
 			f := g.Start().Format
-			if err := g.SendPCM(ctx, speech(t, "hello-8k.wav", f.SampleRate)); err != nil {
+			if err := g.SendPCM(ctx, sessiontest.Speech(t, "hello-8k.wav", f.SampleRate)); err != nil {
 				t.Fatal(err)
 			}
 			if err := g.SendPCM(ctx, silence(600*time.Millisecond, f.SampleRate)); err != nil {
@@ -167,12 +168,12 @@ func TestGatewayCall(t *testing.T) {
 			if lvl := rms(t, f, g.Audio()); lvl < 100 {
 				t.Fatalf("the reply is silence (rms %.0f)", lvl)
 			}
-			stop := speech(t, "stop-8k.wav", f.SampleRate)
+			stop := sessiontest.Speech(t, "stop-8k.wav", f.SampleRate)
 			half := len(stop) * 2 / 3
 			if err := g.SendPCM(ctx, stop[:half]); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "interrupted", func() bool { return len(logs.find(d.name+": interrupted")) > 0 })
+			sessiontest.WaitFor(t, "interrupted", func() bool { return len(logs.find(d.name+": interrupted")) > 0 })
 			at := g.Snapshot()
 			if d.caps().Clear && at.Count(gateway.KindClear) != 1 {
 				t.Fatalf("%d clears at the barge-in", at.Count(gateway.KindClear))
@@ -201,7 +202,7 @@ func TestGatewayCall(t *testing.T) {
 				t.Fatalf("no second reply: %v", err)
 			}
 			endCall(ctx, t, d, g)
-			waitFor(t, "the session lease freed", func() bool { return r.stage(session.StageSession).Leased == 0 })
+			sessiontest.WaitFor(t, "the session lease freed", func() bool { return r.stage(session.StageSession).Leased == 0 })
 		})
 	}
 }
@@ -233,8 +234,8 @@ func TestGatewayRefused(t *testing.T) {
 				c.Logger = slog.New(logs)
 				s.FrameCount = 25
 			})
-			holder := r.admitted()
-			defer holder.send(map[string]any{"type": "hangup"})
+			holder := r.Admitted()
+			defer holder.Send(map[string]any{"type": "hangup"})
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			g := r.gatewayFor(ctx, d, -1, nil)

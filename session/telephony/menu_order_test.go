@@ -210,7 +210,7 @@ func TestSIPMenuAfterPrompt(t *testing.T) {
 	k := orderKeypad(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	s := sipServer(t, k.srv, sip.Config{}, SIPConfig{Logger: slog.New(k.logs)})
+	s := sipServer(t, k.Engine, sip.Config{}, SIPConfig{Logger: slog.New(k.logs)})
 	out, err := sip.Dial(ctx, fmt.Sprintf("sip:acme@%s", s.Addr()), sip.DialConfig{From: "+15550100"})
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media/sip/siptest"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
@@ -100,14 +101,14 @@ func TestSIPCall(t *testing.T) {
 			})
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			s := sipServer(t, r.srv, sip.Config{}, SIPConfig{Logger: slog.New(logs)})
+			s := sipServer(t, r.Engine, sip.Config{}, SIPConfig{Logger: slog.New(logs)})
 			c := dialSIP(ctx, t, s, "acme", sip.DialConfig{Codecs: []sip.Codec{codec}})
 			if c.Codec() != codec {
 				t.Fatalf("codec %v, want %v", c.Codec(), codec)
 			}
-			waitFor(t, "the call admitted", func() bool { return r.stage("session").Leased == 1 })
+			sessiontest.WaitFor(t, "the call admitted", func() bool { return r.stage("session").Leased == 1 })
 
-			c.speak(ctx, t, speech(t, "hello-8k.wav", 8000), 600*time.Millisecond)
+			c.speak(ctx, t, sessiontest.Speech(t, "hello-8k.wav", 8000), 600*time.Millisecond)
 			deadline := time.Now().Add(10 * time.Second)
 			for _, loud := c.received(); loud < 50; _, loud = c.received() { // a second of the reply
 				if time.Now().After(deadline) {
@@ -118,12 +119,12 @@ func TestSIPCall(t *testing.T) {
 
 			// Barge in: two thirds of "stop" starts an utterance that is
 			// still going on once the reply was cleared.
-			stop := speech(t, "stop-8k.wav", 8000)
+			stop := sessiontest.Speech(t, "stop-8k.wav", 8000)
 			half := len(stop) * 2 / 3
 			if err := c.WritePCM(stop[:half]); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "the barge-in", func() bool { return len(logs.find("sip: interrupted")) > 0 })
+			sessiontest.WaitFor(t, "the barge-in", func() bool { return len(logs.find("sip: interrupted")) > 0 })
 			time.Sleep(100 * time.Millisecond) // packets on their way before the clear
 			before, _ := c.received()
 			if err := c.WritePCM(stop[half : len(stop)-5600]); err != nil { // no trailing silence: still speaking
@@ -143,7 +144,7 @@ func TestSIPCall(t *testing.T) {
 			if err := c.Hangup(ctx); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "the lease released", func() bool { return r.stage("session").Leased == 0 && r.srv.Calls() == 0 })
+			sessiontest.WaitFor(t, "the lease released", func() bool { return r.stage("session").Leased == 0 && r.Engine.Calls() == 0 })
 			ans := logs.find("sip: call answered")
 			if len(ans) != 1 || ans[0]["tenant"] != "acme" || ans[0]["codec"] != codec.Name {
 				t.Errorf("answered: %v", ans)
@@ -161,9 +162,9 @@ func TestSIPRefusedCallback(t *testing.T) {
 	k := newKeypad(t, keypadOptions{window: 5 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s := sipServer(t, k.srv, sip.Config{}, SIPConfig{Logger: slog.New(k.logs)})
+	s := sipServer(t, k.Engine, sip.Config{}, SIPConfig{Logger: slog.New(k.logs)})
 	c := dialSIP(ctx, t, s, "acme", sip.DialConfig{From: "+15550100"})
-	waitFor(t, "the keypad menu", func() bool { return len(k.logs.find("sip: keypad menu")) > 0 })
+	sessiontest.WaitFor(t, "the keypad menu", func() bool { return len(k.logs.find("sip: keypad menu")) > 0 })
 	if m := k.logs.find("sip: keypad menu")[0]; m["callback"] != true || m["handoff"] != false {
 		t.Errorf("menu %v: want a callback alone (a SIP call cannot be transferred to a person)", m)
 	}
@@ -191,8 +192,8 @@ func TestSIPRefusedCallback(t *testing.T) {
 	if v := k.stage("session"); v.Leased != 1 || v.Queued != 0 { // the native holder alone
 		t.Errorf("session stage %+v after the refused call", v)
 	}
-	if k.srv.Calls() != 1 {
-		waitFor(t, "the refused call gone", func() bool { return k.srv.Calls() == 1 })
+	if k.Engine.Calls() != 1 {
+		sessiontest.WaitFor(t, "the refused call gone", func() bool { return k.Engine.Calls() == 1 })
 	}
 }
 
@@ -214,10 +215,10 @@ func TestSIPMediaTimeout(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	const timeout = 30 * time.Second
-	s := sipServer(t, r.srv, sip.Config{}, SIPConfig{MediaTimeout: timeout})
+	s := sipServer(t, r.Engine, sip.Config{}, SIPConfig{MediaTimeout: timeout})
 	c := dialSIP(ctx, t, s, "acme", sip.DialConfig{})
 	// The line's timer is armed at the answer, before the call is admitted.
-	waitFor(t, "the call admitted", func() bool { return r.stage("session").Leased == 1 })
+	sessiontest.WaitFor(t, "the call admitted", func() bool { return r.stage("session").Leased == 1 })
 	// Dial's caller sends RTP only when written to: it is silent now.
 	clock.Advance(timeout - time.Millisecond)
 	// Whether a hang-up was missed is read from what the call did after
@@ -238,7 +239,7 @@ func TestSIPMediaTimeout(t *testing.T) {
 	if !errors.Is(c.Err(), sip.ErrRemoteHangup) {
 		t.Errorf("call ended with %v, want the server's BYE", c.Err())
 	}
-	waitFor(t, "the lease released", func() bool { return r.stage("session").Leased == 0 && r.srv.Calls() == 0 })
+	sessiontest.WaitFor(t, "the lease released", func() bool { return r.stage("session").Leased == 0 && r.Engine.Calls() == 0 })
 }
 
 // TestSIPTenant: with digest authentication, a user pinned to a tenant
@@ -251,20 +252,20 @@ func TestSIPTenant(t *testing.T) {
 	defer cancel()
 	auth := &sip.Auth{Realm: "frontdoor", Users: map[string]sip.User{
 		"bob": {Password: "bobpw", Tenant: "globex"}, "trunk": {Password: "trunkpw"}}}
-	s := sipServer(t, r.srv, sip.Config{Auth: auth, Tenant: sip.TenantFromUserOrRequestURI}, SIPConfig{Logger: slog.New(logs)})
+	s := sipServer(t, r.Engine, sip.Config{Auth: auth, Tenant: sip.TenantFromUserOrRequestURI}, SIPConfig{Logger: slog.New(logs)})
 	for i, tc := range []struct{ user, password, want string }{
 		{"bob", "bobpw", "globex"},
 		{"trunk", "trunkpw", "acme"},
 	} {
 		c := dialSIP(ctx, t, s, "acme", sip.DialConfig{Username: tc.user, Password: tc.password})
-		waitFor(t, "the call answered", func() bool { return len(logs.find("sip: call answered")) == i+1 })
+		sessiontest.WaitFor(t, "the call answered", func() bool { return len(logs.find("sip: call answered")) == i+1 })
 		if got := logs.find("sip: call answered")[i]; got["tenant"] != tc.want || got["user"] != tc.user {
 			t.Errorf("%s: answered %v, want tenant %s", tc.user, got, tc.want)
 		}
 		if err := c.Hangup(ctx); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the call ended", func() bool { return r.srv.Calls() == 0 && r.stage("session").Leased == 0 })
+		sessiontest.WaitFor(t, "the call ended", func() bool { return r.Engine.Calls() == 0 && r.stage("session").Leased == 0 })
 	}
 	if _, err := sip.Dial(ctx, fmt.Sprintf("sip:acme@%s", s.Addr()), sip.DialConfig{Username: "bob", Password: "guess"}); !errors.Is(err, sip.ErrRefused) {
 		t.Errorf("a wrong password: %v, want refused (403)", err)

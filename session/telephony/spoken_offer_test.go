@@ -7,16 +7,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/session"
-
 	"github.com/coder/websocket"
 
 	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/media/pcm"
+	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/pocketsphinx"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -53,40 +53,40 @@ func spokenMidcall(t *testing.T) (*midcall, *historyModel) {
 func TestSpokenPersonAfterRefusal(t *testing.T) {
 	k, hm := spokenMidcall(t)
 	k.fillModel()
-	c := k.dial()
-	c.send(map[string]any{"type": "hello", "audio": map[string]any{"encoding": "pcm16", "rate": 16000}})
-	if m := c.expect("session"); m.Disposition != "admitted" {
+	c := k.Dial()
+	c.Send(map[string]any{"type": "hello", "audio": map[string]any{"encoding": "pcm16", "rate": 16000}})
+	if m := c.Expect("session"); m.Disposition != "admitted" {
 		t.Fatalf("session %+v", m)
 	}
-	c.send(map[string]any{"type": "turn", "id": "c1", "text": "hello"})
-	if o := c.expect("offer"); !slices.Contains(o.Kinds, string(prompt.KindHandoff)) {
+	c.Send(map[string]any{"type": "turn", "id": "c1", "text": "hello"})
+	if o := c.Expect("offer"); !slices.Contains(o.Kinds, string(prompt.KindHandoff)) {
 		t.Fatalf("offer %+v", o)
 	}
 	speech := append(say(t, "I would like to speak to a person please.", 16000), make([]int16, 16000)...)
 	for len(speech) > 0 {
 		n := min(640, len(speech))
-		if err := c.conn.Write(c.ctx, websocket.MessageBinary, pcm.Encode(nil, speech[:n])); err != nil {
+		if err := c.Conn.Write(c.Ctx, websocket.MessageBinary, pcm.Encode(nil, speech[:n])); err != nil {
 			t.Fatal(err)
 		}
 		speech = speech[n:]
 	}
-	tr := c.expect("transcript")
+	tr := c.Expect("transcript")
 	t.Logf("heard %q", tr.Text)
-	h := c.expect("handoff")
-	if h.Disposition != "queued" || h.Ticket == "" {
+	h := c.Expect("handoff")
+	if h.Disposition != "queued" || h.Ref == "" {
 		t.Fatalf("handoff %+v", h)
 	}
 	want := prompt.For(prompt.StageHandoff, stages.Queued, nil).Text
-	if p := c.expect("prompt"); p.Text != want {
+	if p := c.Expect("prompt"); p.Text != want {
 		t.Fatalf("confirmation %q, want %q", p.Text, want)
 	}
-	if end := c.until(isType("turn_end")); lastOf(end, "turn_end").Disposition != "completed" || lastOf(end, "turn_end").Stage != session.StageRecognize {
-		t.Fatalf("turn_end %+v", lastOf(end, "turn_end"))
+	if end := c.Until(sessiontest.IsType("turn_end")); sessiontest.LastOf(end, "turn_end").Disposition != "completed" || sessiontest.LastOf(end, "turn_end").Stage != session.StageRecognize {
+		t.Fatalf("turn_end %+v", sessiontest.LastOf(end, "turn_end"))
 	}
 	if slices.ContainsFunc(hm.seen(), func(tu backend.Turn) bool { return strings.Contains(tu.Text, "person") }) {
 		t.Fatalf("the answer reached the model: %+v", hm.seen())
 	}
-	c.send(map[string]any{"type": "hangup"})
+	c.Send(map[string]any{"type": "hangup"})
 }
 
 // TestSpokenCallbackAfterRefusal: a phone caller whose turn the model stage

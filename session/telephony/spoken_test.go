@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/session"
-
 	"github.com/coder/websocket"
 
 	"github.com/frontdoorhq/frontdoor/fallback/prompt"
@@ -17,10 +15,12 @@ import (
 	"github.com/frontdoorhq/frontdoor/media/pcm"
 	"github.com/frontdoorhq/frontdoor/media/twilio"
 	"github.com/frontdoorhq/frontdoor/media/twilio/twiliotest"
+	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/espeak"
 	"github.com/frontdoorhq/frontdoor/session/backend/pocketsphinx"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -124,9 +124,9 @@ func TestSpokenNative(t *testing.T) {
 	}
 	defer conn.CloseNow()
 	conn.SetReadLimit(1 << 20)
-	c := &client{t: t, conn: conn, ctx: ctx}
-	c.send(map[string]any{"type": "hello", "audio": map[string]any{"encoding": "pcm16", "rate": 16000}})
-	c.expect("session")
+	c := &sessiontest.Client{T: t, Conn: conn, Ctx: ctx}
+	c.Send(map[string]any{"type": "hello", "audio": map[string]any{"encoding": "pcm16", "rate": 16000}})
+	c.Expect("session")
 	speech := append(say(t, spokenSentence, 16000), make([]int16, 16000)...) // and a second of silence
 	for len(speech) > 0 {
 		n := min(640, len(speech))
@@ -135,12 +135,12 @@ func TestSpokenNative(t *testing.T) {
 		}
 		speech = speech[n:]
 	}
-	tr := c.expect("transcript")
+	tr := c.Expect("transcript")
 	t.Logf("transcript %q", tr.Text)
 	if m := lacks(tr.Text, spokenKeys...); len(m) > 0 {
 		t.Fatalf("transcript %q lacks %v", tr.Text, m)
 	}
-	c.send(map[string]any{"type": "hangup"})
+	c.Send(map[string]any{"type": "hangup"})
 }
 
 // TestSpokenTwilio: a phone caller on /v1/twilio says the sentence in 8 kHz
@@ -160,7 +160,7 @@ func TestSpokenTwilio(t *testing.T) {
 	if err := g.SendSilence(ctx, time.Second); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a recognized turn", func() bool { return len(s.model.seen()) > 0 })
+	sessiontest.WaitFor(t, "a recognized turn", func() bool { return len(s.model.seen()) > 0 })
 	text := s.model.seen()[0].Text
 	t.Logf("transcript %q", text)
 	if m := lacks(text, spokenKeys...); len(m) > 0 {
@@ -183,8 +183,8 @@ func TestSpokenPrompt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer holder.CloseNow()
-	hc := &client{t: t, conn: holder, ctx: ctx}
-	hc.until(func(m msg) bool { return m.Type == "session" && m.Disposition == "admitted" })
+	hc := &sessiontest.Client{T: t, Conn: holder, Ctx: ctx}
+	hc.Until(func(m sessiontest.Msg) bool { return m.Type == "session" && m.Disposition == "admitted" })
 
 	g, err := twiliotest.Dial(ctx, s.url("/v1/twilio"), twiliotest.Options{Speed: -1})
 	if err != nil {

@@ -8,15 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/session"
-
 	"github.com/coder/websocket"
 
 	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/media/twilio/twiliotest"
+	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -71,7 +71,7 @@ func (g *gatedModel) shut() {
 type midcall struct {
 	*keypad
 	model  *gatedModel
-	waiter *client // the native caller whose turn holds the model stage's waiting place
+	waiter *sessiontest.Client // the native caller whose turn holds the model stage's waiting place
 }
 
 func newMidcall(t *testing.T, o keypadOptions) *midcall {
@@ -92,15 +92,15 @@ func newMidcall(t *testing.T, o keypadOptions) *midcall {
 // fillModel has two native callers take the model stage's slot and its
 // waiting place until the gate opens: a third turn is refused (overloaded).
 func (k *midcall) fillModel() {
-	k.t.Helper()
-	a := k.admitted()
-	a.send(map[string]any{"type": "turn", "id": "a1", "text": "hold"})
-	a.until(func(m msg) bool {
+	k.T.Helper()
+	a := k.Admitted()
+	a.Send(map[string]any{"type": "turn", "id": "a1", "text": "hold"})
+	a.Until(func(m sessiontest.Msg) bool {
 		return m.Type == "disposition" && m.Stage == session.StageModel && m.Disposition == "admitted"
 	})
-	b := k.admitted()
-	b.send(map[string]any{"type": "turn", "id": "b1", "text": "hold"})
-	b.until(func(m msg) bool {
+	b := k.Admitted()
+	b.Send(map[string]any{"type": "turn", "id": "b1", "text": "hold"})
+	b.Until(func(m sessiontest.Msg) bool {
 		return m.Type == "disposition" && m.Stage == session.StageModel && m.Disposition == "queued"
 	})
 	k.waiter = b
@@ -111,11 +111,11 @@ func (k *midcall) fillModel() {
 // full as before (a1 finishing and b1 taking its slot take a moment), and a
 // turn sent at once would be refused.
 func (k *midcall) openModel() {
-	k.t.Helper()
+	k.T.Helper()
 	k.model.open()
 	if b := k.waiter; b != nil {
 		k.waiter = nil
-		b.until(func(m msg) bool {
+		b.Until(func(m sessiontest.Msg) bool {
 			return m.Type == "disposition" && m.Stage == session.StageModel && m.Disposition == "admitted"
 		})
 	}
@@ -130,7 +130,7 @@ func (k *midcall) dialAdmitted(ctx context.Context, t *testing.T, caller string)
 		params[callerParam] = caller
 	}
 	g := k.gateway(ctx, twiliotest.Options{Speed: -1, CustomParameters: params})
-	waitFor(t, "the call admitted", func() bool { return len(k.logs.find("twilio: session")) > 0 })
+	sessiontest.WaitFor(t, "the call admitted", func() bool { return len(k.logs.find("twilio: session")) > 0 })
 	return g
 }
 
@@ -138,7 +138,7 @@ func (k *midcall) dialAdmitted(ctx context.Context, t *testing.T, caller string)
 // speech turn.
 func speak(ctx context.Context, t *testing.T, g *twiliotest.Gateway) {
 	t.Helper()
-	if err := g.SendPCM(ctx, speech(t, "hello-8k.wav", 8000)); err != nil {
+	if err := g.SendPCM(ctx, sessiontest.Speech(t, "hello-8k.wav", 8000)); err != nil {
 		t.Fatal(err)
 	}
 	if err := g.SendSilence(ctx, 600*time.Millisecond); err != nil {
@@ -257,7 +257,7 @@ func TestTwilioMidcallCallbackFails(t *testing.T) {
 	if err := g.SendDTMF(ctx, "1"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the failure prompt", func() bool { return len(k.prompts(prompt.StageCallback)) > 0 })
+	sessiontest.WaitFor(t, "the failure prompt", func() bool { return len(k.prompts(prompt.StageCallback)) > 0 })
 	if p := k.prompts(prompt.StageCallback); p[0] != prompt.Failed(prompt.StageCallback, nil).Text {
 		t.Fatalf("prompts %q", p)
 	}
@@ -323,7 +323,7 @@ func TestTwilioMidcallHandoff(t *testing.T) {
 	}
 	// Operators see the call end as a transfer, not as a lost caller.
 	transferred := func() float64 { return callsEnded(t, k.rig, "transferred") }
-	waitFor(t, "the call counted as transferred", func() bool { return transferred() == 1 })
+	sessiontest.WaitFor(t, "the call counted as transferred", func() bool { return transferred() == 1 })
 	_ = ws.Close(websocket.StatusNormalClosure, "")
 }
 
@@ -331,7 +331,7 @@ func TestTwilioMidcallHandoff(t *testing.T) {
 // waiting; it returns the agent's connection, which the caller closes.
 func (r *rig) agentTakes(ctx context.Context, t *testing.T) *websocket.Conn {
 	t.Helper()
-	ws, _, err := websocket.Dial(ctx, r.wsURL("/v1/agents?agent=a1"), nil)
+	ws, _, err := websocket.Dial(ctx, r.WSURL("/v1/agents?agent=a1"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +362,7 @@ func TestTwilioMidcallHoldEnds(t *testing.T) {
 	}
 	heard(ctx, t, g, "handoff-queued~", k.said)
 	heard(ctx, t, g, "handoff-expired~", k.said)
-	waitFor(t, "the handoff withdrawn", func() bool { return k.svc.HandoffStage().Snapshot(time.Now()).Queued == 0 })
+	sessiontest.WaitFor(t, "the handoff withdrawn", func() bool { return k.svc.HandoffStage().Snapshot(time.Now()).Queued == 0 })
 	speak(ctx, t, g)
 	heard(ctx, t, g, "speech-2~", k.said)
 	if got := k.said(); len(got) != 3 {
@@ -392,7 +392,7 @@ func TestTwilioMidcallNoKey(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			waitFor(t, "the menu declined", func() bool { return len(k.logs.find("twilio: keypad menu declined")) > 0 })
+			sessiontest.WaitFor(t, "the menu declined", func() bool { return len(k.logs.find("twilio: keypad menu declined")) > 0 })
 			if d := k.logs.find("twilio: keypad menu declined"); len(d) != 1 || d[0]["why"] != tc.why {
 				t.Fatalf("declined %v", d)
 			}
@@ -500,23 +500,23 @@ func TestTwilioMidcallNoNumber(t *testing.T) {
 func TestOffersMidcallNative(t *testing.T) {
 	k := newMidcall(t, keypadOptions{window: 10 * time.Second})
 	k.fillModel()
-	c := k.admitted()
-	c.send(map[string]any{"type": "turn", "id": "c1", "text": "x"})
-	all := c.until(isType("offer"))
-	p := lastOf(all, "prompt")
+	c := k.Admitted()
+	c.Send(map[string]any{"type": "turn", "id": "c1", "text": "x"})
+	all := c.Until(sessiontest.IsType("offer"))
+	p := sessiontest.LastOf(all, "prompt")
 	if want := prompt.For(session.StageModel, stages.Overloaded, bothKinds).Text; p.Stage != session.StageModel || p.Reason != "overloaded" || p.Text != want {
 		t.Fatalf("prompt %+v, want %q", p, want)
 	}
-	if o := lastOf(all, "offer"); !slices.Equal(o.Kinds, []string{"callback", "handoff"}) {
+	if o := sessiontest.LastOf(all, "offer"); !slices.Equal(o.Kinds, []string{"callback", "handoff"}) {
 		t.Fatalf("offer %+v", o)
 	}
-	c.send(map[string]any{"type": "callback", "consent": true, "number": "+15550156"})
-	if m := c.expect("callback"); m.Disposition != "queued" || m.Ticket == "" {
+	c.Send(map[string]any{"type": "callback", "consent": true, "number": "+15550156"})
+	if m := c.Expect("callback"); m.Disposition != "queued" || m.Ref == "" {
 		t.Fatalf("callback %+v", m)
 	}
 	k.openModel()
-	c.send(map[string]any{"type": "turn", "id": "c2", "text": "x"})
-	if end := lastOf(c.until(func(m msg) bool { return m.Type == "turn_end" && m.Turn == "c2" }), "turn_end"); end.Disposition != "completed" {
+	c.Send(map[string]any{"type": "turn", "id": "c2", "text": "x"})
+	if end := sessiontest.LastOf(c.Until(func(m sessiontest.Msg) bool { return m.Type == "turn_end" && m.Turn == "c2" }), "turn_end"); end.Disposition != "completed" {
 		t.Fatalf("turn_end %+v", end)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media/twilio/twiliotest"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -49,8 +50,8 @@ func newKeypad(t *testing.T, o keypadOptions) *keypad {
 	k := wireKeypad(t, o, func(c *session.Config, _ *stub.Settings) {
 		c.Session = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 200 * time.Millisecond}
 	})
-	holder := k.admitted()
-	t.Cleanup(func() { holder.send(map[string]any{"type": "hangup"}) })
+	holder := k.Admitted()
+	t.Cleanup(func() { holder.Send(map[string]any{"type": "hangup"}) })
 	return k
 }
 
@@ -91,10 +92,10 @@ func wireKeypad(t *testing.T, o keypadOptions, limits func(*session.Config, *stu
 		k.offers.Wait()
 		k.svc.Close()
 	}
-	agents := rigRoutes(func() map[string]http.Handler {
+	agents := sessiontest.Routes(func() map[string]http.Handler {
 		return map[string]http.Handler{"GET /v1/agents": k.svc.AgentHandler(nil)}
 	})
-	k.rig = newRig(t, wire, rigAfter(after), agents)
+	k.rig = newRig(t, wire, sessiontest.After(after), agents)
 	return k
 }
 
@@ -192,8 +193,8 @@ func TestTwilioKeypadCallback(t *testing.T) {
 	if len(cbs) != 1 || cbs[0].Number != "+15550142" || cbs[0].Status != fallback.StatusPending || cbs[0].Turn != session.StageSession || cbs[0].Call == "" {
 		t.Fatalf("callbacks %+v", cbs)
 	}
-	if out := k.logs.find("twilio: keypad outcome"); len(out) != 1 || out[0]["ticket"] != cbs[0].Ticket {
-		t.Fatalf("outcome %v, ticket %s", out, cbs[0].Ticket)
+	if out := k.logs.find("twilio: keypad outcome"); len(out) != 1 || out[0]["ticket"] != cbs[0].Ref {
+		t.Fatalf("outcome %v, ticket %s", out, cbs[0].Ref)
 	}
 }
 
@@ -387,7 +388,7 @@ func TestTwilioKeypadHandoffNoAgent(t *testing.T) {
 	if !slices.ContainsFunc(k.said(), func(u string) bool { return strings.HasPrefix(u, "handoff-queued~") }) {
 		t.Fatalf("said %v", k.said())
 	}
-	waitFor(t, "the handoff withdrawn", func() bool { return k.svc.HandoffStage().Snapshot(time.Now()).Queued == 0 })
+	sessiontest.WaitFor(t, "the handoff withdrawn", func() bool { return k.svc.HandoffStage().Snapshot(time.Now()).Queued == 0 })
 }
 
 // TestTwilioKeypadNoKey: a caller who presses nothing is closed as before,

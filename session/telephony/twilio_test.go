@@ -9,28 +9,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/session"
-
 	"github.com/coder/websocket"
 
 	"github.com/frontdoorhq/frontdoor/media/twilio"
 	"github.com/frontdoorhq/frontdoor/media/twilio/twiliotest"
+	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
-func (r *rig) wsURL(path string) string {
-	return "ws" + strings.TrimPrefix(r.http.URL, "http") + path
-}
-
 func (r *rig) gateway(ctx context.Context, opts twiliotest.Options) *twiliotest.Gateway {
-	r.t.Helper()
-	g, err := twiliotest.Dial(ctx, r.wsURL("/v1/twilio"), opts)
+	r.T.Helper()
+	g, err := twiliotest.Dial(ctx, r.WSURL("/v1/twilio"), opts)
 	if err != nil {
-		r.t.Fatal(err)
+		r.T.Fatal(err)
 	}
-	r.t.Cleanup(g.Close)
+	r.T.Cleanup(g.Close)
 	return g
 }
 
@@ -75,7 +71,7 @@ func TestTwilioCall(t *testing.T) {
 	defer cancel()
 	g := r.gateway(ctx, twiliotest.Options{Speed: 2, CustomParameters: map[string]string{"caller": "+15550100"}})
 
-	if err := g.SendPCM(ctx, speech(t, "hello-8k.wav", 8000)); err != nil {
+	if err := g.SendPCM(ctx, sessiontest.Speech(t, "hello-8k.wav", 8000)); err != nil {
 		t.Fatal(err)
 	}
 	if err := g.SendSilence(ctx, 600*time.Millisecond); err != nil {
@@ -88,7 +84,7 @@ func TestTwilioCall(t *testing.T) {
 	if s := g.Snapshot(); s.Received > 1500*time.Millisecond {
 		t.Fatalf("reply not paced: %v received after 1 s of playback", s.Received)
 	}
-	stop := speech(t, "stop-8k.wav", 8000)
+	stop := sessiontest.Speech(t, "stop-8k.wav", 8000)
 	half := len(stop) * 2 / 3
 	if err := g.SendPCM(ctx, stop[:half]); err != nil { // still speaking after this
 		t.Fatal(err)
@@ -140,7 +136,7 @@ func TestTwilioCall(t *testing.T) {
 	if d := time.Duration(heardMS)*time.Millisecond - heard; d < -300*time.Millisecond || d > 300*time.Millisecond {
 		t.Logf("frontdoor says %d ms heard, the gateway played %v", heardMS, heard)
 	}
-	waitFor(t, "second model turn", func() bool { return len(hm.seen()) >= 2 })
+	sessiontest.WaitFor(t, "second model turn", func() bool { return len(hm.seen()) >= 2 })
 	second := hm.seen()[1]
 	var assistant *backend.Message
 	for i := range second.History {
@@ -148,7 +144,7 @@ func TestTwilioCall(t *testing.T) {
 			assistant = &second.History[i]
 		}
 	}
-	full := strings.Join(r.model.Deltas(hm.seen()[0].Text), "")
+	full := strings.Join(r.Model.Deltas(hm.seen()[0].Text), "")
 	if assistant == nil || assistant.Content == "" || len(assistant.Content) >= len(strings.TrimSpace(full)) {
 		t.Fatalf("history after barge-in %+v (full reply %q)", second.History, full)
 	}
@@ -179,8 +175,8 @@ func TestTwilioRefused(t *testing.T) {
 		c.Recognizer = stub.NewRecognizer(stub.Settings{})
 		s.FrameCount = 25
 	})
-	holder := r.admitted()
-	defer holder.send(map[string]any{"type": "hangup"})
+	holder := r.Admitted()
+	defer holder.Send(map[string]any{"type": "hangup"})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	g := r.gateway(ctx, twiliotest.Options{Speed: -1})
@@ -226,7 +222,7 @@ func TestTwilioSignature(t *testing.T) {
 			if tc.sig != "" {
 				h.Set("X-Twilio-Signature", tc.sig)
 			}
-			g, err := twiliotest.Dial(ctx, r.wsURL("/v1/twilio"), twiliotest.Options{Header: h})
+			g, err := twiliotest.Dial(ctx, r.WSURL("/v1/twilio"), twiliotest.Options{Header: h})
 			if !tc.ok {
 				if err == nil {
 					g.Close()

@@ -14,6 +14,7 @@ import (
 	mediartc "github.com/frontdoorhq/frontdoor/media/webrtc"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 )
 
 // browser is the caller's side of a /v1/webrtc call: a second pion peer,
@@ -25,18 +26,18 @@ type browser struct {
 	voiced atomic.Int64 // 20 ms packets of reply audio with speech energy
 
 	mu     sync.Mutex
-	events []msg
+	events []sessiontest.Msg
 	wg     sync.WaitGroup
 	cancel context.CancelFunc
 }
 
 func (r *rig) browser(ctx context.Context) *browser {
-	r.t.Helper()
-	ws, _, err := websocket.Dial(ctx, r.wsURL("/v1/webrtc"), nil)
+	r.T.Helper()
+	ws, _, err := websocket.Dial(ctx, r.WSURL("/v1/webrtc"), nil)
 	if err != nil {
-		r.t.Fatal(err)
+		r.T.Fatal(err)
 	}
-	b := &browser{t: r.t.(*testing.T), ws: ws}
+	b := &browser{t: r.T.(*testing.T), ws: ws}
 	peer, err := mediartc.NewPeer(mediartc.Config{
 		LoopbackOnly: true,
 		OnAudio: func(s []int16) {
@@ -45,7 +46,7 @@ func (r *rig) browser(ctx context.Context) *browser {
 			}
 		},
 		OnEvent: func(data []byte) {
-			var m msg
+			var m sessiontest.Msg
 			if json.Unmarshal(data, &m) == nil {
 				m.At = time.Now()
 				b.mu.Lock()
@@ -55,7 +56,7 @@ func (r *rig) browser(ctx context.Context) *browser {
 		},
 	}, mediartc.WebSocketTransport{Conn: ws})
 	if err != nil {
-		r.t.Fatal(err)
+		r.T.Fatal(err)
 	}
 	b.peer = peer
 	bctx, cancel := context.WithCancel(context.Background())
@@ -70,9 +71,9 @@ func (r *rig) browser(ctx context.Context) *browser {
 		}
 	})
 	b.wg.Go(func() { _ = peer.Run(bctx) })
-	r.t.Cleanup(b.close)
+	r.T.Cleanup(b.close)
 	if err := peer.Offer(ctx); err != nil {
-		r.t.Fatal(err)
+		r.T.Fatal(err)
 	}
 	return b
 }
@@ -102,12 +103,12 @@ func (b *browser) speak(ctx context.Context, s []int16) {
 	}
 }
 
-func (b *browser) wait(what string, cond func([]msg) bool) []msg {
+func (b *browser) wait(what string, cond func([]sessiontest.Msg) bool) []sessiontest.Msg {
 	b.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		b.mu.Lock()
-		ev := append([]msg(nil), b.events...)
+		ev := append([]sessiontest.Msg(nil), b.events...)
 		b.mu.Unlock()
 		if cond(ev) {
 			return ev
@@ -116,14 +117,14 @@ func (b *browser) wait(what string, cond func([]msg) bool) []msg {
 			for _, m := range ev {
 				b.t.Logf("%s %s %s %v", m.At.Format("05.000"), m.Type, m.Stage, m.Disposition)
 			}
-			b.t.Fatalf("timed out waiting for %s at %s (voiced %d); events %v", what, time.Now().Format("05.000"), b.voiced.Load(), types(ev))
+			b.t.Fatalf("timed out waiting for %s at %s (voiced %d); events %v", what, time.Now().Format("05.000"), b.voiced.Load(), sessiontest.Types(ev))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 }
 
-func has(typ string) func([]msg) bool {
-	return func(ms []msg) bool {
+func has(typ string) func([]sessiontest.Msg) bool {
+	return func(ms []sessiontest.Msg) bool {
 		for _, m := range ms {
 			if m.Type == typ {
 				return true
@@ -153,23 +154,23 @@ func TestWebRTCCall(t *testing.T) {
 		t.Fatal("events channel never opened")
 	}
 	b.wait("session", has("session"))
-	if by := r.srv.CallsByTransport(); len(by) != 1 || by[Name] != 1 {
+	if by := r.Engine.CallsByTransport(); len(by) != 1 || by[Name] != 1 {
 		t.Fatalf("calls by transport %v, want one %s", by, Name)
 	}
 
-	hello := speech(t, "hello-8k.wav", 8000)
+	hello := sessiontest.Speech(t, "hello-8k.wav", 8000)
 	b.speak(ctx, hello[:len(hello)-2400]) // up to the end of the speech
 	b.speak(ctx, make([]int16, 8*700))
 	b.wait("transcript", has("transcript"))
 	b.wait("audio_start", has("audio_start"))
-	waitFor(t, "reply audio on the track", func() bool { return b.voiced.Load() >= 25 })
+	sessiontest.WaitFor(t, "reply audio on the track", func() bool { return b.voiced.Load() >= 25 })
 
-	stop := speech(t, "stop-8k.wav", 8000)
+	stop := sessiontest.Speech(t, "stop-8k.wav", 8000)
 	if err := b.peer.SendPCM(stop[:(len(stop)-5600)/160*160]); err != nil { // speech without its ending silence
 		t.Fatal(err)
 	}
 	ev := b.wait("interrupted", has("interrupted"))
-	in := lastOf(ev, "interrupted")
+	in := sessiontest.LastOf(ev, "interrupted")
 	if in.Generation != 2 || len(in.Cancelled) != 1 || in.Heard == nil || in.Heard.AudioMS < 300 {
 		t.Fatalf("interrupted %+v heard %+v", in, in.Heard)
 	}
@@ -192,7 +193,7 @@ func TestWebRTCCall(t *testing.T) {
 
 	// The caller's second utterance is answered too.
 	b.speak(ctx, make([]int16, 8*700))
-	b.wait("second reply", func(ms []msg) bool {
+	b.wait("second reply", func(ms []sessiontest.Msg) bool {
 		n := 0
 		for _, m := range ms {
 			if m.Type == "audio_start" {
@@ -202,5 +203,5 @@ func TestWebRTCCall(t *testing.T) {
 		return n >= 2
 	})
 	b.send(map[string]any{"type": "hangup"})
-	waitFor(t, "call ended", func() bool { return r.srv.Calls() == 0 && len(r.srv.CallsByTransport()) == 0 })
+	sessiontest.WaitFor(t, "call ended", func() bool { return r.Engine.Calls() == 0 && len(r.Engine.CallsByTransport()) == 0 })
 }
