@@ -70,9 +70,6 @@ func (r *refResampler) Reset() {
 	r.pos = r.half * r.l
 }
 
-// Rates returns the input and output sample rates.
-func (r *refResampler) Rates() (in, out int) { return r.in, r.out }
-
 // Resample appends to dst the output for the next chunk of input src.
 func (r *refResampler) Resample(dst, src []int16) []int16 {
 	if r.in == r.out {

@@ -58,18 +58,10 @@ func peerAddr(a net.Addr) netip.Addr {
 	return ap.Addr().Unmap()
 }
 
-// ClientAddr is the address a request comes from: its peer's, or, when the
+// clientOf is the address a request comes from: its peer's, or, when the
 // peer is one of trusted, the right-most X-Forwarded-For entry that is not
 // itself a trusted proxy (entries to its left were written by the client
 // and prove nothing).
-func ClientAddr(r *http.Request, trusted []netip.Prefix) netip.Addr {
-	ap, err := netip.ParseAddrPort(r.RemoteAddr)
-	if err != nil {
-		return netip.Addr{}
-	}
-	return clientOf(ap.Addr().Unmap(), r.Header.Values("X-Forwarded-For"), trusted)
-}
-
 func clientOf(peer netip.Addr, xff []string, trusted []netip.Prefix) netip.Addr {
 	if !inPrefixes(peer, trusted) {
 		return peer
