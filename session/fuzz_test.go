@@ -37,10 +37,10 @@ func FuzzDecodeText(f *testing.F) {
 			if ev.Turn.ID == "" || len(ev.Turn.ID) > MaxTurnID || !utf8.ValidString(ev.Turn.ID) {
 				t.Fatalf("turn id %q accepted", ev.Turn.ID)
 			}
-			if a := ev.Turn.AgeMS; a != nil && (*a < 0 || *a > MaxAge.Milliseconds()) {
+			if a := ev.Turn.AgeMS; a != nil && (*a < 0 || *a > MaxTurnAge.Milliseconds()) {
 				t.Fatalf("turn age_ms %d accepted", *a)
 			}
-			if len(ev.Turn.Text) > MaxTurnText || ev.Turn.Age() < 0 || ev.Turn.Age() > MaxAge {
+			if len(ev.Turn.Text) > MaxTurnText || ev.Turn.Age() < 0 || ev.Turn.Age() > MaxTurnAge {
 				t.Fatalf("turn out of bounds accepted: %d bytes, age %v", len(ev.Turn.Text), ev.Turn.Age())
 			}
 		case EventHello:

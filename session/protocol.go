@@ -26,7 +26,7 @@ const (
 	MaxMessageBytes = 64 << 10         // read limit of one WebSocket message
 	MaxTurnText     = 4096             // bytes of text in one turn
 	MaxTurnID       = 128              // bytes of a turn id
-	MaxAge          = 10 * time.Minute // largest age_ms accepted
+	MaxTurnAge      = 10 * time.Minute // largest age_ms accepted
 )
 
 // Server -> client messages. Each is JSON with a "type".
@@ -192,7 +192,7 @@ func (t TurnRequest) Age() time.Duration {
 	if t.AgeMS == nil || *t.AgeMS <= 0 {
 		return 0
 	}
-	return time.Duration(min(*t.AgeMS, MaxAge.Milliseconds())) * time.Millisecond
+	return time.Duration(min(*t.AgeMS, MaxTurnAge.Milliseconds())) * time.Millisecond
 }
 
 // Error codes sent in ErrorMsg.
@@ -308,8 +308,8 @@ func decodeTurn(data []byte) (ClientEvent, error) {
 		return ClientEvent{}, protoErr(CodeBadField, "turn.id must be 1 to %d bytes of UTF-8", MaxTurnID)
 	case len(t.Text) > MaxTurnText:
 		return ClientEvent{}, protoErr(CodeTooLarge, "turn.text over %d bytes", MaxTurnText)
-	case t.AgeMS != nil && (*t.AgeMS < 0 || *t.AgeMS > MaxAge.Milliseconds()): // compared before any conversion
-		return ClientEvent{}, protoErr(CodeBadField, "turn.age_ms must be in [0, %d]", MaxAge.Milliseconds())
+	case t.AgeMS != nil && (*t.AgeMS < 0 || *t.AgeMS > MaxTurnAge.Milliseconds()): // compared before any conversion
+		return ClientEvent{}, protoErr(CodeBadField, "turn.age_ms must be in [0, %d]", MaxTurnAge.Milliseconds())
 	}
 	return ClientEvent{Kind: EventTurn, Type: "turn", Turn: t}, nil
 }

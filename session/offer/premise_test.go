@@ -51,7 +51,7 @@ func TestPromptPremiseManualClock(t *testing.T) {
 			n++
 		}
 	}
-	clock.Advance(time.Second + time.Millisecond - moved) // the wait expires (strictly after MaxAge)
+	clock.Advance(time.Second + time.Millisecond - moved) // the wait expires (strictly after its max wait)
 
 	all := b.Until(func(m sessiontest.Msg) bool { return m.Type == "session" })
 	if s := all[len(all)-1]; s.Disposition != "expired" {
