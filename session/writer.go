@@ -202,14 +202,8 @@ func (c *Call) writeFrame(ctx context.Context, f frame) error {
 // discarded queue ends the wait: nobody listens for the frame.
 func (c *Call) waitDue(ctx context.Context, due time.Time) (reached bool, err error) {
 	w := &c.w
-	wait := due.Sub(w.clock.Now())
-	if wait <= 0 {
+	if !w.armAt(due) {
 		return true, nil
-	}
-	if w.due == nil {
-		w.due = stages.NewTimer(w.clock, wait)
-	} else {
-		w.due.Reset(wait)
 	}
 	select {
 	case <-w.due.C:
@@ -230,6 +224,33 @@ func (c *Call) waitDue(ctx context.Context, due time.Time) (reached bool, err er
 			if err := c.writeFrame(ctx, u); err != nil {
 				return false, err
 			}
+		}
+	}
+}
+
+// armAt arms w.due to fire at due; it reports false if due has passed.
+// The clock's timers take a duration, which is read against the clock
+// once more as the timer is armed: a clock that moved in between (a
+// preempted writer, a test's manual clock advanced meanwhile) would fire
+// it late by as much, so it is armed again from a new reading until the
+// reading held still across the arming.
+func (w *writerState) armAt(due time.Time) bool {
+	for {
+		now := w.clock.Now()
+		wait := due.Sub(now)
+		if wait <= 0 {
+			if w.due != nil {
+				w.due.Stop()
+			}
+			return false
+		}
+		if w.due == nil {
+			w.due = stages.NewTimer(w.clock, wait)
+		} else {
+			w.due.Reset(wait)
+		}
+		if w.clock.Now().Sub(now) < time.Millisecond {
+			return true
 		}
 	}
 }
