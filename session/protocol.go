@@ -337,9 +337,11 @@ func (m *OfferMsg) AudioBefore() <-chan struct{} { return m.before.wait() }
 type FallbackMsg struct {
 	Type        string             `json:"type"` // "callback" or "handoff"
 	Disposition stages.Disposition `json:"disposition"`
-	Ticket      string             `json:"ticket,omitempty"`
-	Agent       string             `json:"agent,omitempty"`
-	Position    int                `json:"position,omitempty"`
+	// Ref is the callback's or handoff's reference (fallback's Ref), the
+	// "ticket" the caller is told.
+	Ref      string `json:"ticket,omitempty"`
+	Agent    string `json:"agent,omitempty"`
+	Position int    `json:"position,omitempty"`
 
 	before audioBefore
 }

@@ -37,7 +37,7 @@ import (
 // end (no context.AfterFunc per frame), each message read into a reused
 // buffer. In-process, both ends share one Go runtime, whose idle P spins
 // for the peer's wake-up; 2proc puts the echoing end in a process of its
-// own (this test binary again, TestFloorPeer), as the server and the load
+// own (this test binary again, started with floorPeerEnv set), as the server and the load
 // generator are: each frame then wakes a process asleep in epoll_wait,
 // and the CPU is both processes' (the peer's from its first frame to its
 // last).
@@ -50,18 +50,24 @@ func BenchmarkFloor(b *testing.B) {
 	}
 }
 
-// floorPeerEnv names the peer's mode for TestFloorPeer.
+// floorPeerEnv names the peer's mode; the test binary started with it set
+// is BenchmarkFloor's peer and runs no test.
 const floorPeerEnv = "FRONTDOOR_FLOOR_PEER"
 
-// TestFloorPeer is BenchmarkFloor's echoing end in a process of its own;
-// without floorPeerEnv it does nothing. It prints its address, echoes one
-// connection's frames until the client closes, then prints the CPU it
-// spent from the first frame on.
-func TestFloorPeer(t *testing.T) {
-	mode := os.Getenv(floorPeerEnv)
-	if mode == "" {
-		t.Skip("BenchmarkFloor's peer process")
+func init() {
+	if mode := os.Getenv(floorPeerEnv); mode != "" {
+		if err := floorPeerMain(mode); err != nil {
+			fmt.Fprintln(os.Stderr, "floor peer:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
+}
+
+// floorPeerMain is BenchmarkFloor's echoing end in a process of its own.
+// It prints its address, echoes one connection's frames until the client
+// closes, then prints the CPU it spent from the first frame on.
+func floorPeerMain(mode string) error {
 	var start time.Duration
 	first := func() {
 		if start == 0 {
@@ -72,13 +78,13 @@ func TestFloorPeer(t *testing.T) {
 	case "tcp":
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		defer ln.Close()
 		fmt.Printf("ADDR %s\n", ln.Addr())
 		c, err := ln.Accept()
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		defer c.Close()
 		size, _ := strconv.Atoi(os.Getenv(floorPeerEnv + "_SIZE"))
@@ -120,12 +126,15 @@ func TestFloorPeer(t *testing.T) {
 		fmt.Printf("ADDR %s\n", srv.Listener.Addr())
 		<-done
 		srv.Close()
+	default:
+		return fmt.Errorf("unknown mode %q", mode)
 	}
 	fmt.Printf("CPU %d\n", rusageCPU()-start)
+	return nil
 }
 
 func floorPeer(b *testing.B, mode string, size int) {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestFloorPeer$", "-test.count=1")
+	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), floorPeerEnv+"="+mode, floorPeerEnv+"_SIZE="+strconv.Itoa(size))
 	out, err := cmd.StdoutPipe()
 	if err != nil {

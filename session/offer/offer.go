@@ -177,7 +177,7 @@ func (o *Offers) Message(ctx context.Context, call string, ev session.ClientEven
 			_ = out.Send(ctx, pm)
 			o.speak(ctx, st.turn, pm, out)
 		default:
-			_ = out.Send(ctx, &session.FallbackMsg{Type: "callback", Disposition: res.Disposition, Ticket: res.Ref})
+			_ = out.Send(ctx, &session.FallbackMsg{Type: "callback", Disposition: res.Disposition, Ref: res.Ref})
 			if res.Disposition != stages.Queued {
 				p := prompt.For(prompt.StageCallback, res.Disposition, nil)
 				_ = out.Send(ctx, &session.PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text})
@@ -205,7 +205,7 @@ func (o *Offers) Message(ctx context.Context, call string, ev session.ClientEven
 		st.handoff = h
 		o.mu.Unlock()
 		pos, _ := h.Position()
-		_ = out.Send(ctx, &session.FallbackMsg{Type: "handoff", Disposition: d, Ticket: h.Ref, Position: pos})
+		_ = out.Send(ctx, &session.FallbackMsg{Type: "handoff", Disposition: d, Ref: h.Ref, Position: pos})
 		if m.Spoken {
 			// Asked for in words: the answer is confirmed in words.
 			p := prompt.For(prompt.StageHandoff, d, nil)
@@ -220,7 +220,7 @@ func (o *Offers) Message(ctx context.Context, call string, ev session.ClientEven
 				h.Cancel() // the caller left
 				return
 			}
-			_ = out.Send(ctx, &session.FallbackMsg{Type: "handoff", Disposition: oc.Disposition, Ticket: h.Ref, Agent: oc.Agent})
+			_ = out.Send(ctx, &session.FallbackMsg{Type: "handoff", Disposition: oc.Disposition, Ref: h.Ref, Agent: oc.Agent})
 			if oc.Disposition != stages.Completed {
 				p := prompt.For(prompt.StageHandoff, oc.Disposition, nil)
 				_ = out.Send(ctx, &session.PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text})

@@ -367,7 +367,7 @@ func (t *phoneCall) answered(f *session.FallbackMsg) {
 	transfer := m.midcall && stage == prompt.StageHandoff && f.Disposition == stages.Completed
 	m.mu.Unlock()
 	p := prompt.For(stage, f.Disposition, nil)
-	t.log.Info(t.msg("keypad outcome"), "kind", f.Type, "disposition", f.Disposition, "ticket", f.Ticket, "agent", f.Agent)
+	t.log.Info(t.msg("keypad outcome"), "kind", f.Type, "disposition", f.Disposition, "ticket", f.Ref, "agent", f.Agent)
 	var then func(bool)
 	if transfer {
 		t.handedOff.Store(true)
