@@ -202,11 +202,15 @@ func TestFleetRedisRestartFailsClosedThenRecovers(t *testing.T) {
 	}
 	time.Sleep(200 * time.Millisecond)
 	srv.Stop()
-	time.Sleep(50 * time.Millisecond)
+	// Down until a submission has failed closed (a client still redialing
+	// may take a while on a busy machine to give up), 5 s at most.
+	down := time.Now().Add(5 * time.Second)
+	for closedSeen.Load() == 0 && time.Now().Before(down) {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if err := f.d[1].Ready(ctx); !errors.Is(err, stages.ErrUnavailable) {
 		t.Errorf("Ready while Redis is down: %v", err)
 	}
-	time.Sleep(200 * time.Millisecond)
 	srv.Restart()
 	restarted.Store(true)
 	deadline := time.Now().Add(5 * time.Second)
