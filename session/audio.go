@@ -11,7 +11,7 @@ import (
 )
 
 // audioOut converts one turn's synthesized audio to the call's format and
-// queues it in 20 ms frames, after audio_start.
+// queues it in frames of span times 20 ms, after audio_start.
 type audioOut struct {
 	c       *Call
 	t       *turn  // nil for prompt audio
@@ -19,6 +19,7 @@ type audioOut struct {
 	gen     uint64 // frames' generation; 0 for prompt audio (never dropped)
 	premise uint64 // prompt audio: the premise it is spoken for (cut when it ends)
 	format  media.Format
+	span    int // 20 ms frames per binary frame (Call.span; 0 is 1)
 	started bool
 	enc     media.Encoding
 	rate    int
@@ -69,7 +70,7 @@ func (a *audioOut) emit(ctx context.Context, au backend.Audio) error {
 
 // flush queues whole frames, and with all, the remainder.
 func (a *audioOut) flush(ctx context.Context, all bool) error {
-	n := a.rate * int(media.FrameDuration/time.Millisecond) / 1000
+	n := frameSamples(a.rate, a.span)
 	i := 0
 	for ; len(a.buf)-i >= n || (all && i < len(a.buf)); i += n {
 		s := a.buf[i:min(i+n, len(a.buf))]
@@ -98,6 +99,20 @@ func (a *audioOut) finish(ctx context.Context) error {
 		AudioMS: a.synthUS / 1000}})
 }
 
+// frameSamples is the samples in one frame of reply audio at rate: span
+// frames of 20 ms (media.FrameDuration) back to back, so that a longer
+// frame holds exactly the 20 ms frames it stands for, at any rate, and
+// prompt audio encoded in 20 ms frames is sliced into the same lengths.
+func frameSamples(rate, span int) int {
+	return max(span, 1) * (rate * int(media.FrameDuration/time.Millisecond) / 1000)
+}
+
+// spanOf is the 20 ms frames in a reply frame of frameMS milliseconds
+// (hello.audio.frame_ms, already checked; 0 is 20 ms).
+func spanOf(frameMS int) int {
+	return max(frameMS/int(media.FrameDuration/time.Millisecond), 1)
+}
+
 // announce is the generation audio_start and audio_end name: the turn's,
 // or the call's current one for prompt audio.
 func (a *audioOut) announce() uint64 {
@@ -112,16 +127,17 @@ func (a *audioOut) announce() uint64 {
 // to the premise of the prompt it speaks (nil: the last one sent): it is
 // cut once the call's state has changed since that prompt was sent
 // (premise.go), even while it was being rendered. Its frames are encoded
-// once per rendering and format and shared by every call (prompts.go).
+// once per rendering and format and shared by every call (prompts.go),
+// whatever each call's frame length.
 func (c *Call) SendAudio(ctx context.Context, turn string, prompt *PromptMsg, au backend.Audio) error {
 	c.mu.Lock()
-	f := c.format
+	f, span := c.format, c.span
 	c.mu.Unlock()
 	premise := c.spoken.Load()
 	if prompt != nil && prompt.premise != 0 {
 		premise = prompt.premise
 	}
-	a := &audioOut{c: c, id: turn, format: f, premise: premise}
+	a := &audioOut{c: c, id: turn, format: f, span: span, premise: premise}
 	if turn == "" {
 		a.id = "prompt"
 	}
@@ -130,7 +146,7 @@ func (c *Call) SendAudio(ctx context.Context, turn string, prompt *PromptMsg, au
 		if err != nil {
 			return err
 		}
-		return c.sendPrompt(ctx, a.id, premise, p)
+		return c.sendPrompt(ctx, a.id, premise, p, span)
 	}
 	if err := a.emit(ctx, au); err != nil {
 		return err

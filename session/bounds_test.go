@@ -12,12 +12,13 @@ import (
 )
 
 // TestNumericBounds covers every number a caller sends on /v1/session
-// (turn.age_ms, hello.audio.rate): each is compared with its bounds before
+// (turn.age_ms, hello.audio.rate, hello.audio.frame_ms): each is compared with its bounds before
 // any arithmetic, so values whose conversion would overflow are refused as
 // bad_field like any other out-of-range value, never accepted wrapped.
 func TestNumericBounds(t *testing.T) {
 	turn := func(age string) string { return `{"type":"turn","id":"t","text":"x","age_ms":` + age + `}` }
 	hello := func(rate string) string { return `{"type":"hello","audio":{"encoding":"pcm16","rate":` + rate + `}}` }
+	frame := func(ms string) string { return `{"type":"hello","audio":{"frame_ms":` + ms + `}}` }
 	for _, tc := range []struct {
 		field, in string
 		ok        bool
@@ -45,6 +46,20 @@ func TestNumericBounds(t *testing.T) {
 		{"rate", hello("9223372036854775807"), false},
 		{"rate", hello("1e30"), false},
 		{"rate", hello("8000.5"), false},
+		{"frame_ms", frame("0"), true}, // 0: 20 ms
+		{"frame_ms", frame("20"), true},
+		{"frame_ms", frame("60"), true},
+		{"frame_ms", frame("120"), true},
+		{"frame_ms", frame("10"), false},
+		{"frame_ms", frame("50"), false},
+		{"frame_ms", frame("140"), false},
+		{"frame_ms", frame("-20"), false},
+		{"frame_ms", frame("60.5"), false},
+		{"frame_ms", frame("60.0"), false},
+		{"frame_ms", frame(`"60"`), false},
+		{"frame_ms", frame("1e30"), false},
+		{"frame_ms", frame("4294967356"), false},          // 2^32 + 60: wraps to 60 in 32 bits
+		{"frame_ms", frame("9223372036854775808"), false}, // over int64
 	} {
 		ev, err := DecodeText([]byte(tc.in))
 		if tc.ok {

@@ -51,6 +51,7 @@ type Call struct {
 	sessLost  <-chan struct{} // the session lease may be lost (fleet mode): the call then ends
 	greeted   bool            // some message was received (hello must be first)
 	format    media.Format    // reply audio; SampleRate 0: the synthesizer's
+	span      int             // 20 ms frames in one binary frame of reply audio (hello.audio.frame_ms / 20)
 	pending   []*turn
 	speaking  *turn
 	inflight  map[string]bool
@@ -95,6 +96,7 @@ func newCall(s *Engine, id string, t Transport, caps Capabilities) *Call {
 	c := &Call{s: s, id: id, t: t, caps: caps, log: s.log.With("call", id),
 		history:  backend.NewHistory(0, 0),
 		format:   media.Format{Encoding: media.PCM16, Channels: 1},
+		span:     1,
 		inflight: map[string]bool{}}
 	c.out = newOutbound(s.cfg.Outbound, &c.gen, s.cfg.Clock)
 	c.w.clock = s.cfg.Clock
@@ -502,7 +504,7 @@ func (c *Call) handle(ev ClientEvent) {
 			return
 		}
 		c.mu.Lock()
-		c.format = ev.Audio
+		c.format, c.span = ev.Audio, spanOf(ev.FrameMS)
 		c.mu.Unlock()
 	case EventTurn:
 		if !admitted {
@@ -568,7 +570,7 @@ func (c *Call) enqueue(r TurnRequest, speech *backend.Audio, spoke time.Time) *P
 		r.ID = fmt.Sprintf("speech-%d", c.seq)
 	}
 	t := &turn{id: r.ID, seq: c.seq, gen: c.gen.Load(), ctx: c.genCtx, born: born,
-		text: r.Text, speech: speech, format: c.format, done: make(chan struct{}), played: make(chan struct{})}
+		text: r.Text, speech: speech, format: c.format, span: c.span, done: make(chan struct{}), played: make(chan struct{})}
 	c.inflight[r.ID] = true
 	c.pending = append(c.pending, t)
 	c.talkLocked()

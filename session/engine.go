@@ -85,8 +85,9 @@ type Config struct {
 	Outbound OutboundLimits
 	// Audio bounds each call's caller audio: frame size and rate.
 	Audio AudioLimits
-	// Pace releases reply audio in real time (20 ms frames on a clock
-	// aligned to the start of the reply), at most PaceLead ahead (0: 60ms),
+	// Pace releases reply audio in real time (each frame, of 20 ms or the
+	// caller's hello.audio.frame_ms, at its time on a clock aligned to the
+	// start of the reply), at most PaceLead ahead (0: 60ms),
 	// so that a barge-in stops what has not been played yet and the heard
 	// estimate follows playback. Off, audio is written as fast as the
 	// caller reads it.

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -22,7 +23,13 @@ var (
 
 // OutboundLimits bound what a call may have queued for the caller.
 type OutboundLimits struct {
-	Frames int // queued frames (0: 512)
+	// Frames bounds the stream lane in 20 ms frames (0: 512): a frame
+	// counts one per 20 ms of audio it carries, a part counting whole,
+	// and at least one, so that a 60 ms frame (hello.audio.frame_ms)
+	// counts 3 and the bound is the same audio time whatever the
+	// caller's frame length. The control lane holds as many messages
+	// beside it.
+	Frames int
 	Bytes  int // queued payload bytes (0: 1 MiB)
 	// Timeout is how long one write may take before the caller counts as
 	// not reading (0: 5s). A producer waits for room as long as the writer
@@ -66,6 +73,15 @@ type frame struct {
 	bargeAt     time.Time
 }
 
+// frameUnits is what f counts toward OutboundLimits.Frames: one per 20 ms
+// of audio it carries, a partial 20 ms counting whole (a reply's last
+// frame), and at least one. It is computed as f is queued and again as it
+// is taken (f.ms does not change), which keeps the ring's frames small.
+func frameUnits(f *frame) int {
+	const unit = int64(media.FrameDuration / time.Microsecond)
+	return max(int((f.ms+unit-1)/unit), 1)
+}
+
 // control reports whether f goes in the control lane: every message but
 // the audio stream's own (audio_start, binary frames, audio_end), which
 // keep their order among themselves and are paced.
@@ -93,6 +109,7 @@ type outbound struct {
 	q      []frame // the stream lane, a ring
 	head   int
 	n      int
+	units  int     // the stream lane's frames in OutboundLimits.Frames units
 	ctl    []frame // the control lane, in order; nil when empty
 	bytes  int
 	closed bool
@@ -151,6 +168,7 @@ func (o *outbound) push(ctx context.Context, f frame) error {
 	if f.size == 0 {
 		f.size = len(f.audio) + 64
 	}
+	units := frameUnits(&f)
 	ctl := f.control()
 	for {
 		if f.gen != 0 && f.gen != o.gen.Load() {
@@ -210,7 +228,9 @@ func (o *outbound) push(ctx context.Context, f frame) error {
 			start()
 			return nil
 		}
-		if !ctl && o.n < o.lim.Frames && (o.bytes+f.size <= o.lim.Bytes || o.n == 0) {
+		// A frame larger than either bound still goes into an empty
+		// lane: it would never fit otherwise.
+		if !ctl && ((o.units+units <= o.lim.Frames && o.bytes+f.size <= o.lim.Bytes) || o.n == 0) {
 			if o.n == len(o.q) {
 				o.grow()
 			}
@@ -218,6 +238,7 @@ func (o *outbound) push(ctx context.Context, f frame) error {
 			f.seq = o.queued
 			o.q[(o.head+o.n)%len(o.q)] = f
 			o.n++
+			o.units += units
 			o.bytes += f.size
 			if b := int64(o.bytes); b > o.maxBytes.Load() {
 				o.maxBytes.Store(b)
@@ -275,6 +296,7 @@ func (o *outbound) take(ctx context.Context, linger lingerer) (frame, int) {
 			o.q[o.head] = frame{}
 			o.head = (o.head + 1) % len(o.q)
 			o.n--
+			o.units -= frameUnits(&f)
 			o.bytes -= f.size
 			if o.n == 0 && len(o.q) > keepFrames && o.clock.Now().Sub(o.grown) > shrinkAfter {
 				o.q, o.head = nil, 0 // a drained burst gives its ring back
@@ -394,7 +416,7 @@ func (o *outbound) discard() {
 		o.n--
 	}
 	o.ctl = nil
-	o.bytes = 0
+	o.bytes, o.units = 0, 0
 	o.q, o.head = nil, 0
 	o.dropped.Store(true)
 	o.releaseLocked()

@@ -113,3 +113,72 @@ func TestOutboundOfferNeedsItsPrompt(t *testing.T) {
 		t.Fatalf("offer after the state changed: %v, want ErrPremiseGone", err)
 	}
 }
+
+// The stream lane's bound is audio time: a frame counts one per 20 ms it
+// carries (a part counting whole), anything else one, and a frame larger
+// than the whole bound still goes into an empty lane. A push that finds
+// no room waits; with its context already ended it returns at once.
+func TestOutboundCountsAudioTime(t *testing.T) {
+	for _, tc := range []struct {
+		ms    int64 // µs
+		units int
+	}{
+		{0, 1}, {1, 1}, {19954, 1}, {20000, 1}, {20001, 2}, {40000, 2}, {59954, 3}, {60000, 3}, {120000, 6},
+	} {
+		if got := frameUnits(&frame{ms: tc.ms}); got != tc.units {
+			t.Errorf("frameUnits of %d µs = %d, want %d", tc.ms, got, tc.units)
+		}
+	}
+
+	var gen atomic.Uint64
+	gen.Store(1)
+	o := newOutbound(OutboundLimits{Frames: 9}, &gen, stages.SystemClock)
+	ctx := context.Background()
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	push := func(ctx context.Context, ms int64) error {
+		return o.push(ctx, frame{gen: 1, audio: make([]byte, 8), ms: ms})
+	}
+	for range 3 {
+		if err := push(ended, 60000); err != nil { // room: pushed without a wait
+			t.Fatal(err)
+		}
+	}
+	if o.n != 3 || o.units != 9 {
+		t.Fatalf("%d frames, %d units; want 3 frames of 60 ms, 9 units", o.n, o.units)
+	}
+	if err := push(ended, 20000); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a 20 ms frame past 9 units of 60 ms frames: %v, want it to wait", err)
+	}
+	if f, ok := o.pop(ctx); !ok || f.ms != 60000 || o.units != 6 {
+		t.Fatalf("pop: %v %v, %d units left", f.ms, ok, o.units)
+	}
+	if err := push(ended, 40000); err != nil {
+		t.Fatal(err)
+	}
+	if err := push(ended, 20000); err != nil {
+		t.Fatal(err)
+	}
+	if err := push(ended, 1); !errors.Is(err, context.Canceled) || o.units != 9 {
+		t.Fatalf("push on 9 units: %v (%d units), want it to wait", err, o.units)
+	}
+	for o.n > 0 {
+		o.pop(ctx)
+	}
+	if o.units != 0 {
+		t.Fatalf("%d units in an empty lane", o.units)
+	}
+
+	// A frame of more units than the bound goes alone.
+	o = newOutbound(OutboundLimits{Frames: 2}, &gen, stages.SystemClock)
+	if err := push(ended, 120000); err != nil {
+		t.Fatalf("a 120 ms frame into an empty lane of 2 units: %v", err)
+	}
+	if err := push(ended, 20000); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a frame behind an oversized one: %v, want it to wait", err)
+	}
+	o.discard()
+	if o.units != 0 {
+		t.Fatalf("%d units after discard", o.units)
+	}
+}

@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"sync"
-	"time"
 	"weak"
 
 	"github.com/frontdoorhq/frontdoor/fallback/prompt"
@@ -133,6 +132,8 @@ const maxEncodedPromptBytes = 32 << 20
 // encodedPrompt is one rendering in one call format: its 20 ms frames back
 // to back in data, shared read-only by every call that speaks it (each
 // frame is a full slice expression, so an append cannot reach the next).
+// A call whose frames are longer (hello.audio.frame_ms) is sent windows of
+// span frames of the same buffer: its framing costs no encoding of its own.
 type encodedPrompt struct {
 	enc     media.Encoding
 	rate    int
@@ -142,12 +143,17 @@ type encodedPrompt struct {
 	synthUS int64 // the rendering's duration, as audio_end reports it
 }
 
-// frames returns the number of frames of p.
-func (p *encodedPrompt) frames() int { return (len(p.data) + p.frame - 1) / p.frame }
+// frames returns the number of frames of p in frames of span 20 ms frames.
+func (p *encodedPrompt) frames(span int) int {
+	n := max(span, 1) * p.frame
+	return (len(p.data) + n - 1) / n
+}
 
-// at returns frame i and its duration in microseconds.
-func (p *encodedPrompt) at(i int) ([]byte, int64) {
-	lo, hi := i*p.frame, min((i+1)*p.frame, len(p.data))
+// at returns frame i, of span 20 ms frames, and its duration in
+// microseconds.
+func (p *encodedPrompt) at(i, span int) ([]byte, int64) {
+	n := max(span, 1) * p.frame
+	lo, hi := i*n, min((i+1)*n, len(p.data))
 	return p.data[lo:hi:hi], int64((hi-lo)/p.sampleB) * 1e6 / int64(p.rate)
 }
 
@@ -236,7 +242,7 @@ func encodePrompt(a backend.Audio, enc media.Encoding, rate int) (*encodedPrompt
 		}
 		samples = rs.Flush(rs.Resample(nil, samples))
 	}
-	n := rate * int(media.FrameDuration/time.Millisecond) / 1000
+	n := frameSamples(rate, 1)
 	p := &encodedPrompt{enc: enc, rate: rate, sampleB: 1, synthUS: int64(len(a.Samples)) * 1e6 / int64(a.Rate)}
 	if enc != media.Mulaw && enc != media.Alaw {
 		p.sampleB = 2
@@ -269,9 +275,9 @@ func encodeFrame(dst []byte, enc media.Encoding, s []int16) []byte {
 	return pcm.Encode(dst, s)
 }
 
-// sendPrompt queues p as one prompt's audio_start, frames and audio_end, for
-// premise (SendAudio).
-func (c *Call) sendPrompt(ctx context.Context, id string, premise uint64, p *encodedPrompt) error {
+// sendPrompt queues p as one prompt's audio_start, frames of span 20 ms
+// frames and audio_end, for premise (SendAudio).
+func (c *Call) sendPrompt(ctx context.Context, id string, premise uint64, p *encodedPrompt, span int) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -279,8 +285,8 @@ func (c *Call) sendPrompt(ctx context.Context, id string, premise uint64, p *enc
 	if err := c.push(ctx, frame{premise: premise, msg: start}); err != nil {
 		return err
 	}
-	for i := range p.frames() {
-		b, us := p.at(i)
+	for i := range p.frames(span) {
+		b, us := p.at(i, span)
 		if err := c.push(ctx, frame{premise: premise, audio: b, ms: us}); err != nil {
 			return err
 		}

@@ -24,7 +24,8 @@ func promptTone(rate int, d time.Duration) backend.Audio {
 // TestEncodedPromptFrames: the shared encoding of prompt audio has the
 // frames, durations and audio_end duration that audioOut's own path (a
 // resampler over the whole rendering, then a frame encoded at a time)
-// gives, in every format.
+// gives, in every format and at every frame length (hello.audio.frame_ms:
+// span 20 ms frames), sliced from the one buffer.
 func TestEncodedPromptFrames(t *testing.T) {
 	for _, tc := range []struct {
 		in  int
@@ -53,24 +54,26 @@ func TestEncodedPromptFrames(t *testing.T) {
 				}
 				s = rs.Flush(rs.Resample(nil, s))
 			}
-			n := rate / 50
-			var want [][]byte
-			for i := 0; i < len(s); i += n {
-				want = append(want, encodeFrame(nil, enc, s[i:min(i+n, len(s))]))
-			}
-			if p.frames() != len(want) {
-				t.Fatalf("%d frames, want %d", p.frames(), len(want))
-			}
-			for i, w := range want {
-				b, us := p.at(i)
-				if !bytes.Equal(b, w) {
-					t.Fatalf("frame %d differs", i)
+			for _, span := range []int{1, 3, 6} {
+				n := span * (rate / 50)
+				var want [][]byte
+				for i := 0; i < len(s); i += n {
+					want = append(want, encodeFrame(nil, enc, s[i:min(i+n, len(s))]))
 				}
-				if cap(b) != len(b) {
-					t.Fatalf("frame %d: cap %d, len %d: an append would write into the next frame", i, cap(b), len(b))
+				if p.frames(span) != len(want) {
+					t.Fatalf("span %d: %d frames, want %d", span, p.frames(span), len(want))
 				}
-				if wus := int64(len(s[i*n:min((i+1)*n, len(s))])) * 1e6 / int64(rate); us != wus {
-					t.Fatalf("frame %d: %d µs, want %d", i, us, wus)
+				for i, w := range want {
+					b, us := p.at(i, span)
+					if !bytes.Equal(b, w) {
+						t.Fatalf("span %d: frame %d differs", span, i)
+					}
+					if cap(b) != len(b) {
+						t.Fatalf("span %d: frame %d: cap %d, len %d: an append would write into the next frame", span, i, cap(b), len(b))
+					}
+					if wus := int64(len(s[i*n:min((i+1)*n, len(s))])) * 1e6 / int64(rate); us != wus {
+						t.Fatalf("span %d: frame %d: %d µs, want %d", span, i, us, wus)
+					}
 				}
 			}
 			if p.synthUS != int64(len(a.Samples))*1e6/int64(a.Rate) {
@@ -157,8 +160,8 @@ func BenchmarkPromptAudio(b *testing.B) {
 			var sink int
 			for b.Loop() {
 				p, _ := pc.get(a, f)
-				for i := range p.frames() {
-					_, us := p.at(i)
+				for i := range p.frames(1) {
+					_, us := p.at(i, 1)
 					sink += int(us)
 				}
 			}

@@ -27,6 +27,10 @@ const (
 	MaxTurnText     = 4096             // bytes of text in one turn
 	MaxTurnID       = 128              // bytes of a turn id
 	MaxTurnAge      = 10 * time.Minute // largest age_ms accepted
+	// MaxFrameMS is the longest reply frame a caller may declare
+	// (hello.audio.frame_ms, a multiple of 20): six 20 ms frames in one
+	// write, a sixth of the writes and wake-ups of 20 ms framing.
+	MaxFrameMS = 120
 )
 
 // Server -> client messages. Each is JSON with a "type".
@@ -171,6 +175,10 @@ type ClientEvent struct {
 	Audio media.Format // EventHello: the caller's declared audio format
 	Turn  TurnRequest  // EventTurn
 	Data  []byte       // EventAudio: caller audio; EventOther: the raw JSON
+	// FrameMS (EventHello) is the length of the reply audio frames the
+	// caller asked for (hello.audio.frame_ms, checked: 0 or a multiple
+	// of 20 up to MaxFrameMS); 0 is 20 ms.
+	FrameMS int
 	// EventSpeech: the utterance and when the caller stopped speaking
 	// (the turn's Born); Turn.ID may be empty (the call numbers it).
 	Speech    backend.Audio
@@ -273,12 +281,14 @@ func decodeHello(data []byte) (ClientEvent, error) {
 		Audio *struct {
 			Encoding string `json:"encoding"`
 			Rate     int    `json:"rate"`
+			FrameMS  int    `json:"frame_ms"`
 		} `json:"audio"`
 	}
 	if err := strict(data, &m); err != nil {
 		return ClientEvent{}, err
 	}
 	f := media.Format{Encoding: media.PCM16, SampleRate: 0, Channels: 1}
+	frameMS := 0
 	if m.Audio != nil {
 		if m.Audio.Encoding != "" {
 			f.Encoding = media.Encoding(m.Audio.Encoding)
@@ -294,8 +304,12 @@ func decodeHello(data []byte) (ClientEvent, error) {
 		if f.SampleRate != 0 && (f.SampleRate < 8000 || f.SampleRate > 48000) {
 			return ClientEvent{}, protoErr(CodeBadField, "hello.audio.rate %d not in [8000, 48000]", f.SampleRate)
 		}
+		frameMS = m.Audio.FrameMS
+		if frameMS != 0 && (frameMS < 20 || frameMS > MaxFrameMS || frameMS%20 != 0) {
+			return ClientEvent{}, protoErr(CodeBadField, "hello.audio.frame_ms %d is not a multiple of 20 in [20, %d]", frameMS, MaxFrameMS)
+		}
 	}
-	return ClientEvent{Kind: EventHello, Type: "hello", Audio: f}, nil
+	return ClientEvent{Kind: EventHello, Type: "hello", Audio: f, FrameMS: frameMS}, nil
 }
 
 func decodeTurn(data []byte) (ClientEvent, error) {

@@ -27,6 +27,7 @@ type turn struct {
 	text   string
 	speech *backend.Audio // a speech turn, before recognition
 	format media.Format
+	span   int             // the call's reply framing (Call.span)
 	lost   <-chan struct{} // the lease admit took may be lost (lease.go)
 	done   chan struct{}
 	ended  atomic.Bool
@@ -128,7 +129,7 @@ func (c *Call) runTurn(t *turn) {
 		c.endTurn(t, d.String(), StageSynthesis, "")
 		return
 	}
-	a := &audioOut{c: c, t: t, id: t.id, gen: t.gen, format: t.format}
+	a := &audioOut{c: c, t: t, id: t.id, gen: t.gen, format: t.format, span: t.span}
 	disp, err = c.holdLease(t, c.s.synth, sjob.ID, func(ctx context.Context) error {
 		if err := c.s.cfg.Synthesizer.Synthesize(ctx, reply, func(au backend.Audio) error { c.observeAudio(t); return a.emit(ctx, au) }); err != nil {
 			return err

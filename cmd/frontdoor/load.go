@@ -52,7 +52,9 @@ func loadFlags(fs *flag.FlagSet) *loadSettings {
 	fs.Float64Var(&c.BargeIn, "barge-in", 0.1, "probability that a caller barges in during a reply")
 	fs.DurationVar(&c.BargeAfter, "barge-after", 200*time.Millisecond, "a barge-in comes up to this long after the reply's first audio")
 	fs.Float64Var(&c.Callback, "callback", 0.5, "probability that a caller accepts an offered callback")
-	fs.BoolVar(&c.StreamAudio, "stream-audio", false, "callers send 20 ms frames of audio while on the line (-protocol native; Twilio callers always do)")
+	fs.BoolVar(&c.StreamAudio, "stream-audio", false, "callers send frames of audio (-frame-ms each) while on the line (-protocol native; Twilio callers always do)")
+	fs.IntVar(&c.FrameMS, "frame-ms", 20, fmt.Sprintf("-protocol native: the callers' frame length in ms, 20 to %d in steps of 20: "+
+		"their hello asks for reply frames that long (hello.audio.frame_ms), -stream-audio sends frames that long, and reply jitter is |gap - frame-ms|", load.MaxFrameMS))
 	fs.StringVar(&c.Text, "text", "", "what each turn says (-protocol native)")
 	fs.StringVar((*string)(&c.Dialect), "protocol", string(load.Native),
 		"what the callers speak: native (GET /v1/session, text turns), twilio (GET /v1/twilio as a Twilio Media Streams gateway: "+

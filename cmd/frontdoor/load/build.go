@@ -14,7 +14,7 @@ func buildReport(cfg Config, recs []*callerRec, start, ended time.Time) *Report 
 		Config: ReportConfig{Target: cfg.Target, Dialect: cfg.Dialect, Callers: cfg.Callers, Rate: cfg.Rate,
 			Arrival: cfg.Arrival, MaxActive: cfg.MaxActive, Turns: cfg.Turns, Think: Millis(cfg.Think),
 			Hold: Millis(cfg.Hold), Patience: Millis(cfg.Patience), BargeIn: cfg.BargeIn, Callback: cfg.Callback,
-			StreamAudio: cfg.StreamAudio, Deadline: Millis(cfg.Deadline), Duration: Millis(cfg.Duration), Seed: cfg.Seed}}
+			StreamAudio: cfg.StreamAudio, FrameMS: cfg.FrameMS, Deadline: Millis(cfg.Deadline), Duration: Millis(cfg.Duration), Seed: cfg.Seed}}
 	if cfg.Arrival == Burst {
 		r.Config.BurstSize = cfg.BurstSize
 	}
@@ -245,7 +245,7 @@ func (r *Report) turns(cfg Config, recs []*callerRec) {
 				}
 			}
 			for _, g := range t.gaps {
-				jitter = append(jitter, (g - frame).Abs())
+				jitter = append(jitter, (g - cfg.frameLen()).Abs())
 			}
 			if !t.bargeAt.IsZero() {
 				r.BargeIn.Sent++

@@ -69,6 +69,7 @@ type turnRec struct {
 	firstAudio time.Time
 	lastAudio  time.Time
 	frames     int
+	audio      time.Duration   // of the frames received
 	gaps       []time.Duration // between consecutive audio frames
 	bargeAt    time.Time
 	interrupt  time.Time
@@ -113,6 +114,9 @@ type caller struct {
 	streamSlot int
 	gen        uint64 // current generation per `interrupted`
 	audGen     uint64 // generation of the audio in progress (audio_start)
+	// audPerSec is the bytes a second of the audio in progress, as its
+	// audio_start says (encoding and rate).
+	audPerSec int
 	// A `prompt` is followed by its speech (audio_start, frames,
 	// audio_end) under the same turn id: that audio is the server's
 	// fallback sentence, not the turn's answer, and counts for neither
@@ -143,6 +147,11 @@ func (c *caller) run(ctx context.Context) {
 	c.conn = conn
 	c.stats.active.Add(1)
 	defer c.stats.active.Add(-1)
+	if err := c.hello(ctx); err != nil {
+		_ = conn.CloseNow()
+		c.finish(EndDropped, err.Error())
+		return
+	}
 
 	// One reader for the life of the connection; its context is not the
 	// run's, because an expiring Read context drops the connection
@@ -168,6 +177,16 @@ func (c *caller) run(ctx context.Context) {
 		<-readDone
 	}()
 	c.converse(ctx)
+}
+
+// hello declares the caller's frame length (-frame-ms) before anything
+// else is sent (a hello is only taken first). At 20 ms, the default, it
+// sends none, as callers did before: the server's default is the same.
+func (c *caller) hello(ctx context.Context) error {
+	if c.cfg.FrameMS == int(frame/time.Millisecond) {
+		return nil
+	}
+	return c.send(ctx, helloMsg{Type: "hello", Audio: helloAudio{FrameMS: c.cfg.FrameMS}})
 }
 
 func (c *caller) finish(end, msg string) {
@@ -422,6 +441,7 @@ func (c *caller) observe(ev event, cur *turnRec) {
 		}
 		cur.lastAudio = ev.at
 		cur.frames++
+		cur.audio += audioLen(ev.binary, c.audPerSec)
 		return
 	}
 	m := ev.msg
@@ -468,6 +488,7 @@ func (c *caller) observe(ev event, cur *turnRec) {
 			return
 		}
 		c.audGen = m.Generation
+		c.audPerSec = bytesPerSecond(m.Encoding, m.Rate)
 		if m.Generation < c.gen && cur != nil {
 			cur.staleAfter++
 			c.stats.stale.Add(1)
@@ -494,6 +515,26 @@ func (c *caller) observe(ev event, cur *turnRec) {
 			c.rec.callbackReply = m.Reason
 		}
 	}
+}
+
+// bytesPerSecond is a second of mono audio in enc at rate (0: unknown).
+func bytesPerSecond(enc string, rate int) int {
+	switch enc {
+	case "mulaw", "alaw":
+		return rate
+	case "pcm16", "":
+		return 2 * rate
+	}
+	return 0
+}
+
+// audioLen is how long n bytes at perSec play; unknown (0), a frame is
+// taken as 20 ms.
+func audioLen(n, perSec int) time.Duration {
+	if perSec <= 0 {
+		return frame
+	}
+	return time.Duration(int64(n) * int64(time.Second) / int64(perSec))
 }
 
 func (c *caller) find(id string) *turnRec {

@@ -50,6 +50,9 @@ const (
 	// MaxUtterance bounds a Twilio turn's speech, below the server's cut
 	// of one utterance (30 s).
 	MaxUtterance = 20 * time.Second
+	// MaxFrameMS is the longest frame a native caller asks for
+	// (docs/PROTOCOL.md, hello.audio.frame_ms).
+	MaxFrameMS = 120
 )
 
 // Errors of Config validation. Their messages name the frontdoor load flag
@@ -98,10 +101,16 @@ type Config struct {
 	// callback when the server offers one (native only: the Twilio wire
 	// carries no offer).
 	Callback float64
-	// StreamAudio makes admitted callers send 20 ms PCM16 frames of caller
-	// audio while on the line (both directions streaming). Twilio callers
-	// always stream.
+	// StreamAudio makes admitted callers send PCM16 frames of caller
+	// audio (of FrameMS each) while on the line (both directions
+	// streaming). Twilio callers always stream.
 	StreamAudio bool
+	// FrameMS is the frame length of a native caller's audio, in ms
+	// (0: 20; 20 to MaxFrameMS, a multiple of 20): it asks for reply
+	// frames that long in its hello (hello.audio.frame_ms), streams its
+	// own audio in frames that long, and the reply's jitter is each
+	// gap's distance from it. The Twilio and SIP wires are 20 ms.
+	FrameMS int
 	// Text is what each turn says (native only; zero: a short question).
 	Text string
 
@@ -204,8 +213,14 @@ func (c Config) withDefaults() Config {
 	if c.Settle <= 0 {
 		c.Settle = 500 * time.Millisecond
 	}
+	if c.FrameMS == 0 {
+		c.FrameMS = int(frame / time.Millisecond)
+	}
 	return c
 }
+
+// frameLen is the length of the callers' frames (FrameMS).
+func (c Config) frameLen() time.Duration { return time.Duration(c.FrameMS) * time.Millisecond }
 
 func (c Config) validate() error {
 	bad := func(format string, args ...any) error {
@@ -236,6 +251,10 @@ func (c Config) validate() error {
 		return bad("-utterance %v: want at most %v", c.Utterance, MaxUtterance)
 	case c.Arrival != Poisson && c.Arrival != Burst && c.Arrival != Steady:
 		return bad("-arrival %q: want poisson, burst or steady", c.Arrival)
+	case c.FrameMS < 20 || c.FrameMS > MaxFrameMS || c.FrameMS%20 != 0:
+		return bad("-frame-ms %d: want a multiple of 20 from 20 to %d", c.FrameMS, MaxFrameMS)
+	case c.Dialect != Native && c.FrameMS != 20:
+		return bad("-frame-ms %d: -protocol %s frames are 20 ms", c.FrameMS, c.Dialect)
 	}
 	return nil
 }

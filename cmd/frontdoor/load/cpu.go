@@ -16,8 +16,9 @@ type CPU struct {
 	// CallSeconds is the sum over admitted callers of their time on the
 	// line, from admission until the caller hung up or was cut.
 	CallSeconds float64 `json:"call_seconds"`
-	// ReplyAudioSeconds is the reply audio the callers received (20 ms a
-	// frame). On a machine that keeps time it is close to the call-seconds
+	// ReplyAudioSeconds is the reply audio the callers received (by the
+	// bytes of each frame, at its audio_start's encoding and rate; 20 ms a
+	// frame on the Twilio and SIP wires). On a machine that keeps time it is close to the call-seconds
 	// spent in replies; when the server or the generator falls behind,
 	// calls stretch and per call-second figures flatter the run, while per
 	// audio-second figures do not.
@@ -129,13 +130,13 @@ func callSeconds(recs []*callerRec) float64 {
 // replyAudioSeconds is the reply audio the callers received, prompts not
 // counted.
 func replyAudioSeconds(recs []*callerRec) float64 {
-	n := 0
+	var d time.Duration
 	for _, c := range recs {
 		for _, t := range c.turns {
-			n += t.frames
+			d += t.audio
 		}
 	}
-	return (time.Duration(n) * frame).Seconds()
+	return d.Seconds()
 }
 
 func (p ProcessCPU) String() string {

@@ -179,6 +179,10 @@ func TestConfigRefusesRemoteAndUnbounded(t *testing.T) {
 		{"too long", load.Config{Target: "127.0.0.1:1", Callers: 1, Rate: 1, Duration: 2 * load.MaxDuration}, load.ErrBadConfig},
 		{"no rate", load.Config{Target: "127.0.0.1:1", Callers: 1}, load.ErrBadConfig},
 		{"unknown protocol", load.Config{Target: "127.0.0.1:1", Callers: 1, Rate: 1, Dialect: "pigeon"}, load.ErrBadConfig},
+		{"frame not a multiple of 20", load.Config{Target: "127.0.0.1:1", Callers: 1, Rate: 1, FrameMS: 50}, load.ErrBadConfig},
+		{"frame too long", load.Config{Target: "127.0.0.1:1", Callers: 1, Rate: 1, FrameMS: 140}, load.ErrBadConfig},
+		{"negative frame", load.Config{Target: "127.0.0.1:1", Callers: 1, Rate: 1, FrameMS: -20}, load.ErrBadConfig},
+		{"long frame on twilio", load.Config{Target: "127.0.0.1:1", Callers: 1, Rate: 1, Dialect: load.Twilio, FrameMS: 60}, load.ErrBadConfig},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := load.Run(context.Background(), tc.cfg); !errors.Is(err, tc.want) {

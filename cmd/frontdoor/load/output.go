@@ -49,7 +49,7 @@ func (r *Report) Summary() string {
 		}
 	}
 	if r.Jitter.N > 0 {
-		fmt.Fprintf(&b, "reply audio: jitter |gap-20ms| p50/p95/p99 %s, max %.1f ms\n", r.Jitter, float64(r.Jitter.Max)/1e6)
+		fmt.Fprintf(&b, "reply audio: jitter |gap-%dms| p50/p95/p99 %s, max %.1f ms\n", r.Config.frameMS(), r.Jitter, float64(r.Jitter.Max)/1e6)
 	}
 	fmt.Fprintf(&b, "cpu: %.1f call-seconds, %.1f s of reply audio received; server %s; generator %s\n",
 		r.CPU.CallSeconds, r.CPU.ReplyAudioSeconds, r.CPU.Server, r.CPU.Generator)

@@ -24,7 +24,7 @@ type Report struct {
 	ModelWait Percentiles     `json:"model_queue_wait"`
 	SynthWait Percentiles     `json:"synthesis_queue_wait"`
 	FirstAud  Percentiles     `json:"time_to_first_audio"`
-	Jitter    Percentiles     `json:"audio_jitter"` // |gap - 20ms| between reply frames
+	Jitter    Percentiles     `json:"audio_jitter"` // |gap - frame_ms| between reply frames
 	CPU       CPU             `json:"cpu"`
 	Fallback  FallbackResults `json:"fallback"`
 	BargeIn   BargeIn         `json:"barge_in"`
@@ -68,6 +68,7 @@ type ReportConfig struct {
 	BargeIn     float64 `json:"barge_in"`
 	Callback    float64 `json:"callback"`
 	StreamAudio bool    `json:"stream_audio"`
+	FrameMS     int     `json:"frame_ms"` // the callers' frame length (-frame-ms)
 	Deadline    Millis  `json:"deadline_ms"`
 	Duration    Millis  `json:"duration_ms"`
 	Seed        uint64  `json:"seed"`
@@ -77,6 +78,15 @@ type ReportConfig struct {
 	Utterance Millis `json:"utterance_ms,omitempty"`
 	Settle    Millis `json:"settle_ms,omitempty"`
 	Signed    bool   `json:"signed,omitempty"`
+}
+
+// frameMS is the frame length the jitter is measured against: 20 ms in a
+// report that names none (written before -frame-ms).
+func (c ReportConfig) frameMS() int {
+	if c.FrameMS == 0 {
+		return int(frame / time.Millisecond)
+	}
+	return c.FrameMS
 }
 
 // Generator reports whether the offered load was the load asked for.

@@ -69,7 +69,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	var stream *streamer
 	if cfg.StreamAudio && cfg.Dialect == Native {
-		stream = newStreamer()
+		stream = newStreamer(cfg.frameLen())
 	}
 	sem := make(chan struct{}, cfg.MaxActive)
 	var wg sync.WaitGroup

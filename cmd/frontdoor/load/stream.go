@@ -9,17 +9,17 @@ import (
 	"github.com/coder/websocket"
 )
 
-// streamSlots is how many groups a streamer's 20 ms are cut into: callers
-// are spread over them, so that the server is not sent every caller's
-// frame at the same instant.
+// streamSlots is how many groups a streamer's frame period is cut into:
+// callers are spread over them, so that the server is not sent every
+// caller's frame at the same instant.
 const streamSlots = 4
 
-// streamer sends every streaming caller's 20 ms frames (-stream-audio)
-// from a few goroutines, one per core, each with one ticker: a caller
-// costs its writes and nothing else (no goroutine, ticker or timer of its
-// own). Each goroutine's callers are on a wheel of streamSlots slots; at
-// each tick (every 20 ms / streamSlots) it writes one frame to each caller
-// of the slot. A tick the goroutine could not take in time is dropped, as
+// streamer sends every streaming caller's frames (-stream-audio, of
+// -frame-ms each) from a few goroutines, one per core, each with one
+// ticker: a caller costs its writes and nothing else (no goroutine,
+// ticker or timer of its own). Each goroutine's callers are on a wheel of
+// streamSlots slots; at each tick (every frame / streamSlots) it writes
+// one frame to each caller of the slot. A tick the goroutine could not take in time is dropped, as
 // a caller's own ticker dropped it, so a stall is not followed by a burst.
 //
 // The writes take no context, so that coder/websocket arms no
@@ -27,6 +27,10 @@ const streamSlots = 4
 // until it does or its caller closes the connection (which every caller
 // does when it leaves).
 type streamer struct {
+	period time.Duration // a frame's length
+	// frame is one frame of quiet PCM16 at 16 kHz. coder/websocket masks
+	// a copy, so every write may share it.
+	frame  []byte
 	shards []*streamShard
 	wg     sync.WaitGroup
 	stop   context.CancelFunc
@@ -38,18 +42,20 @@ type streamShard struct {
 	n     int // callers added so far, to spread them over the slots
 }
 
-// streamFrame is 20 ms of quiet PCM16 at 16 kHz. coder/websocket masks a
-// copy, so every write may share it.
-var streamFrame = make([]byte, 640)
+// streamRate is the callers' audio rate: the server's default (16 kHz
+// PCM16), as their hello declares no format.
+const streamRate = 16000
 
-// newStreamer starts a streamer; stop ends its goroutines.
-func newStreamer() *streamer {
+// newStreamer starts a streamer of frames of period; stop ends its
+// goroutines.
+func newStreamer(period time.Duration) *streamer {
 	ctx, stop := context.WithCancel(context.Background())
-	s := &streamer{stop: stop, shards: make([]*streamShard, runtime.GOMAXPROCS(0))}
+	s := &streamer{period: period, frame: make([]byte, int(2*streamRate*period/time.Second)),
+		stop: stop, shards: make([]*streamShard, runtime.GOMAXPROCS(0))}
 	for i := range s.shards {
 		sh := &streamShard{}
 		s.shards[i] = sh
-		s.wg.Go(func() { sh.run(ctx) })
+		s.wg.Go(func() { sh.run(ctx, s.period, s.frame) })
 	}
 	return s
 }
@@ -90,8 +96,8 @@ func (sh *streamShard) removeLocked(c *caller) {
 	}
 }
 
-func (sh *streamShard) run(ctx context.Context) {
-	t := time.NewTicker(frame / streamSlots)
+func (sh *streamShard) run(ctx context.Context, period time.Duration, frame []byte) {
+	t := time.NewTicker(period / streamSlots)
 	defer t.Stop()
 	var batch []*caller
 	for k := 0; ; k = (k + 1) % streamSlots {
@@ -104,7 +110,7 @@ func (sh *streamShard) run(ctx context.Context) {
 		batch = append(batch[:0], sh.slots[k]...)
 		sh.mu.Unlock()
 		for i, c := range batch {
-			if err := c.conn.Write(context.Background(), websocket.MessageBinary, streamFrame); err != nil {
+			if err := c.conn.Write(context.Background(), websocket.MessageBinary, frame); err != nil {
 				sh.mu.Lock()
 				sh.removeLocked(c) // the connection is gone: no more frames
 				sh.mu.Unlock()

@@ -640,6 +640,7 @@ func (c *twilioCaller) observe(ev twEvent) {
 		}
 		t.lastAudio = ev.at
 		t.frames++
+		t.audio += frame
 	case twMark:
 		c.play.mark(ev.at, ev.mark)
 		if c.stale(ev.at) {

@@ -35,6 +35,15 @@ type (
 		ID   string `json:"id"`
 		Text string `json:"text"`
 	}
+	// helloMsg declares the caller's frame length; the format is the
+	// server's default (pcm16 at the synthesizer's rate both ways).
+	helloMsg struct {
+		Type  string     `json:"type"` // "hello"
+		Audio helloAudio `json:"audio"`
+	}
+	helloAudio struct {
+		FrameMS int `json:"frame_ms"`
+	}
 	simpleMsg struct {
 		Type string `json:"type"` // "barge_in", "hangup"
 	}
