@@ -229,30 +229,13 @@ func (c *Call) waitDue(ctx context.Context, due time.Time) (reached bool, err er
 }
 
 // armAt arms w.due to fire at due; it reports false if due has passed.
-// The clock's timers take a duration, which is read against the clock
-// once more as the timer is armed: a clock that moved in between (a
-// preempted writer, a test's manual clock advanced meanwhile) would fire
-// it late by as much, so it is armed again from a new reading until the
-// reading held still across the arming.
 func (w *writerState) armAt(due time.Time) bool {
-	for {
-		now := w.clock.Now()
-		wait := due.Sub(now)
-		if wait <= 0 {
-			if w.due != nil {
-				w.due.Stop()
-			}
-			return false
-		}
-		if w.due == nil {
-			w.due = stages.NewTimer(w.clock, wait)
-		} else {
-			w.due.Reset(wait)
-		}
-		if w.clock.Now().Sub(now) < time.Millisecond {
-			return true
-		}
+	if w.due == nil {
+		// A due already passed fires at once, and the wait returns.
+		w.due = stages.NewTimerAt(w.clock, due)
+		return true
 	}
+	return w.due.ResetAt(due)
 }
 
 // send writes one frame to the transport. A write that takes Timeout

@@ -64,14 +64,7 @@ func (t *ChanTimer) Stop() bool {
 // to fire once d has elapsed.
 func (t *ChanTimer) Reset(d time.Duration) {
 	t.Stop()
-	if t.c == nil {
-		t.c = make(chan time.Time, 1)
-		t.C = t.c
-	}
-	select {
-	case <-t.c:
-	default:
-	}
+	t.drain()
 	if r, ok := t.t.(resetter); ok {
 		r.Reset(d) // the clock's timer is rearmed: no timer or closure per Reset
 		return
@@ -83,6 +76,68 @@ func (t *ChanTimer) Reset(d time.Duration) {
 		default:
 		}
 	})
+}
+
+// ResetAt is Reset to fire at deadline rather than after a duration; it
+// reports false, with the timer stopped and C drained, if deadline has
+// passed. The clock's timers take a duration, read against the clock once
+// more as the timer is armed; a clock that moved in between (a preempted
+// goroutine, a test's manual clock advanced meanwhile) would fire it late
+// by as much, so it is armed again from a new reading until the reading
+// held still across the arming.
+func (t *ChanTimer) ResetAt(deadline time.Time) bool {
+	for {
+		now := t.clock.Now()
+		wait := deadline.Sub(now)
+		if wait <= 0 {
+			t.Stop()
+			t.drain()
+			return false
+		}
+		t.Reset(wait)
+		if t.clock.Now().Sub(now) < armSlack {
+			return true
+		}
+	}
+}
+
+// NewTimerAt returns a ChanTimer that fires at deadline on c (at once, if
+// deadline has passed); see ResetAt.
+func NewTimerAt(c Clock, deadline time.Time) *ChanTimer {
+	t := &ChanTimer{clock: c}
+	if !t.ResetAt(deadline) {
+		t.c <- c.Now()
+	}
+	return t
+}
+
+// AfterFuncAt calls f in its own goroutine at deadline on c (at once, if
+// it has passed), armed as ResetAt arms a ChanTimer: never later than the
+// deadline by more than the clock moved while it was armed.
+func AfterFuncAt(c Clock, deadline time.Time, f func()) Timer {
+	for {
+		now := c.Now()
+		t := c.AfterFunc(max(deadline.Sub(now), 0), f)
+		if c.Now().Sub(now) < armSlack || !t.Stop() {
+			return t // armed from a reading that held, or f is under way
+		}
+	}
+}
+
+// armSlack is how far the clock may move while a timer is armed before it
+// is armed again: less than any deadline here needs to be kept to.
+const armSlack = time.Millisecond
+
+// drain makes C, if it is not yet made, and empties it.
+func (t *ChanTimer) drain() {
+	if t.c == nil {
+		t.c = make(chan time.Time, 1)
+		t.C = t.c
+	}
+	select {
+	case <-t.c:
+	default:
+	}
 }
 
 // resetter is a Timer that can be armed again for its function, as

@@ -77,3 +77,73 @@ func TestTimerOnSystemClock(t *testing.T) {
 	<-tk.C
 	tk.Stop()
 }
+
+// movingClock is a manual clock that moves on by step just before it arms
+// its next jumps timers, as a goroutine preempted between reading the
+// clock and arming a timer sees it.
+type movingClock struct {
+	*stagestest.Clock
+	step  time.Duration
+	jumps int
+}
+
+func (m *movingClock) AfterFunc(d time.Duration, f func()) stages.Timer {
+	if m.jumps > 0 {
+		m.jumps--
+		m.Advance(m.step)
+	}
+	return m.Clock.AfterFunc(d, f)
+}
+
+func TestArmAtDeadlineOnMovingClock(t *testing.T) {
+	deadline := stagestest.Epoch.Add(100 * time.Millisecond)
+	for _, jumps := range []int{0, 1, 3} {
+		c := &movingClock{Clock: stagestest.NewClock(stagestest.Epoch), step: 5 * time.Millisecond, jumps: jumps}
+		tm := stages.NewTimerAt(c, deadline)
+		c.jumps = jumps
+		fired := make(chan struct{}, 1)
+		stages.AfterFuncAt(c, deadline, func() { fired <- struct{}{} })
+		c.Advance(deadline.Sub(c.Now()) - time.Millisecond)
+		if _, ok := received(tm.C); ok {
+			t.Fatalf("%d jumps: timer fired before its deadline", jumps)
+		}
+		c.Advance(time.Millisecond)
+		if at, ok := received(tm.C); !ok || !at.Equal(deadline) {
+			t.Fatalf("%d jumps: timer fired %v at %v, want at %v", jumps, ok, at, deadline)
+		}
+		select {
+		case <-fired:
+		case <-time.After(5 * time.Second): // the manual clock calls f in a goroutine
+			t.Fatalf("%d jumps: AfterFuncAt did not run f at its deadline", jumps)
+		}
+		if c.Pending() != 0 {
+			t.Fatalf("%d jumps: %d timers left armed", jumps, c.Pending())
+		}
+	}
+}
+
+func TestResetAtPastDeadline(t *testing.T) {
+	c := stagestest.NewClock(stagestest.Epoch)
+	tm := stages.NewTimerAt(c, stagestest.Epoch.Add(-time.Second))
+	if _, ok := received(tm.C); !ok {
+		t.Fatal("NewTimerAt with a passed deadline did not fire at once")
+	}
+	if !tm.ResetAt(stagestest.Epoch.Add(time.Second)) {
+		t.Fatal("ResetAt reported a future deadline as passed")
+	}
+	if tm.ResetAt(stagestest.Epoch) {
+		t.Fatal("ResetAt reported the present as ahead")
+	}
+	c.Advance(time.Hour)
+	if _, ok := received(tm.C); ok || c.Pending() != 0 {
+		t.Fatalf("a passed ResetAt left the timer armed (pending %d)", c.Pending())
+	}
+	ran := make(chan struct{})
+	stages.AfterFuncAt(c, stagestest.Epoch, func() { close(ran) })
+	c.Advance(0)
+	select {
+	case <-ran:
+	case <-time.After(5 * time.Second):
+		t.Fatal("AfterFuncAt with a passed deadline did not run f")
+	}
+}

@@ -355,7 +355,7 @@ func (t *phoneCall) answered(f *session.FallbackMsg) {
 	if m.chosen == prompt.KindHandoff && f.Disposition == stages.Queued {
 		m.state = menuHolding
 		if m.midcall && m.hold == nil {
-			m.hold = t.e.Clock().AfterFunc(m.offerAt.Add(m.fb.AnswerWindow()).Sub(t.e.Clock().Now()), t.holdEnded)
+			m.hold = stages.AfterFuncAt(t.e.Clock(), m.offerAt.Add(m.fb.AnswerWindow()), t.holdEnded)
 		}
 	} else {
 		m.state = menuDone
