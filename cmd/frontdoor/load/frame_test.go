@@ -2,19 +2,11 @@ package load_test
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/frontdoorhq/frontdoor/cmd/frontdoor/load"
-	"github.com/frontdoorhq/frontdoor/stages"
 )
 
 // TestFrameMSScripted: with -frame-ms 60 a native caller's first message
@@ -24,62 +16,14 @@ import (
 // scripted: it answers the turn once a frame of caller audio has come, so
 // the outcome is exact.
 func TestFrameMSScripted(t *testing.T) {
-	var mu sync.Mutex
-	var sent []string // what the caller sent, in order: "binary", or a text message's type
-	var hello map[string]any
-	var callerFrames []int
-	h := http.NewServeMux()
-	h.HandleFunc("/v1/session", func(w http.ResponseWriter, r *http.Request) {
-		c, err := websocket.Accept(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer c.CloseNow()
-		ctx := r.Context()
-		send := func(v map[string]any) {
-			b, _ := json.Marshal(v)
-			_ = c.Write(ctx, websocket.MessageText, b)
-		}
-		// recv reads one message of the caller's: nil for a binary frame.
-		recv := func() (map[string]any, error) {
-			typ, b, err := c.Read(ctx)
-			if err != nil {
-				return nil, err
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if typ == websocket.MessageBinary {
-				sent = append(sent, "binary")
-				callerFrames = append(callerFrames, len(b))
-				return nil, nil
-			}
-			var m map[string]any
-			_ = json.Unmarshal(b, &m)
-			sent = append(sent, fmt.Sprint(m["type"]))
-			if m["type"] == "hello" {
-				hello = m
-			}
-			return m, nil
-		}
-		// read returns the next text message.
-		read := func() map[string]any {
-			for {
-				m, err := recv()
-				if err != nil || m != nil {
-					return m
-				}
-			}
-		}
-		send(map[string]any{"type": "session", "disposition": "admitted", "session": "s1"})
-		turn := read()
-		for turn != nil && turn["type"] != "turn" {
-			turn = read()
-		}
+	ts, heard := nativeScript(t, func(p *nativePeer) {
+		p.send(map[string]any{"type": "session", "disposition": "admitted", "session": "s1"})
+		turn := p.readType("turn")
 		if turn == nil {
 			return
 		}
 		for { // a frame of caller audio before the answer
-			m, err := recv()
+			m, err := p.recv()
 			if err != nil {
 				return
 			}
@@ -88,29 +32,24 @@ func TestFrameMSScripted(t *testing.T) {
 			}
 		}
 		id := turn["id"]
-		send(map[string]any{"type": "audio_start", "turn": id, "generation": 1, "encoding": "pcm16", "rate": 16000})
+		p.send(map[string]any{"type": "audio_start", "turn": id, "generation": 1, "encoding": "pcm16", "rate": 16000})
 		for _, n := range []int{1920, 1920, 640} { // 140 ms
-			_ = c.Write(ctx, websocket.MessageBinary, make([]byte, n))
+			p.audio(n)
 		}
-		send(map[string]any{"type": "audio_end", "turn": id, "generation": 1, "audio_ms": 140})
-		send(map[string]any{"type": "turn_end", "turn": id, "generation": 1, "disposition": "completed"})
-		for m := read(); m != nil; m = read() {
-			if m["type"] == "hangup" {
-				_ = c.Close(websocket.StatusNormalClosure, "")
-				return
-			}
-		}
+		p.send(map[string]any{"type": "audio_end", "turn": id, "generation": 1, "audio_ms": 140})
+		p.send(map[string]any{"type": "turn_end", "turn": id, "generation": 1, "disposition": "completed"})
+		p.hangUp()
 	})
-	ts := httptest.NewServer(h)
-	defer ts.Close()
 
 	r, err := load.Run(context.Background(), load.Config{Target: ts.URL, Callers: 1, Rate: 1, Turns: 1,
 		StreamAudio: true, FrameMS: 60, Deadline: time.Second, Duration: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	hello := heard.first("hello")
+	heard.mu.Lock()
+	defer heard.mu.Unlock()
+	sent, callerFrames := heard.order, heard.binary
 	audio, _ := hello["audio"].(map[string]any)
 	if len(sent) == 0 || sent[0] != "hello" || audio["frame_ms"] != 60.0 {
 		t.Errorf("the caller sent %v, the hello %v: want a hello with audio.frame_ms 60 first", sent, hello)
@@ -137,12 +76,7 @@ func TestFrameMSScripted(t *testing.T) {
 // one frame of 60 ms and one of 40, and the audio received is exactly the
 // replies'.
 func TestFrameMSRun(t *testing.T) {
-	ts := startServer(t, serverOpts{
-		session: stages.Limits{Slots: 4, Waiting: 4, MaxAge: time.Second},
-		model:   stages.Limits{Slots: 4, Waiting: 4, MaxAge: time.Second},
-		synt:    stages.Limits{Slots: 4, Waiting: 4, MaxAge: time.Second},
-		stub:    fast,
-	})
+	ts := startServer(t, serverOpts{session: roomy(4), model: roomy(4), synt: roomy(4), stub: fast})
 	r, err := load.Run(context.Background(), load.Config{Target: ts.URL, Callers: 2, Rate: 100, Arrival: load.Burst,
 		BurstSize: 2, Turns: 2, Think: 10 * time.Millisecond, Hold: 100 * time.Millisecond, BargeIn: 0,
 		StreamAudio: true, FrameMS: 60, Deadline: time.Second, Duration: 10 * time.Second})

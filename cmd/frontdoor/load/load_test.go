@@ -96,12 +96,7 @@ func TestSmokeRunBalances(t *testing.T) {
 // the figure comes from /metrics, which this in-process server does not
 // serve a process counter on, and the report says so instead of a zero.
 func TestReportsCPU(t *testing.T) {
-	ts := startServer(t, serverOpts{
-		session: stages.Limits{Slots: 4, Waiting: 4, MaxAge: time.Second},
-		model:   stages.Limits{Slots: 4, Waiting: 4, MaxAge: time.Second},
-		synt:    stages.Limits{Slots: 4, Waiting: 4, MaxAge: time.Second},
-		stub:    fast,
-	})
+	ts := startServer(t, serverOpts{session: roomy(4), model: roomy(4), synt: roomy(4), stub: fast})
 	pid := 0
 	if runtime.GOOS == "linux" {
 		pid = os.Getpid()
@@ -144,12 +139,7 @@ func TestReportsCPU(t *testing.T) {
 
 // A rate the generator cannot meet is reported as lag, not hidden.
 func TestGeneratorReportsLag(t *testing.T) {
-	ts := startServer(t, serverOpts{
-		session: stages.Limits{Slots: 10, Waiting: 10, MaxAge: time.Second},
-		model:   stages.Limits{Slots: 4, Waiting: 4, MaxAge: time.Second},
-		synt:    stages.Limits{Slots: 4, Waiting: 4, MaxAge: time.Second},
-		stub:    fast,
-	})
+	ts := startServer(t, serverOpts{session: roomy(10), model: roomy(4), synt: roomy(4), stub: fast})
 	// One line at a time and callers that hold it for 50ms: 1000/s is out
 	// of reach.
 	r, err := load.Run(context.Background(), load.Config{

@@ -2,14 +2,8 @@ package load_test
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/coder/websocket"
 
 	"github.com/frontdoorhq/frontdoor/cmd/frontdoor/load"
 )
@@ -19,56 +13,24 @@ import (
 // it counts for neither goodput nor late, and an offer of a callback is
 // answered with consent. The server is scripted, so the outcome is exact.
 func TestPromptSpeechIsNotGoodput(t *testing.T) {
-	var mu sync.Mutex
-	var fromCaller []map[string]any
-	h := http.NewServeMux()
-	h.HandleFunc("/v1/session", func(w http.ResponseWriter, r *http.Request) {
-		c, err := websocket.Accept(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer c.CloseNow()
-		ctx := r.Context()
-		send := func(v map[string]any) {
-			b, _ := json.Marshal(v)
-			_ = c.Write(ctx, websocket.MessageText, b)
-		}
-		read := func() map[string]any {
-			_, b, err := c.Read(ctx)
-			if err != nil {
-				return nil
-			}
-			var m map[string]any
-			_ = json.Unmarshal(b, &m)
-			mu.Lock()
-			fromCaller = append(fromCaller, m)
-			mu.Unlock()
-			return m
-		}
-		send(map[string]any{"type": "session", "disposition": "admitted", "session": "s1"})
-		turn := read()
+	ts, heard := nativeScript(t, func(p *nativePeer) {
+		p.send(map[string]any{"type": "session", "disposition": "admitted", "session": "s1"})
+		turn := p.read()
 		if turn == nil {
 			return
 		}
 		id := turn["id"]
-		send(map[string]any{"type": "disposition", "stage": "model", "turn": id, "generation": 1, "disposition": "overloaded"})
-		send(map[string]any{"type": "prompt", "reason": "overloaded", "stage": "model", "turn": id, "text": "Too many people are asking at once."})
-		send(map[string]any{"type": "audio_start", "turn": id, "generation": 1, "encoding": "pcm16", "rate": 16000})
+		p.send(map[string]any{"type": "disposition", "stage": "model", "turn": id, "generation": 1, "disposition": "overloaded"})
+		p.send(map[string]any{"type": "prompt", "reason": "overloaded", "stage": "model", "turn": id, "text": "Too many people are asking at once."})
+		p.send(map[string]any{"type": "audio_start", "turn": id, "generation": 1, "encoding": "pcm16", "rate": 16000})
 		for range 3 {
-			_ = c.Write(ctx, websocket.MessageBinary, make([]byte, 640))
+			p.audio(640)
 		}
-		send(map[string]any{"type": "audio_end", "turn": id, "generation": 1})
-		send(map[string]any{"type": "offer", "kinds": []string{"callback"}})
-		send(map[string]any{"type": "turn_end", "turn": id, "generation": 1, "disposition": "overloaded", "stage": "model"})
-		for m := read(); m != nil; m = read() { // the callback, then the hangup
-			if m["type"] == "hangup" {
-				_ = c.Close(websocket.StatusNormalClosure, "")
-				return
-			}
-		}
+		p.send(map[string]any{"type": "audio_end", "turn": id, "generation": 1})
+		p.send(map[string]any{"type": "offer", "kinds": []string{"callback"}})
+		p.send(map[string]any{"type": "turn_end", "turn": id, "generation": 1, "disposition": "overloaded", "stage": "model"})
+		p.hangUp() // the callback comes first
 	})
-	ts := httptest.NewServer(h)
-	defer ts.Close()
 
 	r, err := load.Run(context.Background(), load.Config{Target: ts.URL, Callers: 1, Rate: 1, Turns: 1,
 		Callback: 1, Deadline: time.Second, Duration: 10 * time.Second})
@@ -85,14 +47,7 @@ func TestPromptSpeechIsNotGoodput(t *testing.T) {
 	if r.Fallback.CallbackOffered != 1 || r.Fallback.CallbackAccepted != 1 {
 		t.Errorf("fallback %+v: want the callback offered and accepted", r.Fallback)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	var callback map[string]any
-	for _, m := range fromCaller {
-		if m["type"] == "callback" {
-			callback = m
-		}
-	}
+	callback := heard.first("callback")
 	if callback == nil || callback["consent"] != true || callback["number"] == "" {
 		t.Errorf("callback message %v: want consent and a number", callback)
 	}

@@ -22,6 +22,9 @@ type testServer struct {
 	policy stages.Policy
 }
 
+// roomy is n slots and n places in the queue, each kept up to a second.
+func roomy(n int) stages.Limits { return stages.Limits{Slots: n, Waiting: n, MaxAge: time.Second} }
+
 type serverOpts struct {
 	policy               stages.Policy
 	session, model, synt stages.Limits

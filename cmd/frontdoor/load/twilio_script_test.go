@@ -2,6 +2,8 @@ package load_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -50,6 +52,58 @@ func toneFrames(n int) [][]byte {
 	return out
 }
 
+// twilioEndpoint serves a Twilio media stream by script: play is
+// frontdoor's side of each stream.
+func twilioEndpoint(play func(p *twilioPeer)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ws, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer ws.CloseNow()
+		play(&twilioPeer{ws: ws, ctx: r.Context()})
+	}
+}
+
+// errPeerGone: the caller's connection ended.
+var errPeerGone = errors.New("the caller hung up")
+
+// twilioPeer is a scripted endpoint's end of one stream.
+type twilioPeer struct {
+	ws  *websocket.Conn
+	ctx context.Context
+	sid string // from the caller's start: the stream what is sent belongs to
+}
+
+// next reads and decodes the caller's next message with the server's
+// strict decoder; errPeerGone once the connection ended.
+func (p *twilioPeer) next() (*twilio.Message, error) {
+	_, data, err := p.ws.Read(p.ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errPeerGone, err)
+	}
+	m, err := twilio.Decode(twilio.Twilio, data)
+	if err == nil && m.Event == twilio.EventStart {
+		p.sid = m.Start.StreamSID
+	}
+	return m, err
+}
+
+func (p *twilioPeer) send(o twilio.Outbound) {
+	o.StreamSID = p.sid
+	_ = p.ws.Write(p.ctx, websocket.MessageText, twilio.EncodeOutbound(twilio.Twilio, o))
+}
+
+// media sends frames as media messages.
+func (p *twilioPeer) media(frames [][]byte) {
+	for _, f := range frames {
+		p.send(twilio.Outbound{Event: twilio.EventMedia, Payload: f})
+	}
+}
+
+// close ends the stream with a normal closure.
+func (p *twilioPeer) close() { _ = p.ws.Close(websocket.StatusNormalClosure, "") }
+
 // twilioScript plays frontdoor's side of a call by script, decoding the
 // caller's messages with the server's strict decoder: it answers the first
 // utterance with 0.5 s of audio and no mark, and when the caller speaks
@@ -57,31 +111,14 @@ func toneFrames(n int) [][]byte {
 // the load generator must count as stale); it answers the second utterance
 // with 100 ms of audio and a mark, and closes on stop.
 func twilioScript(log *scriptLog) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		ws, err := websocket.Accept(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer ws.CloseNow()
-		ctx := r.Context()
+	return twilioEndpoint(func(p *twilioPeer) {
 		det, _ := vad.New(vad.Config{SampleRate: 8000})
-		var sid string
-		send := func(o twilio.Outbound) {
-			o.StreamSID = sid
-			_ = ws.Write(ctx, websocket.MessageText, twilio.EncodeOutbound(twilio.Twilio, o))
-		}
-		media := func(frames [][]byte) {
-			for _, f := range frames {
-				send(twilio.Outbound{Event: twilio.EventMedia, Payload: f})
-			}
-		}
 		utterances := 0
 		for {
-			_, data, err := ws.Read(ctx)
-			if err != nil {
+			m, err := p.next()
+			if errors.Is(err, errPeerGone) {
 				return
 			}
-			m, err := twilio.Decode(twilio.Twilio, data)
 			if err != nil {
 				log.add(func(l *scriptLog) { l.decodeErrs = append(l.decodeErrs, err) })
 				continue
@@ -93,12 +130,11 @@ func twilioScript(log *scriptLog) http.HandlerFunc {
 			})
 			switch m.Event {
 			case twilio.EventStart:
-				sid = m.Start.StreamSID
 				log.add(func(l *scriptLog) { l.params = m.Start.CustomParameters })
 			case twilio.EventMark:
 				log.add(func(l *scriptLog) { l.echoed, l.echoAt = m.Mark.Name, time.Now() })
 			case twilio.EventStop:
-				_ = ws.Close(websocket.StatusNormalClosure, "")
+				p.close()
 				return
 			case twilio.EventMedia:
 				for _, ev := range det.Process(nil, g711.DecodeMulaw(nil, m.Media.Payload)) {
@@ -106,20 +142,20 @@ func twilioScript(log *scriptLog) http.HandlerFunc {
 					switch {
 					case ev.Kind == vad.SpeechEnd && utterances == 0:
 						utterances++
-						media(toneFrames(25))
+						p.media(toneFrames(25))
 					case ev.Kind == vad.SpeechStart && utterances == 1: // a barge-in
-						send(twilio.Outbound{Event: twilio.EventClear})
-						media(toneFrames(3)) // stale
+						p.send(twilio.Outbound{Event: twilio.EventClear})
+						p.media(toneFrames(3)) // stale
 					case ev.Kind == vad.SpeechEnd && utterances == 1:
 						utterances++
-						media(toneFrames(5))
+						p.media(toneFrames(5))
 						log.add(func(l *scriptLog) { l.markSent = time.Now() })
-						send(twilio.Outbound{Event: twilio.EventMark, Mark: "reply-2"})
+						p.send(twilio.Outbound{Event: twilio.EventMark, Mark: "reply-2"})
 					}
 				}
 			}
 		}
-	}
+	})
 }
 
 // TestTwilioCallerByScript checks the Twilio caller against a scripted
@@ -183,39 +219,21 @@ func TestTwilioCallerByScript(t *testing.T) {
 // its mark) at start, the caller's first utterance ignored (not admitted
 // yet), the next one answered.
 func queueScript(heard *atomic.Int32) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		ws, err := websocket.Accept(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer ws.CloseNow()
-		ctx := r.Context()
+	return twilioEndpoint(func(p *twilioPeer) {
 		det, _ := vad.New(vad.Config{SampleRate: 8000})
-		var sid string
-		send := func(o twilio.Outbound) {
-			o.StreamSID = sid
-			_ = ws.Write(ctx, websocket.MessageText, twilio.EncodeOutbound(twilio.Twilio, o))
-		}
 		utterances := 0
 		for {
-			_, data, err := ws.Read(ctx)
-			if err != nil {
-				return
-			}
-			m, err := twilio.Decode(twilio.Twilio, data)
+			m, err := p.next()
 			if err != nil {
 				return
 			}
 			switch m.Event {
 			case twilio.EventStart:
-				sid = m.Start.StreamSID
-				for _, f := range toneFrames(5) {
-					send(twilio.Outbound{Event: twilio.EventMedia, Payload: f})
-				}
-				send(twilio.Outbound{Event: twilio.EventMark, Mark: "queued"})
+				p.media(toneFrames(5))
+				p.send(twilio.Outbound{Event: twilio.EventMark, Mark: "queued"})
 			case twilio.EventStop:
 				heard.Store(int32(utterances))
-				_ = ws.Close(websocket.StatusNormalClosure, "")
+				p.close()
 				return
 			case twilio.EventMedia:
 				for _, ev := range det.Process(nil, g711.DecodeMulaw(nil, m.Media.Payload)) {
@@ -223,15 +241,13 @@ func queueScript(heard *atomic.Int32) http.HandlerFunc {
 						continue
 					}
 					if utterances++; utterances == 2 {
-						for _, f := range toneFrames(5) {
-							send(twilio.Outbound{Event: twilio.EventMedia, Payload: f})
-						}
-						send(twilio.Outbound{Event: twilio.EventMark, Mark: "reply"})
+						p.media(toneFrames(5))
+						p.send(twilio.Outbound{Event: twilio.EventMark, Mark: "reply"})
 					}
 				}
 			}
 		}
-	}
+	})
 }
 
 // A caller that hears a prompt before it speaks takes itself as queued;
