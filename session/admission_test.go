@@ -13,6 +13,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
 
 func TestModelOverload(t *testing.T) {
@@ -193,18 +194,27 @@ func TestDrainTimeout(t *testing.T) {
 // lease, each only after its backend returned, and leaves no goroutine
 // (goleak in TestMain).
 func TestDisconnectMidTurn(t *testing.T) {
+	// The stub's delays run on a manual clock: its cleanup lasts until
+	// the test moves the clock, however slow the machine.
+	clock := stagestest.NewClock(time.Unix(1_700_000_000, 0))
 	r := newRig(t, func(c *Config, s *stub.Settings) {
-		s.ModelDelay, s.CleanupDelay = time.Hour, 100*time.Millisecond
+		s.Clock, s.ModelDelay, s.CleanupDelay = clock, time.Hour, 100*time.Millisecond
 	})
 	a := r.Admitted()
 	a.Send(map[string]any{"type": "turn", "id": "a1", "text": "x"})
 	a.Until(func(m sessiontest.Msg) bool { return m.Type == "disposition" && m.Disposition == "admitted" })
+	// Gone once the model's work has started: before that, the lease is
+	// released at once, with no cleanup to wait for.
+	sessiontest.WaitFor(t, "the model running", func() bool { return r.Model.Running() == 1 })
 	a.Conn.CloseNow()
 	sessiontest.WaitFor(t, "cancel", func() bool { return r.stage(StageModel).CleanupPending == 1 })
 	if s := r.stage(StageSession); s.Leased != 1 {
 		t.Fatalf("session lease released before the model's cleanup: %+v", s)
 	}
-	sessiontest.WaitFor(t, "call end", func() bool { return r.Engine.Calls() == 0 })
+	sessiontest.WaitFor(t, "call end", func() bool {
+		clock.Advance(10 * time.Millisecond) // the cleanup's timer may not be armed yet
+		return r.Engine.Calls() == 0
+	})
 	if r.Model.Running() != 0 {
 		t.Fatal("call ended with its backend still running")
 	}
