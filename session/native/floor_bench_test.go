@@ -30,7 +30,7 @@ import (
 // poller, as in a call); cpu-µs/pair is the process's user + system CPU
 // (getrusage) per frame written and read, wall time aside.
 //
-//	go test -run '^$' -bench Floor -benchtime 20000x ./session/native/
+//	go test -run '^$' -bench 'Floor$' -benchtime 20000x ./session/native/
 //
 // tcp: raw net.Conn; websocket: coder/websocket, the client's frames
 // masked as a browser's are, read and written with a context that cannot
@@ -56,7 +56,11 @@ const floorPeerEnv = "FRONTDOOR_FLOOR_PEER"
 
 func init() {
 	if mode := os.Getenv(floorPeerEnv); mode != "" {
-		if err := floorPeerMain(mode); err != nil {
+		run := floorPeerMain
+		if strings.HasPrefix(mode, "calls-") {
+			run = floorCallsPeer // BenchmarkFloorCalls
+		}
+		if err := run(mode); err != nil {
 			fmt.Fprintln(os.Stderr, "floor peer:", err)
 			os.Exit(1)
 		}

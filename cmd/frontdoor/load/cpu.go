@@ -22,9 +22,16 @@ type CPU struct {
 	// spent in replies; when the server or the generator falls behind,
 	// calls stretch and per call-second figures flatter the run, while per
 	// audio-second figures do not.
-	ReplyAudioSeconds float64    `json:"reply_audio_seconds"`
-	Server            ProcessCPU `json:"server"`
-	Generator         ProcessCPU `json:"generator"`
+	ReplyAudioSeconds float64 `json:"reply_audio_seconds"`
+	// Frames is, with -stream-audio on the native protocol, the binary
+	// audio frames moved: those the callers received (replies and
+	// prompts) and those they streamed. Each frame is one write by one
+	// process and one read by the other, so CPU per frame compares with
+	// a bare relay's (docs/BENCHMARKS.md, the floor) whatever the calls'
+	// pace. 0 otherwise.
+	Frames    int64      `json:"frames,omitempty"`
+	Server    ProcessCPU `json:"server"`
+	Generator ProcessCPU `json:"generator"`
 }
 
 // ProcessCPU is one process's CPU time (user + system) over the run.
@@ -34,6 +41,9 @@ type ProcessCPU struct {
 	PerCallSecond float64 `json:"ms_per_call_second"`
 	// PerAudioSecond is Seconds over CPU.ReplyAudioSeconds, in milliseconds.
 	PerAudioSecond float64 `json:"ms_per_reply_audio_second"`
+	// PerFrame is Seconds over CPU.Frames, in microseconds (0: no frames
+	// counted).
+	PerFrame float64 `json:"us_per_frame,omitempty"`
 	// Source says where the figure was read: /proc/PID/stat (-server-pid),
 	// the server's /metrics process_cpu_seconds_total, or the generator's
 	// own rusage.
@@ -99,7 +109,7 @@ func parseStat(b []byte) (float64, error) {
 	return float64(utime+stime) / 100, nil
 }
 
-func (r cpuReading) delta(before cpuReading, callSeconds, audioSeconds float64) ProcessCPU {
+func (r cpuReading) delta(before cpuReading, callSeconds, audioSeconds float64, frames int64) ProcessCPU {
 	switch {
 	case before.err != nil:
 		return ProcessCPU{Missing: before.err.Error()}
@@ -113,6 +123,9 @@ func (r cpuReading) delta(before cpuReading, callSeconds, audioSeconds float64) 
 	if audioSeconds > 0 {
 		p.PerAudioSecond = 1000 * p.Seconds / audioSeconds
 	}
+	if frames > 0 {
+		p.PerFrame = 1e6 * p.Seconds / float64(frames)
+	}
 	return p
 }
 
@@ -125,6 +138,19 @@ func callSeconds(recs []*callerRec) float64 {
 		}
 	}
 	return d.Seconds()
+}
+
+// framesReceived is the binary audio frames the callers received:
+// replies' and prompts'.
+func framesReceived(recs []*callerRec) int64 {
+	var n int64
+	for _, c := range recs {
+		n += int64(c.promptFrames)
+		for _, t := range c.turns {
+			n += int64(t.frames)
+		}
+	}
+	return n
 }
 
 // replyAudioSeconds is the reply audio the callers received, prompts not
@@ -143,5 +169,9 @@ func (p ProcessCPU) String() string {
 	if p.Missing != "" {
 		return "unknown (" + p.Missing + ")"
 	}
-	return fmt.Sprintf("%.2f ms per call-second, %.2f per reply-audio second (%.2f s, %s)", p.PerCallSecond, p.PerAudioSecond, p.Seconds, p.Source)
+	s := fmt.Sprintf("%.2f ms per call-second, %.2f per reply-audio second", p.PerCallSecond, p.PerAudioSecond)
+	if p.PerFrame > 0 {
+		s += fmt.Sprintf(", %.1f µs per frame", p.PerFrame)
+	}
+	return s + fmt.Sprintf(" (%.2f s, %s)", p.Seconds, p.Source)
 }

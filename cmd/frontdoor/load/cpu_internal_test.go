@@ -36,10 +36,14 @@ func TestScrapeCPU(t *testing.T) {
 		t.Fatalf("scrape = %+v, %v", m, err)
 	}
 	before := serverCPU(0, scrape{hasCPU: true, cpu: 10})
-	if p := serverCPU(0, m).delta(before, 100, 50); p.Seconds != 2.5 || p.PerCallSecond != 25 || p.PerAudioSecond != 50 || p.Missing != "" {
-		t.Fatalf("delta = %+v, want 2.5 s over 100 call-seconds and 50 s of audio: 25 and 50 ms per second", p)
+	if p := serverCPU(0, m).delta(before, 100, 50, 5000); p.Seconds != 2.5 || p.PerCallSecond != 25 || p.PerAudioSecond != 50 ||
+		p.PerFrame != 500 || p.Missing != "" {
+		t.Fatalf("delta = %+v, want 2.5 s over 100 call-seconds, 50 s of audio and 5,000 frames: 25 and 50 ms per second, 500 µs per frame", p)
 	}
-	if p := serverCPU(0, scrape{}).delta(before, 100, 50); p.Missing == "" {
+	if p := serverCPU(0, m).delta(before, 100, 50, 0); p.PerFrame != 0 {
+		t.Fatalf("delta without frames = %+v, want no figure per frame", p)
+	}
+	if p := serverCPU(0, scrape{}).delta(before, 100, 50, 5000); p.Missing == "" {
 		t.Fatalf("no counter on /metrics gave %+v, want it missing", p)
 	}
 }

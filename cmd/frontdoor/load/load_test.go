@@ -118,8 +118,14 @@ func TestReportsCPU(t *testing.T) {
 		t.Errorf("%.3f s of reply audio, want 4 turns x 5 frames x 20 ms", c.ReplyAudioSeconds)
 	}
 	if g := c.Generator; g.Missing != "" || g.Source != "rusage" || g.Seconds <= 0 || g.PerCallSecond != 1000*g.Seconds/c.CallSeconds ||
-		g.PerAudioSecond != 1000*g.Seconds/c.ReplyAudioSeconds {
+		g.PerAudioSecond != 1000*g.Seconds/c.ReplyAudioSeconds || g.PerFrame != 1e6*g.Seconds/float64(c.Frames) {
 		t.Errorf("generator CPU %+v", g)
+	}
+	// The 20 reply frames received, and those streamed over at least
+	// 4 x 300 ms on the line, 20 ms apart (a tick of the streamer may be
+	// dropped, never doubled).
+	if streamed := c.Frames - 20; streamed < 4*300/20/2 || float64(streamed) > c.CallSeconds*50+4 {
+		t.Errorf("%d frames moved in %.2f call-seconds: want 20 received and about 50 a call-second streamed", c.Frames, c.CallSeconds)
 	}
 	if pid != 0 && (c.Server.Missing != "" || !strings.HasPrefix(c.Server.Source, "/proc/") || c.Server.Seconds < 0) {
 		t.Errorf("server CPU from /proc: %+v", c.Server)

@@ -126,8 +126,11 @@ launch:
 	r.Server = compareServer(r, before, beforeErr, after, afterErr)
 	r.Server.BargeIn = bargeMetric(metricsBefore.barge, metricsAfter.barge)
 	r.CPU.CallSeconds, r.CPU.ReplyAudioSeconds = callSeconds(recs), replyAudioSeconds(recs)
-	r.CPU.Server = serverAfter.delta(serverBefore, r.CPU.CallSeconds, r.CPU.ReplyAudioSeconds)
-	r.CPU.Generator = ownAfter.delta(ownBefore, r.CPU.CallSeconds, r.CPU.ReplyAudioSeconds)
+	if stream != nil {
+		r.CPU.Frames = framesReceived(recs) + stream.sent.Load()
+	}
+	r.CPU.Server = serverAfter.delta(serverBefore, r.CPU.CallSeconds, r.CPU.ReplyAudioSeconds, r.CPU.Frames)
+	r.CPU.Generator = ownAfter.delta(ownBefore, r.CPU.CallSeconds, r.CPU.ReplyAudioSeconds, r.CPU.Frames)
 	if cfg.Dialect == Twilio || cfg.Dialect == SIP {
 		r.twilioNotes()
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -34,6 +35,7 @@ type streamer struct {
 	shards []*streamShard
 	wg     sync.WaitGroup
 	stop   context.CancelFunc
+	sent   atomic.Int64 // frames written
 }
 
 type streamShard struct {
@@ -55,7 +57,7 @@ func newStreamer(period time.Duration) *streamer {
 	for i := range s.shards {
 		sh := &streamShard{}
 		s.shards[i] = sh
-		s.wg.Go(func() { sh.run(ctx, s.period, s.frame) })
+		s.wg.Go(func() { sh.run(ctx, s.period, s.frame, &s.sent) })
 	}
 	return s
 }
@@ -96,7 +98,7 @@ func (sh *streamShard) removeLocked(c *caller) {
 	}
 }
 
-func (sh *streamShard) run(ctx context.Context, period time.Duration, frame []byte) {
+func (sh *streamShard) run(ctx context.Context, period time.Duration, frame []byte, sent *atomic.Int64) {
 	t := time.NewTicker(period / streamSlots)
 	defer t.Stop()
 	var batch []*caller
@@ -109,13 +111,17 @@ func (sh *streamShard) run(ctx context.Context, period time.Duration, frame []by
 		sh.mu.Lock()
 		batch = append(batch[:0], sh.slots[k]...)
 		sh.mu.Unlock()
+		n := 0
 		for i, c := range batch {
 			if err := c.conn.Write(context.Background(), websocket.MessageBinary, frame); err != nil {
 				sh.mu.Lock()
 				sh.removeLocked(c) // the connection is gone: no more frames
 				sh.mu.Unlock()
+			} else {
+				n++
 			}
 			batch[i] = nil
 		}
+		sent.Add(int64(n))
 	}
 }
