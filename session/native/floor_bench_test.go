@@ -137,26 +137,42 @@ func floorPeerMain(mode string) error {
 	return nil
 }
 
-func floorPeer(b *testing.B, mode string, size int) {
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), floorPeerEnv+"="+mode, floorPeerEnv+"_SIZE="+strconv.Itoa(size))
-	out, err := cmd.StdoutPipe()
+// startPeer starts this test binary as a benchmark's peer with env set,
+// and returns it with its standard input and output once it printed its
+// address. The test's end kills what is still running.
+func startPeer(b *testing.B, env ...string) (cmd *exec.Cmd, in io.Writer, out *bufio.Scanner, addr string) {
+	cmd = exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), env...)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		b.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	lines := bufio.NewScanner(out)
-	var addr string
-	for addr == "" && lines.Scan() {
-		addr, _ = strings.CutPrefix(lines.Text(), "ADDR ")
+	b.Cleanup(func() {
+		if cmd.ProcessState == nil { // not waited for
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	out = bufio.NewScanner(stdout)
+	for addr == "" && out.Scan() {
+		addr, _ = strings.CutPrefix(out.Text(), "ADDR ")
 	}
 	if addr == "" {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
 		b.Fatal("the peer printed no address")
 	}
+	return cmd, in, out, addr
+}
+
+func floorPeer(b *testing.B, mode string, size int) {
+	cmd, _, lines, addr := startPeer(b, floorPeerEnv+"="+mode, floorPeerEnv+"_SIZE="+strconv.Itoa(size))
+	var err error
 	ctx := context.Background()
 	var write func([]byte) error
 	var read func([]byte) ([]byte, error)

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"runtime"
 	"slices"
 	"strconv"
@@ -37,21 +36,19 @@ import (
 //
 //	go test -run '^$' -bench FloorCalls -benchtime 1x -timeout 30m ./session/native/
 //
-// Each op is a run of floorCallsFor after every call is connected and a
-// second of warm-up; the metrics are each process's user + system CPU
-// (getrusage over the measured window) per call-second and per frame
-// moved (the reply frames the generator read and the caller frames the
-// server read), the reply frames received per call-second (50 when the
-// two keep real time), and the reply frames' |gap - 20 ms|, as frontdoor
-// load measures jitter.
+// Each sub-benchmark is one run of floorCallsFor, after every call is
+// connected and a second of warm-up. Its metrics are each process's user
+// + system CPU (getrusage over the measured window) per call-second and
+// per frame moved (the reply frames the generator read and the caller
+// frames the server read), the reply frames received per call-second (50
+// when the two keep real time), and the reply frames' |gap - 20 ms|, as
+// frontdoor load measures jitter.
 func BenchmarkFloorCalls(b *testing.B) {
 	for _, mode := range []string{"tcp", "websocket"} {
 		for _, n := range floorCallsN() {
-			b.Run(mode+"/"+strconv.Itoa(n), func(b *testing.B) {
-				for b.Loop() {
-					floorCalls(b, mode, n)
-				}
-			})
+			// One run whatever b.N: it lasts floorCallsFor, and the
+			// default -benchtime asks for no second.
+			b.Run(mode+"/"+strconv.Itoa(n), func(b *testing.B) { floorCalls(b, mode, n) })
 		}
 	}
 }
@@ -93,7 +90,7 @@ func wsEnd(c *websocket.Conn) *floorConn {
 	}
 }
 
-// pacer writes a frame to each of its calls every floorCallsGap: one
+// floorPacer writes a frame to each of its calls every floorCallsGap: one
 // goroutine per core, each tick a group of calls (as the load generator's
 // streamShard does).
 type floorPacer struct {
@@ -104,7 +101,7 @@ type floorPacer struct {
 	wg    sync.WaitGroup
 }
 
-func newFloorPacer(shards int) []*floorPacer {
+func newFloorPacers(shards int) []*floorPacer {
 	ps := make([]*floorPacer, shards)
 	frame := make([]byte, floorCallsFrame)
 	for i := range ps {
@@ -150,7 +147,7 @@ func stopPacers(ps []*floorPacer) {
 // address, serves every connection until stdin says STOP, and prints the
 // CPU it spent between START and STOP.
 func floorCallsPeer(mode string) error {
-	pacers := newFloorPacer(cores())
+	pacers := newFloorPacers(cores())
 	var next, frames atomic.Int64
 	serve := func(c *floorConn) {
 		pacers[int(next.Add(1))%len(pacers)].add(c)
@@ -216,33 +213,12 @@ func cores() int { return runtime.GOMAXPROCS(0) }
 
 // floorCalls runs n calls against a peer process and reports the metrics.
 func floorCalls(b *testing.B, mode string, n int) {
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), floorPeerEnv+"=calls-"+mode)
-	ctl, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	lines := bufio.NewScanner(out)
-	var addr string
-	for addr == "" && lines.Scan() {
-		addr, _ = strings.CutPrefix(lines.Text(), "ADDR ")
-	}
-	if addr == "" {
-		b.Fatal("the peer printed no address")
-	}
+	_, ctl, lines, addr := startPeer(b, floorPeerEnv+"=calls-"+mode)
 
 	var measuring atomic.Bool
 	gaps := make([][]time.Duration, n)
 	var readers sync.WaitGroup
-	pacers := newFloorPacer(cores())
+	pacers := newFloorPacers(cores())
 	conns := make([]*floorConn, n)
 	for i := range conns {
 		c, err := dialFloor(mode, addr)
