@@ -147,7 +147,7 @@ func stopPacers(ps []*floorPacer) {
 // address, serves every connection until stdin says STOP, and prints the
 // CPU it spent between START and STOP.
 func floorCallsPeer(mode string) error {
-	pacers := newFloorPacers(cores())
+	pacers := newFloorPacers(runtime.GOMAXPROCS(0))
 	var next, frames atomic.Int64
 	serve := func(c *floorConn) {
 		pacers[int(next.Add(1))%len(pacers)].add(c)
@@ -209,8 +209,6 @@ func floorCallsPeer(mode string) error {
 	return in.Err()
 }
 
-func cores() int { return runtime.GOMAXPROCS(0) }
-
 // floorCalls runs n calls against a peer process and reports the metrics.
 func floorCalls(b *testing.B, mode string, n int) {
 	_, ctl, lines, addr := startPeer(b, floorPeerEnv+"=calls-"+mode)
@@ -218,7 +216,7 @@ func floorCalls(b *testing.B, mode string, n int) {
 	var measuring atomic.Bool
 	gaps := make([][]time.Duration, n)
 	var readers sync.WaitGroup
-	pacers := newFloorPacers(cores())
+	pacers := newFloorPacers(runtime.GOMAXPROCS(0))
 	conns := make([]*floorConn, n)
 	for i := range conns {
 		c, err := dialFloor(mode, addr)
