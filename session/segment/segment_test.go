@@ -66,7 +66,7 @@ func TestSplit(t *testing.T) {
 		{"initials", "J. R. R. Tolkien wrote it. Next question.", []string{"J. R. R. Tolkien wrote it.", "Next question."}, false},
 		{"numbered items", "1. Open the app\n2. Tap call", []string{"1. Open the app", "2. Tap call"}, false},
 		{"closing quote", `He said "yes." Then he left.`, []string{`He said "yes."`, "Then he left."}, true},
-		{"closing quote streamed alone", `He said "yes`+"\u201d"+`. Then he left.`, []string{`He said "yes`+"\u201d"+`.`, "Then he left."}, false},
+		{"closing quote streamed alone", `He said "yes` + "\u201d" + `. Then he left.`, []string{`He said "yes` + "\u201d" + `.`, "Then he left."}, false},
 		{"ellipsis", "Well... let me think. Okay.", []string{"Well...", "let me think.", "Okay."}, true},
 		{"no punctuation at all", "sure thing I can do that for you", []string{"sure thing I can do that for you"}, false},
 		{"empty", "", nil, false},
