@@ -93,6 +93,13 @@ type Config struct {
 	// caller reads it.
 	Pace     bool
 	PaceLead time.Duration
+	// SegmentGrace is how long past the end of the audio already queued
+	// for a reply its next sentence may still wait for synthesis: the
+	// silence a caller may hear between two sentences (0:
+	// DefaultSegmentGrace). A reply's first sentence waits, as every
+	// stage's work does, at most the synthesis stage's max wait from the
+	// turn's birth.
+	SegmentGrace time.Duration
 	// MaxTurnsInFlight caps a call's running and waiting turns (0: 8).
 	MaxTurnsInFlight int
 	// QueueUpdate is how often a queued caller hears its new position
@@ -173,6 +180,9 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if cfg.Fallback == nil {
 		cfg.Fallback = Prompts{}
+	}
+	if cfg.SegmentGrace <= 0 {
+		cfg.SegmentGrace = DefaultSegmentGrace
 	}
 	if cfg.MaxTurnsInFlight <= 0 {
 		cfg.MaxTurnsInFlight = 8
