@@ -24,7 +24,7 @@ type scriptModel struct {
 	mu      sync.Mutex
 	scripts map[string]chan string
 	end     error
-	stopped chan string // the text of each scripted turn whose Reply returned
+	stopped chan string       // the text of each scripted turn whose Reply returned
 	history []backend.Message // the last turn's
 }
 
