@@ -48,7 +48,7 @@ var serveFlagGroup = map[string]string{
 	"call-token-secret-env": "listen", "call-token-required": "listen",
 	"audio-max-frame": "listen", "audio-max-rate": "listen", "audio-window": "listen",
 	// stages
-	"cleanup-timeout": "stages", "pace": "stages", "policy": "stages", "quarantine-after": "stages",
+	"cleanup-timeout": "stages", "synth-segment-grace": "stages", "pace": "stages", "policy": "stages", "quarantine-after": "stages",
 	// backends
 	"backend": "backends", "model": "backends", "synth": "backends", "recognize": "backends",
 	"model-url": "backends", "model-name": "backends", "model-api-key-env": "backends", "system-prompt": "backends",
