@@ -15,22 +15,31 @@ type Report struct {
 	Elapsed  Millis       `json:"elapsed_ms"`
 	Warnings []string     `json:"warnings"`
 
-	Generator Generator       `json:"generator"`
-	Callers   CallerLedger    `json:"callers"`
-	Turns     TurnLedger      `json:"turns"`
-	Goodput   Goodput         `json:"goodput"`
-	Stages    []StageCounts   `json:"stages"` // per-disposition counts per stage, as the callers saw them
-	QueueWait Percentiles     `json:"queue_wait"`
-	ModelWait Percentiles     `json:"model_queue_wait"`
-	SynthWait Percentiles     `json:"synthesis_queue_wait"`
-	FirstAud  Percentiles     `json:"time_to_first_audio"`
-	Jitter    Percentiles     `json:"audio_jitter"` // |gap - frame_ms| between reply frames
-	CPU       CPU             `json:"cpu"`
-	Fallback  FallbackResults `json:"fallback"`
-	BargeIn   BargeIn         `json:"barge_in"`
-	Server    ServerCheck     `json:"server"`
-	Timeline  Timeline        `json:"timeline"`
-	Hist      Histograms      `json:"histograms"`
+	Generator Generator     `json:"generator"`
+	Callers   CallerLedger  `json:"callers"`
+	Turns     TurnLedger    `json:"turns"`
+	Goodput   Goodput       `json:"goodput"`
+	Stages    []StageCounts `json:"stages"` // per-disposition counts per stage, as the callers saw them
+	QueueWait Percentiles   `json:"queue_wait"`
+	ModelWait Percentiles   `json:"model_queue_wait"`
+	SynthWait Percentiles   `json:"synthesis_queue_wait"`
+	FirstTok  Percentiles   `json:"time_to_first_token"`
+	FirstAud  Percentiles   `json:"time_to_first_audio"`
+	// SentToAud is from the first text delta that ended a sentence to the
+	// reply's first audio: what a streamed reply adds after the model
+	// wrote its first sentence (synthesis and its wait).
+	SentToAud Percentiles `json:"first_sentence_to_audio"`
+	// Silence is, per reply, the longest time the caller heard nothing
+	// between its first and last frame (played back from the first
+	// frame's arrival): the gaps between a streamed reply's sentences.
+	Silence  Percentiles     `json:"reply_silence"`
+	Jitter   Percentiles     `json:"audio_jitter"` // |gap - frame_ms| between reply frames
+	CPU      CPU             `json:"cpu"`
+	Fallback FallbackResults `json:"fallback"`
+	BargeIn  BargeIn         `json:"barge_in"`
+	Server   ServerCheck     `json:"server"`
+	Timeline Timeline        `json:"timeline"`
+	Hist     Histograms      `json:"histograms"`
 }
 
 // Millis is a duration that encodes as fractional milliseconds.
