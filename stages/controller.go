@@ -273,7 +273,7 @@ func (c *Controller) Offer(job Job, now time.Time) (Disposition, error) {
 	d, err := c.offer(&job, now)
 	if c.rec != nil {
 		c.recordUnlock(Operation{Op: OpOffer, At: now, ID: job.ID, Owner: job.Owner, Generation: job.Generation,
-			Born: job.Born, Tenant: job.Tenant, Disposition: d, Err: err})
+			Born: job.Born, Deadline: job.Deadline, Tenant: job.Tenant, Disposition: d, Err: err})
 		return d, err
 	}
 	c.mu.Unlock()
