@@ -135,6 +135,9 @@ type Engine struct {
 	callsWG   sync.WaitGroup
 	draining  atomic.Bool
 	inTransit atomic.Int64 // turns past model admission not yet offered to synthesis
+	// firstSentence estimates the model's time to a reply's first
+	// sentence, which bounds the model stage's useful wait.
+	firstSentence firstSentence
 	closed    bool
 }
 

@@ -200,15 +200,25 @@ func (c *Call) speak(t *turn, mjob stages.Job, lost <-chan struct{}, handedOff f
 	}
 	handedOff()
 	if refused != 0 || failed != "" {
-		// The rest of the reply can no longer be spoken: the model stops,
-		// its lease cancelled in the stage and held until it returns.
-		if _, err := c.s.model.cancel(t.ctx, mjob.ID); err != nil {
-			c.log.Warn("cancel", "stage", StageModel, "job", mjob.ID, "err", err)
-		}
-		stopModel()
+		c.stopReply(t, mjob, m, stopModel)
 	}
 	<-m.done
 	c.endReply(t, a, n, refused, failed, m)
+}
+
+// stopReply stops a model still writing a reply whose rest can no longer
+// be spoken: its lease is cancelled in the stage (and stays held until the
+// model returns), then its context.
+func (c *Call) stopReply(t *turn, mjob stages.Job, m *modelRun, stop context.CancelFunc) {
+	select {
+	case <-m.done:
+		return // it had finished: its lease is released already
+	default:
+	}
+	if _, err := c.s.model.cancel(t.ctx, mjob.ID); err != nil {
+		c.log.Warn("cancel", "stage", StageModel, "job", mjob.ID, "err", err)
+	}
+	stop()
 }
 
 // writeReply runs the model under its lease, sending its text as it
@@ -218,6 +228,13 @@ func (c *Call) writeReply(ctx context.Context, t *turn, hist []backend.Message, 
 	defer close(m.done)
 	defer q.close()
 	var split segment.Splitter
+	admitted, measured := c.now(), false
+	first := func() { // the first sentence is complete: the model's pace
+		if !measured {
+			measured = true
+			c.s.firstSentence.observe(c.now().Sub(admitted))
+		}
+	}
 	bt := backend.Turn{Call: c.id, ID: t.id, Text: t.text, History: hist}
 	m.disp, m.err = c.holdLease(ctx, t, c.s.model, mjob.ID, lost, func(ctx context.Context) error {
 		return c.s.cfg.ModelBackend.Reply(ctx, bt, func(delta string) error {
@@ -230,6 +247,7 @@ func (c *Call) writeReply(ctx context.Context, t *turn, hist []backend.Message, 
 				return err
 			}
 			for _, s := range split.Push(delta) {
+				first()
 				q.put(s)
 			}
 			return nil
@@ -237,6 +255,7 @@ func (c *Call) writeReply(ctx context.Context, t *turn, hist []backend.Message, 
 	})
 	if m.err == nil && ctx.Err() == nil {
 		if rest := split.Flush(); rest != "" {
+			first()
 			q.put(rest)
 		}
 	}

@@ -85,6 +85,7 @@ func (c *Call) runTurn(t *turn) {
 		}
 	}
 	mjob := first.Next(c.jobID(t, StageModel)) // keeps Born and tenant
+	mjob.Deadline = c.s.modelDeadline(mjob.Born)
 	// Until its last sentence is offered to synthesis, this turn keeps a
 	// drain from closing the synthesis stage under it.
 	c.s.inTransit.Add(1)
