@@ -92,6 +92,9 @@ func stageFlags(fs *flag.FlagSet, name string, l *stages.Limits, def stages.Limi
 		from = "the caller's arrival"
 	}
 	help := "oldest age of waiting " + long + " still eligible (measured from " + from + ")"
+	if name == "model" {
+		help += "; shorter while the model's measured time to a reply's first sentence would bring that sentence past -synth-max-wait"
+	}
 	if name == "synth" {
 		help = "oldest age of a reply's first sentence still eligible for synthesis (measured from " + from + "); later sentences wait against -synth-segment-grace"
 	}
