@@ -138,7 +138,7 @@ type Engine struct {
 	// firstSentence estimates the model's time to a reply's first
 	// sentence, which bounds the model stage's useful wait.
 	firstSentence firstSentence
-	closed    bool
+	closed        bool
 }
 
 // New returns an Engine. It starts no goroutine: each call runs in
