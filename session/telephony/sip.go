@@ -34,8 +34,11 @@ type SIPHandler struct {
 // SIPConfig configures a SIPHandler.
 type SIPConfig struct {
 	// MediaTimeout hangs up a call that has received no RTP at all
-	// (audio, DTMF or comfort noise) for this long: a caller gone without
-	// a BYE would otherwise hold its session lease for good (0: 30 s).
+	// (audio, DTMF or comfort noise) from the caller for this long: a
+	// caller gone without a BYE would otherwise hold its session lease for
+	// good (0: 30 s). It is measured from the last packet (or the
+	// answer), on the engine's clock, which should be the media/sip
+	// server's Config.Now too.
 	MediaTimeout time.Duration
 	// Logger (nil: discard).
 	Logger *slog.Logger
@@ -76,8 +79,9 @@ func (h *SIPHandler) ServeSIP(ctx context.Context, c *sip.Call) {
 	}
 	// The silence timer runs on the engine's clock from the answer on, so
 	// that a test's manual clock decides when a silent caller is hung up.
+	clock := h.e.Clock()
 	l := &sipLine{call: c, media: m, track: gateway.NewTracker(), timeout: h.cfg.MediaTimeout,
-		timer: stages.NewTimer(h.e.Clock(), h.cfg.MediaTimeout)}
+		clock: clock, since: clock.Now(), timer: stages.NewTimer(clock, h.cfg.MediaTimeout)}
 	defer l.timer.Stop()
 	st := lineStart{name: "sip", protocol: "sip", params: map[string]string{callerParam: c.From.User}, format: format}
 	t := newPhoneCall(h.e, l, st, h.prompts, log)
@@ -122,8 +126,9 @@ type sipLine struct {
 	timeout time.Duration
 
 	stopped bool              // the reader's: the caller's BYE was reported
+	clock   stages.Clock      // the engine's
+	since   time.Time         // the answer: the silence counts from it before any RTP
 	timer   *stages.ChanTimer // on the engine's clock; armed at the answer
-	seen    uint64            // the reader's: RTP packets counted when the timer was set
 
 	drains sync.WaitGroup // one per ended utterance, until it is sent or cleared
 }
@@ -145,10 +150,15 @@ func (l *sipLine) read(ctx context.Context) (lineEvent, error) {
 			}
 			return lineEvent{kind: lineDTMF, digit: string(d)}, nil
 		case <-l.timer.C:
-			st := l.media.Stats()
-			if n := st.PacketsIn + st.Ignored; n != l.seen {
-				l.seen = n
-				l.timer.Reset(l.timeout)
+			// Rearmed for what is left from the last packet heard, so the
+			// hang-up comes at the timeout after it, not up to a whole
+			// timeout later.
+			last := l.media.LastHeard()
+			if last.Before(l.since) {
+				last = l.since
+			}
+			if left := last.Add(l.timeout).Sub(l.clock.Now()); left > 0 {
+				l.timer.Reset(left)
 				continue
 			}
 			return lineEvent{}, errNoMedia
