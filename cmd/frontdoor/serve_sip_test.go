@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -94,12 +95,33 @@ func TestSIPFlags(t *testing.T) {
 		{"bad media IP", sipSettings{listen: "127.0.0.1:5060", mediaIP: "nowhere"}, false, "-sip-media-ip", false},
 		{"missing auth file", sipSettings{listen: "127.0.0.1:5060", authFile: filepath.Join(dir, "none")}, false, "no such file", false},
 		{"bad auth file", sipSettings{listen: "127.0.0.1:5060", authFile: bad}, false, bad + ":2:", false},
+		{"no pending INVITE", sipSettings{listen: "127.0.0.1:5060", pendingPerAddr: -1}, false, "-sip-pending-per-addr", false},
+		{"no TCP connection", sipSettings{listen: "127.0.0.1:5060", tcpPerAddr: -1}, false, "-sip-tcp-per-addr", false},
+		{"no idle time", sipSettings{listen: "127.0.0.1:5060", tcpIdle: -1}, false, "-sip-tcp-idle", false},
+		{"retry at once", sipSettings{listen: "127.0.0.1:5060", retryAfter: time.Millisecond}, false, "-sip-retry-after", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var logs strings.Builder
 			log, _ := newLogger("text", "info", &logs)
-			cfg, ok, err := tt.set.config(log)
+			// The flags' defaults, and what the case sets.
+			set := sipFlags(flag.NewFlagSet("serve", flag.ContinueOnError))
+			set.listen, set.authFile, set.mediaIP = tt.set.listen, tt.set.authFile, tt.set.mediaIP
+			for _, f := range []struct {
+				to *int
+				v  int
+			}{{&set.pendingPerAddr, tt.set.pendingPerAddr}, {&set.tcpPerAddr, tt.set.tcpPerAddr}} {
+				if f.v != 0 {
+					*f.to = f.v
+				}
+			}
+			if tt.set.tcpIdle != 0 {
+				set.tcpIdle = tt.set.tcpIdle
+			}
+			if tt.set.retryAfter != 0 {
+				set.retryAfter = tt.set.retryAfter
+			}
+			cfg, ok, err := set.config(log)
 			if ok != tt.ok || (err == nil) != (tt.err == "") || err != nil && !strings.Contains(err.Error(), tt.err) {
 				t.Fatalf("config: ok %v, error %v; want ok %v, error with %q", ok, err, tt.ok, tt.err)
 			}
