@@ -127,6 +127,10 @@ func Dial(ctx context.Context, uri string, cfg DialConfig) (*Outgoing, error) {
 			if err = waitServing(ctx, o.ua, local); err == nil {
 				opts = append(opts, sipgo.WithClientConnectionAddr(local.String()))
 			}
+		} else {
+			// The TCP connection leaves from LocalIP too (any port), as
+			// the Via and Contact say.
+			opts = append(opts, sipgo.WithClientConnectionAddr(netip.AddrPortFrom(cfg.LocalIP, 0).String()))
 		}
 		var client *sipgo.Client
 		if err == nil {

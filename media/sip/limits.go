@@ -30,6 +30,8 @@ type Stats struct {
 	// TCPIdleClosed: TCP connections closed after Config.TCPIdle without a
 	// byte or a call.
 	TCPIdleClosed uint64
+	// TCPOpen is the number of TCP connections open now.
+	TCPOpen int
 	// RTPForeign: datagrams to a call's RTP port from anywhere but the
 	// call's source, dropped.
 	RTPForeign uint64
@@ -85,6 +87,13 @@ type tcpLimiter struct {
 	mu     sync.Mutex
 	total  int
 	byAddr map[netip.Addr]int
+}
+
+// open is the number of connections open now.
+func (l *tcpLimiter) open() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.total
 }
 
 // Accept returns the next connection within the bounds. A failure that

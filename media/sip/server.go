@@ -306,7 +306,11 @@ func (s *Server) start(ctx context.Context) error {
 func (s *Server) Addr() netip.AddrPort { return s.addr }
 
 // Stats returns what the server has refused and dropped so far.
-func (s *Server) Stats() Stats { return s.count.stats() }
+func (s *Server) Stats() Stats {
+	st := s.count.stats()
+	st.TCPOpen = s.tcpLim.open()
+	return st
+}
 
 // Close rejects new calls (503), ends every call (Done fires with
 // ErrServerClosed, answered calls get a BYE once their Handler returns),
