@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -278,4 +279,70 @@ func TestServeSIPBaresip(t *testing.T) {
 	}
 	t.Logf("the admitted caller heard %v of speech in %v; the refused one %v in %v",
 		siptest.Loud(reply.Samples, 1000), reply.Duration(), siptest.Loud(prompt.Samples, 1000), prompt.Duration())
+}
+
+// TestServeSIPp runs the real binary with -sip-listen and SIPp calling it
+// as a trunk would test it. SIPp's standard uac call (INVITE, ACK, BYE)
+// passes, three times; a caller that is answered and then sends no RTP
+// is hung up with a BYE within 31 s (the 30 s media timeout); and once
+// serve drains (SIGTERM, with a call still in progress) SIPp's INVITEs
+// are answered 503 with a Retry-After, so that a trunk fails over.
+func TestServeSIPp(t *testing.T) {
+	p := startServe(t, nil, "-sip-listen", "127.0.0.1:0", "-drain-timeout", "60s")
+	logs := &sipLogs{p: p}
+	addr := logs.wait(t, 10*time.Second, "sip listening", nil)["addr"].(string)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	sippCalls(ctx, t, p, addr)
+	sippDrain(ctx, t, p, logs, addr)
+}
+
+// sippCalls: SIPp's uac calls, and a silent one hung up in 30-31 s.
+func sippCalls(ctx context.Context, t *testing.T, p *proc, addr string) {
+	silentXML, _ := filepath.Abs("testdata/sipp/silent.xml")
+	silent := make(chan error, 1)
+	start := time.Now()
+	go func() { silent <- siptest.SIPp(ctx, t, addr, "-sf", silentXML, "-m", "1") }()
+	if err := siptest.SIPp(ctx, t, addr, "-sn", "uac", "-m", "3", "-d", "500"); err != nil {
+		t.Errorf("SIPp's uac calls: %v", err)
+	}
+	if err := <-silent; err != nil {
+		t.Errorf("the silent caller: %v", err)
+	}
+	elapsed := time.Since(start)
+	if elapsed < 29*time.Second {
+		t.Errorf("the silent caller was hung up after %v, before the 30 s media timeout", elapsed)
+	}
+	t.Logf("the silent caller was hung up %v after SIPp started", elapsed)
+	waitFor(t, 10*time.Second, "the session leases released", func() bool { return sessionLeased(t, p) == 0 })
+}
+
+// sippDrain: with a call in progress, SIGTERM; SIPp's INVITEs then get
+// 503 with Retry-After.
+func sippDrain(ctx context.Context, t *testing.T, p *proc, logs *sipLogs, addr string) {
+	drainXML, _ := filepath.Abs("testdata/sipp/drain.xml")
+	held, err := sip.Dial(ctx, "sip:acme@"+addr, sip.DialConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	waitFor(t, 10*time.Second, "the held call admitted", func() bool { return sessionLeased(t, p) == 1 })
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	logs.wait(t, 10*time.Second, "draining", nil)
+	waitFor(t, 10*time.Second, "/readyz to say draining", func() bool {
+		res, err := http.Get(p.url("/readyz"))
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusServiceUnavailable
+	})
+	if err := siptest.SIPp(ctx, t, addr, "-sf", drainXML, "-m", "3"); err != nil {
+		t.Errorf("SIPp's INVITEs during the drain: %v", err)
+	}
+	if err := held.Hangup(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
