@@ -346,3 +346,60 @@ func sippDrain(ctx context.Context, t *testing.T, p *proc, logs *sipLogs, addr s
 		t.Fatal(err)
 	}
 }
+
+// TestServeSIPOverload503: with -sip-overload-503, an INVITE while the
+// session stage has neither a slot nor a waiting place is answered 503
+// with Retry-After (a trunk fails over) instead of being answered with
+// the refusal prompt; once the slot is free, a call is answered again.
+func TestServeSIPOverload503(t *testing.T) {
+	p := startServe(t, nil, "-sip-listen", "127.0.0.1:0", "-sip-overload-503", "-sip-retry-after", "3s",
+		"-session-slots", "1", "-session-queue", "1", "-session-max-wait", "10s")
+	logs := &sipLogs{p: p}
+	addr := logs.wait(t, 10*time.Second, "sip listening", nil)["addr"].(string)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var held []*sip.Outgoing
+	defer func() {
+		for _, o := range held {
+			o.Close()
+		}
+	}()
+	for i := range 2 { // the slot, then the waiting place
+		o, err := sip.Dial(ctx, "sip:acme@"+addr, sip.DialConfig{})
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		held = append(held, o)
+	}
+	waitFor(t, 10*time.Second, "the slot and the waiting place taken", func() bool {
+		var v struct {
+			Stages []struct {
+				Name           string
+				Leased, Queued int
+			}
+		}
+		getJSON(t, p.url("/v1/stages"), &v)
+		for _, s := range v.Stages {
+			if s.Name == "session" {
+				return s.Leased == 1 && s.Queued == 1
+			}
+		}
+		return false
+	})
+	_, err := sip.Dial(ctx, "sip:acme@"+addr, sip.DialConfig{})
+	if !errors.Is(err, sip.ErrRefused) || !strings.Contains(err.Error(), "503") {
+		t.Fatalf("a call over the full session stage: %v, want 503", err)
+	}
+	for _, o := range held {
+		if err := o.Hangup(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held = nil
+	waitFor(t, 10*time.Second, "the session stage empty", func() bool { return sessionLeased(t, p) == 0 })
+	o, err := sip.Dial(ctx, "sip:acme@"+addr, sip.DialConfig{})
+	if err != nil {
+		t.Fatalf("a call once the stage has room: %v", err)
+	}
+	held = append(held, o)
+}
