@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -390,6 +391,15 @@ func TestServeSIPOverload503(t *testing.T) {
 	if !errors.Is(err, sip.ErrRefused) || !strings.Contains(err.Error(), "503") {
 		t.Fatalf("a call over the full session stage: %v, want 503", err)
 	}
+	res, err := http.Get(p.url("/metrics"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if !strings.Contains(string(body), `frontdoor_sip_refused_total{reason="busy"} 1`) {
+		t.Errorf("/metrics does not count the refusal:\n%s", grepLines(string(body), "frontdoor_sip_"))
+	}
 	for _, o := range held {
 		if err := o.Hangup(ctx); err != nil {
 			t.Fatal(err)
@@ -402,4 +412,15 @@ func TestServeSIPOverload503(t *testing.T) {
 		t.Fatalf("a call once the stage has room: %v", err)
 	}
 	held = append(held, o)
+}
+
+// grepLines is the lines of s that hold sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -477,3 +477,24 @@ func sendRTP(t *testing.T, from string, dst netip.AddrPort, n int) {
 		}
 	}
 }
+
+// TestAddrKey: per-address bounds count an IPv4 address alone and an IPv6
+// address by its /64, so that one host's many addresses are one.
+func TestAddrKey(t *testing.T) {
+	tests := []struct {
+		a, b string
+		same bool
+	}{
+		{"127.0.0.1", "127.0.0.1", true},
+		{"127.0.0.1", "127.0.0.2", false},
+		{"::ffff:127.0.0.1", "127.0.0.1", true},
+		{"2001:db8:1:2::1", "2001:db8:1:2:ffff::9", true},
+		{"2001:db8:1:2::1", "2001:db8:1:3::1", false},
+	}
+	for _, tt := range tests {
+		ka, kb := addrKey(netip.MustParseAddr(tt.a)), addrKey(netip.MustParseAddr(tt.b))
+		if (ka == kb) != tt.same {
+			t.Errorf("%s and %s: keys %v and %v, want the same: %v", tt.a, tt.b, ka, kb, tt.same)
+		}
+	}
+}
