@@ -35,6 +35,11 @@ type sipSettings struct {
 	mediaTimeout   time.Duration
 	retryAfter     time.Duration
 	overload503    bool
+
+	// admit, when set before start, is telephony.SIPConfig.Admit: the
+	// hook that counts a SIP call against its tenant's caps (set by the
+	// tenant guard's wiring, not a flag).
+	admit func(context.Context) (context.Context, func(), error)
 }
 
 func sipFlags(fs *flag.FlagSet) *sipSettings {
@@ -202,7 +207,7 @@ func (s *sipSettings) start(ctx context.Context, e *session.Engine, prompts *tel
 	if !ok || err != nil {
 		return nil, err
 	}
-	cfg.Handler = telephony.NewSIPHandler(e, telephony.SIPConfig{Logger: log, Prompts: prompts, MediaTimeout: s.mediaTimeout})
+	cfg.Handler = telephony.NewSIPHandler(e, telephony.SIPConfig{Logger: log, Prompts: prompts, MediaTimeout: s.mediaTimeout, Admit: s.admit})
 	cfg.Busy = sipBusy(e, s.overload503)
 	// One clock for nonces, the RTP's arrival and the media timeout.
 	cfg.Now = e.Clock().Now

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -333,5 +334,81 @@ func TestSIPTenant(t *testing.T) {
 	}
 	if n := r.stage("session").Ledger.Offered; n != 2 {
 		t.Errorf("the session stage was offered %d calls, want the 2 authenticated", n)
+	}
+}
+
+// TestSIPAdmit: SIPConfig.Admit sees the call's tenant before the answer.
+// Admitted, the call runs under the Caller it returns (here one whose turns
+// are refused, so the caller's first turn ends the call) and its done runs
+// once after the call; refused, the INVITE gets 486, or the status of a
+// SIPRefusal, and nothing is answered.
+func TestSIPAdmit(t *testing.T) {
+	tests := []struct {
+		name   string
+		refuse error
+		status string // in Dial's error; "" for an answered call
+	}{
+		{"admitted", nil, ""},
+		{"tenant over its cap", errors.New("tenant acme at its cap"), "486"},
+		{"refusal with a status", &SIPRefusal{Code: 503, Reason: "Service Unavailable"}, "503"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, func(c *session.Config, _ *stub.Settings) { c.Recognizer = stub.NewRecognizer(stub.Settings{}) })
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			var mu sync.Mutex
+			var tenants []string
+			done := 0
+			admit := func(ctx context.Context) (context.Context, func(), error) {
+				mu.Lock()
+				defer mu.Unlock()
+				tenants = append(tenants, session.CallerFrom(ctx).Tenant)
+				if tt.refuse != nil {
+					return nil, nil, tt.refuse
+				}
+				caller := session.CallerFrom(ctx)
+				caller.AllowTurn = func() bool { return false }
+				return session.WithCaller(ctx, caller), func() {
+					mu.Lock()
+					done++
+					mu.Unlock()
+				}, nil
+			}
+			s := sipServer(t, r.Engine, sip.Config{}, SIPConfig{Admit: admit})
+			out, err := sip.Dial(ctx, fmt.Sprintf("sip:acme@%s", s.Addr()), sip.DialConfig{})
+			if tt.status != "" {
+				if !errors.Is(err, sip.ErrRefused) || !strings.Contains(err.Error(), tt.status) {
+					t.Fatalf("dial: %v, want refused %s", err, tt.status)
+				}
+				if n := r.Engine.Calls(); n != 0 {
+					t.Errorf("%d calls on the engine after a refusal", n)
+				}
+			} else {
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer out.Close()
+				sessiontest.WaitFor(t, "the call admitted", func() bool { return r.stage("session").Leased == 1 })
+				if err := out.WritePCM(append(sessiontest.Speech(t, "hello-8k.wav", 8000), make([]int16, 4800)...)); err != nil {
+					t.Fatal(err)
+				}
+				select {
+				case <-out.Done(): // the turn refused by the Caller's AllowTurn ended the call
+				case <-ctx.Done():
+					t.Fatal("the call outlived a turn its Caller refused")
+				}
+				sessiontest.WaitFor(t, "the call ended", func() bool { return r.Engine.Calls() == 0 })
+			}
+			s.Close()
+			mu.Lock()
+			defer mu.Unlock()
+			if len(tenants) != 1 || tenants[0] != "acme" {
+				t.Errorf("Admit saw tenants %q, want [acme]", tenants)
+			}
+			if want := map[bool]int{true: 1, false: 0}[tt.refuse == nil]; done != want {
+				t.Errorf("done ran %d times, want %d", done, want)
+			}
+		})
 	}
 }
