@@ -7,7 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -423,4 +426,75 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestServeSIPFlood: one address floods the binary's SIP port with its
+// defaults: 2,000 TCP connections left idle (at most 32 kept, the rest
+// reset, and the process's descriptors stay within that) and 1,100 INVITEs
+// never acknowledged (16 answered, 1,084 answered 503); meanwhile callers
+// from another address (127.0.0.2) are answered over UDP and TCP, and
+// /healthz answers.
+func TestServeSIPFlood(t *testing.T) {
+	p := startServe(t, nil, "-sip-listen", "127.0.0.1:0")
+	logs := &sipLogs{p: p}
+	addr := logs.wait(t, 10*time.Second, "sip listening", nil)["addr"].(string)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	fds := func() int {
+		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", p.cmd.Process.Pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ents)
+	}
+	before := fds()
+
+	const flood = 2000
+	conns := make([]net.Conn, 0, flood)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range flood {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			continue // reset before the handshake was through: refused too
+		}
+		conns = append(conns, c)
+	}
+	waitFor(t, 10*time.Second, "the TCP flood refused", func() bool {
+		return metric(t, "http://"+p.addr, `frontdoor_sip_refused_total{reason="tcp"}`) >= flood-32
+	})
+	if n := fds() - before; n > 32+16 {
+		t.Errorf("the process holds %d more descriptors after 2,000 connections from one address", n)
+	}
+
+	ua := siptest.NewRawUA(t, "127.0.0.1", netip.MustParseAddrPort(addr))
+	codes := map[int]int{}
+	for range 1100 {
+		codes[ua.Final(ua.Send("INVITE", "", siptest.Offer(netip.AddrPortFrom(ua.Local().Addr(), 40000)))).StatusCode]++
+	}
+	if codes[200] != 16 || codes[503] != 1084 {
+		t.Errorf("1,100 INVITEs never acknowledged got %v, want 16 × 200 and 1,084 × 503", codes)
+	}
+
+	for _, uri := range []string{"sip:acme@" + addr, "sip:acme@" + addr + ";transport=tcp"} {
+		o, err := sip.Dial(ctx, uri, sip.DialConfig{LocalIP: netip.MustParseAddr("127.0.0.2")})
+		if err != nil {
+			t.Fatalf("a caller from 127.0.0.2 (%s) during the flood: %v", uri, err)
+		}
+		if err := o.Hangup(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := http.Get(p.url("/healthz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Errorf("/healthz during the flood: %s", res.Status)
+	}
+	t.Logf("descriptors: %d before the flood, %d after; INVITEs: %v", before, fds(), codes)
 }

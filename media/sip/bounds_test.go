@@ -12,90 +12,14 @@ import (
 	"testing"
 	"time"
 
-	sipmsg "github.com/emiago/sipgo/sip"
 	"github.com/icholy/digest"
 	"github.com/pion/rtp"
+
+	"github.com/frontdoorhq/frontdoor/media/sip/siptest"
 )
 
-// rawUA writes requests by hand over UDP from one local address and reads
-// the answers: what Dial would never send (a captured Authorization sent
-// again, INVITEs never acknowledged).
-type rawUA struct {
-	t     *testing.T
-	conn  *net.UDPConn
-	local netip.AddrPort
-	srv   netip.AddrPort
-	n     int
-}
-
-func newRawUA(t *testing.T, localIP string, srv netip.AddrPort) *rawUA {
-	t.Helper()
-	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr(localIP), 0)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return &rawUA{t: t, conn: conn, local: conn.LocalAddr().(*net.UDPAddr).AddrPort(), srv: srv}
-}
-
-// send sends a new request (its own Call-ID and branch) and returns its
-// Call-ID.
-func (u *rawUA) send(method, auth string, body []byte) string {
-	u.t.Helper()
-	u.n++
-	id := fmt.Sprintf("raw-%d-%d@%s", u.n, time.Now().UnixNano(), u.local.Addr())
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s sip:acme@%s SIP/2.0\r\n", method, u.srv)
-	fmt.Fprintf(&b, "Via: SIP/2.0/UDP %s;branch=z9hG4bK-raw%d-%d\r\n", u.local, u.n, time.Now().UnixNano())
-	fmt.Fprintf(&b, "Max-Forwards: 70\r\nFrom: <sip:caller@%s>;tag=raw%d\r\nTo: <sip:acme@%s>\r\n", u.local.Addr(), u.n, u.srv)
-	fmt.Fprintf(&b, "Call-ID: %s\r\nCSeq: 1 %s\r\nContact: <sip:caller@%s>\r\n", id, method, u.local)
-	if auth != "" {
-		fmt.Fprintf(&b, "Authorization: %s\r\n", auth)
-	}
-	if body != nil {
-		b.WriteString("Content-Type: application/sdp\r\n")
-	}
-	fmt.Fprintf(&b, "Content-Length: %d\r\n\r\n%s", len(body), body)
-	if _, err := u.conn.WriteToUDPAddrPort([]byte(b.String()), u.srv); err != nil {
-		u.t.Fatal(err)
-	}
-	return id
-}
-
-// final reads until the final answer to the request with Call-ID id
-// (answers to others, such as retransmitted 200s, are skipped).
-func (u *rawUA) final(id string) *sipmsg.Response {
-	u.t.Helper()
-	buf := make([]byte, 65536)
-	_ = u.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	for {
-		n, _, err := u.conn.ReadFromUDPAddrPort(buf)
-		if err != nil {
-			u.t.Fatalf("no answer to %s: %v", id, err)
-		}
-		msg, err := sipmsg.ParseMessage(append([]byte(nil), buf[:n]...))
-		if err != nil {
-			continue
-		}
-		res, ok := msg.(*sipmsg.Response)
-		if !ok || res.CallID() == nil || res.CallID().Value() != id || res.StatusCode < 200 {
-			continue
-		}
-		return res
-	}
-}
-
-func header(res *sipmsg.Response, name string) string {
-	if h := res.GetHeader(name); h != nil {
-		return h.Value()
-	}
-	return ""
-}
-
 // offer is an SDP offer of PCMU to RTP at addr.
-func offer(addr string) []byte {
-	return describe(1, netip.MustParseAddrPort(addr), []Codec{PCMU}, 101)
-}
+func offer(addr string) []byte { return siptest.Offer(netip.MustParseAddrPort(addr)) }
 
 // TestTrunkAnswers: what a trunk relies on. A 200 OK and an OPTIONS answer
 // carry Allow and Supported; while Busy says so (a drain), an INVITE and
@@ -109,7 +33,7 @@ func TestTrunkAnswers(t *testing.T) {
 		handled.Add(1)
 		_ = c.Reject(486, "Busy Here")
 	})})
-	u := newRawUA(t, "127.0.0.1", s.Addr())
+	u := siptest.NewRawUA(t, "127.0.0.1", s.Addr())
 	tests := []struct {
 		name   string
 		busy   bool
@@ -130,7 +54,7 @@ func TestTrunkAnswers(t *testing.T) {
 			if tt.method == "INVITE" {
 				body = offer("127.0.0.1:40000")
 			}
-			res := u.final(u.send(tt.method, "", body))
+			res := u.Final(u.Send(tt.method, "", body))
 			if res.StatusCode != tt.status {
 				t.Fatalf("%s answered %d, want %d", tt.method, res.StatusCode, tt.status)
 			}
@@ -158,7 +82,7 @@ func TestTrunkAnswers(t *testing.T) {
 	defer out.Close()
 	<-calls
 	res := out.dialog.InviteResponse
-	if res.StatusCode != 200 || header(res, "Allow") != allowed || res.GetHeader("Supported") == nil {
+	if res.StatusCode != 200 || siptest.Header(res, "Allow") != allowed || res.GetHeader("Supported") == nil {
 		t.Errorf("200 OK without Allow and Supported:\n%s", res)
 	}
 	if err := out.Hangup(ctx); err != nil {
@@ -176,14 +100,14 @@ func TestDigestReplayed(t *testing.T) {
 			admitted.Add(1)
 			_ = c.Reject(486, "Busy Here") // past authentication: enough
 		})})
-	u := newRawUA(t, "127.0.0.1", s.Addr())
+	u := siptest.NewRawUA(t, "127.0.0.1", s.Addr())
 	authorize := func() string {
 		t.Helper()
-		res := u.final(u.send("INVITE", "", offer("127.0.0.1:40000")))
+		res := u.Final(u.Send("INVITE", "", offer("127.0.0.1:40000")))
 		if res.StatusCode != 401 {
 			t.Fatalf("unauthenticated INVITE answered %d, want 401", res.StatusCode)
 		}
-		chal, err := digest.ParseChallenge(header(res, "WWW-Authenticate"))
+		chal, err := digest.ParseChallenge(siptest.Header(res, "WWW-Authenticate"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,20 +118,20 @@ func TestDigestReplayed(t *testing.T) {
 		return cr.String()
 	}
 	captured := authorize()
-	if res := u.final(u.send("INVITE", captured, offer("127.0.0.1:40000"))); res.StatusCode != 486 {
+	if res := u.Final(u.Send("INVITE", captured, offer("127.0.0.1:40000"))); res.StatusCode != 486 {
 		t.Fatalf("the first use answered %d, want the Handler's 486", res.StatusCode)
 	}
 	const replays = 19
 	for i := range replays {
-		res := u.final(u.send("INVITE", captured, offer("127.0.0.1:40000")))
-		if res.StatusCode != 401 || !strings.Contains(header(res, "WWW-Authenticate"), "stale=true") {
-			t.Fatalf("replay %d answered %d %q, want 401 with stale=true", i, res.StatusCode, header(res, "WWW-Authenticate"))
+		res := u.Final(u.Send("INVITE", captured, offer("127.0.0.1:40000")))
+		if res.StatusCode != 401 || !strings.Contains(siptest.Header(res, "WWW-Authenticate"), "stale=true") {
+			t.Fatalf("replay %d answered %d %q, want 401 with stale=true", i, res.StatusCode, siptest.Header(res, "WWW-Authenticate"))
 		}
 	}
 	if st := s.Stats(); st.DigestReplays != replays {
 		t.Errorf("DigestReplays %d, want %d", st.DigestReplays, replays)
 	}
-	if res := u.final(u.send("INVITE", authorize(), offer("127.0.0.1:40000"))); res.StatusCode != 486 {
+	if res := u.Final(u.Send("INVITE", authorize(), offer("127.0.0.1:40000"))); res.StatusCode != 486 {
 		t.Errorf("a fresh answer got %d, want the Handler's 486", res.StatusCode)
 	}
 	if n := admitted.Load(); n != 2 {
@@ -233,12 +157,12 @@ func TestPendingPerAddr(t *testing.T) {
 		calls <- c
 		<-ctx.Done()
 	})})
-	u := newRawUA(t, "127.0.0.1", s.Addr())
+	u := siptest.NewRawUA(t, "127.0.0.1", s.Addr())
 	codes := map[int]int{}
 	for range 1100 {
-		res := u.final(u.send("INVITE", "", offer(u.local.Addr().String()+":40000")))
+		res := u.Final(u.Send("INVITE", "", offer(u.Local().Addr().String()+":40000")))
 		codes[res.StatusCode]++
-		if res.StatusCode == 503 && header(res, "Retry-After") == "" {
+		if res.StatusCode == 503 && siptest.Header(res, "Retry-After") == "" {
 			t.Fatal("503 without Retry-After")
 		}
 	}
