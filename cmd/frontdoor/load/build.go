@@ -200,6 +200,9 @@ func (r *Report) turns(cfg Config, recs []*callerRec) {
 				r.Goodput.Refused++
 				end = t.endStage + ":" + end
 			}
+			if t.frames > 0 && (refusal(t.end) || t.end == dFailed) {
+				r.Goodput.CutMidReply++
+			}
 			l.ByEnd[end]++
 			for _, name := range t.order {
 				s := t.stages[name]

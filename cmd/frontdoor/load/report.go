@@ -154,6 +154,9 @@ type Goodput struct {
 	Refused int `json:"refused"`
 	// Untyped: turns that ended without a typed disposition.
 	Untyped int `json:"untyped"`
+	// CutMidReply: turns refused or failed after some of their reply was
+	// heard (a later sentence of a streamed reply: "I lost the rest").
+	CutMidReply int `json:"cut_mid_reply"`
 	// GoodPerSecond is Good over the arrival window.
 	GoodPerSecond float64 `json:"good_per_second"`
 	Window        Millis  `json:"window_ms"`
