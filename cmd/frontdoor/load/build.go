@@ -12,7 +12,7 @@ const frame = 20 * time.Millisecond
 func buildReport(cfg Config, recs []*callerRec, start, ended time.Time) *Report {
 	r := &Report{Started: start, Elapsed: Millis(ended.Sub(start)), Warnings: []string{},
 		Config: ReportConfig{Target: cfg.Target, Dialect: cfg.Dialect, Callers: cfg.Callers, Rate: cfg.Rate,
-			Arrival: cfg.Arrival, MaxActive: cfg.MaxActive, Turns: cfg.Turns, Think: Millis(cfg.Think),
+			Arrival: cfg.Arrival, MaxActive: cfg.MaxActive, Turns: cfg.Turns, Think: Millis(cfg.Think), Spread: Millis(cfg.Spread),
 			Hold: Millis(cfg.Hold), Patience: Millis(cfg.Patience), BargeIn: cfg.BargeIn, Callback: cfg.Callback,
 			StreamAudio: cfg.StreamAudio, FrameMS: cfg.FrameMS, Deadline: Millis(cfg.Deadline), Duration: Millis(cfg.Duration), Seed: cfg.Seed}}
 	if cfg.Arrival == Burst {

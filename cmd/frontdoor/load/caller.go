@@ -294,6 +294,12 @@ func (c *caller) converse(ctx context.Context) {
 	if !c.waitSession(ctx) {
 		return
 	}
+	if c.cfg.Spread > 0 && c.cfg.Turns > 0 {
+		d := time.Duration(c.rnd.Float64() * float64(c.cfg.Spread))
+		if !c.idle(ctx, time.Now().Add(d)) {
+			return
+		}
+	}
 	for i := range c.cfg.Turns {
 		if !c.turn(ctx, i) {
 			return

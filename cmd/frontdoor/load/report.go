@@ -72,6 +72,7 @@ type ReportConfig struct {
 	MaxActive   int     `json:"max_active"`
 	Turns       int     `json:"turns"`
 	Think       Millis  `json:"think_ms"`
+	Spread      Millis  `json:"spread_ms,omitempty"`
 	Hold        Millis  `json:"hold_ms"`
 	Patience    Millis  `json:"patience_ms"`
 	BargeIn     float64 `json:"barge_in"`
