@@ -35,6 +35,24 @@ import (
 // by ServeAudioSocket.
 var GatewayDialects = []string{"plivo", "exotel", "vonage", "asterisk", "freeswitch", "jambonz"}
 
+// GatewaySubprotocols returns the WebSocket subprotocols the gateway of
+// dialect offers, as its documentation shows, in the order the endpoint
+// prefers them: jambonz's listen verb offers only "audio.jambonz.org";
+// Asterisk's websocket client sends what its protocols setting names, and
+// Asterisk's page sets it to "media". The others offer none. A route
+// answers one of these when offered (session/server's route table declares
+// them to the guard in front); required says the dialect's gateway always
+// offers one, so an upgrade without it is not that gateway.
+func GatewaySubprotocols(dialect string) (protocols []string, required bool) {
+	switch dialect {
+	case "jambonz":
+		return []string{jambonz.Subprotocol}, true
+	case "asterisk":
+		return []string{asterisk.Subprotocol}, false
+	}
+	return nil, false
+}
+
 // ErrGatewayToken: a gateway stream without the configured secret.
 var ErrGatewayToken = errors.New("telephony: the gateway did not present the configured token")
 
@@ -123,18 +141,16 @@ func (h *GatewayHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	opts := &websocket.AcceptOptions{OriginPatterns: h.cfg.OriginPatterns}
-	if h.dialect == "jambonz" {
-		opts.Subprotocols = []string{jambonz.Subprotocol}
-	}
+	protocols, required := GatewaySubprotocols(h.dialect)
+	opts := &websocket.AcceptOptions{OriginPatterns: h.cfg.OriginPatterns, Subprotocols: protocols}
 	ws, err := websocket.Accept(w, r, opts)
 	if err != nil {
 		h.log.Debug(h.dialect+": accept", "err", err)
 		return
 	}
-	if h.dialect == "jambonz" && ws.Subprotocol() != jambonz.Subprotocol {
-		// coder/websocket accepts the empty subprotocol: jambonz always asks for its own.
-		_ = ws.Close(websocket.StatusPolicyViolation, "subprotocol "+jambonz.Subprotocol+" required")
+	if required && ws.Subprotocol() == "" {
+		// coder/websocket accepts the empty subprotocol: this gateway always asks for its own.
+		_ = ws.Close(websocket.StatusPolicyViolation, "subprotocol "+strings.Join(protocols, " or ")+" required")
 		return
 	}
 	link := gateway.NewWebSocketLink(ws, codec.Capabilities().MaxMessage)
