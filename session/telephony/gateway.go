@@ -68,6 +68,10 @@ type GatewayConfig struct {
 	Token string
 	// StartTimeout bounds the wait for the stream's start (0: 10s).
 	StartTimeout time.Duration
+	// AudioSocketIdle is how long an AudioSocket peer may send nothing
+	// before its connection is closed (0: session.DefaultHeartbeat's
+	// bound, 25 s, the bound the WebSocket transports' pings keep).
+	AudioSocketIdle time.Duration
 	// OriginPatterns are the cross-origin hosts allowed to open the
 	// WebSocket; same-origin always is.
 	OriginPatterns []string
@@ -163,10 +167,32 @@ func (h *GatewayHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // 8000), with h's engine and configuration; it returns when the call has
 // ended. AudioSocket carries no credentials: the listener's address is its
 // only protection, so the Token is not asked for.
+//
+// AudioSocket has no ping: a peer that sends nothing at all for
+// AudioSocketIdle (a live Asterisk sends audio every 20 ms) is closed,
+// which ends its call and frees its leases, as a WebSocket peer that
+// stops answering pings is.
 func (h *GatewayHandler) ServeAudioSocket(ctx context.Context, conn net.Conn, rate int) {
 	link := audiosocket.NewLink(conn)
+	watch := watchIdle(h.e.Clock(), h.audioSocketIdle(), func() {
+		h.e.CountProtocolError(CodeAudioSocketIdle)
+		h.log.Info("audiosocket: the peer sent nothing: closing", "idle", h.audioSocketIdle())
+		_ = link.Close()
+	})
+	defer watch.stop()
 	closeWith := func(websocket.StatusCode, string) { _ = link.Close() }
-	h.serve(ctx, link, audiosocket.Codec{SampleRate: rate}, true, closeWith, nil)
+	h.serve(ctx, watchedLink{Link: link, w: watch}, audiosocket.NewCodec(rate), true, closeWith, nil)
+}
+
+// CodeAudioSocketIdle counts (frontdoor_protocol_errors_total) AudioSocket
+// connections closed because their peer sent nothing for AudioSocketIdle.
+const CodeAudioSocketIdle = "audiosocket_idle"
+
+func (h *GatewayHandler) audioSocketIdle() time.Duration {
+	if h.cfg.AudioSocketIdle > 0 {
+		return h.cfg.AudioSocketIdle
+	}
+	return session.DefaultHeartbeat.Bound()
 }
 
 // NewAudioSocketHandler returns the handler of AudioSocket connections.
