@@ -52,8 +52,9 @@ type Conn struct {
 
 	mu        sync.Mutex
 	start     *Start
-	pacer     *pace.Pacer // set at start, when the format is known
-	queued    string      // utterance whose audio was queued last
+	pacer     *pace.Pacer   // set at start, when the format is known
+	frame     time.Duration // the audio in one outbound message; set at start
+	queued    string        // utterance whose audio was queued last
 	resampler *pcm.Resampler
 	scratch   []int16
 }
@@ -123,9 +124,10 @@ func (c *Conn) begin(s *Start) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.start = s
+	c.frame = c.caps.MessageDuration(f)
 	c.pacer = pace.New(pace.Config{
-		FrameBytes:  f.BytesPer(c.caps.FrameDuration),
-		Period:      c.caps.FrameDuration,
+		FrameBytes:  f.BytesPer(c.frame),
+		Period:      c.frame,
 		Fill:        Silence(f),
 		MaxBuffered: f.BytesPer(c.opts.MaxBuffered),
 	})
@@ -293,7 +295,7 @@ func (c *Conn) emit(ctx context.Context, p *pace.Pacer, ev pace.Event) error {
 	if err := c.writeLocked(ctx, Command{Kind: KindAudio, StreamID: s.StreamID, Format: s.Format, Audio: ev.Frame}); err != nil {
 		return err
 	}
-	c.tracker.Sent(c.current, c.caps.FrameDuration)
+	c.tracker.Sent(c.current, c.FrameDuration())
 	return nil
 }
 
@@ -314,6 +316,18 @@ func (c *Conn) Tracker() *Tracker { return c.tracker }
 
 // Capabilities returns the dialect's capabilities.
 func (c *Conn) Capabilities() Capabilities { return c.caps }
+
+// FrameDuration is the audio in one outbound message of this stream
+// (Capabilities.MessageDuration of its format); before the start, the
+// dialect's FrameDuration.
+func (c *Conn) FrameDuration() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.frame == 0 {
+		return c.caps.FrameDuration
+	}
+	return c.frame
+}
 
 // PacingStats returns the outbound pacing jitter so far.
 func (c *Conn) PacingStats() pace.Stats {

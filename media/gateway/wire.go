@@ -64,6 +64,35 @@ func ParseCount(dialect, event, field, s string, required bool) (int64, error) {
 	return n, nil
 }
 
+// Count is a number that a dialect documents as a JSON string but whose
+// provider's own clients also send as a JSON number (Exotel's
+// sequence_number, chunk and sample_rate): it reads either, and null as
+// empty, keeping the text for ParseCount; it is written as a string, as
+// documented.
+type Count string
+
+// UnmarshalJSON reads a JSON string, number or null.
+func (c *Count) UnmarshalJSON(b []byte) error {
+	switch {
+	case string(b) == "null":
+		*c = ""
+		return nil
+	case len(b) > 0 && b[0] == '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*c = Count(s)
+		return nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return err
+	}
+	*c = Count(n)
+	return nil
+}
+
 // FormatCount renders n for a dialect that sends numbers as strings; 0 is "".
 func FormatCount(n int64) string {
 	if n <= 0 {

@@ -97,11 +97,16 @@ type GatewayHandler struct {
 
 // dialectCodecs returns each dialect's codec for a stream URL's query:
 // Asterisk's control format (?control=json; plain text otherwise, the
-// driver's default) and mod_audio_stream's sampling rate and playback
-// (?rate=16000, ?binary=1), which their sockets do not announce.
+// driver's default), Exotel's sample rate (?sample-rate=16000, as
+// Exotel's applet is configured) and mod_audio_stream's sampling rate and
+// playback (?rate=16000, ?binary=1), which their sockets do not announce.
 var dialectCodecs = map[string]func(url.Values) (gateway.Codec, error){
 	"plivo":  func(url.Values) (gateway.Codec, error) { return plivo.Codec{}, nil },
-	"exotel": func(url.Values) (gateway.Codec, error) { return exotel.Codec{}, nil },
+	"exotel": func(q url.Values) (gateway.Codec, error) {
+		// Exotel's applet is told its rate by the URL's sample-rate.
+		rate, err := exotel.ParseSampleRate(q.Get("sample-rate"))
+		return exotel.Codec{SampleRate: rate}, err
+	},
 	"vonage": func(url.Values) (gateway.Codec, error) { return vonage.Codec{}, nil },
 	"asterisk": func(q url.Values) (gateway.Codec, error) {
 		if q.Get("control") == "json" {
@@ -422,7 +427,7 @@ func (l *gatewayLine) tracker() *gateway.Tracker            { return l.conn.Trac
 func (l *gatewayLine) buffered() time.Duration              { return l.conn.Buffered() }
 
 func (l *gatewayLine) lead() time.Duration {
-	return pcmu.Lead + max(0, l.conn.Capabilities().FrameDuration-media.FrameDuration)
+	return pcmu.Lead + max(0, l.conn.FrameDuration()-media.FrameDuration)
 }
 
 func (l *gatewayLine) clear(ctx context.Context) ([]gateway.Progress, error) {

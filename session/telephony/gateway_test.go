@@ -49,7 +49,7 @@ type dialect struct {
 // docs/TELEPHONY.md says would connect.
 var dialects = []dialect{
 	{name: "plivo", path: "/v1/plivo", codec: plivo.Codec{}, malformed: gateway.Frame{Data: []byte(`{"event":"media","media":{"payload":7}}`)}},
-	{name: "exotel", path: "/v1/exotel", codec: exotel.Codec{}, malformed: gateway.Frame{Data: []byte(`{"event":"dtmf","dtmf":{"digit":5}}`)}},
+	{name: "exotel", path: "/v1/exotel", codec: exotel.Codec{}, malformed: gateway.Frame{Data: []byte(`{"event":"media","media":{"payload":7}}`)}},
 	{name: "vonage", path: "/v1/vonage", codec: vonage.Codec{}, malformed: gateway.Frame{Binary: true, Data: []byte{1, 2, 3}}},
 	{name: "asterisk", path: "/v1/asterisk", codec: asterisk.Codec{Control: asterisk.PlainText}, noParams: true, malformed: gateway.Frame{Data: []byte("DTMF_END")}},
 	{name: "asterisk", path: "/v1/asterisk?control=json", codec: asterisk.Codec{Control: asterisk.JSON},

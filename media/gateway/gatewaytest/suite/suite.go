@@ -194,10 +194,7 @@ func RunConn(t *testing.T, st Setup) {
 		t.Fatal(err)
 	}
 	c.EndUtterance("u1")
-	frame := caps.FrameDuration
-	if frame == 0 {
-		frame = 20 * time.Millisecond
-	}
+	frame := c.FrameDuration() // the stream's message: the dialect's, grown to its minimum size
 	u1 := (300*time.Millisecond + frame - 1) / frame * frame
 	if caps.Marks {
 		ev := srv.next(t, ctx, gateway.KindMark)
