@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -90,6 +91,29 @@ func (c *Count) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*c = Count(n)
+	return nil
+}
+
+// Number is a number that a dialect documents as a JSON number but that
+// its provider's clients may also send as a string: it reads either (and
+// null as 0) and is written as a number, as documented.
+type Number int64
+
+// UnmarshalJSON reads a JSON number, a string holding an integer, or null.
+func (n *Number) UnmarshalJSON(b []byte) error {
+	var c Count
+	if err := c.UnmarshalJSON(b); err != nil {
+		return err
+	}
+	if c == "" {
+		*n = 0
+		return nil
+	}
+	v, err := strconv.ParseInt(string(c), 10, 64)
+	if err != nil {
+		return fmt.Errorf("%q is not an integer", string(c))
+	}
+	*n = Number(v)
 	return nil
 }
 
