@@ -56,8 +56,11 @@ func TestGatewayHandshakes(t *testing.T) {
 		{name: "asterisk media", path: "/v1/asterisk", protocols: []string{"media"}, header: basic, answer: "media"},
 		{name: "asterisk json", path: "/v1/asterisk?control=json", protocols: []string{"media"}, answer: "media"},
 		{name: "asterisk none", path: "/v1/asterisk"},
-		// FreeSWITCH mod_audio_stream offers none.
-		{name: "freeswitch", path: "/v1/freeswitch"},
+		// FreeSWITCH mod_audio_stream offers none; jambonz's
+		// mod_audio_fork offers audio.drachtio.org (lws_glue.cpp), with
+		// MOD_AUDIO_BASIC_AUTH_USERNAME/_PASSWORD as Basic authentication.
+		{name: "freeswitch audio_stream", path: "/v1/freeswitch"},
+		{name: "freeswitch audio_fork", path: "/v1/freeswitch?rate=16000", protocols: []string{"audio.drachtio.org"}, header: basic, answer: "audio.drachtio.org"},
 		// jambonz's listen verb offers only audio.jambonz.org, with the
 		// wsAuth username and password as Basic authentication.
 		{name: "jambonz", path: "/v1/jambonz", protocols: []string{"audio.jambonz.org"}, header: basic, answer: "audio.jambonz.org"},

@@ -39,7 +39,8 @@ var GatewayDialects = []string{"plivo", "exotel", "vonage", "asterisk", "freeswi
 // dialect offers, as its documentation shows, in the order the endpoint
 // prefers them: jambonz's listen verb offers only "audio.jambonz.org";
 // Asterisk's websocket client sends what its protocols setting names, and
-// Asterisk's page sets it to "media". The others offer none. A route
+// Asterisk's page sets it to "media"; FreeSWITCH's mod_audio_fork offers
+// "audio.drachtio.org" (mod_audio_stream none). The others offer none. A route
 // answers one of these when offered (session/server's route table declares
 // them to the guard in front); required says the dialect's gateway always
 // offers one, so an upgrade without it is not that gateway.
@@ -49,6 +50,9 @@ func GatewaySubprotocols(dialect string) (protocols []string, required bool) {
 		return []string{jambonz.Subprotocol}, true
 	case "asterisk":
 		return []string{asterisk.Subprotocol}, false
+	case "freeswitch":
+		// mod_audio_fork offers its own; mod_audio_stream none.
+		return []string{freeswitch.Subprotocol}, false
 	}
 	return nil, false
 }
@@ -161,6 +165,11 @@ func (h *GatewayHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// coder/websocket accepts the empty subprotocol: this gateway always asks for its own.
 		_ = ws.Close(websocket.StatusPolicyViolation, "subprotocol "+strings.Join(protocols, " or ")+" required")
 		return
+	}
+	if fs, ok := codec.(freeswitch.Codec); ok && ws.Subprotocol() == freeswitch.Subprotocol {
+		// The module that offers it is mod_audio_fork, which plays what it is sent.
+		fs.Fork = true
+		codec = fs
 	}
 	link := gateway.NewWebSocketLink(ws, codec.Capabilities().MaxMessage)
 	closeWith := func(code websocket.StatusCode, reason string) { _ = ws.Close(code, reason) }

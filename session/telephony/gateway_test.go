@@ -55,6 +55,8 @@ var dialects = []dialect{
 	{name: "asterisk", path: "/v1/asterisk?control=json", codec: asterisk.Codec{Control: asterisk.JSON},
 		format: gateway.L16(16000), malformed: gateway.Frame{Data: []byte(`{"event":"DTMF_END"}`)}},
 	{name: "freeswitch", path: "/v1/freeswitch?rate=16000", codec: freeswitch.Codec{SampleRate: 16000}, malformed: gateway.Frame{Binary: true, Data: []byte{1, 2, 3}}},
+	{name: "freeswitch", path: "/v1/freeswitch", codec: freeswitch.Codec{Fork: true}, dial: &websocket.DialOptions{Subprotocols: []string{freeswitch.Subprotocol}},
+		malformed: gateway.Frame{Binary: true, Data: []byte{1, 2, 3}}},
 	{name: "jambonz", path: "/v1/jambonz", codec: jambonz.Codec{}, dial: &websocket.DialOptions{Subprotocols: []string{jambonz.Subprotocol}},
 		malformed: gateway.Frame{Data: []byte(`{"type":"mark"}`)}},
 	{name: "audiosocket", path: "audiosocket_tcp", codec: audiosocket.Codec{}, tcp: true, noParams: true,
@@ -64,7 +66,11 @@ var dialects = []dialect{
 func (d dialect) caps() gateway.Capabilities { return d.codec.Capabilities() }
 
 func (d dialect) test() string {
-	return strings.TrimPrefix(strings.ReplaceAll(d.path, "?", "_"), "/v1/")
+	name := strings.TrimPrefix(strings.ReplaceAll(d.path, "?", "_"), "/v1/")
+	if d.dial != nil && len(d.dial.Subprotocols) > 0 {
+		name += "_" + d.dial.Subprotocols[0]
+	}
+	return name
 }
 
 // gatewayFor dials d's endpoint on the rig as the gateway, with the

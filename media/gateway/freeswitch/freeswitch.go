@@ -1,6 +1,26 @@
-// Package freeswitch is the WebSocket protocol of FreeSWITCH's
-// mod_audio_stream (github.com/amigniter/mod_audio_stream) as a
-// gateway.Codec.
+// Package freeswitch is the WebSocket protocol of FreeSWITCH's media
+// modules as a gateway.Codec: mod_audio_fork as jambonz builds it
+// (github.com/jambonz/freeswitch-modules, Fork set), which plays the audio
+// it is sent, and mod_audio_stream (github.com/amigniter/mod_audio_stream),
+// which does not.
+//
+// mod_audio_fork, from its source (mod_audio_fork.c, lws_glue.cpp): the API
+// command "uuid_audio_fork <uuid> start <ws-url> mono 8k|16k <bugname>
+// <metadata> 1 1 <rate>" (bidirectional audio enabled and streamed, at
+// rate) connects offering the subprotocol "audio.drachtio.org"
+// (Subprotocol; MOD_AUDIO_FORK_SUBPROTOCOL_NAME changes it), with HTTP
+// Basic authentication from the channel variables
+// MOD_AUDIO_BASIC_AUTH_USERNAME and _PASSWORD; it sends the metadata as
+// its first text frame, then the caller's audio as BINARY L16 frames, and
+// writes every BINARY frame it receives (L16 at <rate>, resampled to the
+// channel's) into a buffer it mixes into what the caller hears: audio
+// sent is audio played. Text frames it takes: killAudio (breaks a file
+// playback, not the streamed buffer: only the API's stop_play empties
+// that, so Clear is false and the Conn's real-time pacing keeps what is
+// buffered there to its lead), disconnect (fires the FreeSWITCH event
+// mod_audio_fork::disconnect and nothing else: the Conn's Hangup, which
+// an event socket listener turns into uuid_kill; docs/TELEPHONY.md),
+// playAudio, transcription, transfer, error and json. No marks, no DTMF.
 //
 // It follows the module's README: the API command
 // "uuid_audio_stream <uuid> start <wss-url> <mix-type> <sampling-rate>
@@ -57,11 +77,22 @@ const (
 	AudioDataRaw    = "raw"
 )
 
-// Codec is mod_audio_stream at one sampling rate.
+// Codec is mod_audio_stream, or with Fork mod_audio_fork, at one sampling
+// rate.
 type Codec struct {
 	SampleRate int  // 8000 (default) or 16000, as in the start command
 	Binary     bool // send audio as raw binary frames instead of streamAudio JSON
+	// Fork: the peer is jambonz's mod_audio_fork (it offered Subprotocol):
+	// audio goes as binary frames, which it plays, and Hangup is its
+	// disconnect message.
+	Fork bool
 }
+
+// Subprotocol is the WebSocket subprotocol mod_audio_fork offers by default.
+const Subprotocol = "audio.drachtio.org"
+
+// TypeDisconnect is mod_audio_fork's disconnect message.
+const TypeDisconnect = "disconnect"
 
 func (c Codec) format() media.Format {
 	if c.SampleRate == 0 {
@@ -73,10 +104,10 @@ func (c Codec) format() media.Format {
 // Name returns "freeswitch".
 func (Codec) Name() string { return name }
 
-// Capabilities: none of marks, clear, DTMF or hang-up; L16 at the Codec's
-// rate.
+// Capabilities: none of marks, clear or DTMF; a hang-up with Fork; L16 at
+// the Codec's rate.
 func (c Codec) Capabilities() gateway.Capabilities {
-	return gateway.Capabilities{Formats: []media.Format{c.format()}, MaxMessage: MaxMessageSize}
+	return gateway.Capabilities{Hangup: c.Fork, Formats: []media.Format{c.format()}, MaxMessage: MaxMessageSize}
 }
 
 // Decode parses one message from mod_audio_stream.
@@ -125,12 +156,19 @@ type playData struct {
 	AudioData     *string `json:"audioData"`
 }
 
-// Encode renders audio for mod_audio_stream; it has no other command.
+type message struct {
+	Type string `json:"type"`
+}
+
+// Encode renders audio for the module, and with Fork a hang-up.
 func (c Codec) Encode(dst []byte, cmd gateway.Command) (gateway.Frame, error) {
+	if c.Fork && cmd.Kind == gateway.KindHangup {
+		return gateway.Frame{Data: gateway.MarshalJSON(dst, message{Type: TypeDisconnect})}, nil
+	}
 	if cmd.Kind != gateway.KindAudio {
 		return gateway.Frame{}, gateway.ErrUnsupported
 	}
-	if c.Binary {
+	if c.Binary || c.Fork {
 		return gateway.Frame{Binary: true, Data: append(dst, cmd.Audio...)}, nil
 	}
 	a := gateway.EncodeBase64(cmd.Audio)
@@ -169,6 +207,9 @@ func (c Codec) DecodeCommand(f gateway.Frame) (gateway.Command, error) {
 	var p play
 	if err := gateway.UnmarshalJSON(name, "", f.Data, &p); err != nil {
 		return gateway.Command{}, err
+	}
+	if c.Fork && p.Type == TypeDisconnect {
+		return gateway.Command{Kind: gateway.KindHangup}, nil
 	}
 	if p.Type != TypeStreamAudio {
 		return gateway.Command{}, gateway.Errorf(name, p.Type, "type", gateway.ErrUnknownEvent, "%q", p.Type)

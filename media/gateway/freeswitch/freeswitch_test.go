@@ -2,6 +2,7 @@ package freeswitch
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/frontdoorhq/frontdoor/media/gateway"
@@ -76,11 +77,33 @@ func TestDecodeErrors(t *testing.T) {
 }
 
 func TestConn(t *testing.T) {
-	for _, c := range []Codec{{}, {SampleRate: 16000}, {Binary: true}} {
-		t.Run(c.format().String(), func(t *testing.T) {
+	for _, c := range []Codec{{}, {SampleRate: 16000}, {Binary: true}, {Fork: true}, {Fork: true, SampleRate: 16000}} {
+		t.Run(fmt.Sprintf("%v/binary=%v/fork=%v", c.format(), c.Binary, c.Fork), func(t *testing.T) {
 			suite.RunConn(t, suite.Setup{Codec: c, Start: gateway.Start{StreamID: "fs-uuid", Params: map[string]string{"caller": "+15550100"}},
 				Malformed: gateway.Frame{Binary: true, Data: []byte{1, 2, 3}}})
 		})
+	}
+}
+
+// TestFork: for mod_audio_fork, audio goes as the binary frames it plays
+// (lws_glue.cpp's processIncomingBinary) and a hang-up as its disconnect
+// message (processIncomingMessage), which it turns into the FreeSWITCH
+// event mod_audio_fork::disconnect.
+func TestFork(t *testing.T) {
+	c := Codec{Fork: true}
+	f, err := c.Encode(nil, gateway.Command{Kind: gateway.KindAudio, Audio: []byte{1, 0}})
+	if err != nil || !f.Binary || string(f.Data) != "\x01\x00" {
+		t.Fatalf("audio: %+v, %v", f, err)
+	}
+	f, err = c.Encode(nil, gateway.Command{Kind: gateway.KindHangup})
+	if err != nil || f.Binary || string(f.Data) != `{"type":"disconnect"}` {
+		t.Fatalf("hang-up: %s, %v", f.Data, err)
+	}
+	if !c.Capabilities().Hangup || c.Capabilities().Clear || c.Capabilities().Marks || c.Capabilities().DTMF {
+		t.Fatalf("capabilities %+v", c.Capabilities())
+	}
+	if _, err := (Codec{}).Encode(nil, gateway.Command{Kind: gateway.KindHangup}); err == nil {
+		t.Fatal("mod_audio_stream has no hang-up message")
 	}
 }
 
