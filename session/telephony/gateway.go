@@ -105,7 +105,7 @@ type GatewayHandler struct {
 // Exotel's applet is configured) and mod_audio_stream's sampling rate and
 // playback (?rate=16000, ?binary=1), which their sockets do not announce.
 var dialectCodecs = map[string]func(url.Values) (gateway.Codec, error){
-	"plivo":  func(url.Values) (gateway.Codec, error) { return plivo.Codec{}, nil },
+	"plivo": func(url.Values) (gateway.Codec, error) { return plivo.Codec{}, nil },
 	"exotel": func(q url.Values) (gateway.Codec, error) {
 		// Exotel's applet is told its rate by the URL's sample-rate.
 		rate, err := exotel.ParseSampleRate(q.Get("sample-rate"))
