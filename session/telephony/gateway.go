@@ -261,7 +261,7 @@ func (h *GatewayHandler) serve(ctx context.Context, link gateway.Link, codec gat
 		ctx = session.WithCaller(ctx, session.Caller{Tenant: tenant})
 	}
 	log := h.log.With("stream", start.StreamID, "gateway_call", start.CallID)
-	st := lineStart{name: h.dialect, protocol: h.dialect, params: start.Params, format: start.Format}
+	st := lineStart{name: h.dialect, protocol: h.dialect, params: start.Params, format: start.Format, noKeys: !codec.Capabilities().DTMF}
 	t := newPhoneCall(h.e, l, st, h.prompts, log)
 	t.log.Info(t.msg("stream started"), "params", len(start.Params), "format", start.Format.String(),
 		"tenant", session.CallerFrom(ctx).Tenant)
