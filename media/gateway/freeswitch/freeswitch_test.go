@@ -86,21 +86,47 @@ func TestConn(t *testing.T) {
 }
 
 // TestFork: for mod_audio_fork, audio goes as the binary frames it plays
-// (lws_glue.cpp's processIncomingBinary) and a hang-up as its disconnect
-// message (processIncomingMessage), which it turns into the FreeSWITCH
-// event mod_audio_fork::disconnect.
+// (lws_glue.cpp's processIncomingBinary), marks, killAudio and the
+// disconnect as its JSON messages (processIncomingMessage), and its mark
+// echoes, as send_mark_event writes them (playout, or cleared after a
+// killAudio), are marks; other text is the metadata, the start.
 func TestFork(t *testing.T) {
 	c := Codec{Fork: true}
-	f, err := c.Encode(nil, gateway.Command{Kind: gateway.KindAudio, Audio: []byte{1, 0}})
-	if err != nil || !f.Binary || string(f.Data) != "\x01\x00" {
-		t.Fatalf("audio: %+v, %v", f, err)
+	for _, tc := range []struct {
+		cmd  gateway.Command
+		want string
+	}{
+		{gateway.Command{Kind: gateway.KindAudio, Audio: []byte{1, 0}}, "\x01\x00"},
+		{gateway.Command{Kind: gateway.KindHangup}, `{"type":"disconnect"}`},
+		{gateway.Command{Kind: gateway.KindClear}, `{"type":"killAudio"}`},
+		{gateway.Command{Kind: gateway.KindMark, Mark: "u1.1"}, `{"type":"mark","data":{"name":"u1.1"}}`},
+	} {
+		f, err := c.Encode(nil, tc.cmd)
+		if err != nil || f.Binary != (tc.cmd.Kind == gateway.KindAudio) || string(f.Data) != tc.want {
+			t.Errorf("Encode(%v) = %q, %v; want %q", tc.cmd.Kind, f.Data, err, tc.want)
+		}
 	}
-	f, err = c.Encode(nil, gateway.Command{Kind: gateway.KindHangup})
-	if err != nil || f.Binary || string(f.Data) != `{"type":"disconnect"}` {
-		t.Fatalf("hang-up: %s, %v", f.Data, err)
+	for _, tc := range []struct {
+		in   string
+		want gateway.Event
+	}{
+		{`{"type": "mark", "data": {"name":"u1.1", "event": "playout"}}`, gateway.Event{Kind: gateway.KindMark, Name: "mark", Mark: "u1.1"}},
+		{`{"type": "mark", "data": {"name":"u1.1", "event": "cleared"}}`, gateway.Event{Kind: gateway.KindMark, Name: "mark", Mark: "u1.1"}},
+		{`{"uuid":"fs-1","caller":"+15550100"}`, gateway.Event{Kind: gateway.KindStart, Name: "metadata",
+			Start: &gateway.Start{StreamID: "fs-1", Params: map[string]string{"uuid": "fs-1", "caller": "+15550100"}, Format: gateway.L16(8000)}}},
+	} {
+		got, err := c.Decode(gateway.Frame{Data: []byte(tc.in)})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.in, err)
+		}
+		suite.SameEvent(t, got, tc.want)
 	}
-	if !c.Capabilities().Hangup || c.Capabilities().Clear || c.Capabilities().Marks || c.Capabilities().DTMF {
-		t.Fatalf("capabilities %+v", c.Capabilities())
+	if _, err := c.Decode(gateway.Frame{Data: []byte(`{"type":"mark","data":{}}`)}); err == nil {
+		t.Error("a mark without a name decoded")
+	}
+	caps := c.Capabilities()
+	if !caps.Hangup || !caps.Clear || !caps.Marks || !caps.ClearEchoesMarks || caps.DTMF {
+		t.Fatalf("capabilities %+v", caps)
 	}
 	if _, err := (Codec{}).Encode(nil, gateway.Command{Kind: gateway.KindHangup}); err == nil {
 		t.Fatal("mod_audio_stream has no hang-up message")
@@ -108,5 +134,5 @@ func TestFork(t *testing.T) {
 }
 
 func FuzzDecode(f *testing.F) {
-	suite.Fuzz(f, Codec{}, suite.Testdata(f, "metadata.json"), suite.Testdata(f, "metadata.txt"), suite.Testdata(f, "stream_audio.json"))
+	suite.Fuzz(f, Codec{Fork: true}, suite.Testdata(f, "metadata.json"), suite.Testdata(f, "metadata.txt"), suite.Testdata(f, "stream_audio.json"))
 }
