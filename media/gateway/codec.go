@@ -124,7 +124,15 @@ type Capabilities struct {
 	MessageMultiple int
 	// MaxMessage bounds one inbound message in bytes.
 	MaxMessage int
+	// ImplicitStart: the gateway may send audio without a start first
+	// (FreeSWITCH's modules send their metadata only when given one). The
+	// Conn then starts the stream itself on the first audio, with
+	// ImplicitStreamID and the first of Formats, and no parameters.
+	ImplicitStart bool
 }
+
+// ImplicitStreamID names a stream the Conn started itself (ImplicitStart).
+const ImplicitStreamID = "implicit"
 
 // MessageDuration is the audio in one outbound message of format f: the
 // shortest whole number of 20 ms frames, at least FrameDuration (default

@@ -45,6 +45,7 @@ type Conn struct {
 	opts    Options
 	tracker *Tracker
 	started chan struct{} // closed once start was read
+	held    *Event        // audio that started the stream (ImplicitStart), for the next Read; Read's goroutine only
 
 	sendMu  sync.Mutex // orders audio, marks, clear and hang-up on the wire
 	current string     // utterance of the frames being sent; under sendMu
@@ -90,6 +91,10 @@ func (c *Conn) Codec() Codec { return c.codec }
 // Progress. Bad input yields a *DecodeError and the connection stays up;
 // other errors are the link's. ctx should live as long as the connection.
 func (c *Conn) Read(ctx context.Context) (Event, error) {
+	if ev := c.held; ev != nil {
+		c.held = nil
+		return *ev, nil
+	}
 	f, err := c.link.ReadFrame(ctx)
 	if err != nil {
 		return Event{}, err
@@ -101,6 +106,14 @@ func (c *Conn) Read(ctx context.Context) (Event, error) {
 	c.mu.Lock()
 	started := c.start != nil
 	c.mu.Unlock()
+	if !started && ev.Kind == KindMedia && c.caps.ImplicitStart && len(c.caps.Formats) > 0 {
+		// The audio is returned by the next Read; it aliases the frame,
+		// which stays valid as that Read reads nothing.
+		c.held = &ev
+		s := &Start{StreamID: ImplicitStreamID, Format: c.caps.Formats[0]}
+		c.begin(s)
+		return Event{Kind: KindStart, Name: "implicit", Start: s}, nil
+	}
 	switch {
 	case ev.Kind == KindStart && started:
 		return Event{}, Errorf(c.codec.Name(), ev.Name, "", ErrOrder, "a second start")

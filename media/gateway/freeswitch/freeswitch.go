@@ -31,8 +31,9 @@
 //   - sends the optional metadata, any UTF-8 text, as the first (text)
 //     message; the Codec decodes it as the start: a JSON object's string
 //     fields become Start.Params (its "uuid", if any, the StreamID), other
-//     text is Params["metadata"]. Start the stream with metadata: without
-//     it the first message is audio, which the Conn refuses as out of order;
+//     text is Params["metadata"]. Without metadata the first message is
+//     audio, and the Conn starts the stream itself (ImplicitStart) with no
+//     parameters: no caller number, no token but the upgrade's;
 //   - then streams the channel's audio as BINARY frames of 16-bit
 //     little-endian linear PCM (L16) at the sampling rate of the command,
 //     8k or 16k, which the socket does not announce: the Codec is told
@@ -115,7 +116,7 @@ func (Codec) Name() string { return name }
 // hang-up, none of them without; L16 at the Codec's rate.
 func (c Codec) Capabilities() gateway.Capabilities {
 	return gateway.Capabilities{Marks: c.Fork, ClearEchoesMarks: c.Fork, Clear: c.Fork, Hangup: c.Fork,
-		Formats: []media.Format{c.format()}, MaxMessage: MaxMessageSize}
+		Formats: []media.Format{c.format()}, MaxMessage: MaxMessageSize, ImplicitStart: true}
 }
 
 // Decode parses one message from mod_audio_stream.
