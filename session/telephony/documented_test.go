@@ -122,7 +122,9 @@ func b64(t *testing.T, s string) []byte {
 	return b
 }
 
-func binaryMedia(_ *testing.T, audio []byte) gateway.Frame { return gateway.Frame{Binary: true, Data: audio} }
+func binaryMedia(_ *testing.T, audio []byte) gateway.Frame {
+	return gateway.Frame{Binary: true, Data: audio}
+}
 
 var documentedDialects = []documented{
 	{
@@ -303,7 +305,9 @@ func (p *docPeer) read(ctx context.Context) {
 		audio, mark, clear, hangup, ex := p.d.out(p.t, m)
 		if ex != "" {
 			if extra := sameShape(m, example(p.t, p.d.pkg, ex), ""); len(extra) > 0 {
-				p.update(func() { p.bad = append(p.bad, truncate(string(b), 160)+" has fields "+strings.Join(extra, ", ")+" that "+ex+" has not") })
+				p.update(func() {
+					p.bad = append(p.bad, truncate(string(b), 160)+" has fields "+strings.Join(extra, ", ")+" that "+ex+" has not")
+				})
 			}
 		}
 		p.update(func() {
