@@ -160,7 +160,7 @@ func TestLinkContext(t *testing.T) {
 }
 
 func FuzzDecode(f *testing.F) {
-	suite.Fuzz(f, Codec{}, suite.Seeds(f, "uuid.bin", "dtmf.bin", "hangup.bin", "error.bin", "slin.bin", "slin16.bin")...)
+	suite.Fuzz(f, NewCodec(16000), suite.Seeds(f, "uuid.bin", "dtmf.bin", "hangup.bin", "error.bin", "slin.bin", "slin16.bin", "slin16_0x11.bin")...)
 }
 
 // TestSlin16Kinds: a 16 kHz stream takes slin16 as the AudioSocket page

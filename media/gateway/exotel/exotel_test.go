@@ -89,7 +89,7 @@ func TestConn(t *testing.T) {
 func TestStop(t *testing.T) { suite.RunStop(t, suite.Setup{Codec: Codec{}}) }
 
 func FuzzDecode(f *testing.F) {
-	suite.Fuzz(f, Codec{}, suite.Seeds(f, "connected.json", "start.json", "media.json", "dtmf.json", "mark.json", "stop.json", "clear.json", "mark_out.json")...)
+	suite.Fuzz(f, Codec{}, suite.Seeds(f, "connected.json", "start.json", "media.json", "dtmf.json", "mark.json", "stop.json", "clear.json", "mark_out.json", "start_numeric.json", "media_numeric.json", "start_no_format.json")...)
 }
 
 // TestDecodeTolerant: what Exotel's clients send beside what its page

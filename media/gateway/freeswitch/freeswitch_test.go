@@ -134,5 +134,5 @@ func TestFork(t *testing.T) {
 }
 
 func FuzzDecode(f *testing.F) {
-	suite.Fuzz(f, Codec{Fork: true}, suite.Testdata(f, "metadata.json"), suite.Testdata(f, "metadata.txt"), suite.Testdata(f, "stream_audio.json"))
+	suite.Fuzz(f, Codec{Fork: true}, suite.Testdata(f, "metadata.json"), suite.Testdata(f, "metadata.txt"), suite.Testdata(f, "stream_audio.json"), suite.Testdata(f, "fork_mark_playout.json"), suite.Testdata(f, "fork_mark.json"))
 }

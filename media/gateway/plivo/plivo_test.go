@@ -99,5 +99,5 @@ func TestConn(t *testing.T) {
 func TestStop(t *testing.T) { suite.RunStop(t, suite.Setup{Codec: Codec{}}) }
 
 func FuzzDecode(f *testing.F) {
-	suite.Fuzz(f, Codec{}, suite.Seeds(f, "start.json", "media.json", "dtmf.json", "playedStream.json", "clearedAudio.json", "playAudio.json", "checkpoint.json", "clearAudio.json")...)
+	suite.Fuzz(f, Codec{}, suite.Seeds(f, "start.json", "media.json", "dtmf.json", "playedStream.json", "clearedAudio.json", "playAudio.json", "checkpoint.json", "clearAudio.json", "played.json", "media_strings.json")...)
 }
