@@ -108,6 +108,11 @@ func (s *Server) routes() error {
 	if gc.Prompts == nil {
 		gc.Prompts = tc.Prompts
 	}
+	if gc.AudioSocketIdle == 0 {
+		// AudioSocket has no ping: its silence bound is the WebSocket
+		// heartbeat's (-ws-ping-interval + -ws-ping-timeout).
+		gc.AudioSocketIdle = s.cfg.Heartbeat.Bound()
+	}
 	for _, rt := range routeTable {
 		if rt.Dialect == "" || rt.Dialect == "twilio" {
 			continue
