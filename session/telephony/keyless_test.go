@@ -6,9 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/fallback/prompt"
+	"github.com/frontdoorhq/frontdoor/media/gateway/freeswitch"
 	"github.com/frontdoorhq/frontdoor/media/gateway/gatewaytest"
+	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 )
 
 // TestKeylessRefusal: on every dialect whose socket cannot carry keys
@@ -86,5 +90,56 @@ func TestSpokenMenuSentences(t *testing.T) {
 		if tc.spoken && strings.Contains(got, "Press") {
 			t.Errorf("a keyless menu names keys: %q", got)
 		}
+	}
+}
+
+// TestKeylessSpokenOffer: a FreeSWITCH caller (mod_audio_fork: no keys)
+// in conversation whose turn the model stage refuses hears the offer said
+// as words, not keys, answers "call me back" by voice (espeak-ng, heard by
+// pocketsphinx) and hears its callback booked to its number.
+func TestKeylessSpokenOffer(t *testing.T) {
+	k, hm := spokenMidcall(t)
+	k.logs.dumpOnFailure(t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the model saw %+v", hm.seen())
+		}
+	})
+	// At 16 kHz, which pocketsphinx hears best.
+	d := dialect{name: "freeswitch", path: "/v1/freeswitch?rate=16000", codec: freeswitch.Codec{Fork: true, SampleRate: 16000},
+		dial: &websocket.DialOptions{Subprotocols: []string{freeswitch.Subprotocol}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	k.fillModel()
+	g := k.gatewayFor(ctx, d, -1, map[string]string{"tenant": "acme", callerParam: "+15550163"})
+	rate := g.Start().Format.SampleRate
+	if err := g.SendPCM(ctx, sessiontest.Speech(t, "hello-8k.wav", rate)); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.SendPCM(ctx, silence(600*time.Millisecond, rate)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Wait(ctx, func(s gatewaytest.Snapshot) bool { return echoedPrefix(s.Echoed, "menu~") }); err != nil {
+		t.Fatalf("no spoken menu: %v (said %v)", err, k.saidOn(d.name))
+	}
+	if got := k.saidTextOn(d.name, "menu~"); got != spokenBoth {
+		t.Fatalf("menu %q, want %q", got, spokenBoth)
+	}
+	k.openModel()
+	if err := g.SendPCM(ctx, say(t, "Please call me back tomorrow morning.", rate)); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.SendPCM(ctx, silence(800*time.Millisecond, rate)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Wait(ctx, func(s gatewaytest.Snapshot) bool { return echoedPrefix(s.Echoed, "callback-queued~") }); err != nil {
+		t.Fatalf("no booking confirmed: %v (said %v)", err, k.saidOn(d.name))
+	}
+	cbs, err := k.svc.ListCallbacks(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cbs) != 1 || cbs[0].Number != "+15550163" || cbs[0].Status != fallback.StatusPending {
+		t.Fatalf("callbacks %+v", cbs)
 	}
 }
