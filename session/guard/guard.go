@@ -219,7 +219,7 @@ func (g *Guard) Handler(next http.Handler, l Side) http.Handler {
 		}
 		if isUpgrade(r) {
 			if p, ok := pickSubprotocol(r); !ok {
-				g.refuse(w, http.StatusBadRequest, "subprotocol", "unsupported_subprotocol", "offered subprotocols include none of "+ProtocolV1+" or "+TokenProtocolPrefix+"<token>")
+				g.refuse(w, http.StatusBadRequest, "subprotocol", "unsupported_subprotocol", "offered subprotocols include none this route accepts: "+acceptedSubprotocols(r.URL.Path))
 				return
 			} else if p != "" {
 				// coder/websocket keeps a Sec-WebSocket-Protocol already
