@@ -24,8 +24,14 @@ type firstSentence struct {
 	mean, dev time.Duration
 }
 
-// observe adds one turn's time from model admission to first sentence.
-func (f *firstSentence) observe(d time.Duration) {
+// observe adds one turn's time from model admission to first sentence,
+// counted at most as limit (the synthesis stage's max wait): a sentence
+// later than the whole budget is too late by any measure, and one model
+// that hung for a minute must not shut the stage for the turns after it.
+func (f *firstSentence) observe(d, limit time.Duration) {
+	if limit > 0 {
+		d = min(d, limit)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.n == 0 {
@@ -38,11 +44,17 @@ func (f *firstSentence) observe(d time.Duration) {
 	f.n++
 }
 
-// estimate is mean + 2 deviations, 0 before any turn was measured.
+// minSamples is how many turns are measured before the estimate is used:
+// a model's first replies (a cold start, a cache filling) say little of
+// its pace.
+const minSamples = 8
+
+// estimate is mean + 2 deviations, 0 before minSamples turns were
+// measured.
 func (f *firstSentence) estimate() time.Duration {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.n == 0 {
+	if f.n < minSamples {
 		return 0
 	}
 	return f.mean + 2*f.dev

@@ -20,15 +20,17 @@ func TestModelDeadline(t *testing.T) {
 		want     time.Duration // after born; 0: no deadline of its own
 	}{
 		{"nothing measured", nil, 0},
-		{"a fast model: a little less", []time.Duration{ms(100), ms(100)}, ms(1825)},
+		{"too few turns measured", []time.Duration{ms(1500), ms(1500), ms(1500)}, 0},
+		{"a fast model: a little less", []time.Duration{ms(100), ms(100), ms(100), ms(100), ms(100), ms(100), ms(100), ms(100)}, ms(1887)},
 		{"a steady 1.2 s", []time.Duration{ms(1200), ms(1200), ms(1200), ms(1200), ms(1200), ms(1200), ms(1200), ms(1200), ms(1200), ms(1200),
 			ms(1200), ms(1200), ms(1200), ms(1200), ms(1200), ms(1200), ms(1200), ms(1200), ms(1200), ms(1200)}, ms(800)},
-		{"slower than the whole budget", []time.Duration{ms(5000)}, minModelWait},
+		{"slower than the whole budget", []time.Duration{ms(5000), ms(5000), ms(5000), ms(5000), ms(5000), ms(5000), ms(5000), ms(5000)}, minModelWait},
+		{"one hung reply among fast ones", []time.Duration{ms(100), ms(100), ms(100), ms(100), ms(60000), ms(100), ms(100), ms(100), ms(100), ms(100), ms(100)}, ms(1361)},
 	}
 	for _, tt := range tests {
 		e := &Engine{cfg: Config{Model: stages.Limits{MaxAge: 2 * time.Second}, Synthesis: stages.Limits{MaxAge: 2 * time.Second}}}
 		for _, d := range tt.observed {
-			e.firstSentence.observe(d)
+			e.firstSentence.observe(d, e.cfg.Synthesis.MaxAge)
 		}
 		got := e.modelDeadline(born)
 		if tt.want == 0 {

@@ -232,7 +232,7 @@ func (c *Call) writeReply(ctx context.Context, t *turn, hist []backend.Message, 
 	first := func() { // the first sentence is complete: the model's pace
 		if !measured {
 			measured = true
-			c.s.firstSentence.observe(c.now().Sub(admitted))
+			c.s.firstSentence.observe(c.now().Sub(admitted), c.s.cfg.Synthesis.MaxAge)
 		}
 	}
 	bt := backend.Turn{Call: c.id, ID: t.id, Text: t.text, History: hist}
