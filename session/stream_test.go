@@ -229,21 +229,7 @@ func TestStreamedBargeInMidSentence(t *testing.T) {
 	model.write(t, q, " And")
 	a.Expect("audio_start")
 	sessiontest.WaitFor(t, "the sentence synthesized", func() bool { return r.Synth.Started() == 1 && r.Synth.Running() == 0 })
-	frames, steps := 0, 0
-	lead := r.Engine.cfg.PaceLead
-	const frame = 20 * time.Millisecond
-	for frames < 25 { // half of the sentence
-		if due := int((time.Duration(steps)*frame+lead)/frame) + 1; frames == due {
-			clock.Advance(frame)
-			steps++
-			continue
-		}
-		if m, err := a.Read(); err != nil {
-			t.Fatal(err)
-		} else if m.Type == "binary" {
-			frames++
-		}
-	}
+	readPaced(t, a, clock, r.Engine.cfg.PaceLead, 25) // half of the sentence
 	a.Send(map[string]any{"type": "barge_in"})
 	in := a.Expect("interrupted")
 	if in.Heard == nil || in.Heard.AudioMS != 500 || in.Heard.Text != "one two three four five" {
