@@ -376,3 +376,37 @@ func untilFrames(t *testing.T, a *sessiontest.Client, n int) {
 		return n == 0
 	})
 }
+
+// TestModelRefusalPromptedWithEstimate: once the model's first-sentence
+// pace is measured, model jobs carry a deadline of their own; a turn
+// refused or expired at the model still hears its prompt.
+func TestModelRefusalPromptedWithEstimate(t *testing.T) {
+	const q = "hold the slot"
+	clock := stagestest.NewClock(time.Unix(1_700_000_000, 0))
+	model := newScriptModel(q)
+	r := newRig(t, func(c *Config, _ *stub.Settings) {
+		c.Clock, c.ModelBackend = clock, model
+		c.Model = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 2 * time.Second}
+	})
+	for range minSamples {
+		r.Engine.firstSentence.observe(1500*time.Millisecond, r.Engine.cfg.Synthesis.MaxAge)
+	}
+	a := r.Admitted()
+	a.Send(map[string]any{"type": "turn", "id": "a1", "text": q})
+	a.Until(isDisp(StageModel, "admitted", 0))
+	b := r.Admitted()
+	b.Send(map[string]any{"type": "turn", "id": "b1", "text": "next."})
+	b.Until(isDisp(StageModel, "queued", 0))
+	// Useful to the model until born + 2 s - the estimate (about 1.5 s):
+	// it expires well before the stage's own 2 s.
+	clock.Advance(time.Second)
+	all := b.Until(sessiontest.IsType("turn_end"))
+	if end := all[len(all)-1]; end.Disposition != "expired" || end.Stage != StageModel {
+		t.Fatalf("turn_end %+v", end)
+	}
+	if p := sessiontest.LastOf(all, "prompt"); p.Text != PromptText(Refusal{Stage: StageModel, Disposition: stages.Expired}) {
+		t.Fatalf("prompt %q after %v", p.Text, sessiontest.Types(all))
+	}
+	close(model.scripts[q])
+	a.Until(sessiontest.IsType("turn_end"))
+}

@@ -148,8 +148,8 @@ func (s *Engine) backendOutcome(stage string, err error) {
 
 // admit offers job to st and waits while it is queued. Every disposition
 // reaches the caller; refusals and expiry also get the fallback's prompt,
-// except a later sentence of a reply the caller is hearing (a job with a
-// Deadline), whose prompt says the rest was lost (endPartial). A store that cannot take the work (its rotation to the
+// except a later sentence of a reply the caller is hearing (seg > 1 with
+// a Deadline), whose prompt says the rest was lost (endPartial). A store that cannot take the work (its rotation to the
 // turn's generation or the offer itself failed) refuses it closed, with
 // the prompt that says the service is unavailable: stale is only ever
 // said of a generation the caller really left. seg numbers a reply's
@@ -178,7 +178,10 @@ func (c *Call) admit(t *turn, st *stage, job stages.Job, seg int) (stages.Dispos
 		d, _ = tk.Result()
 	}
 	c.sendDisposition(t, st.name, seg, d, 0, "")
-	if d.Refusal() && job.Deadline.IsZero() {
+	// A later sentence of a reply the caller is hearing has its prompt
+	// said by endPartial, once the audio before it has played.
+	hearing := seg > 1 && !job.Deadline.IsZero()
+	if d.Refusal() && !hearing {
 		c.s.cfg.Fallback.Refused(c.ctx, Refusal{Call: c.id, Turn: t.id, Stage: st.name, Disposition: d}, c)
 	}
 	if d != stages.Admitted {
