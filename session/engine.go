@@ -200,6 +200,9 @@ func New(cfg Config) (*Engine, error) {
 	s := &Engine{cfg: cfg, log: cfg.Logger, reg: cfg.Registry, calls: map[*Call]struct{}{}, byName: map[string]int{}}
 	s.m = newMetrics(s.reg)
 	s.obs = newObserver(cfg.TracerProvider, s.reg)
+	s.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "frontdoor_model_first_sentence_seconds",
+		Help: "The model's measured time from admission to a reply's first sentence (mean + 2 deviations; 0 until 8 turns were measured): the model stage admits a turn only until its Born + the synthesis max wait - this."},
+		func() float64 { return s.firstSentence.estimate().Seconds() }))
 	var err error
 	mk := func(name string, idx int, l stages.Limits) *stage {
 		if err != nil {

@@ -391,6 +391,9 @@ func TestModelRefusalPromptedWithEstimate(t *testing.T) {
 	for range minSamples {
 		r.Engine.firstSentence.observe(1500*time.Millisecond, r.Engine.cfg.Synthesis.MaxAge)
 	}
+	if est := r.Counter("frontdoor_model_first_sentence_seconds"); est < 1.5 || est > 2 {
+		t.Fatalf("the estimate on /metrics: %v s", est)
+	}
 	a := r.Admitted()
 	a.Send(map[string]any{"type": "turn", "id": "a1", "text": q})
 	a.Until(isDisp(StageModel, "admitted", 0))
