@@ -12,6 +12,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/guard"
 	"github.com/frontdoorhq/frontdoor/session/server"
 )
@@ -31,6 +32,9 @@ type guardWiring struct {
 	// take a callback or a handoff.
 	overloadHTTP bool
 	limits       *callerLimits // serve_limits.go
+	// tenants are the tenant caps the guard (before the upgrade) and the
+	// engine (at every call's and turn's start, on every transport) share.
+	tenants session.TenantLimits
 }
 
 func newGuardWiring(fs *flag.FlagSet) *guardWiring {
@@ -55,6 +59,9 @@ func (w *guardWiring) prepare(set *serveSettings, log *slog.Logger, lookup func(
 	if w.calls, err = w.set.CallTokens(lookup); err != nil {
 		return err
 	}
+	cfg := w.set.Config(auth)
+	w.tenants = session.NewLocalTenants(cfg.TenantCaps(), cfg.MaxTenants, nil)
+	w.limits.tenants = w.tenants
 	if auth != nil && set.media.twilio.AuthToken == "" && !w.set.RequireCallToken {
 		log.Warn("-auth "+w.set.Auth+" leaves /v1/twilio open: anyone may stream a call there; set -twilio-auth-token (and -twilio-public-url) or -call-token-required",
 			"call_tokens", w.calls != nil)
@@ -125,6 +132,7 @@ func (w *guardWiring) serve(ln net.Listener, srv *server.Server, reg *prometheus
 	cfg.Logger = log
 	cfg.Registry = reg
 	cfg.CallTokens = w.calls
+	cfg.Tenants = w.tenants
 	// The engine's clock, which serve gives the backends too: pacing,
 	// call-token expiry and JWT exp/nbf read the one clock of the server.
 	cfg.Clock = srv.Engine.Clock()

@@ -102,30 +102,70 @@ func (ct *CallTokens) Mint(tenant string, ttl time.Duration) (string, error) {
 // Redeem checks a token and spends it: it returns the tenant the first time
 // a valid, unexpired token is presented, and ErrCallTokenReplayed after.
 func (ct *CallTokens) Redeem(tok string) (tenant string, err error) {
+	c, err := ct.Check(tok)
+	if err != nil {
+		return "", err
+	}
+	if err := c.Spend(); err != nil {
+		return "", err
+	}
+	return c.Tenant, nil
+}
+
+// CallToken is a checked call token, not yet spent.
+type CallToken struct {
+	Tenant string
+	ct     *CallTokens
+	nonce  string
+	exp    time.Time
+}
+
+// Check verifies a token without spending it: its signature, its expiry and
+// that it has not been spent. The guard checks a stream's token before
+// anything else and spends it only for the upgrade it admits (Spend), so
+// that a refused attempt (tenant full, overloaded) or a request without
+// the upgrade leaves it usable until it expires.
+func (ct *CallTokens) Check(tok string) (CallToken, error) {
 	payload, sig, ok := strings.Cut(tok, ".")
 	if !ok || len(tok) > 1024 || !hmac.Equal([]byte(sig), []byte(ct.sign(payload))) {
-		return "", ErrCallToken
+		return CallToken{}, ErrCallToken
 	}
 	b, err := base64.RawURLEncoding.DecodeString(payload)
 	if err != nil {
-		return "", ErrCallToken
+		return CallToken{}, ErrCallToken
 	}
 	var c callClaims
 	if err := json.Unmarshal(b, &c); err != nil || c.Nonce == "" || checkTenant(c.Tenant) != nil {
-		return "", ErrCallToken
+		return CallToken{}, ErrCallToken
 	}
-	now := ct.now()
 	exp := time.Unix(c.Exp, 0)
-	if !now.Before(exp) {
-		return "", ErrCallTokenExpired
+	if !ct.now().Before(exp) {
+		return CallToken{}, ErrCallTokenExpired
+	}
+	ct.mu.Lock()
+	_, seen := ct.used[c.Nonce]
+	ct.mu.Unlock()
+	if seen {
+		return CallToken{}, ErrCallTokenReplayed
+	}
+	return CallToken{Tenant: c.Tenant, ct: ct, nonce: c.Nonce, exp: exp}, nil
+}
+
+// Spend uses the token up: the first Spend of a token succeeds, every later
+// one (of this token however presented) returns ErrCallTokenReplayed.
+func (t CallToken) Spend() error {
+	ct := t.ct
+	now := ct.now()
+	if !now.Before(t.exp) {
+		return ErrCallTokenExpired
 	}
 	ct.mu.Lock()
 	defer ct.mu.Unlock()
 	if ct.used == nil {
 		ct.used = map[string]time.Time{}
 	}
-	if _, seen := ct.used[c.Nonce]; seen {
-		return "", ErrCallTokenReplayed
+	if _, seen := ct.used[t.nonce]; seen {
+		return ErrCallTokenReplayed
 	}
 	max := ct.MaxUsed
 	if max <= 0 {
@@ -138,38 +178,46 @@ func (ct *CallTokens) Redeem(tok string) (tenant string, err error) {
 			}
 		}
 		if len(ct.used) >= max {
-			return "", ErrCallTokenBusy
+			return ErrCallTokenBusy
 		}
 	}
-	ct.used[c.Nonce] = exp
-	return c.Tenant, nil
+	ct.used[t.nonce] = t.exp
+	return nil
 }
 
 // callTenant is the tenant of a telephony stream request, from the call
-// token in its path. Without a token the call has no tenant (no tenant
+// token in its path, and the token to spend if the guard admits the
+// upgrade (nil: none). Without a token the call has no tenant (no tenant
 // caps), unless RequireCallToken refuses it.
-func (g *Guard) callTenant(r *http.Request) (tenant string, status int, code string, err error) {
-	tok, _ := strings.CutPrefix(strings.TrimPrefix(r.URL.Path, "/v1/twilio"), "/")
+func (g *Guard) callTenant(r *http.Request) (tenant string, tok *CallToken, status int, code string, err error) {
+	raw, _ := strings.CutPrefix(strings.TrimPrefix(r.URL.Path, "/v1/twilio"), "/")
 	switch {
-	case tok == "" && g.cfg.RequireCallToken:
-		return "", http.StatusForbidden, "call_token_required", ErrCallTokenRequired
-	case tok == "":
-		return "", 0, "", nil
+	case raw == "" && g.cfg.RequireCallToken:
+		return "", nil, http.StatusForbidden, "call_token_required", ErrCallTokenRequired
+	case raw == "":
+		return "", nil, 0, "", nil
 	case g.cfg.CallTokens == nil:
-		return "", http.StatusForbidden, "bad_call_token", fmt.Errorf("%w: call tokens are not configured", ErrCallToken)
+		return "", nil, http.StatusForbidden, "bad_call_token", fmt.Errorf("%w: call tokens are not configured", ErrCallToken)
 	}
-	tenant, err = g.cfg.CallTokens.Redeem(tok)
+	c, err := g.cfg.CallTokens.Check(raw)
+	if err != nil {
+		status, code := callTokenRefusal(err)
+		return "", nil, status, code, err
+	}
+	return c.Tenant, &c, 0, "", nil
+}
+
+// callTokenRefusal is the answer to a token refused with err.
+func callTokenRefusal(err error) (status int, code string) {
 	switch {
-	case err == nil:
-		return tenant, 0, "", nil
 	case errors.Is(err, ErrCallTokenExpired):
-		return "", http.StatusForbidden, "call_token_expired", err
+		return http.StatusForbidden, "call_token_expired"
 	case errors.Is(err, ErrCallTokenReplayed):
-		return "", http.StatusForbidden, "call_token_replayed", err
+		return http.StatusForbidden, "call_token_replayed"
 	case errors.Is(err, ErrCallTokenBusy):
-		return "", http.StatusServiceUnavailable, "overloaded", err
+		return http.StatusServiceUnavailable, "overloaded"
 	}
-	return "", http.StatusForbidden, "bad_call_token", err
+	return http.StatusForbidden, "bad_call_token"
 }
 
 // DefaultCallTokenTTL is the life of a minted call token when none is asked
