@@ -99,7 +99,8 @@ func TestSecurityCallTokens(t *testing.T) {
 	waitFor(t, 5*time.Second, "two phone calls", func() bool { return calls() == 2 })
 	// A third phone call of acme, naming another tenant in its parameters:
 	// 429.
-	if _, st, code := twilioStream(t, p, authToken, public, "/v1/twilio/"+mintToken(t, env, "acme"), "beta"); st != 429 || code != "rate_limited" {
+	tok3 := mintToken(t, env, "acme")
+	if _, st, code := twilioStream(t, p, authToken, public, "/v1/twilio/"+tok3, "beta"); st != 429 || code != "rate_limited" {
 		t.Fatalf("acme's third call: %d %q, want 429 rate_limited", st, code)
 	}
 	// The same cap on the native transport: acme's WebSocket caller 429,
@@ -133,8 +134,16 @@ func TestSecurityCallTokens(t *testing.T) {
 	if _, st, code := twilioStream(t, p, authToken, public+"/other", gamma, ""); st != 403 || code != "twilio_signature" {
 		t.Errorf("signature over another URL: %d %q, want 403 twilio_signature", st, code)
 	}
+	// A signed GET without the upgrade (426) does not spend it either.
+	req, _ := http.NewRequest("GET", p.url(gamma), nil)
+	req.Header.Set("X-Twilio-Signature", twilio.Signature(authToken, public+strings.TrimPrefix(gamma, "/v1/twilio"), nil))
+	if resp, err := http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	} else if resp.Body.Close(); resp.StatusCode != http.StatusUpgradeRequired {
+		t.Errorf("a GET without the upgrade: %d, want 426", resp.StatusCode)
+	}
 	if _, st, code := twilioStream(t, p, authToken, public, gamma, ""); st != 101 {
-		t.Errorf("the token after an unsigned attempt: %d %q, want it unspent", st, code)
+		t.Errorf("the token after an unsigned attempt and a GET: %d %q, want it unspent", st, code)
 	}
 
 	// acme's call ends: its place is back, and a token minted by the
@@ -160,8 +169,16 @@ func TestSecurityCallTokens(t *testing.T) {
 	if st != 200 || path == "" {
 		t.Fatalf("POST %s: %d %q", guard.CallTokenPath, st, path)
 	}
-	if _, st, code := twilioStream(t, p, authToken, public, path, ""); st != 101 {
+	minted, st, code := twilioStream(t, p, authToken, public, path, "")
+	if st != 101 {
 		t.Fatalf("acme's call with a server-minted token: %d %s", st, code)
+	}
+	// The token refused 429 above was not spent by its refusal: once acme
+	// has room again, it admits the retry.
+	minted.CloseNow()
+	waitFor(t, 5*time.Second, "the server-minted call to end", func() bool { return calls() == 3 })
+	if _, st, code := twilioStream(t, p, authToken, public, "/v1/twilio/"+tok3, ""); st != 101 {
+		t.Fatalf("the retry of the call refused 429: %d %q, want its token unspent", st, code)
 	}
 }
 
