@@ -74,7 +74,7 @@ func TestSecurityCallTokens(t *testing.T) {
 	const authToken = "twilio-auth-token-for-tests-0002"
 	const public = "wss://frontdoor.example/v1/twilio"
 	p := startServe(t, env, "-auth", "jwt", "-jwt-secret-env", "FD_JWT", "-call-token-secret-env", "FD_CALL_SECRET",
-		"-call-token-required", "-tenant-sessions", "2", "-twilio-auth-token", authToken, "-twilio-public-url", public)
+		"-call-token-required", "-allow-open-gateways", "-tenant-sessions", "2", "-twilio-auth-token", authToken, "-twilio-public-url", public)
 	j := &guard.JWT{Secret: []byte(jwtSecret)}
 	jwtFor := func(tenant, role string) string {
 		s, err := j.Sign(guard.Claims{Tenant: tenant, Roles: []string{role},
@@ -182,20 +182,56 @@ func TestSecurityCallTokens(t *testing.T) {
 	}
 }
 
-// TestSecurityTelephonyOpenWarning: -auth jwt with neither
-// -twilio-auth-token nor -call-token-required warns at start that
-// /v1/twilio is open.
-func TestSecurityTelephonyOpenWarning(t *testing.T) {
-	p := startServe(t, []string{"FD_JWT=" + strings.Repeat("jwt-secret-", 4)}, "-auth", "jwt", "-jwt-secret-env", "FD_JWT")
-	deadline := time.After(5 * time.Second)
-	for {
-		select {
-		case m := <-p.logs:
-			if msg, _ := m["msg"].(string); m["level"] == "WARN" && strings.Contains(msg, "leaves /v1/twilio open") {
+// TestSecurityOpenGateways: with -auth jwt, serve refuses to start while a
+// gateway route admits calls from anyone, naming each route and the flag
+// that closes it; -allow-open-gateways starts it with a warning, and so do
+// the routes' credentials.
+func TestSecurityOpenGateways(t *testing.T) {
+	env := []string{"FD_JWT=" + strings.Repeat("jwt-secret-", 4), "FD_GW=" + strings.Repeat("gw-", 8)}
+	jwtArgs := []string{"-auth", "jwt", "-jwt-secret-env", "FD_JWT"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		open []string // routes named in the refusal; none: it starts
+	}{
+		{"all open", nil, []string{"/v1/twilio", "/v1/plivo", "-gateway-token-env"}},
+		{"gateways open", []string{"-call-token-required"}, []string{"/v1/plivo"}},
+		{"twilio open", []string{"-gateway-token-env", "FD_GW"}, []string{"/v1/twilio"}},
+		{"public audiosocket", []string{"-call-token-required", "-gateway-token-env", "FD_GW", "-audiosocket-listen", "0.0.0.0:0"}, []string{"AudioSocket"}},
+		{"closed", []string{"-call-token-required", "-gateway-token-env", "FD_GW", "-audiosocket-listen", "127.0.0.1:0"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append(append([]string{}, jwtArgs...), tc.args...)
+			if tc.open == nil {
+				startServe(t, env, args...)
 				return
 			}
-		case <-deadline:
-			t.Fatal("no warning that /v1/twilio is open under -auth jwt")
-		}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, buildOnce(t), append([]string{"serve", "-listen", "127.0.0.1:0", "-data-dir", t.TempDir()}, args...)...)
+			cmd.Env = append(os.Environ(), env...)
+			out, err := cmd.CombinedOutput()
+			if err == nil || ctx.Err() != nil {
+				t.Fatalf("serve with open gateway routes: %v, want it to refuse to start", err)
+			}
+			for _, want := range append(tc.open, "-allow-open-gateways") {
+				if !strings.Contains(string(out), want) {
+					t.Errorf("the refusal does not name %q:\n%s", want, out)
+				}
+			}
+			// The explicit flag starts it, with a warning naming the routes.
+			p := startServe(t, env, append(args, "-allow-open-gateways")...)
+			deadline := time.After(5 * time.Second)
+			for {
+				select {
+				case m := <-p.logs:
+					if msg, _ := m["msg"].(string); m["level"] == "WARN" && strings.Contains(msg, "-allow-open-gateways") {
+						return
+					}
+				case <-deadline:
+					t.Fatal("no warning that gateway routes are open")
+				}
+			}
+		})
 	}
 }

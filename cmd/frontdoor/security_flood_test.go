@@ -115,7 +115,7 @@ func (f *flood) run(stop <-chan struct{}) {
 // 401s end their connections, and past the per-address caps it gets 429.
 func TestSecurityFloodFromOneAddress(t *testing.T) {
 	secret := strings.Repeat("fl00d-", 7)
-	p := startServe(t, []string{"FD_TEST_SECRET=" + secret}, "-auth", "jwt", "-jwt-secret-env", "FD_TEST_SECRET")
+	p := startServe(t, []string{"FD_TEST_SECRET=" + secret}, "-auth", "jwt", "-jwt-secret-env", "FD_TEST_SECRET", "-allow-open-gateways")
 	j := &guard.JWT{Secret: []byte(secret)}
 	tok, err := j.Sign(guard.Claims{Tenant: "acme", Roles: []string{"caller"},
 		RegisteredClaims: jwt.RegisteredClaims{ExpiresAt: jwt.NewNumericDate(time.Now().Add(time.Hour))}})

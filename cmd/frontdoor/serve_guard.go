@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,6 +16,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/guard"
 	"github.com/frontdoorhq/frontdoor/session/server"
+	"github.com/frontdoorhq/frontdoor/session/telephony"
 )
 
 // guardWiring puts package guard in front of frontdoor serve: its flags,
@@ -32,6 +34,9 @@ type guardWiring struct {
 	// take a callback or a handoff.
 	overloadHTTP bool
 	limits       *callerLimits // serve_limits.go
+	// allowOpenGateways lets serve start with authentication on and a
+	// gateway route that proves nothing (openGateways).
+	allowOpenGateways bool
 	// tenants are the tenant caps the guard (before the upgrade) and the
 	// engine (at every call's and turn's start, on every transport) share.
 	tenants session.TenantLimits
@@ -41,6 +46,7 @@ func newGuardWiring(fs *flag.FlagSet) *guardWiring {
 	w := &guardWiring{set: guard.DefaultSettings()}
 	w.set.Flags(fs)
 	w.limits = callerLimitFlags(fs)
+	fs.BoolVar(&w.allowOpenGateways, "allow-open-gateways", false, "with -auth apikey or jwt, start even though a gateway route admits calls from anyone: /v1/twilio without -twilio-auth-token or -call-token-required, the other gateway routes without -gateway-token-env, -audiosocket-listen on a public address (default: refuse to start)")
 	fs.BoolVar(&w.overloadHTTP, "overload-http", false, "answer a new caller 503 with Retry-After before the upgrade when the session stage is full (default: refuse over the protocol with a prompt and a callback or handoff offer)")
 	return w
 }
@@ -62,9 +68,11 @@ func (w *guardWiring) prepare(set *serveSettings, log *slog.Logger, lookup func(
 	cfg := w.set.Config(auth)
 	w.tenants = session.NewLocalTenants(cfg.TenantCaps(), cfg.MaxTenants, nil)
 	w.limits.tenants = w.tenants
-	if auth != nil && set.media.twilio.AuthToken == "" && !w.set.RequireCallToken {
-		log.Warn("-auth "+w.set.Auth+" leaves /v1/twilio open: anyone may stream a call there; set -twilio-auth-token (and -twilio-public-url) or -call-token-required",
-			"call_tokens", w.calls != nil)
+	if open := openGateways(set, w.set.RequireCallToken); auth != nil && len(open) > 0 {
+		if !w.allowOpenGateways {
+			return usageError{fmt.Errorf("%w: %s", errOpenGateways, strings.Join(open, "; "))}
+		}
+		log.Warn("-auth "+w.set.Auth+" with -allow-open-gateways: anyone may call through these routes", "open", open)
 	}
 	for _, l := range []*struct {
 		name string
@@ -91,6 +99,30 @@ func (w *guardWiring) prepare(set *serveSettings, log *slog.Logger, lookup func(
 		"max_conns_per_addr", w.set.Server.MaxConnsPerAddr, "max_handshakes_per_addr", w.set.Server.MaxHandshakesPerAddr,
 		"trusted_proxies", w.set.TrustedProxies, "call_tokens", w.calls != nil, "call_token_required", w.set.RequireCallToken)
 	return nil
+}
+
+// errOpenGateways refuses to start with authentication on and a gateway
+// route that admits calls before anyone has proved anything: each such
+// stream would take a session slot that authenticated callers need.
+var errOpenGateways = errors.New("-auth leaves gateway routes open to anyone (set their credentials, or -allow-open-gateways to accept it)")
+
+// openGateways names the gateway routes that admit a call without proof
+// of the gateway: a signature, a call token or the gateway token.
+func openGateways(set *serveSettings, callTokenRequired bool) []string {
+	var open []string
+	if set.media.twilio.AuthToken == "" && !callTokenRequired {
+		open = append(open, "/v1/twilio (-twilio-auth-token with -twilio-public-url, or -call-token-required)")
+	}
+	if set.gateway.tokenEnv == "" {
+		open = append(open, "/v1/"+strings.Join(telephony.GatewayDialects, ", /v1/")+" (-gateway-token-env)")
+	}
+	if a := set.gateway.audioListen; a != "" {
+		host, _, _ := net.SplitHostPort(a)
+		if ip := net.ParseIP(host); ip == nil || !(ip.IsLoopback() || ip.IsPrivate()) {
+			open = append(open, "AudioSocket on "+a+" (it has no authentication: listen on a loopback or private address)")
+		}
+	}
+	return open
 }
 
 func isLoopback(host string) bool {
