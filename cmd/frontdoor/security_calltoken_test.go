@@ -187,8 +187,8 @@ func TestSecurityCallTokens(t *testing.T) {
 // that closes it; -allow-open-gateways starts it with a warning, and so do
 // the routes' credentials.
 func TestSecurityOpenGateways(t *testing.T) {
-	env := []string{"FD_JWT=" + strings.Repeat("jwt-secret-", 4), "FD_GW=" + strings.Repeat("gw-", 8)}
-	jwtArgs := []string{"-auth", "jwt", "-jwt-secret-env", "FD_JWT"}
+	env := []string{"FD_JWT=" + strings.Repeat("jwt-secret-", 4), "FD_GW=" + strings.Repeat("gw-", 8), "FD_CALL_SECRET=" + strings.Repeat("call-secret-", 4)}
+	jwtArgs := []string{"-auth", "jwt", "-jwt-secret-env", "FD_JWT", "-call-token-secret-env", "FD_CALL_SECRET"}
 	for _, tc := range []struct {
 		name string
 		args []string
