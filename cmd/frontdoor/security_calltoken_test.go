@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -233,5 +236,98 @@ func TestSecurityOpenGateways(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSecurityGatewayIdentity: with -auth jwt and every gateway route
+// closed by its credentials, 100 gateway streams from one address without
+// the gateway token (half send a start without it, half send nothing)
+// hold no session slot: the session stage is offered none of them. 10 of
+// 10 callers with valid JWTs from another address are admitted meanwhile,
+// and a gateway stream with the token is admitted too.
+func TestSecurityGatewayIdentity(t *testing.T) {
+	jwtSecret := strings.Repeat("jwt-secret-", 4)
+	const gwToken = "gateway-token-for-identity-test"
+	env := []string{"FD_JWT=" + jwtSecret, "FD_GW=" + gwToken, "FD_CALL_SECRET=" + strings.Repeat("call-secret-", 4)}
+	p := startServe(t, env, "-auth", "jwt", "-jwt-secret-env", "FD_JWT", "-call-token-secret-env", "FD_CALL_SECRET",
+		"-call-token-required", "-gateway-token-env", "FD_GW", "-session-slots", "12", "-tenant-sessions", "20")
+	j := &guard.JWT{Secret: []byte(jwtSecret)}
+	jwtFor := func(tenant, role string) string {
+		s, err := j.Sign(guard.Claims{Tenant: tenant, Roles: []string{role},
+			RegisteredClaims: jwt.RegisteredClaims{ExpiresAt: jwt.NewNumericDate(time.Now().Add(time.Hour))}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	ops := jwtFor("ops", "operator")
+	session := func() map[string]any { return stagesView(t, "http://"+p.addr, ops)["session"] }
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	// The flood: 100 streams on /v1/plivo from 127.0.0.2, none with the
+	// token. Those past the address's caps are refused at once; the rest
+	// are closed at their start, or held without a slot until the start
+	// timeout.
+	attacker := fromAddr("127.0.0.2")
+	var (
+		wg                sync.WaitGroup
+		opened, refused   atomic.Int64
+		closedWithoutSlot atomic.Int64
+	)
+	for i := range 100 {
+		wg.Go(func() {
+			c, _, err := websocket.Dial(ctx, p.ws("/v1/plivo"), &websocket.DialOptions{HTTPClient: attacker})
+			if err != nil {
+				refused.Add(1)
+				return
+			}
+			opened.Add(1)
+			t.Cleanup(func() { c.CloseNow() })
+			if i%2 == 0 {
+				start := `{"event":"start","sequenceNumber":1,"start":{"callId":"c` + fmt.Sprint(i) + `","streamId":"s` + fmt.Sprint(i) +
+					`","accountId":"a","tracks":["inbound"],"mediaFormat":{"encoding":"audio/x-mulaw","sampleRate":8000}},"extra_headers":"{}"}`
+				_ = c.Write(ctx, websocket.MessageText, []byte(start))
+				if _, _, err := c.Read(ctx); websocket.CloseStatus(err) == websocket.StatusPolicyViolation {
+					closedWithoutSlot.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("flood: %d streams opened, %d refused at the door, %d closed at their start (1008)", opened.Load(), refused.Load(), closedWithoutSlot.Load())
+	if opened.Load() == 0 || closedWithoutSlot.Load() == 0 {
+		t.Fatalf("the flood never reached the gateway route (%d opened, %d closed at start)", opened.Load(), closedWithoutSlot.Load())
+	}
+
+	// Ten callers with valid tokens, from another address: all admitted,
+	// while the flood's silent streams are still open.
+	caller := fromAddr("127.0.0.3")
+	for i := range 10 {
+		c, _, err := websocket.Dial(ctx, p.ws("/v1/session"), &websocket.DialOptions{HTTPClient: caller, HTTPHeader: bearer(jwtFor(fmt.Sprintf("t%d", i), "caller"))})
+		if err != nil {
+			t.Fatalf("caller %d: %v", i, err)
+		}
+		t.Cleanup(func() { c.CloseNow() })
+		if m := next(t, c, "session"); m.Disposition != "admitted" {
+			t.Fatalf("caller %d: %q, want admitted", i, m.Disposition)
+		}
+	}
+	// A gateway that proves itself gets a slot.
+	h := http.Header{"Authorization": {"Bearer " + gwToken}}
+	gw, _, err := websocket.Dial(ctx, p.ws("/v1/plivo"), &websocket.DialOptions{HTTPClient: fromAddr("127.0.0.4"), HTTPHeader: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gw.CloseNow()
+	start := `{"event":"start","sequenceNumber":1,"start":{"callId":"ok","streamId":"ok","accountId":"a","tracks":["inbound"],` +
+		`"mediaFormat":{"encoding":"audio/x-mulaw","sampleRate":8000}},"extra_headers":"{}"}`
+	if err := gw.Write(ctx, websocket.MessageText, []byte(start)); err != nil {
+		t.Fatal(err)
+	}
+	gw.CloseRead(context.Background())
+	waitFor(t, 5*time.Second, "the authenticated gateway's call admitted", func() bool { return num(session(), "leased") == 11 })
+	if offered := num(ledger(session()), "offered"); offered != 11 {
+		t.Fatalf("the session stage was offered %v calls, want the 11 authenticated (none of the flood's)", offered)
 	}
 }
