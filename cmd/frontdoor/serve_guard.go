@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,6 +35,9 @@ type guardWiring struct {
 	// take a callback or a handoff.
 	overloadHTTP bool
 	limits       *callerLimits // serve_limits.go
+	// healthListen serves /healthz and /readyz alone on a listener of
+	// their own, which no caller's flood on the public one can reach.
+	healthListen string
 	// allowOpenGateways lets serve start with authentication on and a
 	// gateway route that proves nothing (openGateways).
 	allowOpenGateways bool
@@ -46,6 +50,7 @@ func newGuardWiring(fs *flag.FlagSet) *guardWiring {
 	w := &guardWiring{set: guard.DefaultSettings()}
 	w.set.Flags(fs)
 	w.limits = callerLimitFlags(fs)
+	fs.StringVar(&w.healthListen, "health-listen", "", "also serve /healthz and /readyz (nothing else) on this address, with connection caps of its own: health checks there keep answering whatever floods the public listener (unset: none)")
 	fs.BoolVar(&w.allowOpenGateways, "allow-open-gateways", false, "with -auth apikey or jwt, start even though a gateway route admits calls from anyone: /v1/twilio without -twilio-auth-token or -call-token-required, the other gateway routes without -gateway-token-env, -audiosocket-listen on a public address (default: refuse to start)")
 	fs.BoolVar(&w.overloadHTTP, "overload-http", false, "answer a new caller 503 with Retry-After before the upgrade when the session stage is full (default: refuse over the protocol with a prompt and a callback or handoff offer)")
 	return w
@@ -141,6 +146,25 @@ func (w *guardWiring) agentAccept() *websocket.AcceptOptions {
 	return &websocket.AcceptOptions{OriginPatterns: w.set.Origins()}
 }
 
+// healthLimits are the health listener's: its own few connections, each
+// answered and closed promptly, none shared with callers.
+var healthLimits = guard.ServerLimits{
+	ReadHeaderTimeout: 2 * time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second,
+	IdleTimeout: 10 * time.Second, MaxHeaderBytes: 4 << 10, MaxConns: 64, MaxConnsPerAddr: 16, MaxHandshakesPerAddr: 8,
+	ConnIdle: 10 * time.Second,
+}
+
+// healthOnly serves h's /healthz and /readyz, and 404 for anything else.
+func healthOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
+			http.NotFound(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
 // guardServers are the running HTTP server(s).
 type guardServers struct{ servers []*http.Server }
 
@@ -183,6 +207,14 @@ func (w *guardWiring) serve(ln net.Listener, srv *server.Server, reg *prometheus
 		}
 		ps = append(ps, pair{lims.Listen(oln), lims.NewServer(g.Handler(srv.Handler(), guard.Operator), log)})
 		log.Info("operator listening", "addr", oln.Addr().String())
+	}
+	if w.healthListen != "" {
+		hln, err := net.Listen("tcp", w.healthListen)
+		if err != nil {
+			return nil, nil, fmt.Errorf("-health-listen: %w", err)
+		}
+		ps = append(ps, pair{healthLimits.Listen(hln), healthLimits.NewServer(healthOnly(srv.Handler()), log)})
+		log.Info("health listening", "addr", hln.Addr().String())
 	}
 	served := make(chan error, len(ps))
 	gs := &guardServers{}
