@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -41,9 +42,9 @@ const MaxCallTokenTTL = time.Hour
 // the call counts against that tenant. The gateway's own parameters
 // (customParameters) are not signed and never name a tenant.
 //
-// Tokens used are remembered until they expire, in this process only: a
-// fleet of N replicas would accept one token up to N times within its life
-// (keep it short; the Twilio signature still applies).
+// Tokens used are remembered until they expire: in this process, or with
+// Used in the fleet's store, so that one token is accepted once by the
+// whole fleet.
 type CallTokens struct {
 	Secret []byte
 	// Clock tells the time tokens are minted and redeemed at (nil:
@@ -52,9 +53,23 @@ type CallTokens struct {
 	Clock stages.Clock
 	// MaxUsed bounds the used tokens remembered (0: 100000).
 	MaxUsed int
+	// Used, when set, remembers spent tokens instead of this process (in
+	// fleet mode, the store: stages/redisstage.UsedTokens), so that a
+	// token is single-use across every replica. An error from it refuses
+	// the call (503), never lets the token through twice.
+	Used UsedTokens
 
 	mu   sync.Mutex
 	used map[string]time.Time // nonce -> expiry
+}
+
+// UsedTokens remembers spent call tokens outside the process.
+type UsedTokens interface {
+	// Used reports whether nonce has been spent.
+	Used(ctx context.Context, nonce string) (bool, error)
+	// Spend marks nonce spent until exp; fresh is false when it already
+	// was.
+	Spend(ctx context.Context, nonce string, exp time.Time) (fresh bool, err error)
 }
 
 type callClaims struct {
@@ -102,11 +117,12 @@ func (ct *CallTokens) Mint(tenant string, ttl time.Duration) (string, error) {
 // Redeem checks a token and spends it: it returns the tenant the first time
 // a valid, unexpired token is presented, and ErrCallTokenReplayed after.
 func (ct *CallTokens) Redeem(tok string) (tenant string, err error) {
-	c, err := ct.Check(tok)
+	ctx := context.Background()
+	c, err := ct.Check(ctx, tok)
 	if err != nil {
 		return "", err
 	}
-	if err := c.Spend(); err != nil {
+	if err := c.Spend(ctx); err != nil {
 		return "", err
 	}
 	return c.Tenant, nil
@@ -125,7 +141,7 @@ type CallToken struct {
 // anything else and spends it only for the upgrade it admits (Spend), so
 // that a refused attempt (tenant full, overloaded) or a request without
 // the upgrade leaves it usable until it expires.
-func (ct *CallTokens) Check(tok string) (CallToken, error) {
+func (ct *CallTokens) Check(ctx context.Context, tok string) (CallToken, error) {
 	payload, sig, ok := strings.Cut(tok, ".")
 	if !ok || len(tok) > 1024 || !hmac.Equal([]byte(sig), []byte(ct.sign(payload))) {
 		return CallToken{}, ErrCallToken
@@ -142,9 +158,16 @@ func (ct *CallTokens) Check(tok string) (CallToken, error) {
 	if !ct.now().Before(exp) {
 		return CallToken{}, ErrCallTokenExpired
 	}
-	ct.mu.Lock()
-	_, seen := ct.used[c.Nonce]
-	ct.mu.Unlock()
+	var seen bool
+	if ct.Used != nil {
+		if seen, err = ct.Used.Used(ctx, c.Nonce); err != nil {
+			return CallToken{}, fmt.Errorf("%w: %w", ErrCallTokenBusy, err)
+		}
+	} else {
+		ct.mu.Lock()
+		_, seen = ct.used[c.Nonce]
+		ct.mu.Unlock()
+	}
 	if seen {
 		return CallToken{}, ErrCallTokenReplayed
 	}
@@ -153,11 +176,21 @@ func (ct *CallTokens) Check(tok string) (CallToken, error) {
 
 // Spend uses the token up: the first Spend of a token succeeds, every later
 // one (of this token however presented) returns ErrCallTokenReplayed.
-func (t CallToken) Spend() error {
+func (t CallToken) Spend(ctx context.Context) error {
 	ct := t.ct
 	now := ct.now()
 	if !now.Before(t.exp) {
 		return ErrCallTokenExpired
+	}
+	if ct.Used != nil {
+		fresh, err := ct.Used.Spend(ctx, t.nonce, t.exp)
+		switch {
+		case err != nil:
+			return fmt.Errorf("%w: %w", ErrCallTokenBusy, err)
+		case !fresh:
+			return ErrCallTokenReplayed
+		}
+		return nil
 	}
 	ct.mu.Lock()
 	defer ct.mu.Unlock()
@@ -199,7 +232,7 @@ func (g *Guard) callTenant(r *http.Request) (tenant string, tok *CallToken, stat
 	case g.cfg.CallTokens == nil:
 		return "", nil, http.StatusForbidden, "bad_call_token", fmt.Errorf("%w: call tokens are not configured", ErrCallToken)
 	}
-	c, err := g.cfg.CallTokens.Check(raw)
+	c, err := g.cfg.CallTokens.Check(r.Context(), raw)
 	if err != nil {
 		status, code := callTokenRefusal(err)
 		return "", nil, status, code, err

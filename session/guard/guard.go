@@ -261,7 +261,7 @@ func (g *Guard) Handler(next http.Handler, l Side) http.Handler {
 		// only by an upgrade: a refused attempt or a plain GET (answered
 		// 426 by the handler) leaves it usable until it expires.
 		if callTok != nil && isUpgrade(r) {
-			if err := callTok.Spend(); err != nil {
+			if err := callTok.Spend(r.Context()); err != nil {
 				release()
 				status, code := callTokenRefusal(err)
 				g.refuse(w, status, "call_token", code, err.Error())
