@@ -73,11 +73,12 @@ redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[2])
 redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]) * 2)
 return 1`)
 
-// tenantRenewScript moves a held place's deadline on; 0 when it was lost.
+// tenantRenewScript moves a held place's deadline on, and puts it back if
+// the store lost it (data loss): a call in progress counts again within a
+// third of the TTL.
 var tenantRenewScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 0 end
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
 redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) * 2)
 return 1`)
