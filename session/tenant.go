@@ -20,6 +20,10 @@ import (
 // turn against its turn rate (Config.Tenants).
 type Caller struct {
 	Tenant string
+	// Source is the caller's address as the per-address caps count it
+	// (an IPv6 address's /64), when the layer in front knows it: the
+	// fallback caps what one source may book (callbacks, handoffs).
+	Source string
 	// AllowTurn reports whether the tenant may start another turn now
 	// (nil: always). It is asked only when the engine has no
 	// Config.Tenants, which paces every transport's turns itself. A

@@ -74,6 +74,25 @@ func addrKey(a netip.Addr) netip.Addr {
 	return netip.PrefixFrom(a, IPv6PerAddrBits).Masked().Addr()
 }
 
+// sourceOf is a request's source as the per-address caps count it: its
+// peer's address key, or behind a trusted proxy its client's ("" when it
+// has none).
+func sourceOf(r *http.Request) string {
+	var a netip.Addr
+	if cc, _ := r.Context().Value(connKey{}).(*conn); cc != nil {
+		a = cc.peer
+		if cc.trusted && cc.l != nil {
+			a = clientOf(cc.peer, r.Header.Values("X-Forwarded-For"), cc.l.lim.TrustedProxies)
+		}
+	} else if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		a = ap.Addr()
+	}
+	if !a.IsValid() {
+		return ""
+	}
+	return addrKey(a).String()
+}
+
 // clientOf is the address a request comes from: its peer's, or, when the
 // peer is one of trusted, the right-most X-Forwarded-For entry that is not
 // itself a trusted proxy (entries to its left were written by the client

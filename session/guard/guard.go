@@ -276,7 +276,7 @@ func (g *Guard) Handler(next http.Handler, l Side) http.Handler {
 		if id.Tenant != "" {
 			ctx = session.WithTenantHeld(ctx, id.Tenant)
 		}
-		ctx = session.WithCaller(ctx, session.Caller{Tenant: id.Tenant, AllowTurn: g.turnAllower(id.Tenant)})
+		ctx = session.WithCaller(ctx, session.Caller{Tenant: id.Tenant, Source: sourceOf(r), AllowTurn: g.turnAllower(id.Tenant)})
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
