@@ -105,6 +105,9 @@ type Config struct {
 	// QueueUpdate is how often a queued caller hears its new position
 	// (0: 1s).
 	QueueUpdate time.Duration
+	// Tenants caps each tenant's calls at once and turns on every
+	// transport (nil: no caps but a Caller's own AllowTurn; tenant.go).
+	Tenants TenantLimits
 }
 
 // Default stage limits: a fresh server takes a handful of calls at once and

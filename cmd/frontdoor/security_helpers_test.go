@@ -121,6 +121,7 @@ func startServe(t *testing.T, env []string, args ...string) *proc {
 				p.opAddr = m["addr"].(string)
 			}
 		case err := <-p.exited:
+			p.exited <- err // for the cleanup, which waits for it
 			t.Fatalf("serve exited before listening: %v", err)
 		case <-deadline:
 			t.Fatal("serve did not listen")

@@ -213,6 +213,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer fl.Close()
+	set.guard.useFleet(fl) // tenant caps and call tokens fleet-wide: serve_store.go
 	rec, err := openTrace(set.trace, fl, reg, log)
 	if err != nil {
 		return err
