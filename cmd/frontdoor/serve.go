@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,6 +40,7 @@ type serveSettings struct {
 	backend                          string
 	backends                         backends.Config
 	logFormat, logLevel, config      string
+	logCallerContent                 bool
 	cpuProfile                       string
 	fallback                         fallback.Config
 	policy                           stages.Policy
@@ -68,6 +70,7 @@ func serveFlags(fs *flag.FlagSet) *serveSettings {
 	s.fallback.Flags(fs)
 	fs.StringVar(&s.logFormat, "log-format", "auto", "log format: auto (text with colour on a terminal, JSON otherwise), text or json")
 	fs.StringVar(&s.logLevel, "log-level", "info", "least level logged: debug, info, warn or error (info has a line per call and per turn)")
+	fs.BoolVar(&s.logCallerContent, "log-caller-content", false, "also log what callers say and key (attributes named caller_*: transcripts, digits); off, no log line, metric or span carries it (docs/OBSERVABILITY.md)")
 	fs.StringVar(&s.config, "config", "", "optional config file of name = value lines")
 	fs.StringVar(&s.cpuProfile, "cpuprofile", "", "write a CPU profile (go tool pprof) of the whole run to this file, ended on shutdown")
 	s.guard = newGuardWiring(fs)
@@ -92,26 +95,49 @@ func stageFlags(fs *flag.FlagSet, name string, l *stages.Limits, def stages.Limi
 	fs.DurationVar(&l.MaxAge, name+"-max-wait", def.MaxAge, "oldest age of waiting "+long+" still eligible (measured from "+from+")")
 }
 
-// newLogger is serve's logger: -log-format and -log-level.
-func newLogger(format, level string, w io.Writer) (*slog.Logger, error) {
+// newLogger is serve's logger: -log-format, -log-level and
+// -log-caller-content.
+func newLogger(format, level string, callerContent bool, w io.Writer) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("-log-level %q: want debug, info, warn or error", level)
 	}
+	replace := logAttrs(callerContent)
 	switch format {
 	case "auto":
 		if f, ok := w.(*os.File); ok {
 			if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-				return slog.New(tint.NewTextHandler(w, &tint.Options{TimeFormat: time.TimeOnly, Level: lv})), nil
+				return slog.New(tint.NewTextHandler(w, &tint.Options{TimeFormat: time.TimeOnly, Level: lv, ReplaceAttr: replace})), nil
 			}
 		}
-		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lv})), nil
+		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lv, ReplaceAttr: replace})), nil
 	case "text":
-		return slog.New(tint.NewTextHandler(w, &tint.Options{TimeFormat: time.TimeOnly, NoColor: true, Level: lv})), nil
+		return slog.New(tint.NewTextHandler(w, &tint.Options{TimeFormat: time.TimeOnly, NoColor: true, Level: lv, ReplaceAttr: replace})), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lv})), nil
+		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lv, ReplaceAttr: replace})), nil
 	}
 	return nil, fmt.Errorf("-log-format %q: want auto, text or json", format)
+}
+
+// CallerContentPrefix starts the key of every log attribute that carries
+// what a caller said or keyed (caller_transcript, caller_digit). Such an
+// attribute is dropped unless -log-caller-content is on, so privacy does
+// not hang on each call site's log level.
+const CallerContentPrefix = "caller_"
+
+// logAttrs rewrites each attribute before it is written: caller content
+// is dropped (unless keep), and a duration is written as a string such as
+// "1.5s" rather than nanoseconds.
+func logAttrs(keep bool) func(groups []string, a slog.Attr) slog.Attr {
+	return func(_ []string, a slog.Attr) slog.Attr {
+		if !keep && strings.HasPrefix(a.Key, CallerContentPrefix) {
+			return slog.Attr{}
+		}
+		if a.Value.Kind() == slog.KindDuration {
+			return slog.String(a.Key, a.Value.Duration().String())
+		}
+		return a
+	}
 }
 
 // runServe runs the session server until ctx ends (SIGTERM or interrupt),
@@ -135,7 +161,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return usageError{err}
 	}
-	log, err := newLogger(set.logFormat, set.logLevel, stderr)
+	log, err := newLogger(set.logFormat, set.logLevel, set.logCallerContent, stderr)
 	if err != nil {
 		return usageError{err}
 	}

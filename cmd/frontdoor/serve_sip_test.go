@@ -98,7 +98,7 @@ func TestSIPFlags(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var logs strings.Builder
-			log, _ := newLogger("text", "info", &logs)
+			log, _ := newLogger("text", "info", false, &logs)
 			cfg, ok, err := tt.set.config(log)
 			if ok != tt.ok || (err == nil) != (tt.err == "") || err != nil && !strings.Contains(err.Error(), tt.err) {
 				t.Fatalf("config: ok %v, error %v; want ok %v, error with %q", ok, err, tt.ok, tt.err)
