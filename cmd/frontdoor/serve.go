@@ -63,7 +63,7 @@ func serveFlags(fs *flag.FlagSet) *serveSettings {
 	fs.DurationVar(&s.cleanupTimeout, "cleanup-timeout", 2*time.Second, "after cancel, how long a backend may take to confirm it stopped before its lease is reported overdue (it stays held)")
 	fs.BoolVar(&s.pace, "pace", true, "release reply audio in real time (20 ms frames), so a barge-in stops what was not yet played")
 	fs.DurationVar(&s.drainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, how long calls in progress may go on before they are ended")
-	fs.StringVar(&s.backend, "backend", "stub", "engine for -model and -recognize when they are not given: stub or openai (see -model-url)")
+	fs.StringVar(&s.backend, "backend", "", "engine for -model and -recognize when they are not given: stub (both stubs) or openai (see -model-url); unset: -model demo and -recognize auto")
 	s.backends = backends.DefaultConfig()
 	s.backends.Flags(fs) // -model, -synth, -recognize, their URLs, and -stub-*
 	s.fallback = fallback.DefaultConfig()
@@ -79,7 +79,7 @@ func serveFlags(fs *flag.FlagSet) *serveSettings {
 	s.sip = sipFlags(fs)     // -sip-*: serve_sip.go
 	s.trace = traceFlags(fs) // -record-trace: serve_trace.go
 	s.otlp = otlpFlags(fs)   // -otlp-*: serve_otel.go
-	fs.Var(&s.policy, "policy", "admission policy of every stage: frontdoor, or a baseline kept only to be measured against it (unbounded, semaphore, release-on-cancel)")
+	fs.Var(&s.policy, "policy", "admission `policy` of every stage: frontdoor, or a baseline kept only to be measured against it (unbounded, semaphore, release-on-cancel)")
 	s.gateway = gatewayFlags(fs) // -gateway-*, -audiosocket-*: serve_gateway.go
 	return s
 }
@@ -298,8 +298,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer audio.Close()
-	log.Info("listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/",
-		"session", "ws://"+ln.Addr().String()+"/v1/session")
+	local := dialable(ln.Addr().String())
+	log.Info("listening", "addr", ln.Addr().String(), "url", "http://"+local+"/",
+		"session", "ws://"+local+"/v1/session")
 
 	select {
 	case err := <-served:
@@ -367,6 +368,20 @@ func readiness(store func(context.Context) error, health *backend.Health) func(c
 	}
 }
 
+// dialable is the host:port a browser on this machine opens for a
+// listener at addr: an unspecified host (0.0.0.0, [::], none), which is
+// not an address to dial, becomes 127.0.0.1.
+func dialable(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return addr
+}
+
 // backendConfig applies -backend to the engines not chosen one by one.
 func backendConfig(fs *flag.FlagSet, set *serveSettings) (backends.Config, error) {
 	bc := set.backends
@@ -375,16 +390,14 @@ func backendConfig(fs *flag.FlagSet, set *serveSettings) (backends.Config, error
 		return f != nil && f.Value.String() != f.DefValue
 	}
 	switch set.backend {
+	case "":
+		// Unset: each engine's own default (the demo agent, and the
+		// recognizer auto: pocketsphinx when installed).
 	case backends.Stub:
-		// An explicit -backend=stub means stubs only; by default the
-		// recognizer is auto (pocketsphinx when installed) and the model
-		// the demo agent.
-		explicit := false
-		fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "backend" })
-		if explicit && !given("recognize") {
+		if !given("recognize") {
 			bc.Recognize = backends.Stub
 		}
-		if explicit && !given("model") {
+		if !given("model") {
 			bc.Model = backends.Stub
 		}
 	case backends.OpenAI:
