@@ -288,6 +288,11 @@ func TestCallerContentStaysPrivate(t *testing.T) {
 	waitLines(t, p, "twilio: spoken answer", 1)
 	_ = tw.c.Close(websocket.StatusNormalClosure, "")
 
+	// -log-level debug says something of native calls too.
+	if n := countLines(p, "native: websocket accepted"); n < 2 {
+		t.Errorf("%d debug lines of accepted native sockets, want 2", n)
+	}
+
 	metrics := httpGet(t, p.url("/metrics"))
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
