@@ -141,6 +141,16 @@ func TestBrowser(t *testing.T) {
 		tb.screenshot("burst-running")
 		tb.waitJS("the burst ended with a report", `document.getElementById('burst-status').dataset.state === 'ended'
 			&& !document.getElementById('burst-report').hidden`, 20*time.Second)
+		// The outcome in words, a reason for every refused or expired
+		// class, one chart of the turns' ends, and the raw JSON folded.
+		tb.waitJS("the outcome in words with a chart", `(() => {
+			const items = [...document.querySelectorAll('#burst-outcome li')].map(li => li.textContent);
+			const refusals = items.filter(l => /^\d+ (overloaded|expired|stale|closed|out-of-order) at /.test(l));
+			const bars = document.querySelectorAll('#burst-chart rect[data-end]').length;
+			const raw = document.querySelector('#burst-report details');
+			return items.length >= 3 && /^\d+ callers: /.test(items[0]) && refusals.length > 0
+				&& refusals.every(l => /: [a-z].+\.$/.test(l)) && bars > 0 && raw && !raw.open;
+		})()`, 5*time.Second)
 		tb.screenshot("burst-ended")
 		tb.noErrors()
 	})
