@@ -123,7 +123,13 @@ func TestBrowser(t *testing.T) {
 			c.cfg.Session = stages.Limits{Slots: 4, Waiting: 2, MaxAge: time.Second}
 			c.cfg.Model = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 300 * time.Millisecond}
 			c.stub.ModelDelay, c.stub.Tokens = 100*time.Millisecond, 5
+			c.offers = true // refused callers are offered callbacks, as by frontdoor serve
+			c.offerWindow = time.Second // those who do not answer are closed soon
 		})
+		before, err := r.svc.ListCallbacks(context.Background(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
 		tb := newTab(t, bctx, 30*time.Second)
 		tb.do(chromedp.Navigate(r.http.URL + "/"))
 		tb.waitJS("burst control enabled", `document.getElementById('burst-status').dataset.state === 'idle'`, 5*time.Second)
@@ -152,6 +158,16 @@ func TestBrowser(t *testing.T) {
 				&& refusals.every(l => /: [a-z].+\.$/.test(l)) && bars > 0 && raw && !raw.open;
 		})()`, 5*time.Second)
 		tb.screenshot("burst-ended")
+		// The burst's callers took callbacks; the server refused them as
+		// synthetic, and the operators' queue is as it was.
+		tb.waitJS("callbacks refused as synthetic", `(JSON.parse(document.getElementById('burst-raw').textContent).fallback.callback_replies || {})['refused: synthetic'] > 0`, 5*time.Second)
+		after, err := r.svc.ListCallbacks(context.Background(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(after) != len(before) {
+			t.Errorf("the burst left %d callbacks in the operators' queue (had %d): %+v", len(after), len(before), after)
+		}
 		tb.noErrors()
 	})
 
