@@ -123,7 +123,7 @@ func TestBrowser(t *testing.T) {
 			c.cfg.Session = stages.Limits{Slots: 4, Waiting: 2, MaxAge: time.Second}
 			c.cfg.Model = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 300 * time.Millisecond}
 			c.stub.ModelDelay, c.stub.Tokens = 100*time.Millisecond, 5
-			c.offers = true // refused callers are offered callbacks, as by frontdoor serve
+			c.offers = true             // refused callers are offered callbacks, as by frontdoor serve
 			c.offerWindow = time.Second // those who do not answer are closed soon
 		})
 		before, err := r.svc.ListCallbacks(context.Background(), 0)
