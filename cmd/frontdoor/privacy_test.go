@@ -22,6 +22,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media/pcm"
 	"github.com/frontdoorhq/frontdoor/media/sip/siptest"
 	"github.com/frontdoorhq/frontdoor/media/wav"
+	mediartc "github.com/frontdoorhq/frontdoor/media/webrtc"
 )
 
 // sentinel is a word no prompt, identifier or metric name contains: it
@@ -193,8 +194,9 @@ func dialPlivo(ctx context.Context, t *testing.T, p *proc) *jsonPhone {
 }
 
 // TestCallerContentStaysPrivate: what callers say (as text on the native
-// WebSocket, as speech on native, Twilio, Plivo and SIP) and what the model
-// answers them reach no log line at debug level, no metric and no span.
+// WebSocket, as speech on native, WebRTC, Twilio, Plivo and SIP) and what
+// the model answers them reach no log line at debug level, no metric and no
+// span.
 // The run includes answers to an offer said out loud (a phone caller's and
 // a native caller's), which used to be logged word for word.
 func TestCallerContentStaysPrivate(t *testing.T) {
@@ -203,7 +205,7 @@ func TestCallerContentStaysPrivate(t *testing.T) {
 	defer rcv.srv.Close()
 	p := startServe(t, nil, "-log-level", "debug", "-otlp-endpoint", rcv.addr(), "-otlp-insecure",
 		"-recognize", "openai", "-recognize-url", ai.URL+"/v1", "-model", "openai", "-model-url", ai.URL+"/v1", "-model-name", "m",
-		"-model-slots", "1", "-model-queue", "1", "-sip-listen", "127.0.0.1:0")
+		"-model-slots", "1", "-model-queue", "1", "-sip-listen", "127.0.0.1:0", "-webrtc-loopback-only")
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, l := range p.lines() {
@@ -266,6 +268,14 @@ func TestCallerContentStaysPrivate(t *testing.T) {
 		done++
 		waitLines(t, p, completed, done)
 		_ = ph.c.Close(websocket.StatusNormalClosure, "")
+	}
+
+	// WebRTC: a pion peer on /v1/webrtc says the recording over RTP.
+	rtcTranscript := rtcSay(ctx, t, p, speech(t, 8000))
+	done++
+	waitLines(t, p, completed, done)
+	if !strings.Contains(rtcTranscript(), sentinel) {
+		t.Errorf("WebRTC transcript %q: the fake recognizer was not used", rtcTranscript())
 	}
 
 	// SIP: baresip says its recording.
@@ -395,5 +405,66 @@ func TestLoggerCallerContent(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// rtcSay calls /v1/webrtc as a browser would (a pion peer, loopback ICE),
+// sends samples (8 kHz) as its microphone, and returns a reader of the
+// last transcript the events channel carried. The call ends with the test.
+func rtcSay(ctx context.Context, t *testing.T, p *proc, samples []int16) func() string {
+	t.Helper()
+	ws, _, err := dial(t, p.ws("/v1/webrtc"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var transcript string
+	peer, err := mediartc.NewPeer(mediartc.Config{
+		LoopbackOnly: true,
+		OnEvent: func(data []byte) {
+			var m struct{ Type, Text string }
+			if json.Unmarshal(data, &m) == nil && m.Type == "transcript" {
+				mu.Lock()
+				transcript = m.Text
+				mu.Unlock()
+			}
+		},
+	}, mediartc.WebSocketTransport{Conn: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			sig, err := mediartc.ReadSignal(pctx, ws)
+			if err != nil {
+				return
+			}
+			_ = peer.HandleSignal(pctx, sig)
+		}
+	})
+	wg.Go(func() { _ = peer.Run(pctx) })
+	t.Cleanup(func() {
+		cancel()
+		_ = peer.Close()
+		_ = ws.CloseNow()
+		wg.Wait()
+	})
+	if err := peer.Offer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-peer.Open():
+	case <-ctx.Done():
+		t.Fatal("the WebRTC events channel did not open")
+	}
+	if err := peer.SendPCM(samples[:len(samples)/160*160]); err != nil {
+		t.Fatal(err)
+	}
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return transcript
 	}
 }
