@@ -18,6 +18,9 @@ type CallbackRequest struct {
 	Turn    string // the turn whose refusal led here; (Call, Turn) is the idempotency key
 	Number  string // E.164, e.g. +15550123; spaces are ignored
 	Consent bool   // the caller agreed to be called at Number
+	// Tenant and Source (the caller's address), when known, are counted
+	// against Config.Bookings with Number.
+	Tenant, Source string
 }
 
 // CallbackResult is the outcome of RequestCallback. Ref is set only when
@@ -109,6 +112,22 @@ func (s *Service) RequestCallback(ctx context.Context, req CallbackRequest) (Cal
 	if s.closed.Load() {
 		return CallbackResult{Disposition: stages.Closed}, nil
 	}
+	// One client, tenant or number cannot book past its caps: the queue is
+	// every refused caller's. Only an accepted callback keeps its count.
+	release, bound, ok := s.bookings.reserve(s.bookings.keys(req.Source, req.Tenant, number))
+	if !ok {
+		s.bookingRefused(bound)
+		s.log.Info("callback refused", "call", req.Call, "turn", req.Turn, "disposition", stages.Overloaded, "bound", bound)
+		return CallbackResult{Disposition: stages.Overloaded}, nil
+	}
+	res, err := s.requestCallback(ctx, req, number)
+	if err != nil || res.Disposition != stages.Queued {
+		release()
+	}
+	return res, err
+}
+
+func (s *Service) requestCallback(ctx context.Context, req CallbackRequest, number string) (CallbackResult, error) {
 	if s.cq != nil {
 		return s.requestFleetCallback(ctx, req, number)
 	}

@@ -19,6 +19,9 @@ type Config struct {
 	HandoffQueue    int           // handoffs waiting for an agent
 	HandoffMaxWait  time.Duration // how long a caller waits for an agent
 	DataDir         string        // where the callback database lives
+	// Bookings cap the callbacks and handoffs one caller address, one
+	// tenant and one number may book per period (zero: no caps).
+	Bookings BookingLimits
 	// Clock drives both queues' expiry and claim leases; nil is
 	// stages.SystemClock. Serve passes the engine's clock, tests a manual one.
 	Clock stages.Clock
@@ -35,6 +38,7 @@ func DefaultConfig() Config {
 		HandoffQueue:    16,
 		HandoffMaxWait:  2 * time.Minute,
 		DataDir:         "data",
+		Bookings:        DefaultBookingLimits,
 	}
 }
 
@@ -52,6 +56,10 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&p.HandoffSlots, "handoff-slots", c.HandoffSlots, "handoffs claimed by agents and not yet acknowledged")
 	fs.IntVar(&p.HandoffQueue, "handoff-queue", c.HandoffQueue, "callers waiting for a human agent")
 	fs.DurationVar(&p.HandoffMaxWait, "handoff-max-wait", c.HandoffMaxWait, "how long a caller waits for an agent before the handoff expires")
+	fs.IntVar(&p.Bookings.PerSource, "booking-per-source", c.Bookings.PerSource, "callbacks and handoffs one caller address may book per -booking-period (0: no cap)")
+	fs.IntVar(&p.Bookings.PerTenant, "booking-per-tenant", c.Bookings.PerTenant, "callbacks and handoffs one tenant may book per -booking-period (0: no cap)")
+	fs.IntVar(&p.Bookings.PerNumber, "booking-per-number", c.Bookings.PerNumber, "callbacks to one phone number per -booking-period (0: no cap)")
+	fs.DurationVar(&p.Bookings.Period, "booking-period", c.Bookings.Period, "the window the booking caps count over")
 	fs.StringVar(&p.DataDir, "data-dir", c.DataDir, "directory of the durable callback database")
 }
 

@@ -31,6 +31,7 @@ type fleetState struct {
 	handoffRoom  atomic.Bool
 	callbackSnap atomic.Pointer[stages.Snapshot]
 	handoffSnap  atomic.Pointer[stages.Snapshot]
+	republished  uint64 // callbacks put back after a store's loss, as last logged (fleetLoop's only)
 }
 
 // startFleet starts the loop that keeps this process's view of the fleet's
@@ -99,6 +100,14 @@ func (s *Service) fleetSweep(ctx context.Context) {
 	if s.cq != nil {
 		if err := s.cq.Sweep(ctx, now); err != nil && ctx.Err() == nil {
 			s.log.Warn("callback queue sweep", "err", err)
+		}
+		// A queue that journals what it accepted puts back what the store
+		// lost (redisqueue): say so, once per loss.
+		if j, ok := s.cq.(interface{ Republished() uint64 }); ok {
+			if n := j.Republished(); n != s.fleet.republished {
+				s.log.Warn("the callback store lost accepted callbacks; put back from this replica's journal", "put_back", n-s.fleet.republished)
+				s.fleet.republished = n
+			}
 		}
 	}
 	if s.hfq != nil {

@@ -16,6 +16,9 @@ type HandoffRequest struct {
 	Call    string
 	Turn    string // the turn whose refusal led here
 	Summary string // what the agent sees; at most MaxSummary bytes are kept
+	// Tenant and Source (the caller's address), when known, are counted
+	// against Config.Bookings.
+	Tenant, Source string
 }
 
 // MaxSummary bounds the summary an agent is shown.
@@ -147,6 +150,20 @@ func (s *Service) RequestHandoff(ctx context.Context, req HandoffRequest) (*Hand
 	if len(req.Summary) > MaxSummary {
 		req.Summary = strings.ToValidUTF8(req.Summary[:MaxSummary], "")
 	}
+	release, bound, ok := s.bookings.reserve(s.bookings.keys(req.Source, req.Tenant, ""))
+	if !ok {
+		s.bookingRefused(bound)
+		s.log.Info("handoff refused", "call", req.Call, "turn", req.Turn, "disposition", stages.Overloaded, "bound", bound)
+		return nil, stages.Overloaded, nil
+	}
+	h, d, err := s.requestHandoff(ctx, req)
+	if err != nil || d != stages.Queued {
+		release()
+	}
+	return h, d, err
+}
+
+func (s *Service) requestHandoff(ctx context.Context, req HandoffRequest) (*Handoff, stages.Disposition, error) {
 	ref := newRef("ho_")
 	if s.hfq != nil {
 		return s.requestFleetHandoff(ctx, req, ref)

@@ -52,6 +52,8 @@ type Service struct {
 	closed atomic.Bool
 
 	failures atomic.Uint64 // fallbacks that failed after being attempted
+
+	bookings *bookings // Config.Bookings: bookings.go
 }
 
 // Option configures a Service.
@@ -84,6 +86,7 @@ func New(ctx context.Context, cfg Config, synth backend.Synthesizer, log *slog.L
 	if s.clock == nil {
 		s.clock = stages.SystemClock
 	}
+	s.bookings = newBookings(cfg.Bookings, s.clock)
 	for _, o := range opts {
 		o(s)
 	}

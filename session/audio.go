@@ -21,11 +21,14 @@ type audioOut struct {
 	format  media.Format
 	span    int // 20 ms frames per binary frame (Call.span; 0 is 1)
 	started bool
-	enc     media.Encoding
-	rate    int
-	rs      *pcm.Resampler
-	buf     []int16
-	synthUS int64
+	// startedAt is when the first audio was queued: with synthUS, when
+	// the audio queued so far runs out (a streamed reply's next deadline).
+	startedAt time.Time
+	enc       media.Encoding
+	rate      int
+	rs        *pcm.Resampler
+	buf       []int16
+	synthUS   int64
 }
 
 func (a *audioOut) emit(ctx context.Context, au backend.Audio) error {
@@ -36,7 +39,7 @@ func (a *audioOut) emit(ctx context.Context, au backend.Audio) error {
 		return fmt.Errorf("session: synthesizer audio without a rate: %w", backend.ErrMalformed)
 	}
 	if !a.started {
-		a.started = true
+		a.started, a.startedAt = true, a.c.now()
 		a.enc, a.rate = a.format.Encoding, a.format.SampleRate
 		if a.enc == "" {
 			a.enc = media.PCM16

@@ -189,20 +189,7 @@ func TestPacedBargeIn(t *testing.T) {
 	// schedule (an underrun) and the frames due would be fewer.
 	sessiontest.WaitFor(t, "the reply synthesized", func() bool { return r.Synth.Started() == 1 && r.Synth.Running() == 0 })
 	const frame = 20 * time.Millisecond
-	var frames, steps int
-	for frames < 15 {
-		due := int((time.Duration(steps)*frame+lead)/frame) + 1 // frames due by now
-		if frames == due {
-			clock.Advance(frame)
-			steps++
-			continue
-		}
-		if m, err := a.Read(); err != nil {
-			t.Fatal(err)
-		} else if m.Type == "binary" {
-			frames++
-		}
-	}
+	steps := readPaced(t, a, clock, lead, 15)
 	a.Send(map[string]any{"type": "barge_in"})
 	in := a.Expect("interrupted")
 	// No frame is due past the 15th until the clock moves again.
@@ -221,4 +208,25 @@ func TestPacedBargeIn(t *testing.T) {
 	sessiontest.WaitFor(t, "the queued reply cut", func() bool {
 		return r.Counter("frontdoor_stale_chunks_suppressed_total") > 0
 	})
+}
+
+// readPaced reads n frames of paced reply audio from a (20 ms each),
+// moving clock 20 ms at a time exactly when every frame due by then has
+// come: frame k is due lead before 20 ms × k. It returns the steps taken.
+func readPaced(t *testing.T, a *sessiontest.Client, clock *stagestest.Clock, lead time.Duration, n int) (steps int) {
+	t.Helper()
+	const frame = 20 * time.Millisecond
+	for frames := 0; frames < n; {
+		if due := int((time.Duration(steps)*frame+lead)/frame) + 1; frames == due {
+			clock.Advance(frame)
+			steps++
+			continue
+		}
+		if m, err := a.Read(); err != nil {
+			t.Fatal(err)
+		} else if m.Type == "binary" {
+			frames++
+		}
+	}
+	return steps
 }

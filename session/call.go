@@ -328,6 +328,9 @@ func endName(cause error) string {
 // take the call refuses it closed: the caller hears that the service is
 // unavailable, never that it is busy.
 func (c *Call) admitSession(ctx context.Context) bool {
+	if !c.enterTenant(ctx) {
+		return false
+	}
 	st := c.s.session
 	if err := c.rotate(ctx, st, 1); err != nil {
 		c.log.Error("session rotate", "err", err)

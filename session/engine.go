@@ -93,11 +93,21 @@ type Config struct {
 	// caller reads it.
 	Pace     bool
 	PaceLead time.Duration
+	// SegmentGrace is how long past the end of the audio already queued
+	// for a reply its next sentence may still wait for synthesis: the
+	// silence a caller may hear between two sentences (0:
+	// DefaultSegmentGrace). A reply's first sentence waits, as every
+	// stage's work does, at most the synthesis stage's max wait from the
+	// turn's birth.
+	SegmentGrace time.Duration
 	// MaxTurnsInFlight caps a call's running and waiting turns (0: 8).
 	MaxTurnsInFlight int
 	// QueueUpdate is how often a queued caller hears its new position
 	// (0: 1s).
 	QueueUpdate time.Duration
+	// Tenants caps each tenant's calls at once and turns on every
+	// transport (nil: no caps but a Caller's own AllowTurn; tenant.go).
+	Tenants TenantLimits
 }
 
 // Default stage limits: a fresh server takes a handful of calls at once and
@@ -128,7 +138,10 @@ type Engine struct {
 	callsWG   sync.WaitGroup
 	draining  atomic.Bool
 	inTransit atomic.Int64 // turns past model admission not yet offered to synthesis
-	closed    bool
+	// firstSentence estimates the model's time to a reply's first
+	// sentence, which bounds the model stage's useful wait.
+	firstSentence firstSentence
+	closed        bool
 }
 
 // New returns an Engine. It starts no goroutine: each call runs in
@@ -174,6 +187,9 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Fallback == nil {
 		cfg.Fallback = Prompts{}
 	}
+	if cfg.SegmentGrace <= 0 {
+		cfg.SegmentGrace = DefaultSegmentGrace
+	}
 	if cfg.MaxTurnsInFlight <= 0 {
 		cfg.MaxTurnsInFlight = 8
 	}
@@ -187,6 +203,9 @@ func New(cfg Config) (*Engine, error) {
 	s := &Engine{cfg: cfg, log: cfg.Logger, reg: cfg.Registry, calls: map[*Call]struct{}{}, byName: map[string]int{}}
 	s.m = newMetrics(s.reg)
 	s.obs = newObserver(cfg.TracerProvider, s.reg)
+	s.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "frontdoor_model_first_sentence_seconds",
+		Help: "The model's measured time from admission to a reply's first sentence (mean + 2 deviations; 0 until 8 turns were measured): the model stage admits a turn only until its Born + the synthesis max wait - this."},
+		func() float64 { return s.firstSentence.estimate().Seconds() }))
 	var err error
 	mk := func(name string, idx int, l stages.Limits) *stage {
 		if err != nil {

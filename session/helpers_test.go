@@ -24,7 +24,13 @@ func newRig(t testing.TB, opts ...any) *rig {
 		Config: Config{Session: sessiontest.Calls, Model: sessiontest.Turns, Synthesis: sessiontest.Turns,
 			CleanupTimeout: sessiontest.CleanupTimeout, QueueUpdate: sessiontest.QueueUpdate},
 		New: func(cfg Config, m *stub.Model, s *stub.Synthesizer) (*Engine, error) {
-			cfg.ModelBackend, cfg.Synthesizer = m, s
+			// A test may put its own backend in place of a stub.
+			if cfg.ModelBackend == nil {
+				cfg.ModelBackend = m
+			}
+			if cfg.Synthesizer == nil {
+				cfg.Synthesizer = s
+			}
 			return New(cfg)
 		},
 		Mount: mount,

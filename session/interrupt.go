@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"strings"
 	"time"
 )
 
@@ -26,17 +25,7 @@ func (c *Call) interruptPlayback(ctx context.Context, speaking *turn) *Heard {
 }
 
 // heardUpTo is heard with the playback position a transport reported in
-// place of the audio written: the words are cut at the same share of the
-// synthesized audio.
+// place of the audio written.
 func (t *turn) heardUpTo(played time.Duration) *Heard {
-	us := min(played.Microseconds(), t.sentUS.Load())
-	made := t.synthUS.Load()
-	h := &Heard{Turn: t.id, AudioMS: us / 1000}
-	if us <= 0 || made <= 0 {
-		return h
-	}
-	words := strings.Fields(t.replyText())
-	n := int((int64(len(words))*us + made - 1) / made)
-	h.Text = strings.Join(words[:min(n, len(words))], " ")
-	return h
+	return t.heardAt(min(played.Microseconds(), t.sentUS.Load()))
 }

@@ -46,12 +46,13 @@ func (c *Call) watchSessionLease(ctx context.Context, lost <-chan struct{}) {
 // wall clock.
 const sessionLostPrompt = 2 * time.Second
 
-// holdLease is st.hold with the work's context also cancelled (cause
-// ErrLeaseLost) when the lease admitted for t is lost. The release that
+// holdLease is st.hold on ctx (t's, or one derived from it) with the
+// work's context also cancelled (cause ErrLeaseLost) when lost, the lease
+// admit returned for t, is closed. The release that
 // follows is refused as fenced when the store expired the lease; hold logs
 // that quietly. Work that returned without error keeps its result even if
 // the lease was lost just after.
-func (c *Call) holdLease(t *turn, st *stage, id string, work func(context.Context) error) (disp stages.Disposition, err error) {
+func (c *Call) holdLease(ctx context.Context, t *turn, st *stage, id string, lost <-chan struct{}, work func(context.Context) error) (disp stages.Disposition, err error) {
 	defer func() {
 		if disp == 0 {
 			// The release failed (fenced, or the store did not answer):
@@ -63,12 +64,10 @@ func (c *Call) holdLease(t *turn, st *stage, id string, work func(context.Contex
 			}
 		}
 	}()
-	lost := t.lost
-	t.lost = nil
 	if lost == nil {
-		return st.hold(t.ctx, id, work)
+		return st.hold(ctx, id, work)
 	}
-	ctx, cancel := context.WithCancelCause(t.ctx)
+	ctx, cancel := context.WithCancelCause(ctx)
 	watched := make(chan struct{})
 	go func() { // ends when the lease is lost or holdLease returns
 		defer close(watched)

@@ -130,11 +130,13 @@ type callObs struct {
 	turns, bargeIns atomic.Int64
 }
 
-// turnObs is a turn's part, in the turn itself. The stage fields are
-// touched only by the goroutine that runs the turn (admit,
-// sendDisposition, finished and endTurn all run there, or in converse for
-// a turn that never ran); the first token and audio may be noted by a
-// backend's goroutine, hence atomics.
+// turnObs is a turn's part, in the turn itself. Each stage's fields are
+// touched by one goroutine at a time: the one that runs the turn (admit,
+// sendDisposition, finished and endTurn run there, or in converse for a
+// turn that never ran), except the model stage's release, reported by the
+// model's goroutine (writeReply) while the turn's waits on synthesis; the
+// first token and audio may be noted by a backend's goroutine, hence
+// atomics.
 type turnObs struct {
 	span   trace.Span
 	ctx    context.Context
@@ -319,7 +321,9 @@ func (c *Call) observeSubmit(t *turn, st string) {
 		return
 	}
 	so := &t.obs.stages[i]
-	so.offered = c.now()
+	// A reply's sentences pass the synthesis stage one after another:
+	// each is a wait (and a lease) of its own.
+	so.offered, so.decided, so.queued, so.position = c.now(), false, false, 0
 	if c.obs.span == nil {
 		return
 	}

@@ -27,6 +27,9 @@ type Refusal struct {
 	// failed (false for every refusal: stages refuse and expire only
 	// queued work, and for a store that could not admit it).
 	Started bool
+	// Partial: the caller heard part of the reply before the rest was
+	// refused or failed; what was said stands.
+	Partial bool
 	// Final: the call ends once the prompt is out (its session lease was
 	// lost); nothing is offered.
 	Final bool
@@ -34,7 +37,7 @@ type Refusal struct {
 
 // Outcome is what the prompt for r is keyed by (prompt.Of).
 func (r Refusal) Outcome() prompt.Outcome {
-	return prompt.Outcome{Stage: r.Stage, Reason: reason(r), Started: r.Started}
+	return prompt.Outcome{Stage: r.Stage, Reason: reason(r), Started: r.Started, Partial: r.Partial}
 }
 
 // Sender is the call a Fallback speaks to: it sends server messages and

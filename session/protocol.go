@@ -49,6 +49,7 @@ type dispositionMsg struct {
 	Stage       string             `json:"stage"`
 	Turn        string             `json:"turn"`
 	Generation  uint64             `json:"generation"`
+	Segment     int                `json:"segment,omitempty"` // synthesis: the reply's sentence, from 1
 	Disposition stages.Disposition `json:"disposition"`
 	Position    int                `json:"position,omitempty"` // while queued
 	Error       string             `json:"error,omitempty"`    // backend failure kind after completion

@@ -49,7 +49,27 @@ type Job struct {
 	Generation uint64
 	Born       time.Time
 	Tenant     string // optional: whose share of the queue the work uses
+	// Deadline, when not zero, is the last instant the work is still worth
+	// starting, in place of Born + MaxAge: work whose usefulness is set by
+	// something other than the caller's wait (the next sentence of a reply
+	// the caller is already hearing is useful until the audio before it
+	// runs out). The stage's MaxAge then does not apply to it.
+	Deadline time.Time
 }
+
+// expires is the last instant j is eligible in a stage whose MaxAge is
+// maxAge (equal is eligible).
+func (j Job) expires(maxAge time.Duration) time.Time {
+	if !j.Deadline.IsZero() {
+		return j.Deadline
+	}
+	return j.Born.Add(maxAge)
+}
+
+// Expires is the last instant j is still eligible in a stage whose
+// MaxAge is maxAge: its Deadline, or Born + maxAge. Stores that keep the
+// deadline themselves (package redisstage) use it.
+func (j Job) Expires(maxAge time.Duration) time.Time { return j.expires(maxAge) }
 
 // record is a queued or leased piece of work. Records live in a slab sized
 // Slots+Waiting, so queueing and admitting work costs no allocation and the
@@ -65,7 +85,7 @@ type record struct {
 	state     Disposition // Queued, Active or Cancelled (cancelled while active)
 	returned  bool        // ReleaseOnCancel gave the lease back at cancel
 	born      time.Time
-	expires   time.Time // born + MaxAge: eligible until, and at, this instant
+	expires   time.Time // born + MaxAge, or the job's Deadline: eligible until, and at, this instant
 	own       *owner    // also names the owner, for Waiting
 	gen       uint64
 	tenant    string
@@ -253,7 +273,7 @@ func (c *Controller) Offer(job Job, now time.Time) (Disposition, error) {
 	d, err := c.offer(&job, now)
 	if c.rec != nil {
 		c.recordUnlock(Operation{Op: OpOffer, At: now, ID: job.ID, Owner: job.Owner, Generation: job.Generation,
-			Born: job.Born, Tenant: job.Tenant, Disposition: d, Err: err})
+			Born: job.Born, Deadline: job.Deadline, Tenant: job.Tenant, Disposition: d, Err: err})
 		return d, err
 	}
 	c.mu.Unlock()
@@ -275,7 +295,7 @@ func (c *Controller) offer(job *Job, now time.Time) (Disposition, error) {
 	// Adding MaxAge once here is cheaper than subtracting Born at each look
 	// (Time.Sub checks its own overflow with another Add), and gives the
 	// same answer: age > MaxAge exactly when expires is before now.
-	expires := job.Born.Add(c.eff.MaxAge)
+	expires := job.expires(c.eff.MaxAge)
 	// The checks, in their documented order, inline: as a function of
 	// their own they were a call with nine words of arguments per offer.
 	d := Queued
@@ -577,11 +597,12 @@ func (c *Controller) cancelActive(r *record, now time.Time) {
 	c.cleanup++
 }
 
-// head reports the Born of the work at the head of the queue.
+// head reports the last eligible instant of the work at the head of the
+// queue (its Born + MaxAge, or its Deadline).
 func (c *Controller) head() (time.Time, bool) {
 	ref, ok := c.queue.peek()
 	if !ok {
 		return time.Time{}, false
 	}
-	return c.recs[ref].born, true
+	return c.recs[ref].expires, true
 }

@@ -250,15 +250,15 @@ func (d *Dispatcher) arm(now time.Time) {
 		return
 	}
 	d.c.mu.Lock()
-	born, ok := d.c.head()
+	expires, ok := d.c.head()
 	maxAge := d.c.eff.MaxAge
 	d.c.mu.Unlock()
-	if !ok || maxAge == time.Duration(math.MaxInt64) {
+	if !ok || maxAge == time.Duration(math.MaxInt64) { // a baseline that never expires work
 		d.alarm.Clear()
 		return
 	}
-	// Expiry is strictly after MaxAge, so wake just past the deadline.
-	d.alarm.Set(d.clock, born.Add(maxAge+time.Nanosecond), now, d.fire)
+	// Expiry is strictly after the deadline, so wake just past it.
+	d.alarm.Set(d.clock, expires.Add(time.Nanosecond), now, d.fire)
 }
 
 func (d *Dispatcher) fire(seq uint64) {

@@ -53,6 +53,7 @@ type Operation struct {
 	Owner      string    // OpOffer, OpRotate, OpForget
 	Generation uint64    // OpOffer, OpRotate
 	Born       time.Time // OpOffer
+	Deadline   time.Time // OpOffer: the job's own, if it had one (Job.Deadline)
 	Tenant     string    // OpOffer
 	// Disposition is what the operation returned (OpOffer, OpTake,
 	// OpRelease, OpCancel); zero when it returned an error.

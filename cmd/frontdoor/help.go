@@ -46,9 +46,10 @@ var serveFlagGroup = map[string]string{
 	"max-conns-per-addr": "listen", "max-handshakes-per-addr": "listen", "probe-conns": "listen", "trusted-proxies": "listen",
 	"ws-ping-interval": "listen", "ws-ping-timeout": "listen", "conn-write-buffer": "listen",
 	"call-token-secret-env": "listen", "call-token-required": "listen",
+	"allow-open-gateways": "listen", "health-listen": "listen",
 	"audio-max-frame": "listen", "audio-max-rate": "listen", "audio-window": "listen",
 	// stages
-	"cleanup-timeout": "stages", "pace": "stages", "policy": "stages", "quarantine-after": "stages",
+	"cleanup-timeout": "stages", "synth-segment-grace": "stages", "pace": "stages", "policy": "stages", "quarantine-after": "stages",
 	// backends
 	"backend": "backends", "model": "backends", "synth": "backends", "recognize": "backends",
 	"model-url": "backends", "model-name": "backends", "model-api-key-env": "backends", "system-prompt": "backends",
@@ -65,7 +66,7 @@ var serveFlagGroup = map[string]string{
 // serveFlagGroup wins over a prefix.
 var serveFlagPrefixes = []struct{ prefix, group string }{
 	{"tenant-", "listen"},
-	{"callback-", "fallback"}, {"handoff-", "fallback"},
+	{"callback-", "fallback"}, {"handoff-", "fallback"}, {"booking-", "fallback"},
 	{"twilio-", "telephony"}, {"webrtc-", "telephony"}, {"sip-", "telephony"},
 	{"store", "fleet"},
 	{"otlp-", "observability"}, {"record-trace", "observability"},

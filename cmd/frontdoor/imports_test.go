@@ -28,7 +28,11 @@ var importRules = []struct {
 	{from: "fallback/prompt", forbidden: []string{"fallback", "session", "media", "web", "cmd"}, allow: []string{"fallback/prompt"}},
 	// The call engine imports no transport and no fallback queue: only the
 	// sentences it must say when it refuses work.
-	{from: "session", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/backend", "session/internal/pcmu", "fallback/prompt"}},
+	{from: "session", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/backend", "session/internal/pcmu", "session/segment", "fallback/prompt"}},
+	// Leaves: the sentence splitter and the rehearsal agent know nothing
+	// of the module.
+	{from: "session/segment", forbidden: []string{"stages", "session", "fallback", "media", "web", "cmd"}, allow: []string{"session/segment"}},
+	{from: "cmd/frontdoor/agent", forbidden: []string{"stages", "session", "fallback", "media", "web", "cmd/frontdoor/load", "cmd/frontdoor/backends"}},
 	{from: "session/native", forbidden: []string{"session/telephony", "session/webrtc", "session/offer", "session/server", "fallback"}, allow: []string{"fallback/prompt"}},
 	{from: "session/webrtc", forbidden: []string{"session/telephony", "session/native", "session/offer", "session/server", "fallback"}, allow: []string{"fallback/prompt"}},
 	{from: "session/telephony", forbidden: []string{"session/native", "session/webrtc", "session/offer", "session/server"}},

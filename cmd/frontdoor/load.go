@@ -47,6 +47,7 @@ func loadFlags(fs *flag.FlagSet) *loadSettings {
 	fs.IntVar(&c.MaxActive, "max-active", 0, "most callers on the line at once (0: -callers); arrivals beyond it wait and show as lag")
 	fs.IntVar(&c.Turns, "turns", 3, "turns each admitted caller speaks")
 	fs.DurationVar(&c.Think, "think", 500*time.Millisecond, "mean think time between turns (exponential)")
+	fs.DurationVar(&c.Spread, "spread", 0, "-protocol native: each caller's first turn waits a uniformly random time up to this long after its admission (with -arrival burst: every call on the line first, then turns spread over this window)")
 	fs.DurationVar(&c.Hold, "hold", 0, "time a caller stays on the line after its last turn")
 	fs.DurationVar(&c.Patience, "patience", 0, "a caller hangs up when a turn has not ended after this long (0: wait)")
 	fs.Float64Var(&c.BargeIn, "barge-in", 0.1, "probability that a caller barges in during a reply")

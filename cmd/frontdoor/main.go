@@ -44,6 +44,7 @@ var commands = []commandInfo{
 	{"load", "offer synthetic callers to a running server and report what they got", runLoad},
 	{"replay", "run a recorded stage trace under other limits, before changing them", runReplay},
 	{"callbacks", "list, claim, complete or fail the durable callbacks callers left", runCallbacks},
+	{"agent", "run a rehearsal agent: an OpenAI-compatible model that streams a set reply at a set pace", runAgent},
 	{"token", "mint a signed, single-use call token for a telephony stream URL (the tenant of a phone call)", runToken},
 	{"version", "print the module version and the VCS revision it was built from", runVersion},
 }

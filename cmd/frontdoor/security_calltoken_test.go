@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,7 +77,7 @@ func TestSecurityCallTokens(t *testing.T) {
 	const authToken = "twilio-auth-token-for-tests-0002"
 	const public = "wss://frontdoor.example/v1/twilio"
 	p := startServe(t, env, "-auth", "jwt", "-jwt-secret-env", "FD_JWT", "-call-token-secret-env", "FD_CALL_SECRET",
-		"-call-token-required", "-tenant-sessions", "2", "-twilio-auth-token", authToken, "-twilio-public-url", public)
+		"-call-token-required", "-allow-open-gateways", "-tenant-sessions", "2", "-twilio-auth-token", authToken, "-twilio-public-url", public)
 	j := &guard.JWT{Secret: []byte(jwtSecret)}
 	jwtFor := func(tenant, role string) string {
 		s, err := j.Sign(guard.Claims{Tenant: tenant, Roles: []string{role},
@@ -99,7 +102,8 @@ func TestSecurityCallTokens(t *testing.T) {
 	waitFor(t, 5*time.Second, "two phone calls", func() bool { return calls() == 2 })
 	// A third phone call of acme, naming another tenant in its parameters:
 	// 429.
-	if _, st, code := twilioStream(t, p, authToken, public, "/v1/twilio/"+mintToken(t, env, "acme"), "beta"); st != 429 || code != "rate_limited" {
+	tok3 := mintToken(t, env, "acme")
+	if _, st, code := twilioStream(t, p, authToken, public, "/v1/twilio/"+tok3, "beta"); st != 429 || code != "rate_limited" {
 		t.Fatalf("acme's third call: %d %q, want 429 rate_limited", st, code)
 	}
 	// The same cap on the native transport: acme's WebSocket caller 429,
@@ -133,8 +137,16 @@ func TestSecurityCallTokens(t *testing.T) {
 	if _, st, code := twilioStream(t, p, authToken, public+"/other", gamma, ""); st != 403 || code != "twilio_signature" {
 		t.Errorf("signature over another URL: %d %q, want 403 twilio_signature", st, code)
 	}
+	// A signed GET without the upgrade (426) does not spend it either.
+	req, _ := http.NewRequest("GET", p.url(gamma), nil)
+	req.Header.Set("X-Twilio-Signature", twilio.Signature(authToken, public+strings.TrimPrefix(gamma, "/v1/twilio"), nil))
+	if resp, err := http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	} else if resp.Body.Close(); resp.StatusCode != http.StatusUpgradeRequired {
+		t.Errorf("a GET without the upgrade: %d, want 426", resp.StatusCode)
+	}
 	if _, st, code := twilioStream(t, p, authToken, public, gamma, ""); st != 101 {
-		t.Errorf("the token after an unsigned attempt: %d %q, want it unspent", st, code)
+		t.Errorf("the token after an unsigned attempt and a GET: %d %q, want it unspent", st, code)
 	}
 
 	// acme's call ends: its place is back, and a token minted by the
@@ -160,25 +172,162 @@ func TestSecurityCallTokens(t *testing.T) {
 	if st != 200 || path == "" {
 		t.Fatalf("POST %s: %d %q", guard.CallTokenPath, st, path)
 	}
-	if _, st, code := twilioStream(t, p, authToken, public, path, ""); st != 101 {
+	minted, st, code := twilioStream(t, p, authToken, public, path, "")
+	if st != 101 {
 		t.Fatalf("acme's call with a server-minted token: %d %s", st, code)
+	}
+	// The token refused 429 above was not spent by its refusal: once acme
+	// has room again, it admits the retry.
+	minted.CloseNow()
+	waitFor(t, 5*time.Second, "the server-minted call to end", func() bool { return calls() == 3 })
+	if _, st, code := twilioStream(t, p, authToken, public, "/v1/twilio/"+tok3, ""); st != 101 {
+		t.Fatalf("the retry of the call refused 429: %d %q, want its token unspent", st, code)
 	}
 }
 
-// TestSecurityTelephonyOpenWarning: -auth jwt with neither
-// -twilio-auth-token nor -call-token-required warns at start that
-// /v1/twilio is open.
-func TestSecurityTelephonyOpenWarning(t *testing.T) {
-	p := startServe(t, []string{"FD_JWT=" + strings.Repeat("jwt-secret-", 4)}, "-auth", "jwt", "-jwt-secret-env", "FD_JWT")
-	deadline := time.After(5 * time.Second)
-	for {
-		select {
-		case m := <-p.logs:
-			if msg, _ := m["msg"].(string); m["level"] == "WARN" && strings.Contains(msg, "leaves /v1/twilio open") {
+// TestSecurityOpenGateways: with -auth jwt, serve refuses to start while a
+// gateway route admits calls from anyone, naming each route and the flag
+// that closes it; -allow-open-gateways starts it with a warning, and so do
+// the routes' credentials.
+func TestSecurityOpenGateways(t *testing.T) {
+	env := []string{"FD_JWT=" + strings.Repeat("jwt-secret-", 4), "FD_GW=" + strings.Repeat("gw-", 8), "FD_CALL_SECRET=" + strings.Repeat("call-secret-", 4)}
+	jwtArgs := []string{"-auth", "jwt", "-jwt-secret-env", "FD_JWT", "-call-token-secret-env", "FD_CALL_SECRET"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		open []string // routes named in the refusal; none: it starts
+	}{
+		{"all open", nil, []string{"/v1/twilio", "/v1/plivo", "-gateway-token-env"}},
+		{"gateways open", []string{"-call-token-required"}, []string{"/v1/plivo"}},
+		{"twilio open", []string{"-gateway-token-env", "FD_GW"}, []string{"/v1/twilio"}},
+		{"public audiosocket", []string{"-call-token-required", "-gateway-token-env", "FD_GW", "-audiosocket-listen", "0.0.0.0:0"}, []string{"AudioSocket"}},
+		{"closed", []string{"-call-token-required", "-gateway-token-env", "FD_GW", "-audiosocket-listen", "127.0.0.1:0"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append(append([]string{}, jwtArgs...), tc.args...)
+			if tc.open == nil {
+				startServe(t, env, args...)
 				return
 			}
-		case <-deadline:
-			t.Fatal("no warning that /v1/twilio is open under -auth jwt")
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, buildOnce(t), append([]string{"serve", "-listen", "127.0.0.1:0", "-data-dir", t.TempDir()}, args...)...)
+			cmd.Env = append(os.Environ(), env...)
+			out, err := cmd.CombinedOutput()
+			if err == nil || ctx.Err() != nil {
+				t.Fatalf("serve with open gateway routes: %v, want it to refuse to start", err)
+			}
+			for _, want := range append(tc.open, "-allow-open-gateways") {
+				if !strings.Contains(string(out), want) {
+					t.Errorf("the refusal does not name %q:\n%s", want, out)
+				}
+			}
+			// The explicit flag starts it, with a warning naming the routes.
+			p := startServe(t, env, append(args, "-allow-open-gateways")...)
+			deadline := time.After(5 * time.Second)
+			for {
+				select {
+				case m := <-p.logs:
+					if msg, _ := m["msg"].(string); m["level"] == "WARN" && strings.Contains(msg, "-allow-open-gateways") {
+						return
+					}
+				case <-deadline:
+					t.Fatal("no warning that gateway routes are open")
+				}
+			}
+		})
+	}
+}
+
+// TestSecurityGatewayIdentity: with -auth jwt and every gateway route
+// closed by its credentials, 100 gateway streams from one address without
+// the gateway token (half send a start without it, half send nothing)
+// hold no session slot: the session stage is offered none of them. 10 of
+// 10 callers with valid JWTs from another address are admitted meanwhile,
+// and a gateway stream with the token is admitted too.
+func TestSecurityGatewayIdentity(t *testing.T) {
+	jwtSecret := strings.Repeat("jwt-secret-", 4)
+	const gwToken = "gateway-token-for-identity-test"
+	env := []string{"FD_JWT=" + jwtSecret, "FD_GW=" + gwToken, "FD_CALL_SECRET=" + strings.Repeat("call-secret-", 4)}
+	p := startServe(t, env, "-auth", "jwt", "-jwt-secret-env", "FD_JWT", "-call-token-secret-env", "FD_CALL_SECRET",
+		"-call-token-required", "-gateway-token-env", "FD_GW", "-session-slots", "12", "-tenant-sessions", "20")
+	j := &guard.JWT{Secret: []byte(jwtSecret)}
+	jwtFor := func(tenant, role string) string {
+		s, err := j.Sign(guard.Claims{Tenant: tenant, Roles: []string{role},
+			RegisteredClaims: jwt.RegisteredClaims{ExpiresAt: jwt.NewNumericDate(time.Now().Add(time.Hour))}})
+		if err != nil {
+			t.Fatal(err)
 		}
+		return s
+	}
+	ops := jwtFor("ops", "operator")
+	session := func() map[string]any { return stagesView(t, "http://"+p.addr, ops)["session"] }
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	// The flood: 100 streams on /v1/plivo from 127.0.0.2, none with the
+	// token. Those past the address's caps are refused at once; the rest
+	// are closed at their start, or held without a slot until the start
+	// timeout.
+	attacker := fromAddr("127.0.0.2")
+	var (
+		wg                sync.WaitGroup
+		opened, refused   atomic.Int64
+		closedWithoutSlot atomic.Int64
+	)
+	for i := range 100 {
+		wg.Go(func() {
+			c, _, err := websocket.Dial(ctx, p.ws("/v1/plivo"), &websocket.DialOptions{HTTPClient: attacker})
+			if err != nil {
+				refused.Add(1)
+				return
+			}
+			opened.Add(1)
+			t.Cleanup(func() { c.CloseNow() })
+			if i%2 == 0 {
+				start := `{"event":"start","sequenceNumber":1,"start":{"callId":"c` + fmt.Sprint(i) + `","streamId":"s` + fmt.Sprint(i) +
+					`","accountId":"a","tracks":["inbound"],"mediaFormat":{"encoding":"audio/x-mulaw","sampleRate":8000}},"extra_headers":"{}"}`
+				_ = c.Write(ctx, websocket.MessageText, []byte(start))
+				if _, _, err := c.Read(ctx); websocket.CloseStatus(err) == websocket.StatusPolicyViolation {
+					closedWithoutSlot.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("flood: %d streams opened, %d refused at the door, %d closed at their start (1008)", opened.Load(), refused.Load(), closedWithoutSlot.Load())
+	if opened.Load() == 0 || closedWithoutSlot.Load() == 0 {
+		t.Fatalf("the flood never reached the gateway route (%d opened, %d closed at start)", opened.Load(), closedWithoutSlot.Load())
+	}
+
+	// Ten callers with valid tokens, from another address: all admitted,
+	// while the flood's silent streams are still open.
+	caller := fromAddr("127.0.0.3")
+	for i := range 10 {
+		c, _, err := websocket.Dial(ctx, p.ws("/v1/session"), &websocket.DialOptions{HTTPClient: caller, HTTPHeader: bearer(jwtFor(fmt.Sprintf("t%d", i), "caller"))})
+		if err != nil {
+			t.Fatalf("caller %d: %v", i, err)
+		}
+		t.Cleanup(func() { c.CloseNow() })
+		if m := next(t, c, "session"); m.Disposition != "admitted" {
+			t.Fatalf("caller %d: %q, want admitted", i, m.Disposition)
+		}
+	}
+	// A gateway that proves itself gets a slot.
+	h := http.Header{"Authorization": {"Bearer " + gwToken}}
+	gw, _, err := websocket.Dial(ctx, p.ws("/v1/plivo"), &websocket.DialOptions{HTTPClient: fromAddr("127.0.0.4"), HTTPHeader: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gw.CloseNow()
+	start := `{"event":"start","sequenceNumber":1,"start":{"callId":"ok","streamId":"ok","accountId":"a","tracks":["inbound"],` +
+		`"mediaFormat":{"encoding":"audio/x-mulaw","sampleRate":8000}},"extra_headers":"{}"}`
+	if err := gw.Write(ctx, websocket.MessageText, []byte(start)); err != nil {
+		t.Fatal(err)
+	}
+	gw.CloseRead(context.Background())
+	waitFor(t, 5*time.Second, "the authenticated gateway's call admitted", func() bool { return num(session(), "leased") == 11 })
+	if offered := num(ledger(session()), "offered"); offered != 11 {
+		t.Fatalf("the session stage was offered %v calls, want the 11 authenticated (none of the flood's)", offered)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -115,7 +116,7 @@ func (f *flood) run(stop <-chan struct{}) {
 // 401s end their connections, and past the per-address caps it gets 429.
 func TestSecurityFloodFromOneAddress(t *testing.T) {
 	secret := strings.Repeat("fl00d-", 7)
-	p := startServe(t, []string{"FD_TEST_SECRET=" + secret}, "-auth", "jwt", "-jwt-secret-env", "FD_TEST_SECRET")
+	p := startServe(t, []string{"FD_TEST_SECRET=" + secret}, "-auth", "jwt", "-jwt-secret-env", "FD_TEST_SECRET", "-allow-open-gateways")
 	j := &guard.JWT{Secret: []byte(secret)}
 	tok, err := j.Sign(guard.Claims{Tenant: "acme", Roles: []string{"caller"},
 		RegisteredClaims: jwt.RegisteredClaims{ExpiresAt: jwt.NewNumericDate(time.Now().Add(time.Hour))}})
@@ -192,5 +193,62 @@ func TestSecurityHealthOverFullServer(t *testing.T) {
 		if code, err := getWithin(health, p.url(path), time.Second); err != nil || code != 200 {
 			t.Fatalf("%s on a full server: %d %v", path, code, err)
 		}
+	}
+}
+
+// TestSecurityHealthListenerUnderFlood: a flood from 12 addresses
+// (127.0.0.2 to 127.0.0.13, 100 connections each) takes the public
+// listener's probe budget, which every address shares; /healthz and
+// /readyz on -health-listen answer 40 of 40 within 1 s meanwhile, and the
+// health listener serves nothing else.
+func TestSecurityHealthListenerUnderFlood(t *testing.T) {
+	secret := strings.Repeat("fl00d-", 7)
+	p := startServe(t, []string{"FD_TEST_SECRET=" + secret}, "-auth", "jwt", "-jwt-secret-env", "FD_TEST_SECRET", "-allow-open-gateways",
+		"-health-listen", "127.0.0.1:0")
+	var healthAddr string
+	deadline := time.After(5 * time.Second)
+	for healthAddr == "" {
+		select {
+		case m := <-p.logs:
+			if m["msg"] == "health listening" {
+				healthAddr = m["addr"].(string)
+			}
+		case <-deadline:
+			t.Fatal("no health listener")
+		}
+	}
+	floods := make([]*flood, 12)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range floods {
+		floods[i] = &flood{addr: p.addr, ip: fmt.Sprintf("127.0.0.%d", 2+i), n: 100}
+		wg.Go(func() { floods[i].run(stop) })
+	}
+	defer func() { close(stop); wg.Wait() }()
+	waitFor(t, 20*time.Second, "every flooding address to reach its caps", func() bool {
+		for _, f := range floods {
+			if f.tooMany.Load() == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	health := fromAddr("127.0.0.1")
+	public := 0
+	for i := range 40 {
+		path := "/healthz"
+		if i%2 == 1 {
+			path = "/readyz"
+		}
+		if code, err := getWithin(health, "http://"+healthAddr+path, time.Second); err != nil || code != 200 {
+			t.Fatalf("round %d: %s on the health listener during the flood: %d %v", i, path, code, err)
+		}
+		if code, err := getWithin(health, p.url("/healthz"), time.Second); err == nil && code == 200 {
+			public++
+		}
+	}
+	t.Logf("during the flood: health listener 40 of 40; public listener's /healthz %d of 40", public)
+	if code, err := getWithin(health, "http://"+healthAddr+"/v1/stages", time.Second); err != nil || code != http.StatusNotFound {
+		t.Fatalf("/v1/stages on the health listener: %d %v, want 404", code, err)
 	}
 }

@@ -177,7 +177,8 @@ type msg struct {
 	Text        string   `json:"text"`
 }
 
-// next reads text messages until one of type typ (binary frames skipped).
+// next reads text messages until one of type typ (binary frames skipped;
+// typ "": the next text message).
 func next(t *testing.T, c *websocket.Conn, typ string) msg {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -194,7 +195,7 @@ func next(t *testing.T, c *websocket.Conn, typ string) msg {
 		if err := json.Unmarshal(b, &m); err != nil {
 			t.Fatalf("bad server message %s: %v", b, err)
 		}
-		if m.Type == typ {
+		if typ == "" || m.Type == typ {
 			return m
 		}
 	}

@@ -20,7 +20,7 @@ import (
 func TestSecurityMediaEndpoints(t *testing.T) {
 	const twilioToken = "twilio-auth-token-for-tests-0001"
 	public := "wss://frontdoor.example/v1/twilio"
-	p := startServe(t, nil, "-auth", "apikey", "-auth-keys", keysFile(t),
+	p := startServe(t, nil, "-auth", "apikey", "-auth-keys", keysFile(t), "-allow-open-gateways",
 		"-twilio-auth-token", twilioToken, "-twilio-public-url", public, "-webrtc-loopback-only")
 	evil := bearer(keyAcme)
 	evil.Set("Origin", "http://evil.example")

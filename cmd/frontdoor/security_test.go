@@ -59,7 +59,7 @@ func status(t *testing.T, method, url, tok string, h http.Header) int {
 }
 
 func TestSecurityAPIKeys(t *testing.T) {
-	p := startServe(t, nil, "-auth", "apikey", "-auth-keys", keysFile(t))
+	p := startServe(t, nil, "-auth", "apikey", "-auth-keys", keysFile(t), "-allow-open-gateways")
 
 	// No, bad and wrong-role tokens: refused before the upgrade.
 	for _, tc := range []struct {
@@ -183,7 +183,7 @@ func TestSecurityAllowedOriginsAndOperatorListener(t *testing.T) {
 
 func TestSecurityJWT(t *testing.T) {
 	secret := strings.Repeat("s3cret-", 6)
-	p := startServe(t, []string{"FD_TEST_SECRET=" + secret}, "-auth", "jwt", "-jwt-secret-env", "FD_TEST_SECRET")
+	p := startServe(t, []string{"FD_TEST_SECRET=" + secret}, "-auth", "jwt", "-jwt-secret-env", "FD_TEST_SECRET", "-allow-open-gateways")
 	j := &guard.JWT{Secret: []byte(secret)}
 	tok := func(exp time.Duration, roles ...string) string {
 		s, err := j.Sign(guard.Claims{Tenant: "acme", Roles: roles,
@@ -220,7 +220,7 @@ func TestSecurityJWT(t *testing.T) {
 // with -overload-http a full service gets 503 with Retry-After; neither is
 // upgraded.
 func TestSecurityTenantCapVersusOverload(t *testing.T) {
-	p := startServe(t, nil, "-auth", "apikey", "-auth-keys", keysFile(t), "-tenant-sessions", "1",
+	p := startServe(t, nil, "-auth", "apikey", "-auth-keys", keysFile(t), "-allow-open-gateways", "-tenant-sessions", "1",
 		"-session-slots", "2", "-session-queue", "1", "-overload-http")
 	hold := func(key, want string) {
 		c, _, err := dial(t, p.ws("/v1/session"), bearer(key))
@@ -247,7 +247,7 @@ func TestSecurityTenantCapVersusOverload(t *testing.T) {
 // TestSecurityTurnRate: a tenant over its turns per minute gets `error`
 // rate_limited and close 1008.
 func TestSecurityTurnRate(t *testing.T) {
-	p := startServe(t, nil, "-auth", "apikey", "-auth-keys", keysFile(t), "-tenant-turns-per-minute", "1", "-tenant-turn-burst", "2")
+	p := startServe(t, nil, "-auth", "apikey", "-auth-keys", keysFile(t), "-allow-open-gateways", "-tenant-turns-per-minute", "1", "-tenant-turn-burst", "2")
 	c, _, err := dial(t, p.ws("/v1/session"), bearer(keyAcme))
 	if err != nil {
 		t.Fatal(err)
@@ -420,7 +420,7 @@ func TestSecuritySlowClients(t *testing.T) {
 // place: past its share it is refused over_share, and another tenant still
 // finds room in the queue.
 func TestSecurityTenantShare(t *testing.T) {
-	p := startServe(t, nil, "-auth", "apikey", "-auth-keys", keysFile(t), "-tenant-sessions", "20",
+	p := startServe(t, nil, "-auth", "apikey", "-auth-keys", keysFile(t), "-allow-open-gateways", "-tenant-sessions", "20",
 		"-session-slots", "1", "-session-queue", "4", "-tenant-queue-share", "0.5")
 	var conns []*websocket.Conn
 	for range 5 { // acme: one admitted, two queued (its share), two refused

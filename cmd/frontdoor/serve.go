@@ -36,6 +36,7 @@ type serveSettings struct {
 	listen                           string
 	session, recognize, model, synth stages.Limits
 	cleanupTimeout, drainTimeout     time.Duration
+	segmentGrace                     time.Duration
 	pace                             bool
 	backend                          string
 	backends                         backends.Config
@@ -60,6 +61,7 @@ func serveFlags(fs *flag.FlagSet) *serveSettings {
 	stageFlags(fs, "recognize", &s.recognize, session.DefaultRecognizeLimits)
 	stageFlags(fs, "model", &s.model, session.DefaultModelLimits)
 	stageFlags(fs, "synth", &s.synth, session.DefaultSynthesisLimits)
+	fs.DurationVar(&s.segmentGrace, "synth-segment-grace", session.DefaultSegmentGrace, "a reply's later sentences: how long past the end of the audio already queued before it one may still wait for a synthesis slot (the silence a caller may hear between sentences); the first sentence waits at most -synth-max-wait from the turn's Born")
 	fs.DurationVar(&s.cleanupTimeout, "cleanup-timeout", 2*time.Second, "after cancel, how long a backend may take to confirm it stopped before its lease is reported overdue (it stays held)")
 	fs.BoolVar(&s.pace, "pace", true, "release reply audio in real time (20 ms frames), so a barge-in stops what was not yet played")
 	fs.DurationVar(&s.drainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, how long calls in progress may go on before they are ended")
@@ -92,7 +94,14 @@ func stageFlags(fs *flag.FlagSet, name string, l *stages.Limits, def stages.Limi
 	if name == "session" {
 		from = "the caller's arrival"
 	}
-	fs.DurationVar(&l.MaxAge, name+"-max-wait", def.MaxAge, "oldest age of waiting "+long+" still eligible (measured from "+from+")")
+	help := "oldest age of waiting " + long + " still eligible (measured from " + from + ")"
+	if name == "model" {
+		help += "; shorter while the model's measured time to a reply's first sentence would bring that sentence past -synth-max-wait"
+	}
+	if name == "synth" {
+		help = "oldest age of a reply's first sentence still eligible for synthesis (measured from " + from + "); later sentences wait against -synth-segment-grace"
+	}
+	fs.DurationVar(&l.MaxAge, name+"-max-wait", def.MaxAge, help)
 }
 
 // newLogger is serve's logger: -log-format, -log-level and
@@ -230,6 +239,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer fl.Close()
+	set.guard.useFleet(fl) // tenant caps and call tokens fleet-wide: serve_store.go
 	rec, err := openTrace(set.trace, fl, reg, log)
 	if err != nil {
 		return err
@@ -255,6 +265,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	scfg := session.Config{
 		Session: set.session, Recognize: set.recognize, Model: set.model, Synthesis: set.synth,
 		CleanupTimeout: set.cleanupTimeout,
+		SegmentGrace:   set.segmentGrace,
 		Pace:           set.pace,
 		ModelBackend:   be.Model, Synthesizer: be.Synthesizer, Recognizer: be.Recognizer,
 		Logger:         log,

@@ -8,12 +8,16 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
+	"time"
 
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/guard"
 	"github.com/frontdoorhq/frontdoor/session/server"
+	"github.com/frontdoorhq/frontdoor/session/telephony"
 )
 
 // guardWiring puts package guard in front of frontdoor serve: its flags,
@@ -31,12 +35,23 @@ type guardWiring struct {
 	// take a callback or a handoff.
 	overloadHTTP bool
 	limits       *callerLimits // serve_limits.go
+	// healthListen serves /healthz and /readyz alone on a listener of
+	// their own, which no caller's flood on the public one can reach.
+	healthListen string
+	// allowOpenGateways lets serve start with authentication on and a
+	// gateway route that proves nothing (openGateways).
+	allowOpenGateways bool
+	// tenants are the tenant caps the guard (before the upgrade) and the
+	// engine (at every call's and turn's start, on every transport) share.
+	tenants session.TenantLimits
 }
 
 func newGuardWiring(fs *flag.FlagSet) *guardWiring {
 	w := &guardWiring{set: guard.DefaultSettings()}
 	w.set.Flags(fs)
 	w.limits = callerLimitFlags(fs)
+	fs.StringVar(&w.healthListen, "health-listen", "", "also serve /healthz and /readyz (nothing else) on this address, with connection caps of its own: health checks there keep answering whatever floods the public listener (unset: none)")
+	fs.BoolVar(&w.allowOpenGateways, "allow-open-gateways", false, "with -auth apikey or jwt, start even though a gateway route admits calls from anyone: /v1/twilio without -twilio-auth-token or -call-token-required, the other gateway routes without -gateway-token-env, -audiosocket-listen on a public address (default: refuse to start)")
 	fs.BoolVar(&w.overloadHTTP, "overload-http", false, "answer a new caller 503 with Retry-After before the upgrade when the session stage is full (default: refuse over the protocol with a prompt and a callback or handoff offer)")
 	return w
 }
@@ -55,9 +70,14 @@ func (w *guardWiring) prepare(set *serveSettings, log *slog.Logger, lookup func(
 	if w.calls, err = w.set.CallTokens(lookup); err != nil {
 		return err
 	}
-	if auth != nil && set.media.twilio.AuthToken == "" && !w.set.RequireCallToken {
-		log.Warn("-auth "+w.set.Auth+" leaves /v1/twilio open: anyone may stream a call there; set -twilio-auth-token (and -twilio-public-url) or -call-token-required",
-			"call_tokens", w.calls != nil)
+	cfg := w.set.Config(auth)
+	w.tenants = session.NewLocalTenants(cfg.TenantCaps(), cfg.MaxTenants, nil)
+	w.limits.tenants = w.tenants
+	if open := openGateways(set, w.set.RequireCallToken); auth != nil && len(open) > 0 {
+		if !w.allowOpenGateways {
+			return usageError{fmt.Errorf("%w: %s", errOpenGateways, strings.Join(open, "; "))}
+		}
+		log.Warn("-auth "+w.set.Auth+" with -allow-open-gateways: anyone may call through these routes", "open", open)
 	}
 	for _, l := range []*struct {
 		name string
@@ -86,6 +106,30 @@ func (w *guardWiring) prepare(set *serveSettings, log *slog.Logger, lookup func(
 	return nil
 }
 
+// errOpenGateways refuses to start with authentication on and a gateway
+// route that admits calls before anyone has proved anything: each such
+// stream would take a session slot that authenticated callers need.
+var errOpenGateways = errors.New("-auth leaves gateway routes open to anyone (set their credentials, or -allow-open-gateways to accept it)")
+
+// openGateways names the gateway routes that admit a call without proof
+// of the gateway: a signature, a call token or the gateway token.
+func openGateways(set *serveSettings, callTokenRequired bool) []string {
+	var open []string
+	if set.media.twilio.AuthToken == "" && !callTokenRequired {
+		open = append(open, "/v1/twilio (-twilio-auth-token with -twilio-public-url, or -call-token-required)")
+	}
+	if set.gateway.tokenEnv == "" {
+		open = append(open, "/v1/"+strings.Join(telephony.GatewayDialects, ", /v1/")+" (-gateway-token-env)")
+	}
+	if a := set.gateway.audioListen; a != "" {
+		host, _, _ := net.SplitHostPort(a)
+		if ip := net.ParseIP(host); ip == nil || !(ip.IsLoopback() || ip.IsPrivate()) {
+			open = append(open, "AudioSocket on "+a+" (it has no authentication: listen on a loopback or private address)")
+		}
+	}
+	return open
+}
+
 func isLoopback(host string) bool {
 	if host == "localhost" {
 		return true
@@ -100,6 +144,25 @@ func (w *guardWiring) origins() []string { return w.set.Origins() }
 // agentAccept is the /v1/agents handshake's options (origin policy).
 func (w *guardWiring) agentAccept() *websocket.AcceptOptions {
 	return &websocket.AcceptOptions{OriginPatterns: w.set.Origins()}
+}
+
+// healthLimits are the health listener's: its own few connections, each
+// answered and closed promptly, none shared with callers.
+var healthLimits = guard.ServerLimits{
+	ReadHeaderTimeout: 2 * time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second,
+	IdleTimeout: 10 * time.Second, MaxHeaderBytes: 4 << 10, MaxConns: 64, MaxConnsPerAddr: 16, MaxHandshakesPerAddr: 8,
+	ConnIdle: 10 * time.Second,
+}
+
+// healthOnly serves h's /healthz and /readyz, and 404 for anything else.
+func healthOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
+			http.NotFound(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // guardServers are the running HTTP server(s).
@@ -125,6 +188,7 @@ func (w *guardWiring) serve(ln net.Listener, srv *server.Server, reg *prometheus
 	cfg.Logger = log
 	cfg.Registry = reg
 	cfg.CallTokens = w.calls
+	cfg.Tenants = w.tenants
 	// The engine's clock, which serve gives the backends too: pacing,
 	// call-token expiry and JWT exp/nbf read the one clock of the server.
 	cfg.Clock = srv.Engine.Clock()
@@ -143,6 +207,14 @@ func (w *guardWiring) serve(ln net.Listener, srv *server.Server, reg *prometheus
 		}
 		ps = append(ps, pair{lims.Listen(oln), lims.NewServer(g.Handler(srv.Handler(), guard.Operator), log)})
 		log.Info("operator listening", "addr", oln.Addr().String())
+	}
+	if w.healthListen != "" {
+		hln, err := net.Listen("tcp", w.healthListen)
+		if err != nil {
+			return nil, nil, fmt.Errorf("-health-listen: %w", err)
+		}
+		ps = append(ps, pair{healthLimits.Listen(hln), healthLimits.NewServer(healthOnly(srv.Handler()), log)})
+		log.Info("health listening", "addr", hln.Addr().String())
 	}
 	served := make(chan error, len(ps))
 	gs := &guardServers{}

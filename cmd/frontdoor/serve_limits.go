@@ -12,6 +12,9 @@ type callerLimits struct {
 	audio      session.AudioLimits
 	quarantine int
 	heartbeat  session.Heartbeat
+	// tenants are the guard's tenant caps (serve_guard.go), which the
+	// engine applies on every transport.
+	tenants session.TenantLimits
 }
 
 func callerLimitFlags(fs *flag.FlagSet) *callerLimits {
@@ -30,4 +33,5 @@ func (l *callerLimits) apply(c *session.Config) {
 	c.Audio = l.audio
 	c.QuarantineAfter = l.quarantine
 	c.Heartbeat = l.heartbeat
+	c.Tenants = l.tenants
 }

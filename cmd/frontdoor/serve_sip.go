@@ -11,10 +11,12 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/frontdoorhq/frontdoor/media/sip"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/telephony"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // sipSettings are the flags of SIP calls straight in (docs/TELEPHONY.md):
@@ -24,10 +26,32 @@ type sipSettings struct {
 	listen   string
 	authFile string
 	mediaIP  string
+
+	maxCalls       int
+	pendingPerAddr int
+	tcpIdle        time.Duration
+	tcpPerAddr     int
+	tcpMax         int
+	mediaTimeout   time.Duration
+	retryAfter     time.Duration
+	overload503    bool
+
+	// admit, when set before start, is telephony.SIPConfig.Admit: the
+	// hook that counts a SIP call against its tenant's caps (set by the
+	// tenant guard's wiring, not a flag).
+	admit func(context.Context) (context.Context, func(), error)
 }
 
 func sipFlags(fs *flag.FlagSet) *sipSettings {
 	s := &sipSettings{}
+	fs.IntVar(&s.maxCalls, "sip-max-calls", 1000, "SIP calls ringing or answered at once; an INVITE over it is answered 503 with Retry-After (a bound of the process, before admission)")
+	fs.IntVar(&s.pendingPerAddr, "sip-pending-per-addr", 16, "INVITEs from one source address (an IPv6 /64) answered or ringing but not yet acknowledged; the next one is answered 503")
+	fs.DurationVar(&s.tcpIdle, "sip-tcp-idle", 30*time.Second, "close a SIP TCP connection that carried no byte for this long and no call")
+	fs.IntVar(&s.tcpPerAddr, "sip-tcp-per-addr", 32, "SIP TCP connections open at once from one address (an IPv6 /64); one more is closed at once")
+	fs.IntVar(&s.tcpMax, "sip-tcp-max", 1024, "SIP TCP connections open at once")
+	fs.DurationVar(&s.mediaTimeout, "sip-media-timeout", 30*time.Second, "hang up a SIP call whose caller has sent no RTP for this long")
+	fs.DurationVar(&s.retryAfter, "sip-retry-after", 5*time.Second, "the Retry-After of a SIP 503 (whole seconds)")
+	fs.BoolVar(&s.overload503, "sip-overload-503", false, "answer a new INVITE 503 with Retry-After while the session stage is full (no slot, no waiting place), so that a trunk fails over (default: answer it, play the refusal prompt and offer a callback)")
 	fs.StringVar(&s.listen, "sip-listen", "", "answer SIP calls on this address, UDP and TCP (host:port, e.g. 127.0.0.1:5060; empty: no SIP)")
 	fs.StringVar(&s.authFile, "sip-auth-file", "", "digest-authenticate SIP callers against this file: a \"realm NAME\" line, then one \"user password [tenant]\" line per caller (a user without a tenant names it in the request URI)")
 	fs.StringVar(&s.mediaIP, "sip-media-ip", "", "the address SIP calls' RTP is received on and the SDP answer names (default: the -sip-listen host, which must then be specific)")
@@ -135,6 +159,24 @@ func (s *sipSettings) config(log *slog.Logger) (cfg sip.Config, ok bool, err err
 	} else if ap.Addr().IsUnspecified() {
 		return cfg, false, usageError{fmt.Errorf("-sip-listen %s is every address: set -sip-media-ip to the one RTP is reached on", s.listen)}
 	}
+	for _, b := range []struct {
+		name string
+		v    int64
+	}{
+		{"-sip-max-calls", int64(s.maxCalls)}, {"-sip-pending-per-addr", int64(s.pendingPerAddr)},
+		{"-sip-tcp-per-addr", int64(s.tcpPerAddr)}, {"-sip-tcp-max", int64(s.tcpMax)},
+		{"-sip-tcp-idle", int64(s.tcpIdle)}, {"-sip-media-timeout", int64(s.mediaTimeout)},
+	} {
+		if b.v <= 0 {
+			return cfg, false, usageError{fmt.Errorf("%s must be positive", b.name)}
+		}
+	}
+	if s.retryAfter < time.Second {
+		return cfg, false, usageError{errors.New("-sip-retry-after must be at least 1s")}
+	}
+	cfg.MaxCalls, cfg.MaxPendingPerAddr = s.maxCalls, s.pendingPerAddr
+	cfg.TCPIdle, cfg.MaxTCPPerAddr, cfg.MaxTCP = s.tcpIdle, s.tcpPerAddr, s.tcpMax
+	cfg.RetryAfter = s.retryAfter
 	if s.authFile != "" {
 		f, err := os.Open(s.authFile)
 		if err != nil {
@@ -165,10 +207,17 @@ func (s *sipSettings) start(ctx context.Context, e *session.Engine, prompts *tel
 	if !ok || err != nil {
 		return nil, err
 	}
-	cfg.Handler = telephony.NewSIPHandler(e, telephony.SIPConfig{Logger: log, Prompts: prompts})
+	cfg.Handler = telephony.NewSIPHandler(e, telephony.SIPConfig{Logger: log, Prompts: prompts, MediaTimeout: s.mediaTimeout, Admit: s.admit})
+	cfg.Busy = sipBusy(e, s.overload503)
+	// One clock for nonces, the RTP's arrival and the media timeout.
+	cfg.Now = e.Clock().Now
 	srv, err := sip.Listen(context.WithoutCancel(ctx), s.listen, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("-sip-listen %s: %w", s.listen, err)
+	}
+	if err := registerSIPMetrics(e.Registry(), srv); err != nil {
+		_ = srv.Close()
+		return nil, err
 	}
 	users := 0
 	if cfg.Auth != nil {
@@ -176,6 +225,46 @@ func (s *sipSettings) start(ctx context.Context, e *session.Engine, prompts *tel
 	}
 	log.Info("sip listening", "addr", srv.Addr().String(), "transports", "udp,tcp", "auth_users", users)
 	return srv, nil
+}
+
+// sipBusy is when a new INVITE is answered 503 with Retry-After: while
+// the engine drains (a trunk fails over to another replica at once,
+// instead of its callers hearing that the service closes), and with
+// overload, while the session stage has neither a slot nor a waiting
+// place.
+func sipBusy(e *session.Engine, overload bool) func() bool {
+	return func() bool {
+		return !e.Ready() || overload && e.SessionFull()
+	}
+}
+
+// registerSIPMetrics exports the SIP server's refusals and drops
+// (sip.Stats) as counters on reg.
+func registerSIPMetrics(reg *prometheus.Registry, srv *sip.Server) error {
+	counter := func(name, help string, labels prometheus.Labels, v func(sip.Stats) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: labels},
+			func() float64 { return float64(v(srv.Stats())) })
+	}
+	const refused = "frontdoor_sip_refused_total"
+	const refusedHelp = "SIP requests answered 503 (busy: draining, -sip-overload-503 or -sip-max-calls; pending: -sip-pending-per-addr) and TCP connections closed at once (tcp: -sip-tcp-per-addr, -sip-tcp-max)."
+	for _, c := range []prometheus.Collector{
+		counter(refused, refusedHelp, prometheus.Labels{"reason": "busy"}, func(s sip.Stats) uint64 { return s.RefusedBusy }),
+		counter(refused, refusedHelp, prometheus.Labels{"reason": "pending"}, func(s sip.Stats) uint64 { return s.RefusedPending }),
+		counter(refused, refusedHelp, prometheus.Labels{"reason": "tcp"}, func(s sip.Stats) uint64 { return s.TCPRefused }),
+		counter("frontdoor_sip_digest_replays_total", "SIP INVITEs whose digest Authorization reused a nonce and nc already used (answered 401, stale=true).", nil,
+			func(s sip.Stats) uint64 { return s.DigestReplays }),
+		counter("frontdoor_sip_tcp_idle_closed_total", "SIP TCP connections closed after -sip-tcp-idle without a byte or a call.", nil,
+			func(s sip.Stats) uint64 { return s.TCPIdleClosed }),
+		counter("frontdoor_sip_rtp_foreign_total", "Datagrams to a SIP call's RTP port from anywhere but the call's source, dropped.", nil,
+			func(s sip.Stats) uint64 { return s.RTPForeign }),
+		counter("frontdoor_sip_rtp_withheld_total", "RTP packets not sent because the caller's SDP address had not proven it wants them.", nil,
+			func(s sip.Stats) uint64 { return s.RTPWithheld }),
+	} {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("sip metrics: %w", err)
+		}
+	}
+	return nil
 }
 
 // closeSIP ends the SIP calls left (BYE) and closes the server, if any.

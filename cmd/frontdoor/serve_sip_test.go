@@ -4,10 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/netip"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -94,12 +100,33 @@ func TestSIPFlags(t *testing.T) {
 		{"bad media IP", sipSettings{listen: "127.0.0.1:5060", mediaIP: "nowhere"}, false, "-sip-media-ip", false},
 		{"missing auth file", sipSettings{listen: "127.0.0.1:5060", authFile: filepath.Join(dir, "none")}, false, "no such file", false},
 		{"bad auth file", sipSettings{listen: "127.0.0.1:5060", authFile: bad}, false, bad + ":2:", false},
+		{"no pending INVITE", sipSettings{listen: "127.0.0.1:5060", pendingPerAddr: -1}, false, "-sip-pending-per-addr", false},
+		{"no TCP connection", sipSettings{listen: "127.0.0.1:5060", tcpPerAddr: -1}, false, "-sip-tcp-per-addr", false},
+		{"no idle time", sipSettings{listen: "127.0.0.1:5060", tcpIdle: -1}, false, "-sip-tcp-idle", false},
+		{"retry at once", sipSettings{listen: "127.0.0.1:5060", retryAfter: time.Millisecond}, false, "-sip-retry-after", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var logs strings.Builder
 			log, _ := newLogger("text", "info", false, &logs)
-			cfg, ok, err := tt.set.config(log)
+			// The flags' defaults, and what the case sets.
+			set := sipFlags(flag.NewFlagSet("serve", flag.ContinueOnError))
+			set.listen, set.authFile, set.mediaIP = tt.set.listen, tt.set.authFile, tt.set.mediaIP
+			for _, f := range []struct {
+				to *int
+				v  int
+			}{{&set.pendingPerAddr, tt.set.pendingPerAddr}, {&set.tcpPerAddr, tt.set.tcpPerAddr}} {
+				if f.v != 0 {
+					*f.to = f.v
+				}
+			}
+			if tt.set.tcpIdle != 0 {
+				set.tcpIdle = tt.set.tcpIdle
+			}
+			if tt.set.retryAfter != 0 {
+				set.retryAfter = tt.set.retryAfter
+			}
+			cfg, ok, err := set.config(log)
 			if ok != tt.ok || (err == nil) != (tt.err == "") || err != nil && !strings.Contains(err.Error(), tt.err) {
 				t.Fatalf("config: ok %v, error %v; want ok %v, error with %q", ok, err, tt.ok, tt.err)
 			}
@@ -256,4 +283,218 @@ func TestServeSIPBaresip(t *testing.T) {
 	}
 	t.Logf("the admitted caller heard %v of speech in %v; the refused one %v in %v",
 		siptest.Loud(reply.Samples, 1000), reply.Duration(), siptest.Loud(prompt.Samples, 1000), prompt.Duration())
+}
+
+// TestServeSIPp runs the real binary with -sip-listen and SIPp calling it
+// as a trunk would test it. SIPp's standard uac call (INVITE, ACK, BYE)
+// passes, three times; a caller that is answered and then sends no RTP
+// is hung up with a BYE within 31 s (the 30 s media timeout); and once
+// serve drains (SIGTERM, with a call still in progress) SIPp's INVITEs
+// are answered 503 with a Retry-After, so that a trunk fails over.
+func TestServeSIPp(t *testing.T) {
+	p := startServe(t, nil, "-sip-listen", "127.0.0.1:0", "-drain-timeout", "60s")
+	logs := &sipLogs{p: p}
+	addr := logs.wait(t, 10*time.Second, "sip listening", nil)["addr"].(string)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	sippCalls(ctx, t, p, addr)
+	sippDrain(ctx, t, p, logs, addr)
+}
+
+// sippCalls: SIPp's uac calls, and a silent one hung up in 30-31 s.
+func sippCalls(ctx context.Context, t *testing.T, p *proc, addr string) {
+	silentXML, _ := filepath.Abs("testdata/sipp/silent.xml")
+	silent := make(chan error, 1)
+	start := time.Now()
+	go func() { silent <- siptest.SIPp(ctx, t, addr, "-sf", silentXML, "-m", "1") }()
+	if err := siptest.SIPp(ctx, t, addr, "-sn", "uac", "-m", "3", "-d", "500"); err != nil {
+		t.Errorf("SIPp's uac calls: %v", err)
+	}
+	if err := <-silent; err != nil {
+		t.Errorf("the silent caller: %v", err)
+	}
+	elapsed := time.Since(start)
+	if elapsed < 29*time.Second {
+		t.Errorf("the silent caller was hung up after %v, before the 30 s media timeout", elapsed)
+	}
+	t.Logf("the silent caller was hung up %v after SIPp started", elapsed)
+	waitFor(t, 10*time.Second, "the session leases released", func() bool { return sessionLeased(t, p) == 0 })
+}
+
+// sippDrain: with a call in progress, SIGTERM; SIPp's INVITEs then get
+// 503 with Retry-After.
+func sippDrain(ctx context.Context, t *testing.T, p *proc, logs *sipLogs, addr string) {
+	drainXML, _ := filepath.Abs("testdata/sipp/drain.xml")
+	held, err := sip.Dial(ctx, "sip:acme@"+addr, sip.DialConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	waitFor(t, 10*time.Second, "the held call admitted", func() bool { return sessionLeased(t, p) == 1 })
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	logs.wait(t, 10*time.Second, "draining", nil)
+	waitFor(t, 10*time.Second, "/readyz to say draining", func() bool {
+		res, err := http.Get(p.url("/readyz"))
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusServiceUnavailable
+	})
+	if err := siptest.SIPp(ctx, t, addr, "-sf", drainXML, "-m", "3"); err != nil {
+		t.Errorf("SIPp's INVITEs during the drain: %v", err)
+	}
+	if err := held.Hangup(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestServeSIPOverload503: with -sip-overload-503, an INVITE while the
+// session stage has neither a slot nor a waiting place is answered 503
+// with Retry-After (a trunk fails over) instead of being answered with
+// the refusal prompt; once the slot is free, a call is answered again.
+func TestServeSIPOverload503(t *testing.T) {
+	p := startServe(t, nil, "-sip-listen", "127.0.0.1:0", "-sip-overload-503", "-sip-retry-after", "3s",
+		"-session-slots", "1", "-session-queue", "1", "-session-max-wait", "10s")
+	logs := &sipLogs{p: p}
+	addr := logs.wait(t, 10*time.Second, "sip listening", nil)["addr"].(string)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var held []*sip.Outgoing
+	defer func() {
+		for _, o := range held {
+			o.Close()
+		}
+	}()
+	for i := range 2 { // the slot, then the waiting place
+		o, err := sip.Dial(ctx, "sip:acme@"+addr, sip.DialConfig{})
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		held = append(held, o)
+	}
+	waitFor(t, 10*time.Second, "the slot and the waiting place taken", func() bool {
+		var v struct {
+			Stages []struct {
+				Name           string
+				Leased, Queued int
+			}
+		}
+		getJSON(t, p.url("/v1/stages"), &v)
+		for _, s := range v.Stages {
+			if s.Name == "session" {
+				return s.Leased == 1 && s.Queued == 1
+			}
+		}
+		return false
+	})
+	_, err := sip.Dial(ctx, "sip:acme@"+addr, sip.DialConfig{})
+	if !errors.Is(err, sip.ErrRefused) || !strings.Contains(err.Error(), "503") {
+		t.Fatalf("a call over the full session stage: %v, want 503", err)
+	}
+	res, err := http.Get(p.url("/metrics"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if !strings.Contains(string(body), `frontdoor_sip_refused_total{reason="busy"} 1`) {
+		t.Errorf("/metrics does not count the refusal:\n%s", grepLines(string(body), "frontdoor_sip_"))
+	}
+	for _, o := range held {
+		if err := o.Hangup(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held = nil
+	waitFor(t, 10*time.Second, "the session stage empty", func() bool { return sessionLeased(t, p) == 0 })
+	o, err := sip.Dial(ctx, "sip:acme@"+addr, sip.DialConfig{})
+	if err != nil {
+		t.Fatalf("a call once the stage has room: %v", err)
+	}
+	held = append(held, o)
+}
+
+// grepLines is the lines of s that hold sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// TestServeSIPFlood: one address floods the binary's SIP port with its
+// defaults: 2,000 TCP connections left idle (at most 32 kept, the rest
+// reset, and the process's descriptors stay within that) and 1,100 INVITEs
+// never acknowledged (16 answered, 1,084 answered 503); meanwhile callers
+// from another address (127.0.0.2) are answered over UDP and TCP, and
+// /healthz answers.
+func TestServeSIPFlood(t *testing.T) {
+	p := startServe(t, nil, "-sip-listen", "127.0.0.1:0")
+	logs := &sipLogs{p: p}
+	addr := logs.wait(t, 10*time.Second, "sip listening", nil)["addr"].(string)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	fds := func() int {
+		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", p.cmd.Process.Pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ents)
+	}
+	before := fds()
+
+	const flood = 2000
+	conns := make([]net.Conn, 0, flood)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range flood {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			continue // reset before the handshake was through: refused too
+		}
+		conns = append(conns, c)
+	}
+	waitFor(t, 10*time.Second, "the TCP flood refused", func() bool {
+		return metric(t, "http://"+p.addr, `frontdoor_sip_refused_total{reason="tcp"}`) >= flood-32
+	})
+	if n := fds() - before; n > 32+16 {
+		t.Errorf("the process holds %d more descriptors after 2,000 connections from one address", n)
+	}
+
+	ua := siptest.NewRawUA(t, "127.0.0.1", netip.MustParseAddrPort(addr))
+	codes := map[int]int{}
+	for range 1100 {
+		codes[ua.Final(ua.Send("INVITE", "", siptest.Offer(netip.AddrPortFrom(ua.Local().Addr(), 40000)))).StatusCode]++
+	}
+	if codes[200] != 16 || codes[503] != 1084 {
+		t.Errorf("1,100 INVITEs never acknowledged got %v, want 16 × 200 and 1,084 × 503", codes)
+	}
+
+	for _, uri := range []string{"sip:acme@" + addr, "sip:acme@" + addr + ";transport=tcp"} {
+		o, err := sip.Dial(ctx, uri, sip.DialConfig{LocalIP: netip.MustParseAddr("127.0.0.2")})
+		if err != nil {
+			t.Fatalf("a caller from 127.0.0.2 (%s) during the flood: %v", uri, err)
+		}
+		if err := o.Hangup(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := http.Get(p.url("/healthz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Errorf("/healthz during the flood: %s", res.Status)
+	}
+	t.Logf("descriptors: %d before the flood, %d after; INVITEs: %v", before, fds(), codes)
 }

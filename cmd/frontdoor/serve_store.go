@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -34,10 +35,11 @@ func storeFlags(fs *flag.FlagSet) *storeSettings {
 // fleet is the Redis behind -store. A nil *fleet is the in-process default:
 // its methods then give the local policy and no readiness check.
 type fleet struct {
-	rdb   *redis.Client
-	set   storeSettings
-	log   *slog.Logger
-	gates []stages.Gate
+	rdb     *redis.Client
+	set     storeSettings
+	log     *slog.Logger
+	gates   []stages.Gate
+	tenants *redisstage.Tenants // fleet-wide tenant caps (useFleet)
 }
 
 // openFleet connects to -store; it returns nil, nil without it. It does not
@@ -120,11 +122,52 @@ func (f *fleet) readyFunc() func(context.Context) error {
 	return f.ready
 }
 
-// Close closes the client, after the session server stopped its stages.
+// Close closes the client, after the session server stopped its stages
+// (and its calls, which stop their tenant places' renewals).
 func (f *fleet) Close() {
 	if f != nil {
+		if f.tenants != nil {
+			f.tenants.Wait()
+		}
 		_ = f.rdb.Close()
 	}
+}
+
+// useFleet keeps the tenant caps and the call tokens' single use in the
+// fleet's store, so that they hold across replicas, not once per replica.
+// It runs after openFleet and before the server is built; without -store
+// it changes nothing.
+func (w *guardWiring) useFleet(f *fleet) {
+	if f == nil {
+		return
+	}
+	cfg := w.set.Config(w.auth)
+	f.tenants = redisstage.NewTenants(f.rdb, redisstage.TenantOptions{Sessions: cfg.TenantSessions,
+		TurnsPerMinute: cfg.TenantTurnsPerMinute, TurnBurst: cfg.TenantTurnBurst, LeaseTTL: f.set.leaseTTL})
+	w.tenants = fleetTenants{f.tenants}
+	w.limits.tenants = w.tenants
+	if w.calls != nil {
+		w.calls.Used = redisstage.NewUsedTokens(f.rdb)
+	}
+}
+
+// fleetTenants are redisstage.Tenants as session.TenantLimits.
+type fleetTenants struct{ t *redisstage.Tenants }
+
+func (f fleetTenants) EnterCall(ctx context.Context, tenant string) (func(), error) {
+	release, err := f.t.EnterCall(ctx, tenant)
+	if errors.Is(err, redisstage.ErrTenantFull) {
+		return nil, session.ErrTenantFull
+	}
+	return release, err
+}
+
+func (f fleetTenants) AllowTurn(ctx context.Context, tenant string) error {
+	err := f.t.AllowTurn(ctx, tenant)
+	if errors.Is(err, redisstage.ErrTurnRate) {
+		return session.ErrRateLimited
+	}
+	return err
 }
 
 // redisLog is go-redis's internal logger on slog at debug level.

@@ -46,6 +46,7 @@ type Prompt struct {
 	Reason  string // a disposition name ("overloaded", "expired", ...) or ReasonFailed
 	Stage   string
 	Started bool // the prompt is about work whose backend had started (Outcome.Started)
+	Partial bool // the caller heard part of the reply (Outcome.Partial)
 	Text    string
 	Offer   []Kind
 }
@@ -60,6 +61,10 @@ type Outcome struct {
 	Stage   string
 	Reason  string
 	Started bool
+	// Partial: the caller heard part of the reply before the rest was
+	// refused or failed; what was said stands, and the prompt says that
+	// the rest was lost, not that nothing was answered.
+	Partial bool
 }
 
 // entry is one row of the table: the sentence that states the outcome, the
@@ -134,12 +139,25 @@ var table = []entry{
 	{StageHandoff, ReasonFailed, false, "Something went wrong on our side and I could not find you a person.", callbackOnly, tryLater},
 }
 
+// partial is the table for replies the caller heard part of before the
+// rest was refused or failed (Outcome.Partial): what was said stands, so
+// the sentence says the rest was lost, never that nothing was answered.
+var partial = []entry{
+	{StageModel, ReasonFailed, true, "Something went wrong on our side while I was answering, so I lost the rest of my answer.", both, askAgain},
+	{StageSynthesis, "overloaded", false, "I am sorry, I lost the rest of my answer, because the system is busy.", both, askAgain},
+	{StageSynthesis, "expired", false, "I am sorry, I lost the rest of my answer: I could not get to speaking it in time.", both, continueQ},
+	{StageSynthesis, "closed", false, "This service has become temporarily unavailable, so I cannot finish my answer.", callbackOnly, tryLater},
+	{StageSynthesis, ReasonFailed, false, "Something went wrong on our side, so I lost the rest of my answer.", both, askAgain},
+	{StageSynthesis, ReasonFailed, true, "Something went wrong on our side while I was speaking, so I lost the rest of my answer.", both, askAgain},
+}
+
 // Offer sentences, by the kinds actually offered.
 const (
 	offerBoth     = "I can arrange for us to call you back, or put you through to a person. Which would you like?"
 	offerCallback = "I can arrange for us to call you back. Would you like that?"
 	offerHandoff  = "I can put you through to a person. Would you like that?"
 	fallbackText  = "I cannot do that right now."
+	partialText   = "I am sorry, I lost the rest of my answer."
 )
 
 // For returns the prompt for disposition d at stage (work that was
@@ -162,12 +180,22 @@ func Failed(stage string, available []Kind) Prompt {
 // row allows and that are in available. An outcome outside the table gets
 // a plain sentence that claims nothing and offers nothing.
 func Of(o Outcome, available []Kind) Prompt {
-	for _, e := range table {
+	rows := table
+	if o.Partial {
+		rows = partial
+	}
+	for _, e := range rows {
 		if e.stage == o.Stage && e.reason == o.Reason && e.started == o.Started {
-			return e.prompt(available)
+			p := e.prompt(available)
+			p.Partial = o.Partial
+			return p
 		}
 	}
-	return Prompt{Reason: o.Reason, Stage: o.Stage, Started: o.Started, Text: fallbackText}
+	p := Prompt{Reason: o.Reason, Stage: o.Stage, Started: o.Started, Text: fallbackText}
+	if o.Partial {
+		p.Partial, p.Text = true, partialText
+	}
+	return p
 }
 
 func (e entry) prompt(available []Kind) Prompt {
@@ -198,13 +226,19 @@ func All() []Prompt {
 	subsets := [][]Kind{nil, callbackOnly, handoffOnly, both}
 	var out []Prompt
 	seen := map[string]bool{}
-	for _, e := range table {
-		for _, avail := range subsets {
-			p := e.prompt(avail)
-			key := fmt.Sprint(p.Stage, "\x00", p.Reason, "\x00", p.Started, "\x00", p.Text)
-			if !seen[key] {
-				seen[key] = true
-				out = append(out, p)
+	for _, tab := range []struct {
+		rows    []entry
+		partial bool
+	}{{table, false}, {partial, true}} {
+		for _, e := range tab.rows {
+			for _, avail := range subsets {
+				p := e.prompt(avail)
+				p.Partial = tab.partial
+				key := fmt.Sprint(p.Stage, "\x00", p.Reason, "\x00", p.Started, "\x00", p.Partial, "\x00", p.Text)
+				if !seen[key] {
+					seen[key] = true
+					out = append(out, p)
+				}
 			}
 		}
 	}

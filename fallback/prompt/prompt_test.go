@@ -140,6 +140,10 @@ func promptsDoc() string {
 	b.WriteString("In fleet mode a call whose session lease is lost (docs/FLEET.md) hears the session row `failed`, not started,\n")
 	b.WriteString("without an offer (the call is ending), and is closed with 1013. A turn whose lease is lost stops its audio at\n")
 	b.WriteString("once, as a barge-in does, and hears its stage's `failed`, started, row.\n\n")
+	b.WriteString("A reply streams: the caller hears its first sentence while the model writes the rest (docs/PROTOCOL.md,\n")
+	b.WriteString("\"Streamed replies\"). When a later sentence is refused or expires at the synthesis stage, or the model or the\n")
+	b.WriteString("synthesizer fails after the caller heard part of the reply, what was said stands: the caller hears the rows\n")
+	b.WriteString("marked *Heard part* (`Outcome.Partial`), which say the rest of the answer was lost, never that nothing was answered.\n\n")
 	b.WriteString("Rules the table keeps (checked by `TestPromptRules`):\n\n")
 	b.WriteString("- Refused or expired work is never described as in progress.\n")
 	b.WriteString("- Work that never started is never described as stopped.\n")
@@ -151,7 +155,7 @@ func promptsDoc() string {
 	for _, p := range prompt.All() {
 		if p.Stage != stage {
 			stage = p.Stage
-			fmt.Fprintf(&b, "## %s\n\n| Reason | Started | Offered | Text |\n|---|---|---|---|\n", stage)
+			fmt.Fprintf(&b, "## %s\n\n| Reason | Started | Heard part | Offered | Text |\n|---|---|---|---|---|\n", stage)
 		}
 		offered := "—"
 		if len(p.Offer) > 0 {
@@ -165,7 +169,11 @@ func promptsDoc() string {
 		if p.Started {
 			started = "yes"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", p.Reason, started, offered, p.Text)
+		heard := "no"
+		if p.Partial {
+			heard = "yes"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", p.Reason, started, heard, offered, p.Text)
 		_ = stage
 	}
 	return strings.ReplaceAll(b.String(), "|\n## ", "|\n\n## ") + "\n"
@@ -185,8 +193,16 @@ func TestEveryOutcomeHasAPrompt(t *testing.T) {
 		want = append(want, prompt.Outcome{Stage: st, Reason: prompt.ReasonFailed},
 			prompt.Outcome{Stage: st, Reason: prompt.ReasonFailed, Started: true})
 	}
+	for _, r := range []string{"overloaded", "expired", "closed", prompt.ReasonFailed} {
+		want = append(want, prompt.Outcome{Stage: prompt.StageSynthesis, Reason: r, Partial: true})
+	}
+	want = append(want, prompt.Outcome{Stage: prompt.StageSynthesis, Reason: prompt.ReasonFailed, Started: true, Partial: true},
+		prompt.Outcome{Stage: prompt.StageModel, Reason: prompt.ReasonFailed, Started: true, Partial: true})
 	for _, o := range want {
 		p := prompt.Of(o, both)
+		if o.Partial && !strings.Contains(p.Text, "lost the rest") && !strings.Contains(p.Text, "finish my answer") {
+			t.Errorf("%+v: a reply heard in part must say the rest was lost: %q", o, p.Text)
+		}
 		if p.Text == prompt.Of(prompt.Outcome{Stage: "nowhere"}, nil).Text {
 			t.Errorf("%+v has no row", o)
 		}

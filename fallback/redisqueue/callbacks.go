@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -34,6 +36,15 @@ type CallbackStore struct {
 	rdb    redis.UniversalClient
 	prefix string
 	cfg    fallback.Config
+
+	// journal holds the live callbacks this replica accepted, so that a
+	// store that lost its data (FLUSHALL, a restart without persistence,
+	// a failover) gets them back: Sweep puts back each one whose record is
+	// gone (records are kept after they finish, so a missing one was
+	// lost) and forgets each one that has finished.
+	mu          sync.Mutex
+	journal     map[string]fallback.Callback // by ticket
+	republished atomic.Uint64
 }
 
 var _ fallback.CallbackQueue = (*CallbackStore)(nil)
@@ -42,7 +53,7 @@ var _ fallback.CallbackQueue = (*CallbackStore)(nil)
 // fleet; "callbacks" is the usual name) with the callback limits of cfg,
 // which every replica must share. It does not contact Redis.
 func NewCallbackStore(rdb redis.UniversalClient, name string, cfg fallback.Config) *CallbackStore {
-	return &CallbackStore{rdb: rdb, prefix: "fdcb:{" + name + "}:", cfg: cfg}
+	return &CallbackStore{rdb: rdb, prefix: "fdcb:{" + name + "}:", cfg: cfg, journal: map[string]fallback.Callback{}}
 }
 
 // Close does nothing: the client belongs to the caller.
@@ -105,7 +116,72 @@ func (s *CallbackStore) Accept(ctx context.Context, c fallback.Callback) (fallba
 		return fallback.Callback{}, false, fmt.Errorf("fallback: accept callback: ticket %q exists for another call", c.Ref)
 	}
 	got, _ := parseCallback(v[1])
+	if code == 1 {
+		s.remember(c)
+	}
 	return got, code == 1, nil
+}
+
+// remember journals a callback this replica accepted. The journal holds
+// at most the fleet's queue bound: past it the oldest entry is dropped
+// (its record is then as durable as Redis makes it, no more).
+func (s *CallbackStore) remember(c fallback.Callback) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if max := s.cfg.CallbackQueue; max > 0 && len(s.journal) >= max {
+		var oldest string
+		for ref, j := range s.journal {
+			if oldest == "" || j.Accepted.Before(s.journal[oldest].Accepted) {
+				oldest = ref
+			}
+		}
+		delete(s.journal, oldest)
+	}
+	s.journal[c.Ref] = c
+}
+
+// Republished returns how many callbacks this replica has put back after
+// the store lost them.
+func (s *CallbackStore) Republished() uint64 { return s.republished.Load() }
+
+// restoreJournal checks every journaled callback's record: a finished one
+// leaves the journal, a missing one (lost with the store's data) is
+// accepted again under its ticket, pending as when it was first accepted.
+func (s *CallbackStore) restoreJournal(ctx context.Context) error {
+	s.mu.Lock()
+	refs := make([]fallback.Callback, 0, len(s.journal))
+	for _, c := range s.journal {
+		refs = append(refs, c)
+	}
+	s.mu.Unlock()
+	if len(refs) == 0 {
+		return nil
+	}
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.StringCmd, len(refs))
+	for i, c := range refs {
+		cmds[i] = pipe.HGet(ctx, s.prefix+"t:"+c.Ref, "status")
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return s.unavailable("journal", err)
+	}
+	for i, c := range refs {
+		st, err := cmds[i].Result()
+		switch {
+		case errors.Is(err, redis.Nil):
+			if _, _, err := s.Accept(ctx, c); err != nil {
+				return fmt.Errorf("callbacks: put back %s: %w", c.Ref, err)
+			}
+			s.republished.Add(1)
+		case err != nil:
+			return s.unavailable("journal", err)
+		case !fallback.Status(st).Live():
+			s.mu.Lock()
+			delete(s.journal, c.Ref)
+			s.mu.Unlock()
+		}
+	}
+	return nil
 }
 
 // Find implements fallback.CallbackStore.
@@ -280,7 +356,19 @@ func (s *CallbackStore) Finish(ctx context.Context, ref string, attempt int, to 
 	if to != fallback.StatusCompleted && to != fallback.StatusFailed {
 		return fallback.Callback{}, fmt.Errorf("fallback: finish %q: bad status %q", ref, to)
 	}
-	return s.transition(ctx, "finish", ref, attempt, now, to, note, time.Time{})
+	c, err := s.transition(ctx, "finish", ref, attempt, now, to, note, time.Time{})
+	if err == nil {
+		s.forget(ref)
+	}
+	return c, err
+}
+
+// forget drops a finished callback from the journal. One finished by
+// another replica leaves this one's journal at its next Sweep.
+func (s *CallbackStore) forget(ref string) {
+	s.mu.Lock()
+	delete(s.journal, ref)
+	s.mu.Unlock()
 }
 
 // Expire implements fallback.CallbackStore.
@@ -303,6 +391,9 @@ func (s *CallbackStore) Sweep(ctx context.Context, now time.Time) error {
 	cutoff := now.Add(-s.cfg.CallbackMaxWait)
 	if s.cfg.CallbackMaxWait <= 0 {
 		cutoff = time.Time{}
+	}
+	if err := s.restoreJournal(ctx); err != nil {
+		return err
 	}
 	if err := sweepScript.Run(ctx, s.rdb, nil, s.prefix, s.cfg.CallbackLease.Milliseconds(), ns(cutoff), ns(now)).Err(); err != nil {
 		return s.unavailable("sweep", err)

@@ -306,3 +306,71 @@ func TestCallbackClaimByTicketKeepsOrder(t *testing.T) {
 		t.Fatalf("fifth claim with 4 slots: %v", err)
 	}
 }
+
+// TestCallbacksSurviveFlushAll: two replicas accept callbacks on one
+// redis-server, one is completed, then the server loses everything
+// (FLUSHALL). At each replica's next sweep every live callback it had
+// accepted is listed again, pending under its ticket and with its
+// number, and the completed one does not come back.
+func TestCallbacksSurviveFlushAll(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	a := redisqueue.NewCallbackStore(rdb, "callbacks", workerConfig())
+	b := redisqueue.NewCallbackStore(srv.Client(t), "callbacks", workerConfig())
+	at := func(s int) time.Time { return epoch.Add(time.Duration(s) * time.Second) }
+	accepted := map[string]string{} // ticket -> number
+	for i, st := range []*redisqueue.CallbackStore{a, b, a, b} {
+		c := fallback.Callback{Ref: fmt.Sprintf("cb_%d", i), Call: fmt.Sprintf("c%d", i), Turn: "t1", Number: fmt.Sprintf("+1555010000%d", i), Accepted: at(i)}
+		if _, created, err := st.Accept(ctx, c); err != nil || !created {
+			t.Fatalf("accept %s: %v %v", c.Ref, created, err)
+		}
+		accepted[c.Ref] = c.Number
+	}
+	// Replica b's operator completes cb_0, accepted by a.
+	done, err := b.Claim(ctx, "cb_0", "op", at(10), at(70))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Finish(ctx, "cb_0", done.Attempt, fallback.StatusCompleted, "", at(11)); err != nil {
+		t.Fatal(err)
+	}
+	delete(accepted, "cb_0")
+	// a sweeps once before the loss: it learns cb_0 finished.
+	if err := a.Sweep(ctx, at(12)); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := rdb.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := a.List(ctx, 0); err != nil || len(l) != 0 {
+		t.Fatalf("after FLUSHALL: %d listed, %v", len(l), err)
+	}
+	for _, st := range []*redisqueue.CallbackStore{a, b} {
+		if err := st.Sweep(ctx, at(13)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := b.List(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, c := range l {
+		if c.Status != fallback.StatusPending {
+			t.Errorf("%s put back %s, want pending", c.Ref, c.Status)
+		}
+		got[c.Ref] = c.Number
+	}
+	if fmt.Sprint(got) != fmt.Sprint(accepted) {
+		t.Fatalf("listed after the sweeps: %v, want every live callback accepted before the loss %v", got, accepted)
+	}
+	if n := a.Republished() + b.Republished(); n != 3 {
+		t.Fatalf("%d put back, want 3", n)
+	}
+	// A sweep with nothing lost puts nothing back.
+	if err := a.Sweep(ctx, at(14)); err != nil || a.Republished()+b.Republished() != 3 {
+		t.Fatalf("a sweep after the restore: %v, %d put back", err, a.Republished()+b.Republished())
+	}
+}

@@ -115,8 +115,40 @@ type Capabilities struct {
 	Formats []media.Format
 	// FrameDuration is the audio in one outbound message; default 20 ms.
 	FrameDuration time.Duration
+	// MinMessageBytes and MessageMultiple, when set, are what the
+	// gateway's page asks of one outbound audio message's payload (Exotel:
+	// at least 3.2 KB, in multiples of 320 bytes): the stream's message
+	// is then the shortest whole number of 20 ms frames, FrameDuration or
+	// more, that meets both in the stream's format (Conn.FrameDuration).
+	MinMessageBytes int
+	MessageMultiple int
 	// MaxMessage bounds one inbound message in bytes.
 	MaxMessage int
+	// ImplicitStart: the gateway may send audio without a start first
+	// (FreeSWITCH's modules send their metadata only when given one). The
+	// Conn then starts the stream itself on the first audio, with
+	// ImplicitStreamID and the first of Formats, and no parameters.
+	ImplicitStart bool
+}
+
+// ImplicitStreamID names a stream the Conn started itself (ImplicitStart).
+const ImplicitStreamID = "implicit"
+
+// MessageDuration is the audio in one outbound message of format f: the
+// shortest whole number of 20 ms frames, at least FrameDuration (default
+// 20 ms), whose payload is at least MinMessageBytes and a multiple of
+// MessageMultiple. It gives up after one second of audio, a message no
+// gateway asks for.
+func (c Capabilities) MessageDuration(f media.Format) time.Duration {
+	d := max(c.FrameDuration, media.FrameDuration)
+	d = (d + media.FrameDuration - 1) / media.FrameDuration * media.FrameDuration
+	for ; d < time.Second; d += media.FrameDuration {
+		n := f.BytesPer(d)
+		if n >= c.MinMessageBytes && (c.MessageMultiple <= 0 || n%c.MessageMultiple == 0) {
+			return d
+		}
+	}
+	return d
 }
 
 // Codec is one dialect's wire format. The server side decodes what the

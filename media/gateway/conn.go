@@ -45,6 +45,7 @@ type Conn struct {
 	opts    Options
 	tracker *Tracker
 	started chan struct{} // closed once start was read
+	held    *Event        // audio that started the stream (ImplicitStart), for the next Read; Read's goroutine only
 
 	sendMu  sync.Mutex // orders audio, marks, clear and hang-up on the wire
 	current string     // utterance of the frames being sent; under sendMu
@@ -52,8 +53,9 @@ type Conn struct {
 
 	mu        sync.Mutex
 	start     *Start
-	pacer     *pace.Pacer // set at start, when the format is known
-	queued    string      // utterance whose audio was queued last
+	pacer     *pace.Pacer   // set at start, when the format is known
+	frame     time.Duration // the audio in one outbound message; set at start
+	queued    string        // utterance whose audio was queued last
 	resampler *pcm.Resampler
 	scratch   []int16
 }
@@ -89,6 +91,10 @@ func (c *Conn) Codec() Codec { return c.codec }
 // Progress. Bad input yields a *DecodeError and the connection stays up;
 // other errors are the link's. ctx should live as long as the connection.
 func (c *Conn) Read(ctx context.Context) (Event, error) {
+	if ev := c.held; ev != nil {
+		c.held = nil
+		return *ev, nil
+	}
 	f, err := c.link.ReadFrame(ctx)
 	if err != nil {
 		return Event{}, err
@@ -100,6 +106,14 @@ func (c *Conn) Read(ctx context.Context) (Event, error) {
 	c.mu.Lock()
 	started := c.start != nil
 	c.mu.Unlock()
+	if !started && ev.Kind == KindMedia && c.caps.ImplicitStart && len(c.caps.Formats) > 0 {
+		// The audio is returned by the next Read; it aliases the frame,
+		// which stays valid as that Read reads nothing.
+		c.held = &ev
+		s := &Start{StreamID: ImplicitStreamID, Format: c.caps.Formats[0]}
+		c.begin(s)
+		return Event{Kind: KindStart, Name: "implicit", Start: s}, nil
+	}
 	switch {
 	case ev.Kind == KindStart && started:
 		return Event{}, Errorf(c.codec.Name(), ev.Name, "", ErrOrder, "a second start")
@@ -123,9 +137,10 @@ func (c *Conn) begin(s *Start) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.start = s
+	c.frame = c.caps.MessageDuration(f)
 	c.pacer = pace.New(pace.Config{
-		FrameBytes:  f.BytesPer(c.caps.FrameDuration),
-		Period:      c.caps.FrameDuration,
+		FrameBytes:  f.BytesPer(c.frame),
+		Period:      c.frame,
 		Fill:        Silence(f),
 		MaxBuffered: f.BytesPer(c.opts.MaxBuffered),
 	})
@@ -293,7 +308,7 @@ func (c *Conn) emit(ctx context.Context, p *pace.Pacer, ev pace.Event) error {
 	if err := c.writeLocked(ctx, Command{Kind: KindAudio, StreamID: s.StreamID, Format: s.Format, Audio: ev.Frame}); err != nil {
 		return err
 	}
-	c.tracker.Sent(c.current, c.caps.FrameDuration)
+	c.tracker.Sent(c.current, c.FrameDuration())
 	return nil
 }
 
@@ -314,6 +329,18 @@ func (c *Conn) Tracker() *Tracker { return c.tracker }
 
 // Capabilities returns the dialect's capabilities.
 func (c *Conn) Capabilities() Capabilities { return c.caps }
+
+// FrameDuration is the audio in one outbound message of this stream
+// (Capabilities.MessageDuration of its format); before the start, the
+// dialect's FrameDuration.
+func (c *Conn) FrameDuration() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.frame == 0 {
+		return c.caps.FrameDuration
+	}
+	return c.frame
+}
 
 // PacingStats returns the outbound pacing jitter so far.
 func (c *Conn) PacingStats() pace.Stats {

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -62,6 +63,58 @@ func ParseCount(dialect, event, field, s string, required bool) (int64, error) {
 		return 0, Errorf(dialect, event, field, ErrMalformed, "%q is not a count", s)
 	}
 	return n, nil
+}
+
+// Count is a number that a dialect documents as a JSON string but whose
+// provider's own clients also send as a JSON number (Exotel's
+// sequence_number, chunk and sample_rate): it reads either, and null as
+// empty, keeping the text for ParseCount; it is written as a string, as
+// documented.
+type Count string
+
+// UnmarshalJSON reads a JSON string, number or null.
+func (c *Count) UnmarshalJSON(b []byte) error {
+	switch {
+	case string(b) == "null":
+		*c = ""
+		return nil
+	case len(b) > 0 && b[0] == '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*c = Count(s)
+		return nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return err
+	}
+	*c = Count(n)
+	return nil
+}
+
+// Number is a number that a dialect documents as a JSON number but that
+// its provider's clients may also send as a string: it reads either (and
+// null as 0) and is written as a number, as documented.
+type Number int64
+
+// UnmarshalJSON reads a JSON number, a string holding an integer, or null.
+func (n *Number) UnmarshalJSON(b []byte) error {
+	var c Count
+	if err := c.UnmarshalJSON(b); err != nil {
+		return err
+	}
+	if c == "" {
+		*n = 0
+		return nil
+	}
+	v, err := strconv.ParseInt(string(c), 10, 64)
+	if err != nil {
+		return fmt.Errorf("%q is not an integer", string(c))
+	}
+	*n = Number(v)
+	return nil
 }
 
 // FormatCount renders n for a dialect that sends numbers as strings; 0 is "".

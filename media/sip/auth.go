@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/icholy/digest"
@@ -40,19 +41,39 @@ var (
 	errBadNonce      = errors.New("sip: nonce not issued by this server")
 	errBadResponse   = errors.New("sip: wrong digest response")
 	errUnknownUser   = errors.New("sip: unknown user")
+	// errReplay: a nonce used again without qop=auth, or with an nc not
+	// above the last one used with it.
+	errReplay = errors.New("sip: digest replayed")
 )
 
-// authenticator issues nonces and checks digest answers. Nonces are
-// stateless: the issue time and an HMAC of it under a per-server key.
+// authenticator issues nonces and checks digest answers. A nonce carries
+// its issue time and an HMAC of it under a per-server key, so only nonces
+// this server issued are taken and only for NonceTTL; the nonces that
+// were answered are remembered with the highest nc used (RFC 7616 section
+// 3.3), so that an Authorization captured and sent again is refused.
+// Only a correct answer is remembered: what an unauthenticated sender can
+// make the server keep is nothing.
 type authenticator struct {
 	realm string
 	users map[string]User
 	ttl   time.Duration
 	now   func() time.Time
 	key   [32]byte
+
+	mu    sync.Mutex
+	max   int                 // nonces remembered at most
+	used  map[string]nonceUse // by nonce
+	order []string            // used's nonces, oldest use first
+	floor time.Time           // nonces issued before it are stale (forgotten)
 }
 
-func newAuthenticator(a *Auth, now func() time.Time) (*authenticator, error) {
+// nonceUse is what is remembered of a nonce that was answered.
+type nonceUse struct {
+	issued time.Time
+	nc     uint32 // the highest nc used; 0 for an answer without qop
+}
+
+func newAuthenticator(a *Auth, now func() time.Time, maxNonces int) (*authenticator, error) {
 	if a.Realm == "" {
 		return nil, fmt.Errorf("%w: Auth.Realm is empty", ErrConfig)
 	}
@@ -63,37 +84,96 @@ func newAuthenticator(a *Auth, now func() time.Time) (*authenticator, error) {
 	if ttl <= 0 {
 		ttl = 5 * time.Minute
 	}
-	au := &authenticator{realm: a.Realm, users: a.Users, ttl: ttl, now: now}
+	au := &authenticator{realm: a.Realm, users: a.Users, ttl: ttl, now: now, max: max(maxNonces, 1), used: map[string]nonceUse{}}
 	if _, err := rand.Read(au.key[:]); err != nil {
 		return nil, fmt.Errorf("sip: nonce key: %w", err)
 	}
 	return au, nil
 }
 
+// nonce is the issue time, 8 random bytes (two challenges in the same
+// clock tick differ) and an HMAC of both.
 func (a *authenticator) nonce() string {
-	var b [8 + 16]byte
+	var b [nonceLen]byte
 	binary.BigEndian.PutUint64(b[:8], uint64(a.now().UnixNano()))
+	_, _ = rand.Read(b[8:16])
 	mac := hmac.New(sha256.New, a.key[:])
-	mac.Write(b[:8])
-	copy(b[8:], mac.Sum(nil))
+	mac.Write(b[:16])
+	copy(b[16:], mac.Sum(nil))
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-func (a *authenticator) checkNonce(n string) error {
+const nonceLen = 8 + 8 + 16
+
+// checkNonce returns when n was issued, if this server issued it and it
+// is not stale.
+func (a *authenticator) checkNonce(n string) (time.Time, error) {
 	b, err := base64.RawURLEncoding.DecodeString(n)
-	if err != nil || len(b) != 24 {
-		return errBadNonce
+	if err != nil || len(b) != nonceLen {
+		return time.Time{}, errBadNonce
 	}
 	mac := hmac.New(sha256.New, a.key[:])
-	mac.Write(b[:8])
-	if !hmac.Equal(mac.Sum(nil)[:16], b[8:]) {
-		return errBadNonce
+	mac.Write(b[:16])
+	if !hmac.Equal(mac.Sum(nil)[:16], b[16:]) {
+		return time.Time{}, errBadNonce
 	}
 	issued := time.Unix(0, int64(binary.BigEndian.Uint64(b[:8])))
 	if age := a.now().Sub(issued); age < 0 || age > a.ttl {
+		return time.Time{}, errStaleNonce
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if issued.Before(a.floor) {
+		return time.Time{}, errStaleNonce
+	}
+	return issued, nil
+}
+
+// use records a correct answer with nonce n (issued then) and nc, or
+// reports errReplay: a nonce is used once without qop, and with qop=auth
+// with a growing nc.
+func (a *authenticator) use(n string, issued time.Time, qop string, nc uint32) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if issued.Before(a.floor) {
 		return errStaleNonce
 	}
+	prev, seen := a.used[n]
+	if seen && (qop == "" || nc <= prev.nc) {
+		return fmt.Errorf("%w: nc %08x after %08x", errReplay, nc, prev.nc)
+	}
+	if seen {
+		prev.nc = nc
+		a.used[n] = prev
+		return nil
+	}
+	a.forget()
+	a.used[n] = nonceUse{issued: issued, nc: nc}
+	a.order = append(a.order, n)
 	return nil
+}
+
+// forget drops the remembered nonces that have expired, oldest use
+// first, and then, while the bound is reached, the oldest ones, taking
+// every nonce issued up to theirs for stale from then on; a.mu is held.
+func (a *authenticator) forget() {
+	now := a.now()
+	i := 0
+	for ; i < len(a.order); i++ {
+		u := a.used[a.order[i]]
+		expired := now.Sub(u.issued) > a.ttl
+		if !expired && len(a.used) < a.max {
+			break
+		}
+		if !expired && !u.issued.Before(a.floor) {
+			a.floor = u.issued.Add(1) // forgotten while valid: stale from now on
+		}
+		delete(a.used, a.order[i])
+	}
+	a.order = a.order[i:]
+	if len(a.order) < cap(a.order)/4 { // give back what a burst grew
+		a.order = append([]string(nil), a.order...)
+	}
 }
 
 // challenge is the WWW-Authenticate value for a 401.
@@ -127,7 +207,14 @@ func (a *authenticator) verify(header, method string) (string, User, error) {
 	if alg := strings.ToUpper(cr.Algorithm); alg != "" && alg != "MD5" {
 		return "", User{}, fmt.Errorf("%w: algorithm %q", errBadResponse, cr.Algorithm)
 	}
-	if err := a.checkNonce(cr.Nonce); err != nil {
+	if cr.QOP != "" && cr.QOP != "auth" {
+		return "", User{}, fmt.Errorf("%w: qop %q", errBadResponse, cr.QOP)
+	}
+	if cr.QOP == "auth" && cr.Nc == 0 {
+		return "", User{}, fmt.Errorf("%w: qop=auth without nc", errBadResponse)
+	}
+	issued, err := a.checkNonce(cr.Nonce)
+	if err != nil {
 		return "", User{}, err
 	}
 	u, ok := a.users[cr.Username]
@@ -137,6 +224,9 @@ func (a *authenticator) verify(header, method string) (string, User, error) {
 	want := digestResponse(cr, u.Password, method)
 	if subtle.ConstantTimeCompare([]byte(want), []byte(strings.ToLower(cr.Response))) != 1 {
 		return "", User{}, errBadResponse
+	}
+	if err := a.use(cr.Nonce, issued, cr.QOP, uint32(cr.Nc)); err != nil {
+		return "", User{}, err
 	}
 	return cr.Username, u, nil
 }

@@ -63,12 +63,13 @@ type Call struct {
 	Transport string         // "UDP" or "TCP"
 	Source    netip.AddrPort // where the INVITE came from
 
-	srv  *Server
-	dtx  *sipgo.DialogServerSession
-	tx   sipmsg.ServerTransaction
-	ctx  context.Context
-	stop context.CancelFunc
-	ack  chan struct{}
+	srv     *Server
+	dtx     *sipgo.DialogServerSession
+	tx      sipmsg.ServerTransaction
+	ctx     context.Context
+	stop    context.CancelFunc
+	ack     chan struct{}
+	release func() // ends the INVITE's pending time at the server (its ACK)
 
 	mu       sync.Mutex
 	state    callState
@@ -243,6 +244,7 @@ func (c *Call) Answer(ctx context.Context) (*Media, error) {
 	res := sipmsg.NewSDPResponseFromRequest(c.dtx.InviteRequest, sdp)
 	contact := c.srv.contact(c.Transport)
 	res.AppendHeader(&contact)
+	capabilities(res)
 	c.dtx.InviteResponse = res // for the BYE sipgo builds on Hangup
 	if err := c.tx.Respond(res); err != nil {
 		c.mu.Unlock()
@@ -251,7 +253,9 @@ func (c *Call) Answer(ctx context.Context) (*Media, error) {
 		return nil, fmt.Errorf("sip: answer: %w (%w)", err, ErrCanceled)
 	}
 	c.state, c.answered, c.answer = answered, true, sdp
-	c.media = newMedia(conn, offer.Addr, codec, offer.EventPT, c.srv.log.With("call_id", c.CallID))
+	c.media = newMedia(conn, offer.Addr, codec, offer.EventPT, mediaPeer{
+		signal: c.Source.Addr(), now: c.srv.cfg.Now, count: &c.srv.count,
+	}, c.srv.log.With("call_id", c.CallID))
 	m := c.media
 	c.mu.Unlock()
 
@@ -362,7 +366,12 @@ func (c *Call) canceled() {
 
 func (c *Call) acked(req *sipmsg.Request, tx sipmsg.ServerTransaction) {
 	_ = c.dtx.ReadAck(req, tx)
-	c.ackOnce.Do(func() { close(c.ack) })
+	c.ackOnce.Do(func() {
+		if c.release != nil {
+			c.release()
+		}
+		close(c.ack)
+	})
 }
 
 func (c *Call) bye(req *sipmsg.Request, tx sipmsg.ServerTransaction) {

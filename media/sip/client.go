@@ -28,7 +28,11 @@ type DialConfig struct {
 	LocalIP netip.Addr
 	Codecs  []Codec     // offered in order; default PCMU then PCMA
 	Header  [][2]string // extra INVITE headers, name and value
-	Logger  *slog.Logger
+	// OfferAddr, when set, is the RTP address the offer names instead of
+	// the call's own socket (which still sends and receives): for tests
+	// of a server that must send nothing to an address that never asked.
+	OfferAddr netip.AddrPort
+	Logger    *slog.Logger
 }
 
 // Outgoing is a call placed by Dial. Its Media is running when Dial
@@ -123,6 +127,10 @@ func Dial(ctx context.Context, uri string, cfg DialConfig) (*Outgoing, error) {
 			if err = waitServing(ctx, o.ua, local); err == nil {
 				opts = append(opts, sipgo.WithClientConnectionAddr(local.String()))
 			}
+		} else {
+			// The TCP connection leaves from LocalIP too (any port), as
+			// the Via and Contact say.
+			opts = append(opts, sipgo.WithClientConnectionAddr(netip.AddrPortFrom(cfg.LocalIP, 0).String()))
 		}
 		var client *sipgo.Client
 		if err == nil {
@@ -168,7 +176,11 @@ func (o *Outgoing) invite(ctx context.Context, dlgUA *sipgo.DialogUA, target sip
 		req.AppendHeader(sipmsg.NewHeader(h[0], h[1]))
 	}
 	req.AppendHeader(sipmsg.NewHeader("Content-Type", "application/sdp"))
-	req.SetBody(describe(rand.Uint64()>>1, rtpAddr, cfg.Codecs, 101))
+	offer := rtpAddr
+	if cfg.OfferAddr.IsValid() {
+		offer = cfg.OfferAddr
+	}
+	req.SetBody(describe(rand.Uint64()>>1, offer, cfg.Codecs, 101))
 
 	d, err := dlgUA.WriteInvite(ctx, req)
 	if err != nil {
@@ -232,7 +244,9 @@ func (o *Outgoing) invite(ctx context.Context, dlgUA *sipgo.DialogUA, target sip
 	if err := d.Ack(ctx); err != nil {
 		return fmt.Errorf("sip: ack: %w", err)
 	}
-	m := newMedia(rtpConn, answer.Addr, codec, answer.EventPT, cfg.Logger)
+	// The server called is trusted with RTP from the start: the caller
+	// chose it.
+	m := newMedia(rtpConn, answer.Addr, codec, answer.EventPT, mediaPeer{trusted: true}, cfg.Logger)
 	o.mu.Lock()
 	o.Media = m
 	o.mu.Unlock()

@@ -20,8 +20,26 @@
 // Call.Hangup sends BYE; Call.Reject refuses a call still ringing.
 //
 // With Config.Auth callers are challenged with RFC 3261 digest
-// authentication (MD5, qop=auth; stateless nonces that expire); a wrong
-// password or an unknown user gets 403, and no Handler sees the call.
+// authentication (MD5, qop=auth): nonces are the server's own (an HMAC of
+// their issue time), expire (401 with stale=true), and are taken once, or
+// again only with a growing nc (RFC 7616 section 3.3), so a captured
+// Authorization sent again is refused (401, stale=true; Stats counts it);
+// a wrong password or an unknown user gets 403, and no Handler sees the
+// call.
+//
+// # Bounds
+//
+// One source cannot take the server from others: an INVITE is pending
+// until its ACK, and one address (an IPv6 /64) holds at most
+// Config.MaxPendingPerAddr pending INVITEs (the next gets 503); TCP
+// connections are bounded per address and in all (Config.MaxTCPPerAddr,
+// MaxTCP: one over is closed as it is accepted), and one that carries no
+// byte and no call for Config.TCPIdle is closed. RTP goes only where it
+// is wanted: at once to an SDP address on the signalling host (whose ACK
+// proved it receives), otherwise only once that address, or the
+// signalling host (a phone behind NAT), has sent the call's RTP; the
+// first RTP source is latched and every datagram from elsewhere is
+// dropped and counted. Server.Stats reports all of it.
 //
 // # Refusals are answered, not rejected
 //
@@ -34,8 +52,12 @@
 // generic failure tone or announcement, and some trunks retry a 503 on
 // another route, which is more load at the worst moment. Reject remains for
 // what is not a refusal of service: a caller that fails authentication, a
-// call the Handler will not take at all (603 Decline), or a server that
-// is closing or over Config.MaxCalls (503 before any Handler runs).
+// call the Handler will not take at all (603 Decline). A server that is
+// closing, over Config.MaxCalls, or that Config.Busy says should take
+// nothing now (a drain) answers 503 with Retry-After before any Handler
+// runs, and OPTIONS the same, so that a trunk fails over to another route
+// and its health checks mark this one down; otherwise OPTIONS and a 200 OK
+// carry Allow and Supported.
 //
 // Dial is the client side: it places a call with a PCMU/PCMA offer,
 // answers a digest challenge, and gives the same Media, for tests and for

@@ -54,7 +54,7 @@ func FuzzVerify(f *testing.F) {
 	f.Add("Digest ")
 	f.Add(`Digest nc=zz`)
 	clock := &fakeClock{t: time.Unix(1e9, 0)}
-	a, err := newAuthenticator(&Auth{Realm: "frontdoor", Users: map[string]User{"alice": {Password: "secret"}}}, clock.now)
+	a, err := newAuthenticator(&Auth{Realm: "frontdoor", Users: map[string]User{"alice": {Password: "secret"}}}, clock.now, 1<<16)
 	if err != nil {
 		f.Fatal(err)
 	}

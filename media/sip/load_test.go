@@ -21,7 +21,9 @@ func TestConcurrentCalls(t *testing.T) {
 	defer cancel()
 	var mu sync.Mutex
 	var late []time.Duration
-	s := listen(t, Config{Handler: HandlerFunc(func(ctx context.Context, c *Call) {
+	// Every call comes from 127.0.0.1 at once: more INVITEs of one address
+	// in flight than the default bound (16) lets a source leave unacknowledged.
+	s := listen(t, Config{MaxPendingPerAddr: calls, Handler: HandlerFunc(func(ctx context.Context, c *Call) {
 		m, err := c.Answer(ctx)
 		if err != nil {
 			return

@@ -55,8 +55,14 @@ type MediaStats struct {
 	AudioOut      time.Duration
 	FramesDropped uint64 // received frames dropped because Frames was not read
 	Ignored       uint64 // datagrams from elsewhere, not RTP, or of another payload type
-	Digits        uint64 // DTMF digits decoded
-	Pace          pace.Stats
+	// Foreign counts the datagrams from anywhere but the call's source
+	// (dropped; also in Ignored).
+	Foreign uint64
+	// Withheld counts the RTP packets not sent because the peer's SDP
+	// address had not yet proven it wants them.
+	Withheld uint64
+	Digits   uint64 // DTMF digits decoded
+	Pace     pace.Stats
 }
 
 // Media is the RTP side of an established call: received audio and digits,
@@ -66,7 +72,10 @@ type Media struct {
 	codec   Codec
 	eventPT int
 	conn    *net.UDPConn
-	remote  netip.AddrPort
+	remote  netip.AddrPort // the address in the peer's SDP
+	peer    mediaPeer
+	sendTo  atomic.Pointer[netip.AddrPort] // nil: nothing is sent yet
+	heard   atomic.Int64                   // peer.now() of the last packet accepted, UnixNano; 0: none
 	log     *slog.Logger
 
 	frames chan Frame
@@ -91,17 +100,39 @@ type Media struct {
 	drains  map[string]chan struct{}
 	drainN  uint64
 
-	in, out, audio, dropped, ignored, ndigits atomic.Uint64
+	in, out, audio, dropped, ignored, ndigits, foreign, withheld atomic.Uint64
 }
 
-// newMedia starts the call's RTP on conn, sending to remote; close ends it.
-func newMedia(conn *net.UDPConn, remote netip.AddrPort, codec Codec, eventPT int, log *slog.Logger) *Media {
+// mediaPeer says whom a call's RTP may go to and come from, beyond the
+// address in the peer's SDP.
+type mediaPeer struct {
+	// trusted: send to the SDP address from the start (Dial: the caller
+	// chose the server it sends to).
+	trusted bool
+	// signal is the address the call's signalling came from. Its ACK
+	// carried the tag of our answer, so it receives what is sent to it:
+	// RTP goes at once to an SDP address on that host, and a peer whose
+	// SDP names another address (a private one behind NAT) may latch
+	// RTP from that host (symmetric RTP).
+	signal netip.Addr
+	now    func() time.Time // stamps LastHeard; nil: time.Now
+	count  *counters        // the server's, also counted; may be nil
+}
+
+// newMedia starts the call's RTP on conn, with the peer at remote (its
+// SDP address); close ends it.
+func newMedia(conn *net.UDPConn, remote netip.AddrPort, codec Codec, eventPT int, peer mediaPeer, log *slog.Logger) *Media {
 	ctx, cancel := context.WithCancel(context.Background())
+	if peer.now == nil {
+		peer.now = time.Now
+	}
+	peer.signal = peer.signal.Unmap()
 	m := &Media{
 		codec:   codec,
 		eventPT: eventPT,
 		conn:    conn,
 		remote:  netip.AddrPortFrom(remote.Addr().Unmap(), remote.Port()),
+		peer:    peer,
 		log:     log,
 		frames:  make(chan Frame, frameQueue),
 		digits:  make(chan rune, digitQueue),
@@ -113,6 +144,10 @@ func newMedia(conn *net.UDPConn, remote netip.AddrPort, codec Codec, eventPT int
 		tsBase:  rand.Uint32(),
 		start:   time.Now(),
 		drains:  map[string]chan struct{}{},
+	}
+	if peer.trusted || m.remote.Addr() == peer.signal {
+		dst := m.remote
+		m.sendTo.Store(&dst)
 	}
 	m.wg.Add(2)
 	go func() {
@@ -155,8 +190,25 @@ func (m *Media) Codec() Codec { return m.codec }
 // LocalAddr is the UDP address the call's RTP is received on.
 func (m *Media) LocalAddr() netip.AddrPort { return m.conn.LocalAddr().(*net.UDPAddr).AddrPort() }
 
-// RemoteAddr is where the call's RTP is sent: the address in the peer's SDP.
-func (m *Media) RemoteAddr() netip.AddrPort { return m.remote }
+// RemoteAddr is where the call's RTP is sent: the address in the peer's
+// SDP, or the one its RTP was latched from.
+func (m *Media) RemoteAddr() netip.AddrPort {
+	if p := m.sendTo.Load(); p != nil {
+		return *p
+	}
+	return m.remote
+}
+
+// LastHeard is when the last RTP packet from the peer arrived (any
+// payload type: audio, DTMF, comfort noise), on the server's Config.Now;
+// zero before the first.
+func (m *Media) LastHeard() time.Time {
+	n := m.heard.Load()
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
 
 // Frames delivers the caller's audio, one Frame per RTP packet in arrival
 // order (duplicates dropped, no reordering). When the reader falls 1 s
@@ -175,6 +227,8 @@ func (m *Media) Stats() MediaStats {
 		AudioOut:      time.Duration(m.audio.Load()) * framePeriod,
 		FramesDropped: m.dropped.Load(),
 		Ignored:       m.ignored.Load(),
+		Foreign:       m.foreign.Load(),
+		Withheld:      m.withheld.Load(),
 		Digits:        m.ndigits.Load(),
 		Pace:          m.pacer.Stats(),
 	}
@@ -340,11 +394,22 @@ func (m *Media) writePacket(pt uint8, marker bool, ts uint32, payload []byte) {
 		Payload: payload,
 	}
 	m.seq++
+	dst := m.sendTo.Load()
+	if dst == nil {
+		// The SDP named an address that has not asked for RTP: sending
+		// there would make this server an amplifier for anyone who
+		// writes a victim's address in an offer.
+		m.withheld.Add(1)
+		if m.peer.count != nil {
+			m.peer.count.withheld.Add(1)
+		}
+		return
+	}
 	b, err := p.Marshal()
 	if err != nil {
 		return
 	}
-	if _, err := m.conn.WriteToUDPAddrPort(b, m.remote); err != nil {
+	if _, err := m.conn.WriteToUDPAddrPort(b, *dst); err != nil {
 		if !m.ended() {
 			m.log.Debug("sip: rtp send failed", "err", err)
 		}
@@ -361,6 +426,7 @@ func (m *Media) receive() {
 	var dec dtmfDecoder
 	var lastSeq uint16
 	var haveSeq bool
+	var src netip.AddrPort // the latched source, once one is
 	for {
 		n, from, err := m.conn.ReadFromUDPAddrPort(buf)
 		if err != nil {
@@ -369,7 +435,16 @@ func (m *Media) receive() {
 			}
 			return
 		}
-		if n > maxPacket || from.Addr().Unmap() != m.remote.Addr() {
+		from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
+		if !m.from(from, src) {
+			m.ignored.Add(1)
+			m.foreign.Add(1)
+			if m.peer.count != nil {
+				m.peer.count.foreign.Add(1)
+			}
+			continue
+		}
+		if n > maxPacket {
 			m.ignored.Add(1)
 			continue
 		}
@@ -378,6 +453,13 @@ func (m *Media) receive() {
 			m.ignored.Add(1)
 			continue
 		}
+		if !src.IsValid() {
+			// The first RTP packet latches its source: from now on only
+			// it is heard, and what is said goes back to it.
+			src = from
+			m.sendTo.Store(&from)
+		}
+		m.heard.Store(m.peer.now().UnixNano())
 		switch {
 		case p.PayloadType == m.codec.PayloadType:
 			if haveSeq && p.SequenceNumber == lastSeq {
@@ -406,6 +488,20 @@ func (m *Media) receive() {
 			m.ignored.Add(1) // comfort noise and other payloads
 		}
 	}
+}
+
+// from reports whether a datagram from addr is the call's: from the
+// latched source once there is one; before, from the SDP address, or from
+// the signalling host when the SDP names another (a private address
+// behind NAT).
+func (m *Media) from(addr, latched netip.AddrPort) bool {
+	if latched.IsValid() {
+		return addr == latched
+	}
+	if addr == m.remote {
+		return true
+	}
+	return m.peer.signal.IsValid() && m.remote.Addr() != m.peer.signal && addr.Addr() == m.peer.signal
 }
 
 func (m *Media) deliver(p rtp.Packet) {
@@ -475,5 +571,5 @@ func (m *Media) SendDigit(ctx context.Context, digit rune, length time.Duration)
 
 // String names the stream for logs.
 func (m *Media) String() string {
-	return fmt.Sprintf("%s %s->%s", m.codec, m.LocalAddr(), m.remote)
+	return fmt.Sprintf("%s %s->%s", m.codec, m.LocalAddr(), m.RemoteAddr())
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"strconv"
 	"sync"
 	"time"
 
@@ -70,11 +71,44 @@ type Config struct {
 	// MaxCalls bounds the calls ringing or answered at once; an INVITE over
 	// it gets 503 before any Handler sees it. Default 1000. It protects the
 	// process; admission is the Handler's business.
-	MaxCalls  int
+	MaxCalls int
+	// Busy, when set, is asked for each new INVITE and OPTIONS: true
+	// answers them 503 with Retry-After before anything else (a drain, or
+	// a service with no room), so that a trunk fails over to another
+	// route and its health checks mark this one down.
+	Busy func() bool
+	// RetryAfter is the Retry-After of a 503, in whole seconds; default 5 s.
+	RetryAfter time.Duration
+	// MaxPendingPerAddr bounds the INVITEs from one source address (an
+	// IPv6 /64) that are ringing or answered but not yet acknowledged;
+	// the next one gets 503. Default 16. An ACK proves the source
+	// receives what is sent to it; without this bound one source that
+	// never acknowledges could hold every one of MaxCalls for 32 s each.
+	MaxPendingPerAddr int
+	// TCPIdle closes a TCP connection that has carried no byte for this
+	// long and no call; default 30 s. A peer that keeps its connection
+	// open sends RFC 5626 keep-alives (CRLF) more often.
+	TCPIdle time.Duration
+	// MaxTCPPerAddr bounds the TCP connections open at once from one
+	// address (an IPv6 /64); one over it is closed as soon as it is
+	// accepted. Default 32.
+	MaxTCPPerAddr int
+	// MaxTCP bounds the TCP connections open at once; default 1024.
+	MaxTCP int
+	// MaxNonces bounds the digest nonces remembered as used (for replay
+	// detection); when it is reached the oldest are forgotten and every
+	// nonce issued before them is taken for stale. Default 65536.
+	MaxNonces int
 	UserAgent string       // the User-Agent and Server header; default "frontdoor"
 	Logger    *slog.Logger // default: discard
-	Now       func() time.Time
+	// Now tells nonces' age and when a call's RTP last arrived
+	// (Media.LastHeard); give it the clock of the Handler's timers.
+	// Default time.Now.
+	Now func() time.Time
 }
+
+// allowed is the Allow header of 200 OK and OPTIONS answers.
+const allowed = "INVITE, ACK, CANCEL, BYE, OPTIONS"
 
 // Server is a SIP user-agent server on UDP and TCP at one address.
 type Server struct {
@@ -87,7 +121,9 @@ type Server struct {
 	dlgTCP *sipgo.DialogUA // and over TCP
 	udp    *net.UDPConn
 	tcp    *net.TCPListener
+	tcpLim *tcpLimiter
 	log    *slog.Logger
+	count  counters
 
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -96,10 +132,12 @@ type Server struct {
 
 	unwatch func() bool // stops Listen's ctx from closing the server
 
-	mu     sync.Mutex
-	closed bool
-	active map[string]*Call // by dialog ID
-	once   sync.Once
+	mu       sync.Mutex
+	closed   bool
+	active   map[string]*Call   // by dialog ID
+	pending  map[netip.Addr]int // INVITEs not yet acknowledged, by addrKey of their source
+	tcpCalls map[string]int     // calls over a TCP connection, by its remote address
+	once     sync.Once
 }
 
 // Listen binds addr (host:port; port 0 picks one) on both UDP and TCP and
@@ -133,7 +171,26 @@ func Listen(ctx context.Context, addr string, cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, active: map[string]*Call{}}
+	if cfg.RetryAfter < time.Second {
+		cfg.RetryAfter = 5 * time.Second
+	}
+	if cfg.MaxPendingPerAddr <= 0 {
+		cfg.MaxPendingPerAddr = 16
+	}
+	if cfg.TCPIdle <= 0 {
+		cfg.TCPIdle = 30 * time.Second
+	}
+	if cfg.MaxTCPPerAddr <= 0 {
+		cfg.MaxTCPPerAddr = 32
+	}
+	if cfg.MaxTCP <= 0 {
+		cfg.MaxTCP = 1024
+	}
+	if cfg.MaxNonces <= 0 {
+		cfg.MaxNonces = 1 << 16
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, active: map[string]*Call{},
+		pending: map[netip.Addr]int{}, tcpCalls: map[string]int{}}
 	switch cfg.Tenant {
 	case TenantFromRequestURI:
 	case TenantFromUser, TenantFromHeader, TenantFromUserOrRequestURI:
@@ -147,7 +204,7 @@ func Listen(ctx context.Context, addr string, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("%w: TenantSource %d", ErrConfig, cfg.Tenant)
 	}
 	if cfg.Auth != nil {
-		if s.auth, err = newAuthenticator(cfg.Auth, cfg.Now); err != nil {
+		if s.auth, err = newAuthenticator(cfg.Auth, cfg.Now, cfg.MaxNonces); err != nil {
 			return nil, err
 		}
 	}
@@ -226,7 +283,9 @@ func (s *Server) start(ctx context.Context) error {
 	s.dlgUDP = &sipgo.DialogUA{Client: udpClient, ContactHDR: s.contact("UDP"), RewriteContact: true}
 	s.dlgTCP = &sipgo.DialogUA{Client: tcpClient, ContactHDR: s.contact("TCP"), RewriteContact: true}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	serve(&s.serving, srv, s.udp, s.tcp)
+	s.tcpLim = &tcpLimiter{TCPListener: s.tcp, ctx: s.ctx, idle: s.cfg.TCPIdle, perAddr: s.cfg.MaxTCPPerAddr,
+		max: s.cfg.MaxTCP, inCall: s.inCall, count: &s.count, byAddr: map[netip.Addr]int{}}
+	serve(&s.serving, srv, s.udp, s.tcpLim)
 	wait, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := waitServing(wait, ua, s.addr); err != nil {
@@ -245,6 +304,13 @@ func (s *Server) start(ctx context.Context) error {
 
 // Addr is the address served on both UDP and TCP.
 func (s *Server) Addr() netip.AddrPort { return s.addr }
+
+// Stats returns what the server has refused and dropped so far.
+func (s *Server) Stats() Stats {
+	st := s.count.stats()
+	st.TCPOpen = s.tcpLim.open()
+	return st
+}
 
 // Close rejects new calls (503), ends every call (Done fires with
 // ErrServerClosed, answered calls get a BYE once their Handler returns),
@@ -293,7 +359,7 @@ func waitServing(ctx context.Context, ua *sipgo.UserAgent, addr netip.AddrPort) 
 
 // serve runs srv on udp and tcp until they are closed, in goroutines wg
 // waits for.
-func serve(wg *sync.WaitGroup, srv *sipgo.Server, udp *net.UDPConn, tcp *net.TCPListener) {
+func serve(wg *sync.WaitGroup, srv *sipgo.Server, udp *net.UDPConn, tcp net.Listener) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
@@ -322,18 +388,61 @@ func respond(tx sipmsg.ServerTransaction, req *sipmsg.Request, code int, reason 
 	_ = tx.Respond(res)
 }
 
-// admit counts a new call in, unless the server is closed or full.
-func (s *Server) admit() (code int) {
+// admit counts a new INVITE from src in, unless the server is closing,
+// busy or full, or src has too many INVITEs not acknowledged; a refusal
+// is answered 503 with Retry-After. Once admitted, the INVITE is pending
+// until release.
+func (s *Server) admit(src netip.Addr) (refused bool) {
+	if s.cfg.Busy != nil && s.cfg.Busy() {
+		s.count.refusedBusy.Add(1)
+		return true
+	}
+	key := addrKey(src)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
-	case s.closed:
-		return sipmsg.StatusServiceUnavailable
-	case len(s.active) >= s.cfg.MaxCalls:
-		return sipmsg.StatusServiceUnavailable
+	case s.closed, len(s.active) >= s.cfg.MaxCalls:
+		s.count.refusedBusy.Add(1)
+		return true
+	case s.pending[key] >= s.cfg.MaxPendingPerAddr:
+		s.count.refusedPending.Add(1)
+		return true
 	}
+	s.pending[key]++
 	s.calls.Add(1)
-	return 0
+	return false
+}
+
+// release ends an admitted INVITE's pending time (its ACK, or its end).
+func (s *Server) release(src netip.Addr) {
+	key := addrKey(src)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending[key]--; s.pending[key] <= 0 {
+		delete(s.pending, key)
+	}
+}
+
+// inCall reports whether a call runs over the TCP connection from remote.
+func (s *Server) inCall(remote string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tcpCalls[remote] > 0
+}
+
+// unavailable answers 503 with the configured Retry-After.
+func (s *Server) unavailable(tx sipmsg.ServerTransaction, req *sipmsg.Request) {
+	respond(tx, req, sipmsg.StatusServiceUnavailable, "Service Unavailable",
+		sipmsg.NewHeader("Retry-After", strconv.Itoa(int(s.cfg.RetryAfter/time.Second))))
+}
+
+// sourceAddr is the address a request came from (invalid if unreadable).
+func sourceAddr(req *sipmsg.Request) netip.AddrPort {
+	ap, err := netip.ParseAddrPort(req.Source())
+	if err != nil {
+		return netip.AddrPort{}
+	}
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }
 
 func (s *Server) onInvite(req *sipmsg.Request, tx sipmsg.ServerTransaction) {
@@ -343,11 +452,15 @@ func (s *Server) onInvite(req *sipmsg.Request, tx sipmsg.ServerTransaction) {
 			return
 		}
 	}
-	if code := s.admit(); code != 0 {
-		respond(tx, req, code, "Service Unavailable", sipmsg.NewHeader("Retry-After", "5"))
+	src := sourceAddr(req)
+	if s.admit(src.Addr()) {
+		s.unavailable(tx, req)
 		return
 	}
 	defer s.calls.Done()
+	var once sync.Once
+	release := func() { once.Do(func() { s.release(src.Addr()) }) }
+	defer release()
 
 	var user string
 	var entry User
@@ -359,9 +472,14 @@ func (s *Server) onInvite(req *sipmsg.Request, tx sipmsg.ServerTransaction) {
 		var err error
 		user, entry, err = s.auth.verify(h, string(req.Method))
 		switch {
+		case errors.Is(err, errReplay):
+			s.count.replays.Add(1)
+			s.log.Info("sip: digest replayed", "call_id", callID(req), "source", src.String())
+			fallthrough
 		case errors.Is(err, errNoCredentials), errors.Is(err, errStaleNonce), errors.Is(err, errBadNonce):
+			stale := errors.Is(err, errStaleNonce) || errors.Is(err, errReplay)
 			respond(tx, req, sipmsg.StatusUnauthorized, "Unauthorized",
-				sipmsg.NewHeader("WWW-Authenticate", s.auth.challenge(errors.Is(err, errStaleNonce))))
+				sipmsg.NewHeader("WWW-Authenticate", s.auth.challenge(stale)))
 			return
 		case err != nil:
 			s.log.Info("sip: authentication failed", "call_id", callID(req), "err", err)
@@ -380,12 +498,21 @@ func (s *Server) onInvite(req *sipmsg.Request, tx sipmsg.ServerTransaction) {
 		return
 	}
 	c := newCall(s, req, dtx, tx, user, entry)
+	c.release = release
 	s.mu.Lock()
 	s.active[dtx.ID] = c
+	if c.Transport == "TCP" {
+		s.tcpCalls[req.Source()]++
+	}
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
 		delete(s.active, dtx.ID)
+		if c.Transport == "TCP" {
+			if s.tcpCalls[req.Source()]--; s.tcpCalls[req.Source()] <= 0 {
+				delete(s.tcpCalls, req.Source())
+			}
+		}
 		s.mu.Unlock()
 	}()
 	_ = tx.Respond(sipmsg.NewResponseFromRequest(req, sipmsg.StatusTrying, "Trying", nil))
@@ -430,6 +557,7 @@ func (s *Server) onReinvite(req *sipmsg.Request, tx sipmsg.ServerTransaction) {
 	res := sipmsg.NewSDPResponseFromRequest(req, answer)
 	contact := s.contact(req.Transport())
 	res.AppendHeader(&contact)
+	capabilities(res)
 	_ = tx.Respond(res)
 }
 
@@ -448,10 +576,31 @@ func (s *Server) onBye(req *sipmsg.Request, tx sipmsg.ServerTransaction) {
 	c.bye(req, tx)
 }
 
+// onOptions answers a trunk's health check: 200 with what is allowed
+// while calls would be taken, and the 503 an INVITE would get otherwise,
+// so that the trunk marks this route down during a drain.
 func (s *Server) onOptions(req *sipmsg.Request, tx sipmsg.ServerTransaction) {
-	respond(tx, req, sipmsg.StatusOK, "OK",
-		sipmsg.NewHeader("Allow", "INVITE, ACK, CANCEL, BYE, OPTIONS"),
-		sipmsg.NewHeader("Accept", "application/sdp"))
+	s.mu.Lock()
+	closed := s.closed || len(s.active) >= s.cfg.MaxCalls
+	s.mu.Unlock()
+	if closed || (s.cfg.Busy != nil && s.cfg.Busy()) {
+		s.count.refusedBusy.Add(1)
+		s.unavailable(tx, req)
+		return
+	}
+	res := sipmsg.NewResponseFromRequest(req, sipmsg.StatusOK, "OK", nil)
+	capabilities(res)
+	res.AppendHeader(sipmsg.NewHeader("Accept", "application/sdp"))
+	_ = tx.Respond(res)
+}
+
+// capabilities adds the methods and extensions this server takes (RFC
+// 3261 sections 20.5 and 20.37) to a 2xx: the methods a UAS implements,
+// and no option tag (no 100rel, timer or replaces), said so explicitly
+// with an empty Supported.
+func capabilities(res *sipmsg.Response) {
+	res.AppendHeader(sipmsg.NewHeader("Allow", allowed))
+	res.AppendHeader(sipmsg.NewHeader("Supported", ""))
 }
 
 func callID(req *sipmsg.Request) string {

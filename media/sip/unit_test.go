@@ -140,7 +140,7 @@ func (c *fakeClock) now() time.Time { return c.t }
 
 func TestDigest(t *testing.T) {
 	clock := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	a, err := newAuthenticator(&Auth{Realm: "frontdoor", Users: map[string]User{"alice": {Password: "secret", Tenant: "acme"}}, NonceTTL: time.Minute}, clock.now)
+	a, err := newAuthenticator(&Auth{Realm: "frontdoor", Users: map[string]User{"alice": {Password: "secret", Tenant: "acme"}}, NonceTTL: time.Minute}, clock.now, 1<<16)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,20 +158,21 @@ func TestDigest(t *testing.T) {
 		}
 		return cr.String()
 	}
-	fresh := a.challenge(false)
+	// Each case answers a challenge of its own: an answer is taken once.
+	fresh := func() string { return a.challenge(false) }
 	tests := []struct {
 		name   string
 		header string
 		age    time.Duration
 		err    error
 	}{
-		{"right password", answer("alice", "secret", fresh, nil), 0, nil},
-		{"no qop (RFC 2069)", answer("alice", "secret", strings.Replace(fresh, `qop="auth", `, "", 1), nil), 0, nil},
-		{"wrong password", answer("alice", "guess", fresh, nil), 0, errBadResponse},
-		{"unknown user", answer("mallory", "secret", fresh, nil), 0, errUnknownUser},
-		{"other realm", answer("alice", "secret", fresh, func(c *digest.Credentials) { c.Realm = "elsewhere" }), 0, errBadResponse},
-		{"forged nonce", answer("alice", "secret", fresh, func(c *digest.Credentials) { c.Nonce = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" }), 0, errBadNonce},
-		{"stale nonce", answer("alice", "secret", fresh, nil), 2 * time.Minute, errStaleNonce},
+		{"right password", answer("alice", "secret", fresh(), nil), 0, nil},
+		{"no qop (RFC 2069)", answer("alice", "secret", strings.Replace(fresh(), `qop="auth", `, "", 1), nil), 0, nil},
+		{"wrong password", answer("alice", "guess", fresh(), nil), 0, errBadResponse},
+		{"unknown user", answer("mallory", "secret", fresh(), nil), 0, errUnknownUser},
+		{"other realm", answer("alice", "secret", fresh(), func(c *digest.Credentials) { c.Realm = "elsewhere" }), 0, errBadResponse},
+		{"forged nonce", answer("alice", "secret", fresh(), func(c *digest.Credentials) { c.Nonce = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" }), 0, errBadNonce},
+		{"stale nonce", answer("alice", "secret", fresh(), nil), 2 * time.Minute, errStaleNonce},
 		{"no header", "", 0, errNoCredentials},
 		{"not digest", "Basic YWxpY2U6c2VjcmV0", 0, errBadResponse},
 		{"oversize", "Digest username=\"" + strings.Repeat("a", 5000) + "\"", 0, errBadResponse},
@@ -189,10 +190,72 @@ func TestDigest(t *testing.T) {
 			}
 		})
 	}
-	if _, _, err := a.verify(answer("alice", "secret", fresh, nil), "BYE"); !errors.Is(err, errBadResponse) {
+	if _, _, err := a.verify(answer("alice", "secret", fresh(), nil), "BYE"); !errors.Is(err, errBadResponse) {
 		t.Errorf("an INVITE's answer accepted for BYE: %v", err)
 	}
-	if _, err := newAuthenticator(&Auth{Realm: `a"b`}, clock.now); !errors.Is(err, ErrConfig) {
+	if _, err := newAuthenticator(&Auth{Realm: `a"b`}, clock.now, 1); !errors.Is(err, ErrConfig) {
 		t.Errorf("a realm with a quote: %v, want ErrConfig", err)
+	}
+}
+
+// TestDigestReplay: an answer is taken once. With qop=auth the same nonce
+// may be answered again with a growing nc (RFC 7616 section 3.3); without
+// qop a nonce is used once. When more nonces are remembered than the
+// bound, the oldest are forgotten and everything issued up to them is
+// stale, never accepted again.
+func TestDigestReplay(t *testing.T) {
+	type use struct {
+		chal  int   // which challenge is answered
+		nc    int   // 0: no qop
+		again bool  // send the previous header again instead
+		want  error // of verify
+	}
+	tests := []struct {
+		name      string
+		maxNonces int
+		uses      []use
+	}{
+		{"the same header twice", 10, []use{{0, 1, false, nil}, {0, 1, true, errReplay}}},
+		{"a growing nc", 10, []use{{0, 1, false, nil}, {0, 2, false, nil}, {0, 7, false, nil}}},
+		{"an nc that steps back", 10, []use{{0, 2, false, nil}, {0, 1, false, errReplay}, {0, 2, false, errReplay}}},
+		{"no qop twice", 10, []use{{0, 0, false, nil}, {0, 0, false, errReplay}}},
+		{"two challenges", 10, []use{{0, 1, false, nil}, {1, 1, false, nil}, {0, 1, false, errReplay}}},
+		{"over the bound", 2, []use{{0, 1, false, nil}, {1, 1, false, nil}, {2, 1, false, nil}, {0, 2, false, errStaleNonce}, {2, 2, false, nil}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+			a, err := newAuthenticator(&Auth{Realm: "frontdoor", Users: map[string]User{"alice": {Password: "secret"}}}, clock.now, tt.maxNonces)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var chals []string
+			var last string
+			for i, u := range tt.uses {
+				for len(chals) <= u.chal {
+					clock.t = clock.t.Add(time.Second) // nonces issued in order
+					chals = append(chals, a.challenge(false))
+				}
+				h := last
+				if !u.again {
+					c, err := digest.ParseChallenge(chals[u.chal])
+					if err != nil {
+						t.Fatal(err)
+					}
+					if u.nc == 0 {
+						c.QOP = nil
+					}
+					cr, err := digest.Digest(c, digest.Options{Method: "INVITE", URI: "sip:acme@127.0.0.1", Username: "alice", Password: "secret", Count: max(u.nc, 1)})
+					if err != nil {
+						t.Fatal(err)
+					}
+					h = cr.String()
+				}
+				last = h
+				if _, _, err := a.verify(h, "INVITE"); !errors.Is(err, u.want) {
+					t.Fatalf("use %d: %v, want %v", i, err, u.want)
+				}
+			}
+		})
 	}
 }

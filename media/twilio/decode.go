@@ -1,6 +1,8 @@
 package twilio
 
 import (
+	"github.com/frontdoorhq/frontdoor/media/gateway"
+
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -25,7 +27,7 @@ func Decode(d Dialect, data []byte) (*Message, error) {
 	if m, ok := scanMedia(data, k); ok {
 		m.media.Payload = &m.payload
 		if d == Telnyx {
-			w := txWire{Event: EventMedia, SequenceNumber: m.seq, StreamID: m.stream, Media: &m.media}
+			w := txWire{Event: EventMedia, SequenceNumber: gateway.Count(m.seq), StreamID: m.stream, Media: &m.media}
 			return w.message()
 		}
 		w := twWire{Event: EventMedia, SequenceNumber: m.seq, StreamSid: m.stream, Media: &m.media}
@@ -116,7 +118,7 @@ func (w *txWire) message() (*Message, error) {
 	m := &Message{Event: w.Event, StreamSID: w.StreamID}
 	var err error
 	if w.Event != EventConnected {
-		if m.SequenceNumber, err = parseCount(w.Event, "sequence_number", w.SequenceNumber, false); err != nil {
+		if m.SequenceNumber, err = parseCount(w.Event, "sequence_number", string(w.SequenceNumber), false); err != nil {
 			return nil, err
 		}
 	}
@@ -231,7 +233,7 @@ func Encode(d Dialect, m *Message) ([]byte, error) {
 		mark = &wMark{Name: m.Mark.Name}
 	}
 	if d == Telnyx {
-		w := txWire{Event: m.Event, SequenceNumber: seq, StreamID: m.StreamSID, Media: media, DTMF: dtmf, Mark: mark}
+		w := txWire{Event: m.Event, SequenceNumber: gateway.Count(seq), StreamID: m.StreamSID, Media: media, DTMF: dtmf, Mark: mark}
 		if m.Connected != nil {
 			w.Version = m.Connected.Version
 		}

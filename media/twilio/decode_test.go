@@ -75,6 +75,12 @@ func TestDecodeTelnyx(t *testing.T) {
 	if err != nil || m.Error.Code != 100002 || m.Error.Detail != "boom" {
 		t.Errorf("telnyx error = %+v, %v", m, err)
 	}
+	// Telnyx's sequence_number as a number, as some of its pages show it,
+	// is read too (through encoding/json: the scanner takes strings only).
+	m, err = Decode(Telnyx, []byte(strings.Replace(exTxMedia, `"sequence_number":"4"`, `"sequence_number":4`, 1)))
+	if err != nil || m.SequenceNumber != 4 || len(m.Media.Payload) != 1 {
+		t.Errorf("telnyx media with a numeric sequence_number = %+v, %v", m, err)
+	}
 	// The camelCase spelling is not Telnyx's: the start has no stream_id.
 	if _, err := Decode(Telnyx, []byte(exTwStart)); !errors.Is(err, ErrMalformed) {
 		t.Errorf("twilio start in telnyx dialect: %v", err)

@@ -1,5 +1,7 @@
 package twilio
 
+import "github.com/frontdoorhq/frontdoor/media/gateway"
+
 // Wire structs: the JSON spelling of each dialect. Numbers that the protocol
 // sends as strings (sequenceNumber, chunk, timestamp) are strings here, so a
 // bare number is a type error, as it would be for Twilio.
@@ -54,17 +56,20 @@ type wMark struct {
 	Name string `json:"name"`
 }
 
+// txWire is Telnyx's spelling. Its sequence_number is read as a string
+// (Telnyx's examples) or a number (gateway.Count): Telnyx's pages are not
+// consistent about it.
 type txWire struct {
-	Event          string   `json:"event"`
-	SequenceNumber string   `json:"sequence_number,omitempty"`
-	StreamID       string   `json:"stream_id,omitempty"`
-	Version        string   `json:"version,omitempty"`
-	Start          *txStart `json:"start,omitempty"`
-	Media          *wMedia  `json:"media,omitempty"`
-	DTMF           *wDTMF   `json:"dtmf,omitempty"`
-	Mark           *wMark   `json:"mark,omitempty"`
-	Stop           *txStop  `json:"stop,omitempty"`
-	Payload        *txError `json:"payload,omitempty"`
+	Event          string        `json:"event"`
+	SequenceNumber gateway.Count `json:"sequence_number,omitempty"`
+	StreamID       string        `json:"stream_id,omitempty"`
+	Version        string        `json:"version,omitempty"`
+	Start          *txStart      `json:"start,omitempty"`
+	Media          *wMedia       `json:"media,omitempty"`
+	DTMF           *wDTMF        `json:"dtmf,omitempty"`
+	Mark           *wMark        `json:"mark,omitempty"`
+	Stop           *txStop       `json:"stop,omitempty"`
+	Payload        *txError      `json:"payload,omitempty"`
 }
 
 type txStart struct {

@@ -316,3 +316,15 @@ func (p *Peer) SendEvent(data []byte) error {
 	}
 	return dc.SendText(string(data))
 }
+
+// StopICE stops the peer's ICE agent without a word to the other side (no
+// DTLS close_notify, no signal): the peer goes silent as a caller that
+// vanished does, and the other side finds out only when its ICE consent
+// checks go unanswered. For tests of that bound.
+func (p *Peer) StopICE() error {
+	sctp := p.pc.SCTP()
+	if sctp == nil || sctp.Transport() == nil || sctp.Transport().ICETransport() == nil {
+		return errors.New("webrtc: no ICE transport to stop")
+	}
+	return sctp.Transport().ICETransport().Stop()
+}

@@ -58,6 +58,41 @@ func peerAddr(a net.Addr) netip.Addr {
 	return ap.Addr().Unmap()
 }
 
+// IPv6PerAddrBits is the prefix length one IPv6 source is counted by:
+// a single subscriber is routinely given a whole /64, so counting each
+// address in it would let one source open countless "addresses".
+const IPv6PerAddrBits = 64
+
+// addrKey is the key a source address is counted under by the per-address
+// caps: an IPv4 address itself, an IPv6 address its /64 (an IPv4-mapped
+// IPv6 address is the IPv4 one).
+func addrKey(a netip.Addr) netip.Addr {
+	a = a.Unmap()
+	if !a.Is6() {
+		return a
+	}
+	return netip.PrefixFrom(a, IPv6PerAddrBits).Masked().Addr()
+}
+
+// sourceOf is a request's source as the per-address caps count it: its
+// peer's address key, or behind a trusted proxy its client's ("" when it
+// has none).
+func sourceOf(r *http.Request) string {
+	var a netip.Addr
+	if cc, _ := r.Context().Value(connKey{}).(*conn); cc != nil {
+		a = cc.peer
+		if cc.trusted && cc.l != nil {
+			a = clientOf(cc.peer, r.Header.Values("X-Forwarded-For"), cc.l.lim.TrustedProxies)
+		}
+	} else if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		a = ap.Addr()
+	}
+	if !a.IsValid() {
+		return ""
+	}
+	return addrKey(a).String()
+}
+
 // clientOf is the address a request comes from: its peer's, or, when the
 // peer is one of trusted, the right-most X-Forwarded-For entry that is not
 // itself a trusted proxy (entries to its left were written by the client
@@ -120,7 +155,7 @@ func connGate(next http.Handler) http.Handler {
 			}
 		}
 		if cc.trusted && cc.l != nil {
-			client := clientOf(cc.addr, r.Header.Values("X-Forwarded-For"), cc.l.lim.TrustedProxies)
+			client := clientOf(cc.peer, r.Header.Values("X-Forwarded-For"), cc.l.lim.TrustedProxies)
 			if !probePath(r.URL.Path) && !cc.forClient(client) {
 				w.Header().Set("Connection", "close")
 				refuseConn(w, http.StatusTooManyRequests)

@@ -11,6 +11,24 @@ import (
 	"time"
 )
 
+// TestAddrKey: the per-address caps count an IPv4 address by itself and an
+// IPv6 address by its /64, so that one subscriber's /64 is one source.
+func TestAddrKey(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"203.0.113.9", "203.0.113.9"},
+		{"::ffff:203.0.113.9", "203.0.113.9"}, // IPv4-mapped: the IPv4 address
+		{"2001:db8:1:2:3:4:5:6", "2001:db8:1:2::"},
+		{"2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:2::"}, // same /64, same key
+		{"2001:db8:1:3::1", "2001:db8:1:3::"},                  // the next /64: another source
+		{"::1", "::"},
+		{"fe80::1%eth0", "fe80::"}, // the zone is dropped with the host bits
+	} {
+		if got := addrKey(netip.MustParseAddr(c.in)); got != netip.MustParseAddr(c.want) {
+			t.Errorf("addrKey(%s) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}
+
 func TestClientOf(t *testing.T) {
 	trusted, err := ParsePrefixes("10.0.0.0/8, 192.168.1.1")
 	if err != nil {

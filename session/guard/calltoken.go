@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -41,9 +42,9 @@ const MaxCallTokenTTL = time.Hour
 // the call counts against that tenant. The gateway's own parameters
 // (customParameters) are not signed and never name a tenant.
 //
-// Tokens used are remembered until they expire, in this process only: a
-// fleet of N replicas would accept one token up to N times within its life
-// (keep it short; the Twilio signature still applies).
+// Tokens used are remembered until they expire: in this process, or with
+// Used in the fleet's store, so that one token is accepted once by the
+// whole fleet.
 type CallTokens struct {
 	Secret []byte
 	// Clock tells the time tokens are minted and redeemed at (nil:
@@ -52,9 +53,23 @@ type CallTokens struct {
 	Clock stages.Clock
 	// MaxUsed bounds the used tokens remembered (0: 100000).
 	MaxUsed int
+	// Used, when set, remembers spent tokens instead of this process (in
+	// fleet mode, the store: stages/redisstage.UsedTokens), so that a
+	// token is single-use across every replica. An error from it refuses
+	// the call (503), never lets the token through twice.
+	Used UsedTokens
 
 	mu   sync.Mutex
 	used map[string]time.Time // nonce -> expiry
+}
+
+// UsedTokens remembers spent call tokens outside the process.
+type UsedTokens interface {
+	// Used reports whether nonce has been spent.
+	Used(ctx context.Context, nonce string) (bool, error)
+	// Spend marks nonce spent until exp; fresh is false when it already
+	// was.
+	Spend(ctx context.Context, nonce string, exp time.Time) (fresh bool, err error)
 }
 
 type callClaims struct {
@@ -102,30 +117,88 @@ func (ct *CallTokens) Mint(tenant string, ttl time.Duration) (string, error) {
 // Redeem checks a token and spends it: it returns the tenant the first time
 // a valid, unexpired token is presented, and ErrCallTokenReplayed after.
 func (ct *CallTokens) Redeem(tok string) (tenant string, err error) {
+	ctx := context.Background()
+	c, err := ct.Check(ctx, tok)
+	if err != nil {
+		return "", err
+	}
+	if err := c.Spend(ctx); err != nil {
+		return "", err
+	}
+	return c.Tenant, nil
+}
+
+// CallToken is a checked call token, not yet spent.
+type CallToken struct {
+	Tenant string
+	ct     *CallTokens
+	nonce  string
+	exp    time.Time
+}
+
+// Check verifies a token without spending it: its signature, its expiry and
+// that it has not been spent. The guard checks a stream's token before
+// anything else and spends it only for the upgrade it admits (Spend), so
+// that a refused attempt (tenant full, overloaded) or a request without
+// the upgrade leaves it usable until it expires.
+func (ct *CallTokens) Check(ctx context.Context, tok string) (CallToken, error) {
 	payload, sig, ok := strings.Cut(tok, ".")
 	if !ok || len(tok) > 1024 || !hmac.Equal([]byte(sig), []byte(ct.sign(payload))) {
-		return "", ErrCallToken
+		return CallToken{}, ErrCallToken
 	}
 	b, err := base64.RawURLEncoding.DecodeString(payload)
 	if err != nil {
-		return "", ErrCallToken
+		return CallToken{}, ErrCallToken
 	}
 	var c callClaims
 	if err := json.Unmarshal(b, &c); err != nil || c.Nonce == "" || checkTenant(c.Tenant) != nil {
-		return "", ErrCallToken
+		return CallToken{}, ErrCallToken
 	}
-	now := ct.now()
 	exp := time.Unix(c.Exp, 0)
-	if !now.Before(exp) {
-		return "", ErrCallTokenExpired
+	if !ct.now().Before(exp) {
+		return CallToken{}, ErrCallTokenExpired
+	}
+	var seen bool
+	if ct.Used != nil {
+		if seen, err = ct.Used.Used(ctx, c.Nonce); err != nil {
+			return CallToken{}, fmt.Errorf("%w: %w", ErrCallTokenBusy, err)
+		}
+	} else {
+		ct.mu.Lock()
+		_, seen = ct.used[c.Nonce]
+		ct.mu.Unlock()
+	}
+	if seen {
+		return CallToken{}, ErrCallTokenReplayed
+	}
+	return CallToken{Tenant: c.Tenant, ct: ct, nonce: c.Nonce, exp: exp}, nil
+}
+
+// Spend uses the token up: the first Spend of a token succeeds, every later
+// one (of this token however presented) returns ErrCallTokenReplayed.
+func (t CallToken) Spend(ctx context.Context) error {
+	ct := t.ct
+	now := ct.now()
+	if !now.Before(t.exp) {
+		return ErrCallTokenExpired
+	}
+	if ct.Used != nil {
+		fresh, err := ct.Used.Spend(ctx, t.nonce, t.exp)
+		switch {
+		case err != nil:
+			return fmt.Errorf("%w: %w", ErrCallTokenBusy, err)
+		case !fresh:
+			return ErrCallTokenReplayed
+		}
+		return nil
 	}
 	ct.mu.Lock()
 	defer ct.mu.Unlock()
 	if ct.used == nil {
 		ct.used = map[string]time.Time{}
 	}
-	if _, seen := ct.used[c.Nonce]; seen {
-		return "", ErrCallTokenReplayed
+	if _, seen := ct.used[t.nonce]; seen {
+		return ErrCallTokenReplayed
 	}
 	max := ct.MaxUsed
 	if max <= 0 {
@@ -138,38 +211,46 @@ func (ct *CallTokens) Redeem(tok string) (tenant string, err error) {
 			}
 		}
 		if len(ct.used) >= max {
-			return "", ErrCallTokenBusy
+			return ErrCallTokenBusy
 		}
 	}
-	ct.used[c.Nonce] = exp
-	return c.Tenant, nil
+	ct.used[t.nonce] = t.exp
+	return nil
 }
 
 // callTenant is the tenant of a telephony stream request, from the call
-// token in its path. Without a token the call has no tenant (no tenant
+// token in its path, and the token to spend if the guard admits the
+// upgrade (nil: none). Without a token the call has no tenant (no tenant
 // caps), unless RequireCallToken refuses it.
-func (g *Guard) callTenant(r *http.Request) (tenant string, status int, code string, err error) {
-	tok, _ := strings.CutPrefix(strings.TrimPrefix(r.URL.Path, "/v1/twilio"), "/")
+func (g *Guard) callTenant(r *http.Request) (tenant string, tok *CallToken, status int, code string, err error) {
+	raw, _ := strings.CutPrefix(strings.TrimPrefix(r.URL.Path, "/v1/twilio"), "/")
 	switch {
-	case tok == "" && g.cfg.RequireCallToken:
-		return "", http.StatusForbidden, "call_token_required", ErrCallTokenRequired
-	case tok == "":
-		return "", 0, "", nil
+	case raw == "" && g.cfg.RequireCallToken:
+		return "", nil, http.StatusForbidden, "call_token_required", ErrCallTokenRequired
+	case raw == "":
+		return "", nil, 0, "", nil
 	case g.cfg.CallTokens == nil:
-		return "", http.StatusForbidden, "bad_call_token", fmt.Errorf("%w: call tokens are not configured", ErrCallToken)
+		return "", nil, http.StatusForbidden, "bad_call_token", fmt.Errorf("%w: call tokens are not configured", ErrCallToken)
 	}
-	tenant, err = g.cfg.CallTokens.Redeem(tok)
+	c, err := g.cfg.CallTokens.Check(r.Context(), raw)
+	if err != nil {
+		status, code := callTokenRefusal(err)
+		return "", nil, status, code, err
+	}
+	return c.Tenant, &c, 0, "", nil
+}
+
+// callTokenRefusal is the answer to a token refused with err.
+func callTokenRefusal(err error) (status int, code string) {
 	switch {
-	case err == nil:
-		return tenant, 0, "", nil
 	case errors.Is(err, ErrCallTokenExpired):
-		return "", http.StatusForbidden, "call_token_expired", err
+		return http.StatusForbidden, "call_token_expired"
 	case errors.Is(err, ErrCallTokenReplayed):
-		return "", http.StatusForbidden, "call_token_replayed", err
+		return http.StatusForbidden, "call_token_replayed"
 	case errors.Is(err, ErrCallTokenBusy):
-		return "", http.StatusServiceUnavailable, "overloaded", err
+		return http.StatusServiceUnavailable, "overloaded"
 	}
-	return "", http.StatusForbidden, "bad_call_token", err
+	return http.StatusForbidden, "bad_call_token"
 }
 
 // DefaultCallTokenTTL is the life of a minted call token when none is asked

@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -8,11 +9,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/time/rate"
 
 	"github.com/frontdoorhq/frontdoor/session/telephony"
 
@@ -57,6 +56,11 @@ type Config struct {
 	// MaxTenants bounds the per-tenant state kept (0: 10000); idle
 	// tenants are forgotten past it.
 	MaxTenants int
+	// Tenants, when set, keeps the tenant caps instead of the fields
+	// above: give the engine the same (session.Config.Tenants), so that a
+	// call the guard counted before its upgrade is not counted twice and
+	// calls through every other door count against the same caps.
+	Tenants session.TenantLimits
 	// Clock paces the tenants' turns and, unless they have a clock of
 	// their own, tells CallTokens and a *JWT Auth the time (nil:
 	// stages.SystemClock); give it the engine's (session.Engine.Clock) so
@@ -64,6 +68,11 @@ type Config struct {
 	Clock    stages.Clock
 	Logger   *slog.Logger
 	Registry *prometheus.Registry // receives frontdoor_guard_refused_total (nil: none)
+}
+
+// TenantCaps are the caps the config's fields set.
+func (c Config) TenantCaps() session.TenantCaps {
+	return session.TenantCaps{Sessions: c.TenantSessions, TurnsPerMinute: c.TenantTurnsPerMinute, TurnBurst: c.TenantTurnBurst}
 }
 
 // Side says which listener a handler serves: the public one or the
@@ -82,13 +91,7 @@ type Guard struct {
 	log     *slog.Logger
 	refused *prometheus.CounterVec
 
-	mu      sync.Mutex
-	tenants map[string]*tenant
-}
-
-type tenant struct {
-	sessions int
-	turns    *rate.Limiter
+	tenants session.TenantLimits
 }
 
 // New returns a Guard.
@@ -113,7 +116,10 @@ func New(cfg Config) *Guard {
 	if j, ok := cfg.Auth.(*JWT); ok && j.Clock == nil {
 		j.Clock = cfg.Clock
 	}
-	g := &Guard{cfg: cfg, log: cfg.Logger, tenants: map[string]*tenant{}}
+	g := &Guard{cfg: cfg, log: cfg.Logger, tenants: cfg.Tenants}
+	if g.tenants == nil {
+		g.tenants = session.NewLocalTenants(cfg.TenantCaps(), cfg.MaxTenants, cfg.Clock)
+	}
 	g.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "frontdoor_guard_refused_total",
 		Help: "Requests the guard refused before the handler, by reason (unauthorized, forbidden, rate_limited, overloaded, subprotocol).",
@@ -181,6 +187,7 @@ func (g *Guard) Handler(next http.Handler, l Side) http.Handler {
 			return
 		}
 		var id Identity
+		var callTok *CallToken // spent only by the upgrade the guard admits
 		if rt.role != RoleNone && g.cfg.Auth != nil {
 			tok, _ := token(r)
 			var err error
@@ -206,12 +213,12 @@ func (g *Guard) Handler(next http.Handler, l Side) http.Handler {
 					return
 				}
 			}
-			tenant, status, code, err := g.callTenant(r)
+			tenant, tok, status, code, err := g.callTenant(r)
 			if err != nil {
 				g.refuse(w, status, "call_token", code, err.Error())
 				return
 			}
-			id.Tenant = tenant
+			id.Tenant, callTok = tenant, tok
 		}
 		if r.URL.Path == CallTokenPath {
 			g.mint(w, r, id)
@@ -219,7 +226,7 @@ func (g *Guard) Handler(next http.Handler, l Side) http.Handler {
 		}
 		if isUpgrade(r) {
 			if p, ok := pickSubprotocol(r); !ok {
-				g.refuse(w, http.StatusBadRequest, "subprotocol", "unsupported_subprotocol", "offered subprotocols include none of "+ProtocolV1+" or "+TokenProtocolPrefix+"<token>")
+				g.refuse(w, http.StatusBadRequest, "subprotocol", "unsupported_subprotocol", "offered subprotocols include none this route accepts: "+acceptedSubprotocols(r.URL.Path))
 				return
 			} else if p != "" {
 				// coder/websocket keeps a Sec-WebSocket-Protocol already
@@ -232,7 +239,13 @@ func (g *Guard) Handler(next http.Handler, l Side) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		release, ok := g.enter(id.Tenant)
+		release, ok, err := g.enter(r, id.Tenant)
+		if err != nil {
+			g.log.Error("tenant calls", "tenant", id.Tenant, "err", err)
+			g.retryAfter(w)
+			g.refuse(w, http.StatusServiceUnavailable, "overloaded", "overloaded", "the service cannot count this call; try again later")
+			return
+		}
 		if !ok {
 			g.retryAfter(w)
 			g.refuse(w, http.StatusTooManyRequests, "rate_limited", "rate_limited", "your tenant is at its cap of calls at once")
@@ -244,12 +257,26 @@ func (g *Guard) Handler(next http.Handler, l Side) http.Handler {
 			g.refuse(w, http.StatusServiceUnavailable, "overloaded", "overloaded", "the service is full; try again later")
 			return
 		}
+		// Only now, with every check passed, is the call token spent, and
+		// only by an upgrade: a refused attempt or a plain GET (answered
+		// 426 by the handler) leaves it usable until it expires.
+		if callTok != nil && isUpgrade(r) {
+			if err := callTok.Spend(r.Context()); err != nil {
+				release()
+				status, code := callTokenRefusal(err)
+				g.refuse(w, status, "call_token", code, err.Error())
+				return
+			}
+		}
 		// The call counts against its tenant until it has ended, which
 		// may be after next returns (the native WebSocket handler returns
 		// once its call is accepted): session.WithCallEnd releases it then.
 		ctx, handlerDone := session.WithCallEnd(r.Context(), release)
 		defer handlerDone()
-		ctx = session.WithCaller(ctx, session.Caller{Tenant: id.Tenant, AllowTurn: g.turnAllower(id.Tenant)})
+		if id.Tenant != "" {
+			ctx = session.WithTenantHeld(ctx, id.Tenant)
+		}
+		ctx = session.WithCaller(ctx, session.Caller{Tenant: id.Tenant, Source: sourceOf(r), AllowTurn: g.turnAllower(id.Tenant)})
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
@@ -273,70 +300,36 @@ func (g *Guard) refuse(w http.ResponseWriter, status int, reason, code, msg stri
 	_ = json.NewEncoder(w).Encode(map[string]string{"code": code, "message": msg})
 }
 
-// enter counts a call against its tenant's cap. The tenant "" (no
-// authentication) has no cap.
-func (g *Guard) enter(name string) (release func(), ok bool) {
-	if name == "" || g.cfg.TenantSessions <= 0 {
-		return func() {}, true
+// enter counts a call against its tenant's cap, on the tenant limits the
+// engine shares. The tenant "" (no authentication) has no cap.
+func (g *Guard) enter(r *http.Request, name string) (release func(), ok bool, err error) {
+	if name == "" {
+		return func() {}, true, nil
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	t := g.tenantLocked(name)
-	if t.sessions >= g.cfg.TenantSessions {
-		return nil, false
+	release, err = g.tenants.EnterCall(r.Context(), name)
+	switch {
+	case err == nil:
+		return release, true, nil
+	case errors.Is(err, session.ErrTenantFull):
+		return nil, false, nil
 	}
-	t.sessions++
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			g.mu.Lock()
-			t.sessions--
-			g.mu.Unlock()
-		})
-	}, true
+	return nil, false, err
 }
 
-func (g *Guard) tenantLocked(name string) *tenant {
-	t, ok := g.tenants[name]
-	if ok {
-		return t
-	}
-	if len(g.tenants) >= g.cfg.MaxTenants {
-		for n, x := range g.tenants {
-			if x.sessions == 0 {
-				delete(g.tenants, n)
-			}
-		}
-	}
-	t = &tenant{}
-	if g.cfg.TenantTurnsPerMinute > 0 {
-		burst := g.cfg.TenantTurnBurst
-		if burst <= 0 {
-			burst = max(1, int(g.cfg.TenantTurnsPerMinute/10))
-		}
-		t.turns = rate.NewLimiter(rate.Limit(g.cfg.TenantTurnsPerMinute/60), burst)
-	}
-	g.tenants[name] = t
-	return t
-}
-
+// turnAllower paces a call's turns through the guard's own tenant limits,
+// for an engine without Config.Tenants (which asks its own instead).
 func (g *Guard) turnAllower(name string) func() bool {
-	if name == "" || g.cfg.TenantTurnsPerMinute <= 0 {
+	if name == "" {
 		return nil
 	}
-	g.mu.Lock()
-	lim := g.tenantLocked(name).turns
-	g.mu.Unlock()
-	clock := g.cfg.Clock
-	return func() bool { return lim.AllowN(clock.Now(), 1) }
+	return func() bool { return g.tenants.AllowTurn(context.Background(), name) == nil }
 }
 
-// Sessions returns the tenant's calls at once (tests, metrics).
+// Sessions returns the tenant's calls at once (tests, metrics), when the
+// guard's tenant limits are in process.
 func (g *Guard) Sessions(tenantName string) int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if t, ok := g.tenants[tenantName]; ok {
-		return t.sessions
+	if ts, ok := g.tenants.(interface{ Sessions(string) int }); ok {
+		return ts.Sessions(tenantName)
 	}
 	return 0
 }

@@ -155,8 +155,12 @@ func (l *Listener) Accept() (net.Conn, error) {
 // admit decides what a new connection is: counted, probe-only or refused
 // (nil: answered and closed).
 func (l *Listener) admit(c net.Conn) *conn {
-	addr := peerAddr(c.RemoteAddr())
-	trusted := addr.IsValid() && inPrefixes(addr, l.lim.TrustedProxies)
+	peer := peerAddr(c.RemoteAddr())
+	trusted := peer.IsValid() && inPrefixes(peer, l.lim.TrustedProxies)
+	addr := peer
+	if addr.IsValid() {
+		addr = addrKey(addr)
+	}
 	l.mu.Lock()
 	var a *addrCount
 	if addr.IsValid() && !trusted {
@@ -173,7 +177,7 @@ func (l *Listener) admit(c net.Conn) *conn {
 		a != nil && l.lim.MaxHandshakesPerAddr > 0 && a.handshakes >= l.lim.MaxHandshakesPerAddr:
 		refuse = http.StatusTooManyRequests
 	}
-	cc := &conn{Conn: c, l: l, idle: l.lim.ConnIdle, addr: addr, trusted: trusted, counts: a}
+	cc := &conn{Conn: c, l: l, idle: l.lim.ConnIdle, addr: addr, peer: peer, trusted: trusted, counts: a}
 	switch {
 	case refuse == 0:
 		if tc, ok := c.(*net.TCPConn); ok && l.lim.WriteBuffer > 0 {
@@ -236,7 +240,8 @@ type conn struct {
 	once sync.Once
 
 	// Set by the listener at accept.
-	addr    netip.Addr
+	addr    netip.Addr // the peer's key in the per-address counts (addrKey)
+	peer    netip.Addr // the peer's own address
 	trusted bool       // the peer is a trusted proxy
 	counts  *addrCount // the peer address's counts (nil: not counted per address)
 	probe   bool       // taken over a cap: health checks only
@@ -295,6 +300,9 @@ func (c *conn) requested() {
 // (X-Forwarded-For): it counts for the client of its latest request. It
 // reports false when the client is at its bound.
 func (c *conn) forClient(client netip.Addr) bool {
+	if client.IsValid() {
+		client = addrKey(client)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.client == client || c.l == nil {

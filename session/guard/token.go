@@ -2,7 +2,10 @@ package guard
 
 import (
 	"net/http"
+	"slices"
 	"strings"
+
+	"github.com/frontdoorhq/frontdoor/session/server"
 )
 
 // Subprotocols a browser may offer. A browser cannot set headers on a
@@ -51,16 +54,29 @@ func offered(r *http.Request) []string {
 }
 
 // pickSubprotocol chooses the answer to the offered subprotocols: "" when
-// none were offered; ok is false when some were offered but none is ours.
+// none were offered; ok is false when some were offered but none is one
+// the route accepts. A media route accepts what the server's route table
+// declares for it (a gateway's own subprotocol: jambonz's
+// audio.jambonz.org, Asterisk's media), preferred in the table's order; a
+// browser route, or a path that is no media route, also ours
+// (frontdoor.v1, then a token protocol). A gateway route does not take
+// ours: its gateway cannot send them.
 func pickSubprotocol(r *http.Request) (p string, ok bool) {
 	ps := offered(r)
 	if len(ps) == 0 {
 		return "", true
 	}
-	for _, p := range ps {
-		if p == ProtocolV1 {
-			return p, true
+	rt, media := server.RouteOf(r.URL.Path)
+	for _, want := range rt.Subprotocols {
+		if slices.Contains(ps, want) {
+			return want, true
 		}
+	}
+	if media && !rt.Browser {
+		return "", false
+	}
+	if slices.Contains(ps, ProtocolV1) {
+		return ProtocolV1, true
 	}
 	for _, p := range ps {
 		if strings.HasPrefix(p, TokenProtocolPrefix) {
@@ -68,4 +84,17 @@ func pickSubprotocol(r *http.Request) (p string, ok bool) {
 		}
 	}
 	return "", false
+}
+
+// acceptedSubprotocols names what the route of path accepts, for the
+// refusal's message.
+func acceptedSubprotocols(path string) string {
+	rt, media := server.RouteOf(path)
+	if media && !rt.Browser {
+		if len(rt.Subprotocols) == 0 {
+			return "none (offer no subprotocol)"
+		}
+		return strings.Join(rt.Subprotocols, " or ")
+	}
+	return ProtocolV1 + " or " + TokenProtocolPrefix + "<token>"
 }

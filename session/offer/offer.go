@@ -189,7 +189,8 @@ func (o *Offers) Message(ctx context.Context, call string, ev session.ClientEven
 			fail(session.CodeBadField, "callback: "+err.Error())
 			return true
 		}
-		res, err := o.svc.RequestCallback(ctx, fallback.CallbackRequest{Call: call, Turn: st.turn, Number: m.Number, Consent: m.Consent})
+		res, err := o.svc.RequestCallback(ctx, fallback.CallbackRequest{Call: call, Turn: st.turn, Number: m.Number, Consent: m.Consent,
+			Tenant: session.CallerFrom(ctx).Tenant, Source: session.CallerFrom(ctx).Source})
 		switch {
 		case errors.Is(err, fallback.ErrConsent), errors.Is(err, fallback.ErrNumber), errors.Is(err, fallback.ErrRequest):
 			fail(session.CodeBadField, err.Error())
@@ -212,7 +213,8 @@ func (o *Offers) Message(ctx context.Context, call string, ev session.ClientEven
 			Spoken bool `json:"spoken"`
 		}
 		_ = json.Unmarshal(ev.Data, &m)
-		h, d, err := o.svc.RequestHandoff(ctx, fallback.HandoffRequest{Call: call, Turn: st.turn, Summary: "the caller asked for a person after a refusal"})
+		h, d, err := o.svc.RequestHandoff(ctx, fallback.HandoffRequest{Call: call, Turn: st.turn, Summary: "the caller asked for a person after a refusal",
+			Tenant: session.CallerFrom(ctx).Tenant, Source: session.CallerFrom(ctx).Source})
 		if err != nil {
 			fail(session.CodeBadField, err.Error())
 			return true

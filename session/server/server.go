@@ -108,12 +108,20 @@ func (s *Server) routes() error {
 	if gc.Prompts == nil {
 		gc.Prompts = tc.Prompts
 	}
-	for _, d := range telephony.GatewayDialects {
-		h, err := telephony.NewGatewayHandler(s.Engine, d, gc)
+	if gc.AudioSocketIdle == 0 {
+		// AudioSocket has no ping: its silence bound is the WebSocket
+		// heartbeat's (-ws-ping-interval + -ws-ping-timeout).
+		gc.AudioSocketIdle = s.cfg.Heartbeat.Bound()
+	}
+	for _, rt := range routeTable {
+		if rt.Dialect == "" || rt.Dialect == "twilio" {
+			continue
+		}
+		h, err := telephony.NewGatewayHandler(s.Engine, rt.Dialect, gc)
 		if err != nil {
 			return err
 		}
-		media["GET /v1/"+d] = h
+		media["GET "+rt.Path] = h
 	}
 	s.audio = telephony.NewAudioSocketHandler(s.Engine, gc)
 	rc := s.cfg.WebRTC

@@ -35,6 +35,28 @@ import (
 // by ServeAudioSocket.
 var GatewayDialects = []string{"plivo", "exotel", "vonage", "asterisk", "freeswitch", "jambonz"}
 
+// GatewaySubprotocols returns the WebSocket subprotocols the gateway of
+// dialect offers, as its documentation shows, in the order the endpoint
+// prefers them: jambonz's listen verb offers only "audio.jambonz.org";
+// Asterisk's websocket client sends what its protocols setting names, and
+// Asterisk's page sets it to "media"; FreeSWITCH's mod_audio_fork offers
+// "audio.drachtio.org" (mod_audio_stream none). The others offer none. A route
+// answers one of these when offered (session/server's route table declares
+// them to the guard in front); required says the dialect's gateway always
+// offers one, so an upgrade without it is not that gateway.
+func GatewaySubprotocols(dialect string) (protocols []string, required bool) {
+	switch dialect {
+	case "jambonz":
+		return []string{jambonz.Subprotocol}, true
+	case "asterisk":
+		return []string{asterisk.Subprotocol}, false
+	case "freeswitch":
+		// mod_audio_fork offers its own; mod_audio_stream none.
+		return []string{freeswitch.Subprotocol}, false
+	}
+	return nil, false
+}
+
 // ErrGatewayToken: a gateway stream without the configured secret.
 var ErrGatewayToken = errors.New("telephony: the gateway did not present the configured token")
 
@@ -50,6 +72,10 @@ type GatewayConfig struct {
 	Token string
 	// StartTimeout bounds the wait for the stream's start (0: 10s).
 	StartTimeout time.Duration
+	// AudioSocketIdle is how long an AudioSocket peer may send nothing
+	// before its connection is closed (0: session.DefaultHeartbeat's
+	// bound, 25 s, the bound the WebSocket transports' pings keep).
+	AudioSocketIdle time.Duration
 	// OriginPatterns are the cross-origin hosts allowed to open the
 	// WebSocket; same-origin always is.
 	OriginPatterns []string
@@ -75,11 +101,16 @@ type GatewayHandler struct {
 
 // dialectCodecs returns each dialect's codec for a stream URL's query:
 // Asterisk's control format (?control=json; plain text otherwise, the
-// driver's default) and mod_audio_stream's sampling rate and playback
-// (?rate=16000, ?binary=1), which their sockets do not announce.
+// driver's default), Exotel's sample rate (?sample-rate=16000, as
+// Exotel's applet is configured) and mod_audio_stream's sampling rate and
+// playback (?rate=16000, ?binary=1), which their sockets do not announce.
 var dialectCodecs = map[string]func(url.Values) (gateway.Codec, error){
-	"plivo":  func(url.Values) (gateway.Codec, error) { return plivo.Codec{}, nil },
-	"exotel": func(url.Values) (gateway.Codec, error) { return exotel.Codec{}, nil },
+	"plivo": func(url.Values) (gateway.Codec, error) { return plivo.Codec{}, nil },
+	"exotel": func(q url.Values) (gateway.Codec, error) {
+		// Exotel's applet is told its rate by the URL's sample-rate.
+		rate, err := exotel.ParseSampleRate(q.Get("sample-rate"))
+		return exotel.Codec{SampleRate: rate}, err
+	},
 	"vonage": func(url.Values) (gateway.Codec, error) { return vonage.Codec{}, nil },
 	"asterisk": func(q url.Values) (gateway.Codec, error) {
 		if q.Get("control") == "json" {
@@ -123,19 +154,22 @@ func (h *GatewayHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	opts := &websocket.AcceptOptions{OriginPatterns: h.cfg.OriginPatterns}
-	if h.dialect == "jambonz" {
-		opts.Subprotocols = []string{jambonz.Subprotocol}
-	}
+	protocols, required := GatewaySubprotocols(h.dialect)
+	opts := &websocket.AcceptOptions{OriginPatterns: h.cfg.OriginPatterns, Subprotocols: protocols}
 	ws, err := websocket.Accept(w, r, opts)
 	if err != nil {
 		h.log.Debug(h.dialect+": accept", "err", err)
 		return
 	}
-	if h.dialect == "jambonz" && ws.Subprotocol() != jambonz.Subprotocol {
-		// coder/websocket accepts the empty subprotocol: jambonz always asks for its own.
-		_ = ws.Close(websocket.StatusPolicyViolation, "subprotocol "+jambonz.Subprotocol+" required")
+	if required && ws.Subprotocol() == "" {
+		// coder/websocket accepts the empty subprotocol: this gateway always asks for its own.
+		_ = ws.Close(websocket.StatusPolicyViolation, "subprotocol "+strings.Join(protocols, " or ")+" required")
 		return
+	}
+	if fs, ok := codec.(freeswitch.Codec); ok && ws.Subprotocol() == freeswitch.Subprotocol {
+		// The module that offers it is mod_audio_fork, which plays what it is sent.
+		fs.Fork = true
+		codec = fs
 	}
 	link := gateway.NewWebSocketLink(ws, codec.Capabilities().MaxMessage)
 	closeWith := func(code websocket.StatusCode, reason string) { _ = ws.Close(code, reason) }
@@ -147,10 +181,32 @@ func (h *GatewayHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // 8000), with h's engine and configuration; it returns when the call has
 // ended. AudioSocket carries no credentials: the listener's address is its
 // only protection, so the Token is not asked for.
+//
+// AudioSocket has no ping: a peer that sends nothing at all for
+// AudioSocketIdle (a live Asterisk sends audio every 20 ms) is closed,
+// which ends its call and frees its leases, as a WebSocket peer that
+// stops answering pings is.
 func (h *GatewayHandler) ServeAudioSocket(ctx context.Context, conn net.Conn, rate int) {
 	link := audiosocket.NewLink(conn)
+	watch := watchIdle(h.e.Clock(), h.audioSocketIdle(), func() {
+		h.e.CountProtocolError(CodeAudioSocketIdle)
+		h.log.Info("audiosocket: the peer sent nothing: closing", "idle", h.audioSocketIdle())
+		_ = link.Close()
+	})
+	defer watch.stop()
 	closeWith := func(websocket.StatusCode, string) { _ = link.Close() }
-	h.serve(ctx, link, audiosocket.Codec{SampleRate: rate}, true, closeWith, nil)
+	h.serve(ctx, watchedLink{Link: link, w: watch}, audiosocket.NewCodec(rate), true, closeWith, nil)
+}
+
+// CodeAudioSocketIdle counts (frontdoor_protocol_errors_total) AudioSocket
+// connections closed because their peer sent nothing for AudioSocketIdle.
+const CodeAudioSocketIdle = "audiosocket_idle"
+
+func (h *GatewayHandler) audioSocketIdle() time.Duration {
+	if h.cfg.AudioSocketIdle > 0 {
+		return h.cfg.AudioSocketIdle
+	}
+	return session.DefaultHeartbeat.Bound()
 }
 
 // NewAudioSocketHandler returns the handler of AudioSocket connections.
@@ -205,7 +261,7 @@ func (h *GatewayHandler) serve(ctx context.Context, link gateway.Link, codec gat
 		ctx = session.WithCaller(ctx, session.Caller{Tenant: tenant})
 	}
 	log := h.log.With("stream", start.StreamID, "gateway_call", start.CallID)
-	st := lineStart{name: h.dialect, protocol: h.dialect, params: start.Params, format: start.Format}
+	st := lineStart{name: h.dialect, protocol: h.dialect, params: start.Params, format: start.Format, noKeys: !codec.Capabilities().DTMF}
 	t := newPhoneCall(h.e, l, st, h.prompts, log)
 	t.log.Info(t.msg("stream started"), "params", len(start.Params), "format", start.Format.String(),
 		"tenant", session.CallerFrom(ctx).Tenant)
@@ -380,7 +436,7 @@ func (l *gatewayLine) tracker() *gateway.Tracker            { return l.conn.Trac
 func (l *gatewayLine) buffered() time.Duration              { return l.conn.Buffered() }
 
 func (l *gatewayLine) lead() time.Duration {
-	return pcmu.Lead + max(0, l.conn.Capabilities().FrameDuration-media.FrameDuration)
+	return pcmu.Lead + max(0, l.conn.FrameDuration()-media.FrameDuration)
 }
 
 func (l *gatewayLine) clear(ctx context.Context) ([]gateway.Progress, error) {

@@ -64,7 +64,9 @@ func TestGatewayKeypadCallback(t *testing.T) {
 }
 
 // TestGatewayBadInput: on every dialect, a malformed message after the
-// start, a message before it, and one over the dialect's size limit are
+// start, a message before it (where the dialect does not start a stream on
+// its audio: FreeSWITCH's modules do), and one over the dialect's size
+// limit are
 // each answered with a close that says why (on a WebSocket: 1007, 1008,
 // 1009), and the call ends cleanly: its session lease is freed and the
 // stage is ready for the next caller, who is admitted.
@@ -119,6 +121,14 @@ func TestGatewayBadInput(t *testing.T) {
 			}
 			if err := early.WriteFrame(ctx, f); err != nil {
 				t.Fatal(err)
+			}
+			if d.caps().ImplicitStart {
+				// FreeSWITCH's modules send no start without metadata: the
+				// audio starts the stream, which is admitted.
+				sessiontest.WaitFor(t, "the implicit start admitted", func() bool { return r.stage(session.StageSession).Leased == 1 })
+				_ = early.Close()
+				sessiontest.WaitFor(t, "the lease freed", func() bool { return r.stage(session.StageSession).Leased == 0 })
+				return
 			}
 			if _, err := early.ReadFrame(ctx); err == nil {
 				t.Fatal("media before the start was answered, not closed")

@@ -49,12 +49,14 @@ type dialect struct {
 // docs/TELEPHONY.md says would connect.
 var dialects = []dialect{
 	{name: "plivo", path: "/v1/plivo", codec: plivo.Codec{}, malformed: gateway.Frame{Data: []byte(`{"event":"media","media":{"payload":7}}`)}},
-	{name: "exotel", path: "/v1/exotel", codec: exotel.Codec{}, malformed: gateway.Frame{Data: []byte(`{"event":"dtmf","dtmf":{"digit":5}}`)}},
+	{name: "exotel", path: "/v1/exotel", codec: exotel.Codec{}, malformed: gateway.Frame{Data: []byte(`{"event":"media","media":{"payload":7}}`)}},
 	{name: "vonage", path: "/v1/vonage", codec: vonage.Codec{}, malformed: gateway.Frame{Binary: true, Data: []byte{1, 2, 3}}},
 	{name: "asterisk", path: "/v1/asterisk", codec: asterisk.Codec{Control: asterisk.PlainText}, noParams: true, malformed: gateway.Frame{Data: []byte("DTMF_END")}},
 	{name: "asterisk", path: "/v1/asterisk?control=json", codec: asterisk.Codec{Control: asterisk.JSON},
 		format: gateway.L16(16000), malformed: gateway.Frame{Data: []byte(`{"event":"DTMF_END"}`)}},
 	{name: "freeswitch", path: "/v1/freeswitch?rate=16000", codec: freeswitch.Codec{SampleRate: 16000}, malformed: gateway.Frame{Binary: true, Data: []byte{1, 2, 3}}},
+	{name: "freeswitch", path: "/v1/freeswitch", codec: freeswitch.Codec{Fork: true}, dial: &websocket.DialOptions{Subprotocols: []string{freeswitch.Subprotocol}},
+		malformed: gateway.Frame{Binary: true, Data: []byte{1, 2, 3}}},
 	{name: "jambonz", path: "/v1/jambonz", codec: jambonz.Codec{}, dial: &websocket.DialOptions{Subprotocols: []string{jambonz.Subprotocol}},
 		malformed: gateway.Frame{Data: []byte(`{"type":"mark"}`)}},
 	{name: "audiosocket", path: "audiosocket_tcp", codec: audiosocket.Codec{}, tcp: true, noParams: true,
@@ -64,7 +66,11 @@ var dialects = []dialect{
 func (d dialect) caps() gateway.Capabilities { return d.codec.Capabilities() }
 
 func (d dialect) test() string {
-	return strings.TrimPrefix(strings.ReplaceAll(d.path, "?", "_"), "/v1/")
+	name := strings.TrimPrefix(strings.ReplaceAll(d.path, "?", "_"), "/v1/")
+	if d.dial != nil && len(d.dial.Subprotocols) > 0 {
+		name += "_" + d.dial.Subprotocols[0]
+	}
+	return name
 }
 
 // gatewayFor dials d's endpoint on the rig as the gateway, with the

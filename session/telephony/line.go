@@ -58,6 +58,12 @@ type lineStart struct {
 	protocol string
 	params   map[string]string // custom parameters: the caller's number (callerParam)
 	format   media.Format      // the audio format of both directions
+	// noKeys: the line cannot carry keys (a gateway without DTMF, such
+	// as FreeSWITCH's socket modules). Its caller never hears a keypad
+	// menu: a mid-call offer is said as words to answer by voice, and a
+	// refused call hears its prompt and is hung up (there is no turn
+	// after a call's refusal to hear an answer in).
+	noKeys bool
 }
 
 // lineEventKind says what a lineEvent is.

@@ -43,6 +43,14 @@ const (
 	menuHandoff  = "Press 2 to hold for a person."
 )
 
+// Spoken menu sentences, for a line that cannot carry keys: the words
+// fallback.SpokenAnswer takes.
+const (
+	spokenBoth     = "Say call me back to be called back at this number, or say a person to hold for a person."
+	spokenCallback = "Say call me back to be called back at this number."
+	spokenHandoff  = "Say a person to hold for a person."
+)
+
 // Menu keys.
 const (
 	keyCallback = "1"
@@ -110,6 +118,7 @@ type phoneMenu struct {
 	fb      KeypadFallback // nil: no menu (the Fallback cannot take answers)
 	number  string         // the caller's E.164 number; "" without a valid one
 	keyWait time.Duration
+	spoken  bool // the line carries no keys: answers come in words only (lineStart.noKeys)
 
 	mu       sync.Mutex
 	call     string // the call's id, from its `session` message
@@ -127,8 +136,8 @@ type phoneMenu struct {
 	speech   chan struct{} // closed when the latest spoken line was queued
 }
 
-func newPhoneMenu(fb session.Fallback, params map[string]string) *phoneMenu {
-	m := &phoneMenu{keyWait: time.Duration(twilioKeyWait.Load())}
+func newPhoneMenu(fb session.Fallback, params map[string]string, noKeys bool) *phoneMenu {
+	m := &phoneMenu{keyWait: time.Duration(twilioKeyWait.Load()), spoken: noKeys}
 	if k, ok := fb.(KeypadFallback); ok {
 		m.fb = k
 	}
@@ -146,6 +155,11 @@ func (m *phoneMenu) reserve(kinds []prompt.Kind) []prompt.Kind {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.fb == nil || (m.state != menuIdle && m.state != menuDone) {
+		return nil
+	}
+	if m.spoken && !m.admitted {
+		// Words are heard only in a conversation's turns; a refused call
+		// has none, so a keyless caller is offered nothing it cannot take.
 		return nil
 	}
 	var keys []prompt.Kind
@@ -201,15 +215,7 @@ func (t *phoneCall) offered(o *session.OfferMsg) {
 			m.handoff = true
 		}
 	}
-	var text string
-	switch {
-	case m.callback && m.handoff:
-		text = menuBoth
-	case m.callback:
-		text = menuCallback
-	case m.handoff:
-		text = menuHandoff
-	}
+	text := m.sentence()
 	if text == "" {
 		m.state = menuDone
 		call := m.call
@@ -233,6 +239,24 @@ func (t *phoneCall) offered(o *session.OfferMsg) {
 		}
 		t.armMenu(t.line.buffered() + m.keyWait)
 	})
+}
+
+// sentence is what the open menu says: which key, or on a line without
+// keys which words, does what. "" when nothing is on offer.
+func (m *phoneMenu) sentence() string {
+	both, callback, handoff := menuBoth, menuCallback, menuHandoff
+	if m.spoken {
+		both, callback, handoff = spokenBoth, spokenCallback, spokenHandoff
+	}
+	switch {
+	case m.callback && m.handoff:
+		return both
+	case m.callback:
+		return callback
+	case m.handoff:
+		return handoff
+	}
+	return ""
 }
 
 // armMenu starts the wait for a key, if the menu is still open.

@@ -3,6 +3,7 @@ package telephony
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -34,8 +35,11 @@ type SIPHandler struct {
 // SIPConfig configures a SIPHandler.
 type SIPConfig struct {
 	// MediaTimeout hangs up a call that has received no RTP at all
-	// (audio, DTMF or comfort noise) for this long: a caller gone without
-	// a BYE would otherwise hold its session lease for good (0: 30 s).
+	// (audio, DTMF or comfort noise) from the caller for this long: a
+	// caller gone without a BYE would otherwise hold its session lease for
+	// good (0: 30 s). It is measured from the last packet (or the
+	// answer), on the engine's clock, which should be the media/sip
+	// server's Config.Now too.
 	MediaTimeout time.Duration
 	// Logger (nil: discard).
 	Logger *slog.Logger
@@ -43,7 +47,34 @@ type SIPConfig struct {
 	// with the other telephony endpoints given the same cache (nil: one
 	// of its own).
 	Prompts *PromptCache
+	// Admit, when set, is asked for each call before it is answered, with
+	// a ctx carrying the call's session.Caller (its tenant): the hook of
+	// whoever counts a tenant's calls at once and turns across transports
+	// (session/guard). It returns the ctx the call runs in (derived from
+	// the one given, carrying the Caller it wants, say with AllowTurn) and
+	// done, run once when the call has ended. An error refuses the call
+	// before the answer, with no RTP port taken: the status of a
+	// *SIPRefusal it wraps, or else 486 Busy Here (the tenant is over its
+	// own cap, as HTTP's 429 says).
+	Admit func(ctx context.Context) (context.Context, func(), error)
 }
+
+// SIPRefusal is an error of SIPConfig.Admit that names the SIP status the
+// INVITE is refused with (say 403 or 503).
+type SIPRefusal struct {
+	Code   int    // 300-699
+	Reason string // the reason phrase; may be empty
+	Err    error  // why, for the log; may be nil
+}
+
+func (r *SIPRefusal) Error() string {
+	if r.Err != nil {
+		return fmt.Sprintf("sip: refused %d %s: %v", r.Code, r.Reason, r.Err)
+	}
+	return fmt.Sprintf("sip: refused %d %s", r.Code, r.Reason)
+}
+
+func (r *SIPRefusal) Unwrap() error { return r.Err }
 
 // NewSIPHandler returns the SIPHandler that runs its calls on e.
 func NewSIPHandler(e *session.Engine, cfg SIPConfig) *SIPHandler {
@@ -65,6 +96,21 @@ func NewSIPHandler(e *session.Engine, cfg SIPConfig) *SIPHandler {
 // when it is an E.164 number.
 func (h *SIPHandler) ServeSIP(ctx context.Context, c *sip.Call) {
 	log := h.log.With("sip_call", c.CallID, "transport", c.Transport)
+	ctx = session.WithCaller(ctx, session.Caller{Tenant: c.Tenant})
+	if h.cfg.Admit != nil {
+		actx, done, err := h.cfg.Admit(ctx)
+		if err != nil {
+			code, reason := 486, "Busy Here"
+			if r, ok := errors.AsType[*SIPRefusal](err); ok && r.Code >= 300 && r.Code <= 699 {
+				code, reason = r.Code, r.Reason
+			}
+			log.Info("sip: refused before the answer", "tenant", c.Tenant, "status", code, "err", err)
+			_ = c.Reject(code, reason)
+			return
+		}
+		defer done()
+		ctx = actx
+	}
 	m, err := c.Answer(ctx)
 	if err != nil {
 		log.Info("sip: not answered", "err", err)
@@ -76,13 +122,14 @@ func (h *SIPHandler) ServeSIP(ctx context.Context, c *sip.Call) {
 	}
 	// The silence timer runs on the engine's clock from the answer on, so
 	// that a test's manual clock decides when a silent caller is hung up.
+	clock := h.e.Clock()
 	l := &sipLine{call: c, media: m, track: gateway.NewTracker(), timeout: h.cfg.MediaTimeout,
-		timer: stages.NewTimer(h.e.Clock(), h.cfg.MediaTimeout)}
+		clock: clock, since: clock.Now(), timer: stages.NewTimer(clock, h.cfg.MediaTimeout)}
 	defer l.timer.Stop()
 	st := lineStart{name: "sip", protocol: "sip", params: map[string]string{callerParam: c.From.User}, format: format}
 	t := newPhoneCall(h.e, l, st, h.prompts, log)
 	log.Info("sip: call answered", "tenant", c.Tenant, "user", c.User, "codec", m.Codec().Name, "media", m.String())
-	h.e.Run(session.WithCaller(ctx, session.Caller{Tenant: c.Tenant}), t, sipCapabilities(t.capabilities()))
+	h.e.Run(ctx, t, sipCapabilities(t.capabilities()))
 	t.wait()
 	l.wait()
 	log.Info("sip: call ended", "err", c.Err())
@@ -122,8 +169,9 @@ type sipLine struct {
 	timeout time.Duration
 
 	stopped bool              // the reader's: the caller's BYE was reported
+	clock   stages.Clock      // the engine's
+	since   time.Time         // the answer: the silence counts from it before any RTP
 	timer   *stages.ChanTimer // on the engine's clock; armed at the answer
-	seen    uint64            // the reader's: RTP packets counted when the timer was set
 
 	drains sync.WaitGroup // one per ended utterance, until it is sent or cleared
 }
@@ -145,10 +193,15 @@ func (l *sipLine) read(ctx context.Context) (lineEvent, error) {
 			}
 			return lineEvent{kind: lineDTMF, digit: string(d)}, nil
 		case <-l.timer.C:
-			st := l.media.Stats()
-			if n := st.PacketsIn + st.Ignored; n != l.seen {
-				l.seen = n
-				l.timer.Reset(l.timeout)
+			// Rearmed for what is left from the last packet heard, so the
+			// hang-up comes at the timeout after it, not up to a whole
+			// timeout later.
+			last := l.media.LastHeard()
+			if last.Before(l.since) {
+				last = l.since
+			}
+			if left := last.Add(l.timeout).Sub(l.clock.Now()); left > 0 {
+				l.timer.Reset(left)
 				continue
 			}
 			return lineEvent{}, errNoMedia

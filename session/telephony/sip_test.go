@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +19,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
+	"github.com/pion/rtp"
 )
 
 // sipServer serves e's calls over SIP on a loopback port, with cfg's auth
@@ -207,39 +211,97 @@ func (k *keypad) saidSIP() []string {
 }
 
 // TestSIPMediaTimeout: a caller gone without a BYE (its RTP stopped) is
-// hung up once the media timeout has elapsed on the engine's clock, not a
-// millisecond before, and its lease released.
+// hung up once the media timeout has elapsed since its last RTP packet (or
+// the answer), on the engine's clock, not a millisecond before nor after,
+// and its lease released. RTP from another port of the caller's host is
+// not the caller's: it keeps no call alive.
 func TestSIPMediaTimeout(t *testing.T) {
-	clock := stagestest.NewClock(stagestest.Epoch)
-	r := newRig(t, func(c *session.Config, _ *stub.Settings) { c.Clock = clock })
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
 	const timeout = 30 * time.Second
-	s := sipServer(t, r.Engine, sip.Config{}, SIPConfig{MediaTimeout: timeout})
-	c := dialSIP(ctx, t, s, "acme", sip.DialConfig{})
-	// The line's timer is armed at the answer, before the call is admitted.
-	sessiontest.WaitFor(t, "the call admitted", func() bool { return r.stage("session").Leased == 1 })
-	// Dial's caller sends RTP only when written to: it is silent now.
-	clock.Advance(timeout - time.Millisecond)
-	// Whether a hang-up was missed is read from what the call did after
-	// the reader had every chance to see a fired timer: the lease is held
-	// and the call goes on (the server's reaction to a timer is quick; a
-	// timer that fired early would end the call well within this wait).
-	select {
-	case <-c.Done():
-		t.Fatalf("hung up %v before the media timeout: %v", time.Millisecond, c.Err())
-	case <-time.After(200 * time.Millisecond):
+	tests := []struct {
+		name    string
+		speakAt time.Duration // the caller speaks then (0: never)
+		foreign bool          // and RTP from another port then
+		hangAt  time.Duration // the hang-up is due then, from the answer
+	}{
+		{"silent from the answer", 0, false, timeout},
+		{"silent after speaking", 10 * time.Second, false, 10*time.Second + timeout},
+		{"only foreign RTP", 10 * time.Second, true, timeout},
 	}
-	clock.Advance(time.Millisecond)
-	select {
-	case <-c.Done():
-	case <-ctx.Done():
-		t.Fatal("a caller without RTP was not hung up at the media timeout")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := stagestest.NewClock(stagestest.Epoch)
+			r := newRig(t, func(c *session.Config, _ *stub.Settings) { c.Clock = clock })
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			calls := make(chan *sip.Call, 1)
+			h := NewSIPHandler(r.Engine, SIPConfig{MediaTimeout: timeout})
+			s, err := sip.Listen(ctx, "127.0.0.1:0", sip.Config{Now: clock.Now, Handler: sip.HandlerFunc(func(ctx context.Context, c *sip.Call) {
+				calls <- c
+				h.ServeSIP(ctx, c)
+			})})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			c := dialSIP(ctx, t, s, "acme", sip.DialConfig{})
+			sc := <-calls
+			// The line's timer is armed at the answer, before the call is admitted.
+			sessiontest.WaitFor(t, "the call admitted", func() bool { return r.stage("session").Leased == 1 })
+			if tt.speakAt > 0 {
+				clock.Advance(tt.speakAt)
+				if tt.foreign {
+					sendForeignRTP(t, sc.Media().LocalAddr(), 10)
+					sessiontest.WaitFor(t, "the foreign RTP dropped", func() bool { return sc.Media().Stats().Foreign >= 10 })
+				} else {
+					c.speak(ctx, t, make([]int16, 1600), 0)
+					sessiontest.WaitFor(t, "the RTP received", func() bool { return sc.Media().Stats().PacketsIn >= 10 })
+				}
+			}
+			// Dial's caller sends RTP only when written to: it is silent now.
+			clock.Advance(tt.hangAt - tt.speakAt - time.Millisecond)
+			// Whether a hang-up was missed is read from what the call did after
+			// the reader had every chance to see a fired timer: the lease is held
+			// and the call goes on (the server's reaction to a timer is quick; a
+			// timer that fired early would end the call well within this wait).
+			select {
+			case <-c.Done():
+				t.Fatalf("hung up %v before the media timeout: %v", time.Millisecond, c.Err())
+			case <-time.After(200 * time.Millisecond):
+			}
+			clock.Advance(time.Millisecond)
+			select {
+			case <-c.Done():
+			case <-ctx.Done():
+				t.Fatal("a caller without RTP was not hung up at the media timeout")
+			}
+			if !errors.Is(c.Err(), sip.ErrRemoteHangup) {
+				t.Errorf("call ended with %v, want the server's BYE", c.Err())
+			}
+			sessiontest.WaitFor(t, "the lease released", func() bool { return r.stage("session").Leased == 0 && r.Engine.Calls() == 0 })
+		})
 	}
-	if !errors.Is(c.Err(), sip.ErrRemoteHangup) {
-		t.Errorf("call ended with %v, want the server's BYE", c.Err())
+}
+
+// sendForeignRTP sends n PCMU packets to dst from a socket of its own on
+// 127.0.0.1: the caller's host, not its port.
+func sendForeignRTP(t *testing.T, dst netip.AddrPort, n int) {
+	t.Helper()
+	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
+	if err != nil {
+		t.Fatal(err)
 	}
-	sessiontest.WaitFor(t, "the lease released", func() bool { return r.stage("session").Leased == 0 && r.Engine.Calls() == 0 })
+	defer conn.Close()
+	for i := range n {
+		p := rtp.Packet{Header: rtp.Header{Version: 2, PayloadType: 0, SequenceNumber: uint16(i), Timestamp: uint32(160 * i), SSRC: 7},
+			Payload: make([]byte, 160)}
+		b, err := p.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.WriteToUDPAddrPort(b, dst); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // TestSIPTenant: with digest authentication, a user pinned to a tenant
@@ -272,5 +334,81 @@ func TestSIPTenant(t *testing.T) {
 	}
 	if n := r.stage("session").Ledger.Offered; n != 2 {
 		t.Errorf("the session stage was offered %d calls, want the 2 authenticated", n)
+	}
+}
+
+// TestSIPAdmit: SIPConfig.Admit sees the call's tenant before the answer.
+// Admitted, the call runs under the Caller it returns (here one whose turns
+// are refused, so the caller's first turn ends the call) and its done runs
+// once after the call; refused, the INVITE gets 486, or the status of a
+// SIPRefusal, and nothing is answered.
+func TestSIPAdmit(t *testing.T) {
+	tests := []struct {
+		name   string
+		refuse error
+		status string // in Dial's error; "" for an answered call
+	}{
+		{"admitted", nil, ""},
+		{"tenant over its cap", errors.New("tenant acme at its cap"), "486"},
+		{"refusal with a status", &SIPRefusal{Code: 503, Reason: "Service Unavailable"}, "503"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, func(c *session.Config, _ *stub.Settings) { c.Recognizer = stub.NewRecognizer(stub.Settings{}) })
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			var mu sync.Mutex
+			var tenants []string
+			done := 0
+			admit := func(ctx context.Context) (context.Context, func(), error) {
+				mu.Lock()
+				defer mu.Unlock()
+				tenants = append(tenants, session.CallerFrom(ctx).Tenant)
+				if tt.refuse != nil {
+					return nil, nil, tt.refuse
+				}
+				caller := session.CallerFrom(ctx)
+				caller.AllowTurn = func() bool { return false }
+				return session.WithCaller(ctx, caller), func() {
+					mu.Lock()
+					done++
+					mu.Unlock()
+				}, nil
+			}
+			s := sipServer(t, r.Engine, sip.Config{}, SIPConfig{Admit: admit})
+			out, err := sip.Dial(ctx, fmt.Sprintf("sip:acme@%s", s.Addr()), sip.DialConfig{})
+			if tt.status != "" {
+				if !errors.Is(err, sip.ErrRefused) || !strings.Contains(err.Error(), tt.status) {
+					t.Fatalf("dial: %v, want refused %s", err, tt.status)
+				}
+				if n := r.Engine.Calls(); n != 0 {
+					t.Errorf("%d calls on the engine after a refusal", n)
+				}
+			} else {
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer out.Close()
+				sessiontest.WaitFor(t, "the call admitted", func() bool { return r.stage("session").Leased == 1 })
+				if err := out.WritePCM(append(sessiontest.Speech(t, "hello-8k.wav", 8000), make([]int16, 4800)...)); err != nil {
+					t.Fatal(err)
+				}
+				select {
+				case <-out.Done(): // the turn refused by the Caller's AllowTurn ended the call
+				case <-ctx.Done():
+					t.Fatal("the call outlived a turn its Caller refused")
+				}
+				sessiontest.WaitFor(t, "the call ended", func() bool { return r.Engine.Calls() == 0 })
+			}
+			s.Close()
+			mu.Lock()
+			defer mu.Unlock()
+			if len(tenants) != 1 || tenants[0] != "acme" {
+				t.Errorf("Admit saw tenants %q, want [acme]", tenants)
+			}
+			if want := map[bool]int{true: 1, false: 0}[tt.refuse == nil]; done != want {
+				t.Errorf("done ran %d times, want %d", done, want)
+			}
+		})
 	}
 }

@@ -33,7 +33,13 @@ type browser struct {
 
 func (r *rig) browser(ctx context.Context) *browser {
 	r.T.Helper()
-	ws, _, err := websocket.Dial(ctx, r.WSURL("/v1/webrtc"), nil)
+	return r.browserAt(ctx, "/v1/webrtc")
+}
+
+// browserAt calls the WebRTC endpoint at path.
+func (r *rig) browserAt(ctx context.Context, path string) *browser {
+	r.T.Helper()
+	ws, _, err := websocket.Dial(ctx, r.WSURL(path), nil)
 	if err != nil {
 		r.T.Fatal(err)
 	}

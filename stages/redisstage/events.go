@@ -76,7 +76,7 @@ func (d *Dispatcher) backstop() {
 		}
 		now := d.clock.Now()
 		late := d.s.limits.MaxAge + d.grace
-		d.abandon(stages.Expired, now, func(j stages.Job) bool { return now.Sub(j.Born) > late })
+		d.abandon(stages.Expired, now, func(j stages.Job) bool { return now.After(deadline(j, d.s.limits.MaxAge).Add(d.grace)) })
 		d.mu.Lock()
 		ids := make([]string, 0, len(d.waiting)+len(d.abandoned))
 		for id, t := range d.waiting {

@@ -171,11 +171,13 @@ func parse(v []any) (reply, error) {
 	return r, nil
 }
 
-func deadline(born time.Time, maxAge time.Duration) time.Time {
-	if born.UnixNano() > math.MaxInt64-int64(maxAge) {
+// deadline is the last instant job is eligible (stages.Job.Expires),
+// saturated at the largest stamp.
+func deadline(job stages.Job, maxAge time.Duration) time.Time {
+	if job.Deadline.IsZero() && job.Born.UnixNano() > math.MaxInt64-int64(maxAge) {
 		return time.Unix(0, math.MaxInt64)
 	}
-	return born.Add(maxAge)
+	return job.Expires(maxAge)
 }
 
 func (s *Store) offer(ctx context.Context, job stages.Job, now time.Time, pump int) (stages.Disposition, reply, error) {
@@ -185,12 +187,12 @@ func (s *Store) offer(ctx context.Context, job stages.Job, now time.Time, pump i
 	// The tenant and its share travel with the offer, so that the count and
 	// the refusal are one script: the share holds fleet-wide.
 	r, err := s.run(ctx, offerScript, pump, now, job.ID, job.Owner, genString(job.Generation),
-		stamp(job.Born), stamp(deadline(job.Born, s.limits.MaxAge)), job.Tenant, s.limits.TenantWaiting)
+		stamp(job.Born), stamp(deadline(job, s.limits.MaxAge)), job.Tenant, s.limits.TenantWaiting)
 	if err == nil && stages.Disposition(r.code) == stages.Stale && s.reregister(ctx, job, now) {
 		// Redis lost the owner's generation, which this replica still
 		// knows: registered again, the offer is decided on its merits.
 		r, err = s.run(ctx, offerScript, pump, now, job.ID, job.Owner, genString(job.Generation),
-			stamp(job.Born), stamp(deadline(job.Born, s.limits.MaxAge)), job.Tenant, s.limits.TenantWaiting)
+			stamp(job.Born), stamp(deadline(job, s.limits.MaxAge)), job.Tenant, s.limits.TenantWaiting)
 	}
 	if err != nil {
 		return stages.Closed, r, err

@@ -39,6 +39,7 @@ func RunStore(t *testing.T, newStore NewStore) {
 		{"Cancel", storeCancel},
 		{"ReleaseFailed", storeReleaseFailed},
 		{"Boundaries", storeBoundaries},
+		{"Deadline", storeDeadline},
 		{"InvalidInput", storeInvalid},
 		{"Tombstones", storeTombstones},
 		{"TenantShare", storeTenantShare},
@@ -489,4 +490,37 @@ func concurrentWorker(h harness, owner string, rounds int, held, peak *atomic.In
 		}
 	}
 	return nil
+}
+
+// storeDeadline: a job's own Deadline replaces Born + MaxAge, later or
+// earlier, at offer and at take, equal still eligible.
+func storeDeadline(t *testing.T, ns NewStore) {
+	withDeadline := func(id string, born, deadline float64) stages.Job {
+		j := job(id, "a", 1, born)
+		j.Deadline = at(deadline)
+		return j
+	}
+	tests := []struct {
+		name      string
+		job       stages.Job
+		offerAt   float64
+		offerWant stages.Disposition
+		takeAt    float64
+		takeWant  stages.Disposition
+	}{
+		{"later than max age, taken at it", withDeadline("x", 0, 5), 3, stages.Queued, 5, stages.Admitted},
+		{"later than max age, taken past it", withDeadline("x", 0, 5), 3, stages.Queued, 5.000000001, stages.Expired},
+		{"earlier than max age, offered past it", withDeadline("x", 0, 0.5), 0.6, stages.Expired, 0, 0},
+		{"earlier than max age, taken past it", withDeadline("x", 0, 0.5), 0.1, stages.Queued, 0.7, stages.Expired},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, ns, stages.Limits{Slots: 1, Waiting: 1, MaxAge: time.Second})
+			h.owners(1, "a")
+			h.offer(tt.job, tt.offerAt, tt.offerWant)
+			if tt.offerWant == stages.Queued {
+				h.take(tt.takeAt, tt.takeWant, "x")
+			}
+		})
+	}
 }

@@ -24,6 +24,7 @@ func RunGate(t *testing.T, newGate NewGate) {
 		{"AdmitsOnRelease", gateAdmitsOnRelease},
 		{"AdmitsOnReleaseFailed", gateAdmitsOnReleaseFailed},
 		{"ExpiresAtDeadlineWhileBusy", gateExpires},
+		{"ExpiresAtJobDeadline", gateJobDeadline},
 		{"RotateCancelsQueued", gateRotate},
 		{"Refusals", gateRefusals},
 		{"TenantShare", gateTenantShare},
@@ -142,6 +143,25 @@ func gateExpires(t *testing.T, ng NewGate) {
 	pending(t, b)
 	h.clock.Advance(time.Millisecond)
 	resolved(t, b, stages.Expired, Epoch.Add(800*time.Millisecond+time.Nanosecond))
+	if _, err := h.g.Release(h.ctx, "a1"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// gateJobDeadline: a queued job with its own Deadline, later than Born +
+// MaxAge, waits past MaxAge and is resolved expired just after the
+// Deadline, by the gate's own clock.
+func gateJobDeadline(t *testing.T, ng NewGate) {
+	h := newGateHarness(t, ng, stages.Limits{Slots: 1, Waiting: 3, MaxAge: time.Second}, "a", "b")
+	h.submit("a1", "a", 1, Epoch)
+	p, disp, err := h.g.Submit(h.ctx, stages.Job{ID: "b1", Owner: "b", Generation: 1, Born: Epoch, Deadline: Epoch.Add(3 * time.Second)})
+	if err != nil || disp != stages.Queued {
+		t.Fatalf("Submit with a deadline = %v, %v", disp, err)
+	}
+	h.clock.Advance(3 * time.Second)
+	pending(t, p)
+	h.clock.Advance(time.Millisecond)
+	resolved(t, p, stages.Expired, Epoch.Add(3*time.Second+time.Nanosecond))
 	if _, err := h.g.Release(h.ctx, "a1"); err != nil {
 		t.Fatal(err)
 	}

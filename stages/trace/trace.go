@@ -212,6 +212,7 @@ type Op struct {
 	Owner      string  `json:"owner,omitempty"`
 	Generation *uint64 `json:"generation,omitempty"`
 	Born       *Time   `json:"born,omitempty"`
+	Deadline   *Time   `json:"deadline,omitempty"` // offer: the job's own deadline, if it had one
 	Tenant     string  `json:"tenant,omitempty"`
 
 	// The recorded outcome.
@@ -348,7 +349,11 @@ func Apply(c *stages.Controller, op Op) Result {
 	var err error
 	switch op.Op {
 	case "offer":
-		r.Disposition, err = c.Offer(stages.Job{ID: op.ID, Owner: op.Owner, Generation: *op.Generation, Born: op.Born.Time, Tenant: op.Tenant}, now)
+		job := stages.Job{ID: op.ID, Owner: op.Owner, Generation: *op.Generation, Born: op.Born.Time, Tenant: op.Tenant}
+		if op.Deadline != nil {
+			job.Deadline = op.Deadline.Time
+		}
+		r.Disposition, err = c.Offer(job, now)
 	case "take":
 		r.Disposition, r.ID, err = c.Take(now)
 	case "release":

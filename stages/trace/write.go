@@ -364,6 +364,10 @@ func appendOp(b []byte, stage string, op stages.Operation, origin time.Time) []b
 		b = strconv.AppendUint(b, op.Generation, 10)
 		b = append(b, `,"born":`...)
 		b = appendSeconds(b, op.Born.Sub(origin))
+		if !op.Deadline.IsZero() {
+			b = append(b, `,"deadline":`...)
+			b = appendSeconds(b, op.Deadline.Sub(origin))
+		}
 		if op.Tenant != "" {
 			b = appendField(b, "tenant", op.Tenant)
 		}

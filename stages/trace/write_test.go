@@ -44,7 +44,8 @@ func TestWriterRoundTrip(t *testing.T) {
 	born := t0.Add(-1234567891 * time.Nanosecond)
 	now := t0.Add(time.Millisecond + 1)
 	c.Rotate(odd, 1<<63, now)
-	c.Offer(stages.Job{ID: odd + "/t", Owner: odd, Generation: 1 << 63, Born: born, Tenant: "ténant"}, now)
+	deadline := t0.Add(2500 * time.Millisecond)
+	c.Offer(stages.Job{ID: odd + "/t", Owner: odd, Generation: 1 << 63, Born: born, Deadline: deadline, Tenant: "ténant"}, now)
 	c.Take(now)
 	c.Release(odd + "/t")
 	c.Release("none")
@@ -73,7 +74,7 @@ func TestWriterRoundTrip(t *testing.T) {
 	o := ops[3]
 	// Numeric times count from Origin: the writer's origin (t0) is "at" 0.
 	if o.ID != odd[:len(odd)-4]+"\ufffd☎/t" || o.Owner != odd[:len(odd)-4]+"\ufffd☎" || *o.Generation != 1<<63 ||
-		o.Born.Sub(Origin) != born.Sub(t0) || o.At.Sub(Origin) != now.Sub(t0) || o.Tenant != "ténant" || *o.Disposition != stages.Queued || o.Stage != h.Stage {
+		o.Born.Sub(Origin) != born.Sub(t0) || o.Deadline == nil || o.Deadline.Sub(Origin) != deadline.Sub(t0) || o.At.Sub(Origin) != now.Sub(t0) || o.Tenant != "ténant" || *o.Disposition != stages.Queued || o.Stage != h.Stage {
 		t.Errorf("offer %+v", o)
 	}
 	if tk := ops[4]; tk.ID != o.ID || *tk.Disposition != stages.Admitted {

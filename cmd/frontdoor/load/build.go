@@ -12,7 +12,7 @@ const frame = 20 * time.Millisecond
 func buildReport(cfg Config, recs []*callerRec, start, ended time.Time) *Report {
 	r := &Report{Started: start, Elapsed: Millis(ended.Sub(start)), Warnings: []string{},
 		Config: ReportConfig{Target: cfg.Target, Dialect: cfg.Dialect, Callers: cfg.Callers, Rate: cfg.Rate,
-			Arrival: cfg.Arrival, MaxActive: cfg.MaxActive, Turns: cfg.Turns, Think: Millis(cfg.Think),
+			Arrival: cfg.Arrival, MaxActive: cfg.MaxActive, Turns: cfg.Turns, Think: Millis(cfg.Think), Spread: Millis(cfg.Spread),
 			Hold: Millis(cfg.Hold), Patience: Millis(cfg.Patience), BargeIn: cfg.BargeIn, Callback: cfg.Callback,
 			StreamAudio: cfg.StreamAudio, FrameMS: cfg.FrameMS, Deadline: Millis(cfg.Deadline), Duration: Millis(cfg.Duration), Seed: cfg.Seed}}
 	if cfg.Arrival == Burst {
@@ -162,7 +162,7 @@ func (r *Report) turns(cfg Config, recs []*callerRec) {
 	l := &r.Turns
 	l.ByEnd = map[string]int{}
 	counts := map[string]*StageCounts{}
-	var wait, mwait, swait, ttfa, jitter, barge []time.Duration
+	var wait, mwait, swait, ttfa, jitter, barge, ttft, s2a, silence []time.Duration
 	var firstSent, lastDone time.Time
 	bucket := cfg.Deadline / 20
 	r.Hist = Histograms{BucketMS: float64(bucket) / 1e6, FirstAud: make([]int, 61), QueueWait: make([]int, 61)}
@@ -200,6 +200,9 @@ func (r *Report) turns(cfg Config, recs []*callerRec) {
 				r.Goodput.Refused++
 				end = t.endStage + ":" + end
 			}
+			if t.frames > 0 && (refusal(t.end) || t.end == dFailed) {
+				r.Goodput.CutMidReply++
+			}
 			l.ByEnd[end]++
 			for _, name := range t.order {
 				s := t.stages[name]
@@ -233,6 +236,15 @@ func (r *Report) turns(cfg Config, recs []*callerRec) {
 				}
 				wait = append(wait, w)
 				hist(r.Hist.QueueWait, w)
+			}
+			if !t.firstText.IsZero() {
+				ttft = append(ttft, t.firstText.Sub(t.sent))
+			}
+			if !t.firstAudio.IsZero() && !t.sentEnd.IsZero() {
+				s2a = append(s2a, max(t.firstAudio.Sub(t.sentEnd), 0))
+			}
+			if t.frames > 0 {
+				silence = append(silence, t.silence)
 			}
 			if !t.firstAudio.IsZero() {
 				d := t.firstAudio.Sub(t.sent)
@@ -269,6 +281,7 @@ func (r *Report) turns(cfg Config, recs []*callerRec) {
 	}
 	r.QueueWait, r.ModelWait, r.SynthWait = percentiles(wait), percentiles(mwait), percentiles(swait)
 	r.FirstAud, r.Jitter, r.BargeIn.Latency = percentiles(ttfa), percentiles(jitter), percentiles(barge)
+	r.FirstTok, r.SentToAud, r.Silence = percentiles(ttft), percentiles(s2a), percentiles(silence)
 	r.Goodput.Deadline = Millis(cfg.Deadline)
 	window := time.Duration(float64(cfg.Callers) / cfg.Rate * float64(time.Second))
 	r.Goodput.Window = Millis(window)

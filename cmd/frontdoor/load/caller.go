@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/coder/websocket"
@@ -66,7 +67,10 @@ type turnRec struct {
 	stages     map[string]*stageRec
 	order      []string // stages in the order seen
 	firstText  time.Time
+	sentEnd    time.Time // the first text delta that ended a sentence
 	firstAudio time.Time
+	playEnd    time.Time     // when the reply audio received so far has played, from its first frame
+	silence    time.Duration // the longest the caller heard nothing inside the reply
 	lastAudio  time.Time
 	frames     int
 	audio      time.Duration   // of the frames received
@@ -77,6 +81,26 @@ type turnRec struct {
 	end        string
 	endStage   string
 	endAt      time.Time
+}
+
+// played follows the caller's playback of the reply: a frame of d that
+// arrived at at plays once the audio before it has; one that arrived
+// later leaves the caller in silence meanwhile (a gap between sentences).
+func (t *turnRec) played(at time.Time, d time.Duration) {
+	if !t.playEnd.IsZero() && at.After(t.playEnd) {
+		t.silence = max(t.silence, at.Sub(t.playEnd))
+	}
+	if t.playEnd.Before(at) {
+		t.playEnd = at
+	}
+	t.playEnd = t.playEnd.Add(d)
+}
+
+// endsSentence: a text delta that ends with a sentence's mark (a decimal
+// point may pass for one: this is a measure, not the server's splitter).
+func endsSentence(delta string) bool {
+	d := strings.TrimRight(delta, " \t\n\"')")
+	return strings.HasSuffix(d, ".") || strings.HasSuffix(d, "!") || strings.HasSuffix(d, "?")
 }
 
 func (t *turnRec) stage(name string) *stageRec {
@@ -270,6 +294,12 @@ func (c *caller) converse(ctx context.Context) {
 	if !c.waitSession(ctx) {
 		return
 	}
+	if c.cfg.Spread > 0 && c.cfg.Turns > 0 {
+		d := time.Duration(c.rnd.Float64() * float64(c.cfg.Spread))
+		if !c.idle(ctx, time.Now().Add(d)) {
+			return
+		}
+	}
 	for i := range c.cfg.Turns {
 		if !c.turn(ctx, i) {
 			return
@@ -439,9 +469,11 @@ func (c *caller) observe(ev event, cur *turnRec) {
 		} else {
 			cur.gaps = append(cur.gaps, ev.at.Sub(cur.lastAudio))
 		}
+		d := audioLen(ev.binary, c.audPerSec)
+		cur.played(ev.at, d)
 		cur.lastAudio = ev.at
 		cur.frames++
-		cur.audio += audioLen(ev.binary, c.audPerSec)
+		cur.audio += d
 		return
 	}
 	m := ev.msg
@@ -477,6 +509,9 @@ func (c *caller) observe(ev event, cur *turnRec) {
 	case "text":
 		if cur != nil && cur.firstText.IsZero() {
 			cur.firstText = ev.at
+		}
+		if cur != nil && cur.sentEnd.IsZero() && endsSentence(m.Delta) {
+			cur.sentEnd = ev.at
 		}
 		if m.Generation < c.gen && cur != nil {
 			cur.staleAfter++

@@ -96,6 +96,12 @@ type Config struct {
 	Turns int
 	// Think is the mean think time between turns (exponential).
 	Think time.Duration
+	// Spread delays each caller's first turn by a uniformly random time in
+	// [0, Spread) after its admission (0: at once). With every caller
+	// arriving first (a burst), their first turns then fall across the
+	// spread as a Poisson-like process of Callers/Spread a second, on
+	// calls that are all already on the line.
+	Spread time.Duration
 	// Hold is how long a caller stays on the line after its last turn.
 	Hold time.Duration
 	// Patience is how long a caller waits for a turn's end before it hangs
@@ -249,6 +255,8 @@ func (c Config) validate() error {
 		return bad("-callback %v: want a probability from 0 to 1", c.Callback)
 	case c.Think < 0:
 		return bad("-think %v: must not be negative", c.Think)
+	case c.Spread < 0:
+		return bad("-spread %v: must not be negative", c.Spread)
 	case c.Hold < 0:
 		return bad("-hold %v: must not be negative", c.Hold)
 	case c.Patience < 0:

@@ -178,6 +178,7 @@ func TestConfigRefusesRemoteAndUnbounded(t *testing.T) {
 		{"frame not a multiple of 20", load.Config{Target: "127.0.0.1:1", Callers: 1, Rate: 1, FrameMS: 50}, load.ErrBadConfig},
 		{"frame too long", load.Config{Target: "127.0.0.1:1", Callers: 1, Rate: 1, FrameMS: 140}, load.ErrBadConfig},
 		{"negative frame", load.Config{Target: "127.0.0.1:1", Callers: 1, Rate: 1, FrameMS: -20}, load.ErrBadConfig},
+		{"negative spread", load.Config{Target: "127.0.0.1:1", Callers: 1, Rate: 1, Spread: -time.Second}, load.ErrBadConfig},
 		{"long frame on twilio", load.Config{Target: "127.0.0.1:1", Callers: 1, Rate: 1, Dialect: load.Twilio, FrameMS: 60}, load.ErrBadConfig},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

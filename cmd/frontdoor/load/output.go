@@ -35,6 +35,9 @@ func (r *Report) Summary() string {
 		g.Good, durMS(g.Deadline), g.GoodPerSecond, g.Late, g.Refused, g.Untyped)
 	fmt.Fprintf(&b, "completed: %d turns, %.1f/s from the first turn sent to the last completed\n", g.Completed, g.CompletedPerSecond)
 	fmt.Fprintf(&b, "first audio p50/p95/p99 %s; queue wait %s\n", r.FirstAud, r.QueueWait)
+	if r.SentToAud.N > 0 {
+		fmt.Fprintf(&b, "streamed replies: first token %s; first sentence to first audio %s; longest silence in a reply %s\n", r.FirstTok, r.SentToAud, r.Silence)
+	}
 	if r.ModelWait.N > 0 || r.SynthWait.N > 0 {
 		fmt.Fprintf(&b, "queue wait: model %s; synthesis %s\n", r.ModelWait, r.SynthWait)
 	}

@@ -15,22 +15,31 @@ type Report struct {
 	Elapsed  Millis       `json:"elapsed_ms"`
 	Warnings []string     `json:"warnings"`
 
-	Generator Generator       `json:"generator"`
-	Callers   CallerLedger    `json:"callers"`
-	Turns     TurnLedger      `json:"turns"`
-	Goodput   Goodput         `json:"goodput"`
-	Stages    []StageCounts   `json:"stages"` // per-disposition counts per stage, as the callers saw them
-	QueueWait Percentiles     `json:"queue_wait"`
-	ModelWait Percentiles     `json:"model_queue_wait"`
-	SynthWait Percentiles     `json:"synthesis_queue_wait"`
-	FirstAud  Percentiles     `json:"time_to_first_audio"`
-	Jitter    Percentiles     `json:"audio_jitter"` // |gap - frame_ms| between reply frames
-	CPU       CPU             `json:"cpu"`
-	Fallback  FallbackResults `json:"fallback"`
-	BargeIn   BargeIn         `json:"barge_in"`
-	Server    ServerCheck     `json:"server"`
-	Timeline  Timeline        `json:"timeline"`
-	Hist      Histograms      `json:"histograms"`
+	Generator Generator     `json:"generator"`
+	Callers   CallerLedger  `json:"callers"`
+	Turns     TurnLedger    `json:"turns"`
+	Goodput   Goodput       `json:"goodput"`
+	Stages    []StageCounts `json:"stages"` // per-disposition counts per stage, as the callers saw them
+	QueueWait Percentiles   `json:"queue_wait"`
+	ModelWait Percentiles   `json:"model_queue_wait"`
+	SynthWait Percentiles   `json:"synthesis_queue_wait"`
+	FirstTok  Percentiles   `json:"time_to_first_token"`
+	FirstAud  Percentiles   `json:"time_to_first_audio"`
+	// SentToAud is from the first text delta that ended a sentence to the
+	// reply's first audio: what a streamed reply adds after the model
+	// wrote its first sentence (synthesis and its wait).
+	SentToAud Percentiles `json:"first_sentence_to_audio"`
+	// Silence is, per reply, the longest time the caller heard nothing
+	// between its first and last frame (played back from the first
+	// frame's arrival): the gaps between a streamed reply's sentences.
+	Silence  Percentiles     `json:"reply_silence"`
+	Jitter   Percentiles     `json:"audio_jitter"` // |gap - frame_ms| between reply frames
+	CPU      CPU             `json:"cpu"`
+	Fallback FallbackResults `json:"fallback"`
+	BargeIn  BargeIn         `json:"barge_in"`
+	Server   ServerCheck     `json:"server"`
+	Timeline Timeline        `json:"timeline"`
+	Hist     Histograms      `json:"histograms"`
 }
 
 // Millis is a duration that encodes as fractional milliseconds.
@@ -63,6 +72,7 @@ type ReportConfig struct {
 	MaxActive   int     `json:"max_active"`
 	Turns       int     `json:"turns"`
 	Think       Millis  `json:"think_ms"`
+	Spread      Millis  `json:"spread_ms,omitempty"`
 	Hold        Millis  `json:"hold_ms"`
 	Patience    Millis  `json:"patience_ms"`
 	BargeIn     float64 `json:"barge_in"`
@@ -145,6 +155,9 @@ type Goodput struct {
 	Refused int `json:"refused"`
 	// Untyped: turns that ended without a typed disposition.
 	Untyped int `json:"untyped"`
+	// CutMidReply: turns refused or failed after some of their reply was
+	// heard (a later sentence of a streamed reply: "I lost the rest").
+	CutMidReply int `json:"cut_mid_reply"`
 	// GoodPerSecond is Good over the arrival window.
 	GoodPerSecond float64 `json:"good_per_second"`
 	Window        Millis  `json:"window_ms"`

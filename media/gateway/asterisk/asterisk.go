@@ -44,6 +44,11 @@ import (
 	"github.com/frontdoorhq/frontdoor/media/gateway"
 )
 
+// Subprotocol is the WebSocket subprotocol Asterisk's page sets on the
+// websocket client (protocols = media in websocket_client.conf); Asterisk
+// offers whatever that setting names, or none.
+const Subprotocol = "media"
+
 // MaxMessageSize bounds one message: Asterisk's own websocket code refuses
 // messages over 65500 bytes.
 const MaxMessageSize = 65500

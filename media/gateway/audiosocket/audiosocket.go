@@ -31,6 +31,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/media/gateway"
@@ -66,8 +67,33 @@ func kindFor(rate int) (byte, bool) {
 }
 
 // Codec is AudioSocket at one sample rate.
+//
+// The kind byte of audio above 8 kHz has changed in Asterisk's history:
+// the AudioSocket page's table (above) gives 16 kHz 0x12, while recent
+// Asterisk releases send slin16 as 0x11. A reader of a 16 kHz stream
+// accepts both; a Codec made by NewCodec then writes its audio with the
+// kind the peer itself sends (until the peer's first audio, the table's),
+// so that Asterisk plays it whichever numbering it has.
 type Codec struct {
 	SampleRate int // of the stream's audio; default 8000
+
+	peerKind *atomic.Uint32 // the audio kind the peer sends (NewCodec), 0 until its first
+}
+
+// NewCodec returns the Codec of a stream at rate Hz (0: 8000) that answers
+// in the audio kind its peer uses.
+func NewCodec(rate int) Codec { return Codec{SampleRate: rate, peerKind: new(atomic.Uint32)} }
+
+// KindSlin16Alt is the kind recent Asterisk releases send 16 kHz audio as.
+const KindSlin16Alt byte = 0x11
+
+// rateOf is the sample rate of audio kind k on a stream at c's rate.
+func (c Codec) rateOf(k byte) (int, bool) {
+	if k == KindSlin16Alt && c.rate() == 16000 {
+		return 16000, true
+	}
+	r, ok := audioKinds[k]
+	return r, ok
 }
 
 func (c Codec) rate() int {
@@ -128,7 +154,7 @@ func kindName(k byte) string {
 }
 
 func (c Codec) audio(k byte, p []byte) ([]byte, error) {
-	r := audioKinds[k]
+	r, _ := c.rateOf(k)
 	if r != c.rate() {
 		return nil, gateway.Errorf(name, kindName(k), "", gateway.ErrUnsupported, "%d Hz audio on a %d Hz stream", r, c.rate())
 	}
@@ -162,12 +188,16 @@ func (c Codec) Decode(f gateway.Frame) (gateway.Event, error) {
 	case KindError:
 		ev.Kind, ev.Err = gateway.KindError, &gateway.GatewayError{Code: hex.EncodeToString(p), Message: errorText(p)}
 	default:
-		if _, ok := audioKinds[k]; !ok {
+		r, ok := c.rateOf(k)
+		if !ok {
 			return ev, gateway.Errorf(name, ev.Name, "", gateway.ErrUnknownEvent, "")
 		}
-		ev.Kind = gateway.KindMedia
+		ev.Kind, ev.Name = gateway.KindMedia, fmt.Sprintf("slin%d", r)
 		if ev.Audio, err = c.audio(k, p); err != nil {
 			return ev, err
+		}
+		if c.peerKind != nil {
+			c.peerKind.Store(uint32(k))
 		}
 	}
 	return ev, nil
@@ -206,12 +236,22 @@ func ParseUUID(s string) ([]byte, error) {
 	return b, nil
 }
 
+// audioKind is the kind of the audio c writes: the peer's own, once seen.
+func (c Codec) audioKind() (byte, bool) {
+	if c.peerKind != nil {
+		if k := c.peerKind.Load(); k != 0 {
+			return byte(k), true
+		}
+	}
+	return kindFor(c.rate())
+}
+
 // Encode renders a command to Asterisk: audio or hang-up.
 func (c Codec) Encode(dst []byte, cmd gateway.Command) (gateway.Frame, error) {
 	var err error
 	switch cmd.Kind {
 	case gateway.KindAudio:
-		k, ok := kindFor(c.rate())
+		k, ok := c.audioKind()
 		if !ok {
 			return gateway.Frame{}, gateway.ErrUnsupported
 		}
@@ -268,7 +308,7 @@ func (c Codec) DecodeCommand(f gateway.Frame) (gateway.Command, error) {
 	case KindUUID, KindDTMF, KindError:
 		return gateway.Command{}, gateway.Errorf(name, kindName(k), "", gateway.ErrUnknownEvent, "not sent to Asterisk")
 	}
-	if _, ok := audioKinds[k]; !ok {
+	if _, ok := c.rateOf(k); !ok {
 		return gateway.Command{}, gateway.Errorf(name, kindName(k), "", gateway.ErrUnknownEvent, "")
 	}
 	a, err := c.audio(k, p)

@@ -3,6 +3,7 @@ package audiosocket
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -159,5 +160,46 @@ func TestLinkContext(t *testing.T) {
 }
 
 func FuzzDecode(f *testing.F) {
-	suite.Fuzz(f, Codec{}, suite.Seeds(f, "uuid.bin", "dtmf.bin", "hangup.bin", "error.bin", "slin.bin", "slin16.bin")...)
+	suite.Fuzz(f, NewCodec(16000), suite.Seeds(f, "uuid.bin", "dtmf.bin", "hangup.bin", "error.bin", "slin.bin", "slin16.bin", "slin16_0x11.bin")...)
+}
+
+// TestSlin16Kinds: a 16 kHz stream takes slin16 as the AudioSocket page
+// numbers it (0x12) and as recent Asterisk releases send it (0x11), and a
+// NewCodec answers in the kind its peer sends; an 8 kHz stream still
+// refuses 0x11 audio, and a 12 kHz one takes it as 12 kHz.
+func TestSlin16Kinds(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		rate     int
+		kind     byte
+		ok       bool
+		wantKind byte // what NewCodec writes after the peer's frame
+	}{
+		{"16k page", 16000, 0x12, true, 0x12},
+		{"16k recent Asterisk", 16000, 0x11, true, 0x11},
+		{"8k refuses 0x11", 8000, 0x11, false, 0x10},
+		{"12k", 12000, 0x11, true, 0x11},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewCodec(tc.rate)
+			in, err := Append(nil, tc.kind, []byte{0, 0x80, 1, 0})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev, err := c.Decode(gateway.Frame{Binary: true, Data: in})
+			if tc.ok != (err == nil) {
+				t.Fatalf("decode 0x%02x on a %d Hz stream: %v", tc.kind, tc.rate, err)
+			}
+			if tc.ok && (ev.Kind != gateway.KindMedia || ev.Name != fmt.Sprintf("slin%d", tc.rate) || len(ev.Audio) != 4) {
+				t.Fatalf("decoded %+v", ev)
+			}
+			if !tc.ok && !errors.Is(err, gateway.ErrUnsupported) {
+				t.Fatalf("refused with %v, want ErrUnsupported", err)
+			}
+			f, err := c.Encode(nil, gateway.Command{Kind: gateway.KindAudio, Audio: []byte{0, 0x80}})
+			if err != nil || f.Data[0] != tc.wantKind {
+				t.Fatalf("answered kind 0x%02x (%v), want 0x%02x", f.Data[0], err, tc.wantKind)
+			}
+		})
+	}
 }

@@ -3,7 +3,8 @@
 //
 // It follows Exotel's "WebSocket protocol" page of the AgentStream developer
 // documentation (developer.exotel.com/docs/agentstream) and the Voicebot
-// applet guide: JSON text frames, snake_case names, numbers sent as strings.
+// applet guide: JSON text frames, snake_case names, numbers sent as strings
+// (read as strings or numbers, since Exotel's own clients send both).
 //
 //   - From Exotel: connected; start (stream_sid, start.call_sid,
 //     start.account_sid, start.from, start.to, start.custom_parameters, and
@@ -15,9 +16,11 @@
 //     stream_sid.
 //
 // Audio is 16-bit little-endian mono PCM ("raw/slin") at the sample rate the
-// applet was configured with: 8000 (the default), 16000 or 24000 Hz. Exotel
-// asks for outbound chunks of at least 100 ms in multiples of 320 bytes, so
-// the capabilities say FrameDuration 100 ms. Exotel does not document what a
+// applet was configured with, by the stream URL's sample-rate parameter:
+// 8000 (the default), 16000 or 24000 Hz. Exotel asks for outbound chunks
+// of at least 3.2 KB (and 100 ms) in multiples of 320 bytes, so the
+// capabilities say so (MinMessageBytes, MessageMultiple): 200 ms messages
+// at 8 kHz, 100 ms at 16 and 24 kHz. Exotel does not document what a
 // clear does to pending marks; the codec assumes Twilio's behaviour (they
 // come back at once), which its protocol follows everywhere else. There is
 // no hang-up message (the call moves on to the next applet when the socket
@@ -25,6 +28,7 @@
 package exotel
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 
@@ -52,29 +56,57 @@ const (
 var formats = []media.Format{gateway.L16(8000), gateway.L16(16000), gateway.L16(24000)}
 
 // Codec is Exotel's dialect; the zero value is ready to use.
-type Codec struct{}
+type Codec struct {
+	// SampleRate is the rate the stream URL asks for (Exotel's
+	// ?sample-rate=8000|16000|24000, the way its Voicebot applet is told
+	// the rate); 0 when the URL names none. When set it is the stream's
+	// rate, whatever the start's media_format says; otherwise the
+	// start's, or 8000 when the start has none.
+	SampleRate int
+}
 
 // Name returns "exotel".
 func (Codec) Name() string { return name }
 
 // Capabilities: marks (echoed on clear), clear, DTMF, no hang-up; L16 at 8,
-// 16 or 24 kHz in 100 ms messages.
+// 16 or 24 kHz in messages of at least 3.2 KB and 100 ms, in multiples of
+// 320 bytes (200 ms at 8 kHz, 100 ms at 16 and 24 kHz), as Exotel's page
+// asks.
 func (Codec) Capabilities() gateway.Capabilities {
 	return gateway.Capabilities{
 		Marks: true, ClearEchoesMarks: true, Clear: true, DTMF: true,
-		Formats: formats, FrameDuration: 100 * time.Millisecond, MaxMessage: MaxMessageSize,
+		Formats: formats, FrameDuration: 100 * time.Millisecond, MinMessageBytes: MinChunk, MessageMultiple: ChunkMultiple,
+		MaxMessage: MaxMessageSize,
 	}
 }
 
+// What Exotel's page asks of an outbound media payload.
+const (
+	MinChunk      = 3200
+	ChunkMultiple = 320
+)
+
+// ParseSampleRate reads a stream URL's sample-rate parameter ("" is 0: none).
+func ParseSampleRate(s string) (int, error) {
+	switch s {
+	case "":
+		return 0, nil
+	case "8000", "16000", "24000":
+		n, _ := strconv.Atoi(s)
+		return n, nil
+	}
+	return 0, fmt.Errorf("exotel: sample-rate %q, want 8000, 16000 or 24000", s)
+}
+
 type wire struct {
-	Event          string     `json:"event"`
-	SequenceNumber string     `json:"sequence_number,omitempty"`
-	StreamSID      string     `json:"stream_sid,omitempty"`
-	Start          *wireStart `json:"start,omitempty"`
-	Media          *wireMedia `json:"media,omitempty"`
-	DTMF           *wireDTMF  `json:"dtmf,omitempty"`
-	Mark           *wireMark  `json:"mark,omitempty"`
-	Stop           *wireStop  `json:"stop,omitempty"`
+	Event          string        `json:"event"`
+	SequenceNumber gateway.Count `json:"sequence_number,omitempty"`
+	StreamSID      string        `json:"stream_sid,omitempty"`
+	Start          *wireStart    `json:"start,omitempty"`
+	Media          *wireMedia    `json:"media,omitempty"`
+	DTMF           *wireDTMF     `json:"dtmf,omitempty"`
+	Mark           *wireMark     `json:"mark,omitempty"`
+	Stop           *wireStop     `json:"stop,omitempty"`
 }
 
 type wireStart struct {
@@ -88,20 +120,20 @@ type wireStart struct {
 }
 
 type wireFormat struct {
-	Encoding   string `json:"encoding"`
-	SampleRate string `json:"sample_rate"`
-	BitRate    string `json:"bit_rate"`
+	Encoding   string        `json:"encoding"`
+	SampleRate gateway.Count `json:"sample_rate"`
+	BitRate    gateway.Count `json:"bit_rate"`
 }
 
 type wireMedia struct {
-	Chunk     string  `json:"chunk,omitempty"`
-	Timestamp string  `json:"timestamp,omitempty"`
-	Payload   *string `json:"payload"`
+	Chunk     gateway.Count `json:"chunk,omitempty"`
+	Timestamp gateway.Count `json:"timestamp,omitempty"`
+	Payload   *string       `json:"payload"`
 }
 
 type wireDTMF struct {
-	Digit    string `json:"digit"`
-	Duration string `json:"duration,omitempty"`
+	Digit    gateway.Count `json:"digit"`
+	Duration gateway.Count `json:"duration,omitempty"`
 }
 
 type wireMark struct {
@@ -122,12 +154,12 @@ func decodeWire(f gateway.Frame) (*wire, int64, error) {
 	if w.Event == "" {
 		return nil, 0, gateway.Missing(name, "", "event")
 	}
-	seq, err := gateway.ParseCount(name, w.Event, "sequence_number", w.SequenceNumber, false)
+	seq, err := gateway.ParseCount(name, w.Event, "sequence_number", string(w.SequenceNumber), false)
 	return &w, seq, err
 }
 
 // Decode parses one message from Exotel.
-func (Codec) Decode(f gateway.Frame) (gateway.Event, error) {
+func (c Codec) Decode(f gateway.Frame) (gateway.Event, error) {
 	w, seq, err := decodeWire(f)
 	if err != nil {
 		return gateway.Event{}, err
@@ -141,9 +173,6 @@ func (Codec) Decode(f gateway.Frame) (gateway.Event, error) {
 		if s == nil {
 			return ev, gateway.Missing(name, w.Event, "start")
 		}
-		if s.MediaFormat == nil {
-			return ev, gateway.Missing(name, w.Event, "start.media_format")
-		}
 		id := s.StreamSID
 		if id == "" {
 			id = w.StreamSID
@@ -151,7 +180,7 @@ func (Codec) Decode(f gateway.Frame) (gateway.Event, error) {
 		if id == "" {
 			return ev, gateway.Missing(name, w.Event, "start.stream_sid")
 		}
-		format, err := parseFormat(s.MediaFormat)
+		format, err := c.parseFormat(s.MediaFormat)
 		if err != nil {
 			return ev, err
 		}
@@ -161,8 +190,8 @@ func (Codec) Decode(f gateway.Frame) (gateway.Event, error) {
 		if w.Media == nil || w.Media.Payload == nil {
 			return ev, gateway.Missing(name, w.Event, "media.payload")
 		}
-		for field, v := range map[string]string{"media.chunk": w.Media.Chunk, "media.timestamp": w.Media.Timestamp} {
-			if _, err := gateway.ParseCount(name, w.Event, field, v, false); err != nil {
+		for field, v := range map[string]gateway.Count{"media.chunk": w.Media.Chunk, "media.timestamp": w.Media.Timestamp} {
+			if _, err := gateway.ParseCount(name, w.Event, field, string(v), false); err != nil {
 				return ev, err
 			}
 		}
@@ -174,7 +203,7 @@ func (Codec) Decode(f gateway.Frame) (gateway.Event, error) {
 		if w.DTMF == nil || w.DTMF.Digit == "" {
 			return ev, gateway.Missing(name, w.Event, "dtmf.digit")
 		}
-		ev.Kind, ev.Digit = gateway.KindDTMF, w.DTMF.Digit
+		ev.Kind, ev.Digit = gateway.KindDTMF, string(w.DTMF.Digit)
 	case EventMark:
 		if w.Mark == nil || w.Mark.Name == "" {
 			return ev, gateway.Missing(name, w.Event, "mark.name")
@@ -188,12 +217,18 @@ func (Codec) Decode(f gateway.Frame) (gateway.Event, error) {
 	return ev, nil
 }
 
-func parseFormat(f *wireFormat) (media.Format, error) {
-	rate, err := gateway.ParseCount(name, EventStart, "start.media_format.sample_rate", f.SampleRate, false)
+func (c Codec) parseFormat(f *wireFormat) (media.Format, error) {
+	if f == nil {
+		f = &wireFormat{}
+	}
+	rate, err := gateway.ParseCount(name, EventStart, "start.media_format.sample_rate", string(f.SampleRate), false)
 	if err != nil {
 		return media.Format{}, err
 	}
-	if rate == 0 {
+	switch {
+	case c.SampleRate != 0:
+		rate = int64(c.SampleRate)
+	case rate == 0:
 		rate = 8000
 	}
 	if f.BitRate != "" && f.BitRate != "16" {
@@ -226,7 +261,7 @@ func (Codec) Encode(dst []byte, c gateway.Command) (gateway.Frame, error) {
 
 // EncodeEvent renders an event as Exotel sends it (for simulators).
 func (Codec) EncodeEvent(dst []byte, e gateway.Event) (gateway.Frame, error) {
-	w := wire{SequenceNumber: gateway.FormatCount(e.Seq)}
+	w := wire{SequenceNumber: gateway.Count(gateway.FormatCount(e.Seq))}
 	if e.Start != nil {
 		w.StreamSID = e.Start.StreamID
 	}
@@ -240,12 +275,12 @@ func (Codec) EncodeEvent(dst []byte, e gateway.Event) (gateway.Frame, error) {
 		s := e.Start
 		w.Event = EventStart
 		w.Start = &wireStart{StreamSID: s.StreamID, CallSID: s.CallID, AccountSID: s.AccountID, From: s.From, To: s.To, CustomParameters: s.Params,
-			MediaFormat: &wireFormat{Encoding: "audio/x-raw", SampleRate: strconv.Itoa(s.Format.SampleRate), BitRate: "16"}}
+			MediaFormat: &wireFormat{Encoding: "audio/x-raw", SampleRate: gateway.Count(strconv.Itoa(s.Format.SampleRate)), BitRate: "16"}}
 	case gateway.KindMedia:
 		p := gateway.EncodeBase64(e.Audio)
 		w.Event, w.Media = EventMedia, &wireMedia{Payload: &p}
 	case gateway.KindDTMF:
-		w.Event, w.DTMF = EventDTMF, &wireDTMF{Digit: e.Digit}
+		w.Event, w.DTMF = EventDTMF, &wireDTMF{Digit: gateway.Count(e.Digit)}
 	case gateway.KindMark:
 		w.Event, w.Mark = EventMark, &wireMark{Name: e.Mark}
 	case gateway.KindStop:
@@ -272,8 +307,8 @@ func (Codec) DecodeCommand(f gateway.Frame) (gateway.Command, error) {
 		if c.Audio, err = gateway.DecodeBase64(name, w.Event, "media.payload", *w.Media.Payload); err != nil {
 			return c, err
 		}
-		if len(c.Audio)%320 != 0 {
-			return c, gateway.Errorf(name, w.Event, "media.payload", gateway.ErrPayload, "%d bytes, not a multiple of 320", len(c.Audio))
+		if len(c.Audio)%ChunkMultiple != 0 || len(c.Audio) < MinChunk {
+			return c, gateway.Errorf(name, w.Event, "media.payload", gateway.ErrPayload, "%d bytes, not a multiple of %d of at least %d", len(c.Audio), ChunkMultiple, MinChunk)
 		}
 	case EventMark:
 		if w.Mark == nil || w.Mark.Name == "" {

@@ -29,9 +29,13 @@
 //     non-streaming playAudio) is information.
 //
 // The listen page documents the verb, the metadata frame, binary audio and
-// playAudio, killAudio and disconnect; the mark, clearMarks and dtmf
-// message shapes are as the bidirectional-streaming article describes them
-// and could not be checked against a running jambonz.
+// playAudio, killAudio and disconnect; the mark and clearMarks messages and
+// their echoes are as jambonz's mod_audio_fork, which the listen verb runs
+// on, reads and writes them (lws_glue.cpp in jambonz/freeswitch-modules:
+// send_mark_event answers "playout" once played, "cleared" for every
+// pending mark on a killAudio); the dtmf message's shape is as the
+// bidirectional-streaming article describes it and could not be checked
+// against a running jambonz.
 package jambonz
 
 import (

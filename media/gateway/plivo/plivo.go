@@ -44,6 +44,9 @@ const (
 	EventMedia        = "media"
 	EventDTMF         = "dtmf"
 	EventPlayedStream = "playedStream"
+	// EventPlayed is the checkpoint's answer as Plivo has also been seen
+	// to spell it; read as playedStream.
+	EventPlayed       = "played"
 	EventClearedAudio = "clearedAudio"
 	EventStop         = "stop"
 	EventPlayAudio    = "playAudio"
@@ -72,14 +75,14 @@ func (Codec) Capabilities() gateway.Capabilities {
 }
 
 type wire struct {
-	Event          string     `json:"event"`
-	SequenceNumber int64      `json:"sequenceNumber,omitempty"`
-	StreamID       string     `json:"streamId,omitempty"`
-	Name           string     `json:"name,omitempty"`
-	Start          *wireStart `json:"start,omitempty"`
-	Media          *wireMedia `json:"media,omitempty"`
-	DTMF           *wireDTMF  `json:"dtmf,omitempty"`
-	ExtraHeaders   string     `json:"extra_headers,omitempty"`
+	Event          string         `json:"event"`
+	SequenceNumber gateway.Number `json:"sequenceNumber,omitempty"`
+	StreamID       string         `json:"streamId,omitempty"`
+	Name           string         `json:"name,omitempty"`
+	Start          *wireStart     `json:"start,omitempty"`
+	Media          *wireMedia     `json:"media,omitempty"`
+	DTMF           *wireDTMF      `json:"dtmf,omitempty"`
+	ExtraHeaders   string         `json:"extra_headers,omitempty"`
 }
 
 type wireStart struct {
@@ -91,17 +94,17 @@ type wireStart struct {
 }
 
 type wireFormat struct {
-	Encoding   string `json:"encoding"`
-	SampleRate int    `json:"sampleRate"`
+	Encoding   string         `json:"encoding"`
+	SampleRate gateway.Number `json:"sampleRate"`
 }
 
 type wireMedia struct {
-	Track       string  `json:"track,omitempty"`
-	Timestamp   string  `json:"timestamp,omitempty"`
-	Chunk       int64   `json:"chunk,omitempty"`
-	ContentType string  `json:"contentType,omitempty"`
-	SampleRate  int     `json:"sampleRate,omitempty"`
-	Payload     *string `json:"payload"`
+	Track       string         `json:"track,omitempty"`
+	Timestamp   gateway.Count  `json:"timestamp,omitempty"`
+	Chunk       gateway.Number `json:"chunk,omitempty"`
+	ContentType string         `json:"contentType,omitempty"`
+	SampleRate  gateway.Number `json:"sampleRate,omitempty"`
+	Payload     *string        `json:"payload"`
 }
 
 type wireDTMF struct {
@@ -126,7 +129,7 @@ func (Codec) Decode(f gateway.Frame) (gateway.Event, error) {
 	if err != nil {
 		return gateway.Event{}, err
 	}
-	ev := gateway.Event{Name: w.Event, Seq: w.SequenceNumber}
+	ev := gateway.Event{Name: w.Event, Seq: int64(w.SequenceNumber)}
 	switch w.Event {
 	case EventStart:
 		s := w.Start
@@ -141,7 +144,7 @@ func (Codec) Decode(f gateway.Frame) (gateway.Event, error) {
 		}
 		format, ok := gateway.ParseContentType(s.MediaFormat.Encoding)
 		if ok && s.MediaFormat.SampleRate != 0 {
-			format.SampleRate = s.MediaFormat.SampleRate
+			format.SampleRate = int(s.MediaFormat.SampleRate)
 		}
 		if !ok || !slices.Contains(formats, format) {
 			return ev, gateway.Errorf(name, w.Event, "start.mediaFormat", gateway.ErrUnsupported, "%s at %d Hz", s.MediaFormat.Encoding, s.MediaFormat.SampleRate)
@@ -152,7 +155,7 @@ func (Codec) Decode(f gateway.Frame) (gateway.Event, error) {
 		if w.Media == nil || w.Media.Payload == nil {
 			return ev, gateway.Missing(name, w.Event, "media.payload")
 		}
-		if _, err := gateway.ParseCount(name, w.Event, "media.timestamp", w.Media.Timestamp, false); err != nil {
+		if _, err := gateway.ParseCount(name, w.Event, "media.timestamp", string(w.Media.Timestamp), false); err != nil {
 			return ev, err
 		}
 		ev.Kind = gateway.KindMedia
@@ -164,7 +167,7 @@ func (Codec) Decode(f gateway.Frame) (gateway.Event, error) {
 			return ev, gateway.Missing(name, w.Event, "dtmf.digit")
 		}
 		ev.Kind, ev.Digit = gateway.KindDTMF, w.DTMF.Digit
-	case EventPlayedStream:
+	case EventPlayedStream, EventPlayed:
 		if w.Name == "" {
 			return ev, gateway.Missing(name, w.Event, "name")
 		}
@@ -219,7 +222,7 @@ func (Codec) Encode(dst []byte, c gateway.Command) (gateway.Frame, error) {
 	switch c.Kind {
 	case gateway.KindAudio:
 		p := gateway.EncodeBase64(c.Audio)
-		w = wire{Event: EventPlayAudio, Media: &wireMedia{ContentType: contentType(c.Format), SampleRate: c.Format.SampleRate, Payload: &p}}
+		w = wire{Event: EventPlayAudio, Media: &wireMedia{ContentType: contentType(c.Format), SampleRate: gateway.Number(c.Format.SampleRate), Payload: &p}}
 	case gateway.KindMark:
 		w = wire{Event: EventCheckpoint, StreamID: c.StreamID, Name: c.Mark}
 	case gateway.KindClear:
@@ -232,13 +235,13 @@ func (Codec) Encode(dst []byte, c gateway.Command) (gateway.Frame, error) {
 
 // EncodeEvent renders an event as Plivo sends it (for simulators).
 func (Codec) EncodeEvent(dst []byte, e gateway.Event) (gateway.Frame, error) {
-	w := wire{SequenceNumber: e.Seq}
+	w := wire{SequenceNumber: gateway.Number(e.Seq)}
 	switch e.Kind {
 	case gateway.KindStart:
 		s := e.Start
 		w.Event, w.ExtraHeaders = EventStart, formatHeaders(s.Params)
 		w.Start = &wireStart{CallID: s.CallID, StreamID: s.StreamID, AccountID: s.AccountID, Tracks: []string{"inbound"},
-			MediaFormat: &wireFormat{Encoding: contentType(s.Format), SampleRate: s.Format.SampleRate}}
+			MediaFormat: &wireFormat{Encoding: contentType(s.Format), SampleRate: gateway.Number(s.Format.SampleRate)}}
 	case gateway.KindMedia:
 		p := gateway.EncodeBase64(e.Audio)
 		w.Event, w.Media = EventMedia, &wireMedia{Track: "inbound", Payload: &p}
@@ -277,7 +280,7 @@ func (Codec) DecodeCommand(f gateway.Frame) (gateway.Command, error) {
 		}
 		format, ok := gateway.ParseContentType(m.ContentType)
 		if ok {
-			format.SampleRate = m.SampleRate
+			format.SampleRate = int(m.SampleRate)
 		}
 		if !ok || !slices.Contains(formats, format) {
 			return c, gateway.Errorf(name, w.Event, "media.contentType", gateway.ErrUnsupported, "%q at %d Hz", m.ContentType, m.SampleRate)

@@ -1,8 +1,11 @@
-// Package siptest drives a real SIP phone, Debian's baresip, for tests: it
-// starts one on loopback with a configuration folder of its own, dials
-// through its ctrl_tcp command interface with a WAV file as the caller's
-// audio, records what the phone receives (sndfile), and reports the phone's
-// events. Tests of media/sip, session/telephony and cmd/frontdoor share it.
+// Package siptest drives real SIP peers for tests. A Phone is Debian's
+// baresip: it starts one on loopback with a configuration folder of its
+// own, dials through its ctrl_tcp command interface with a WAV file as the
+// caller's audio, records what the phone receives (sndfile), and reports
+// the phone's events. SIPp runs Debian's SIPp with a scenario, as a trunk
+// would test a server; RawUA sends hand-written requests that no
+// well-behaved client sends. Tests of media/sip, session/telephony and
+// cmd/frontdoor share it.
 package siptest
 
 import (

@@ -29,6 +29,7 @@ type fake struct {
 	gone    chan time.Time // one value per request whose client disconnected
 	arrived atomic.Int32
 	held    atomic.Int32 // requests in hold
+	holds   atomic.Int32 // requests ever held
 }
 
 func newFake(t *testing.T, h http.HandlerFunc) *fake {
@@ -64,6 +65,7 @@ func newFake(t *testing.T, h http.HandlerFunc) *fake {
 
 // hold blocks the handler until the client goes away or the test ends.
 func (f *fake) hold(r *http.Request) {
+	f.holds.Add(1)
 	f.held.Add(1)
 	defer f.held.Add(-1)
 	select {

@@ -123,11 +123,13 @@ func (m *Model) Reply(ctx context.Context, t backend.Turn, emit func(string) err
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	if !finished {
-		// A clean end without finish_reason is a cut-off reply that would
-		// otherwise be spoken as if complete.
+	if !finished && sent == 0 {
+		// A clean end with no content and no finish_reason answered
+		// nothing. One with content is a complete reply: several real
+		// servers end with `data: [DONE]`, or just close the stream,
+		// without ever sending a finish_reason.
 		return &backend.Error{Kind: backend.KindMalformed, Backend: Name, Op: "reply",
-			Err: errors.New("stream ended without finish_reason")}
+			Err: errors.New("stream ended with no content and no finish_reason")}
 	}
 	return nil
 }

@@ -138,10 +138,28 @@ func TestReplyFailures(t *testing.T) {
 				sseData(w, `{"error":{"message":"model crashed"}}`)
 			}
 		}, backend.ErrUnavailable, 0, 0},
-		{"cut off without finish_reason", func(*fake) http.HandlerFunc {
+		{"content, then EOF without finish_reason", func(*fake) http.HandlerFunc {
 			return func(w http.ResponseWriter, r *http.Request) {
 				sseStart(w)
 				sseData(w, chunk("Hi", ""))
+			}
+		}, nil, 0, 0},
+		{"content, then [DONE] without finish_reason", func(*fake) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				sseStart(w)
+				sseData(w, chunk("Hi", ""))
+				sseData(w, "[DONE]")
+			}
+		}, nil, 0, 0},
+		{"no content, [DONE] without finish_reason", func(*fake) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				sseStart(w)
+				sseData(w, "[DONE]")
+			}
+		}, backend.ErrMalformed, 0, 0},
+		{"no content, EOF without finish_reason", func(*fake) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				sseStart(w)
 			}
 		}, backend.ErrMalformed, 0, 0},
 		{"not a stream", func(*fake) http.HandlerFunc {
@@ -194,7 +212,9 @@ func TestReplyFailures(t *testing.T) {
 				if err != nil || strings.Join(got, "") != "Hi" {
 					t.Fatalf("err %v, reply %q", err, got)
 				}
-				f.waitGone()
+				if f.holds.Load() > 0 { // the reply was complete before its stream ended: it was closed
+					f.waitGone()
+				}
 				return
 			}
 			if !errors.Is(err, tc.want) {

@@ -65,7 +65,7 @@ func (m *Model) Deltas(text string) []string {
 		if i > 0 {
 			d = " " + d
 		}
-		if i == len(out)-1 {
+		if i == len(out)-1 || m.s.SentenceWords > 0 && (i+1)%m.s.SentenceWords == 0 {
 			d += "."
 		}
 		out[i] = d

@@ -19,11 +19,19 @@ type Settings struct {
 	TokenDelay time.Duration
 	// Tokens is the number of text deltas per reply (0: 8).
 	Tokens int
+	// SentenceWords ends a sentence of the echoing model's reply every
+	// that many words (0: one sentence, ended by the last word), so that
+	// a reply streams to synthesis sentence by sentence.
+	SentenceWords int
 	// SynthDelay is the time to the first audio frame; also the
 	// recognizer's time to answer.
 	SynthDelay time.Duration
 	// FrameCount is the number of 20 ms frames per synthesis (0: 10).
 	FrameCount int
+	// WordFrames, when positive, makes a synthesis that many 20 ms frames
+	// per word of its text instead of FrameCount (20 is speech at 150
+	// words a minute), so that a reply's audio lasts as long as its text.
+	WordFrames int
 	// FrameDelay is the time between frames (0: as fast as emit returns).
 	FrameDelay time.Duration
 	// Rate is the synthesized sample rate (0: 16000).

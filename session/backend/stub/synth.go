@@ -3,6 +3,7 @@ package stub
 import (
 	"context"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/session/backend"
@@ -12,7 +13,8 @@ import (
 const FrameDuration = 20 * time.Millisecond
 
 // Synthesizer is a deterministic backend.Synthesizer: FrameCount frames of
-// 20 ms of a 440 Hz tone at Rate, whatever the text.
+// 20 ms of a 440 Hz tone at Rate whatever the text, or WordFrames frames a
+// word of it.
 type Synthesizer struct {
 	*core
 	wave  tone
@@ -47,7 +49,11 @@ func (s *Synthesizer) Synthesize(ctx context.Context, text string, emit func(bac
 		return err
 	}
 	slot := s.clock.slot()
-	for i := range s.s.FrameCount {
+	frames := s.s.FrameCount
+	if s.s.WordFrames > 0 {
+		frames = s.s.WordFrames * max(len(strings.Fields(text)), 1)
+	}
+	for i := range frames {
 		if i > 0 {
 			if err := s.clock.wait(ctx, slot); err != nil {
 				return s.stop(err)

@@ -26,6 +26,7 @@ type Msg struct {
 	Stage       string   `json:"stage"`
 	Turn        string   `json:"turn"`
 	Generation  uint64   `json:"generation"`
+	Segment     int      `json:"segment"`
 	Delta       string   `json:"delta"`
 	Encoding    string   `json:"encoding"`
 	Rate        int      `json:"rate"`
