@@ -123,7 +123,13 @@ func TestBrowser(t *testing.T) {
 			c.cfg.Session = stages.Limits{Slots: 4, Waiting: 2, MaxAge: time.Second}
 			c.cfg.Model = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 300 * time.Millisecond}
 			c.stub.ModelDelay, c.stub.Tokens = 100*time.Millisecond, 5
+			c.offers = true             // refused callers are offered callbacks, as by frontdoor serve
+			c.offerWindow = time.Second // those who do not answer are closed soon
 		})
+		before, err := r.svc.ListCallbacks(context.Background(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
 		tb := newTab(t, bctx, 30*time.Second)
 		tb.do(chromedp.Navigate(r.http.URL + "/"))
 		tb.waitJS("burst control enabled", `document.getElementById('burst-status').dataset.state === 'idle'`, 5*time.Second)
@@ -141,7 +147,27 @@ func TestBrowser(t *testing.T) {
 		tb.screenshot("burst-running")
 		tb.waitJS("the burst ended with a report", `document.getElementById('burst-status').dataset.state === 'ended'
 			&& !document.getElementById('burst-report').hidden`, 20*time.Second)
+		// The outcome in words, a reason for every refused or expired
+		// class, one chart of the turns' ends, and the raw JSON folded.
+		tb.waitJS("the outcome in words with a chart", `(() => {
+			const items = [...document.querySelectorAll('#burst-outcome li')].map(li => li.textContent);
+			const refusals = items.filter(l => /^\d+ (overloaded|expired|stale|closed|out-of-order) at /.test(l));
+			const bars = document.querySelectorAll('#burst-chart rect[data-end]').length;
+			const raw = document.querySelector('#burst-report details');
+			return items.length >= 3 && /^\d+ callers: /.test(items[0]) && refusals.length > 0
+				&& refusals.every(l => /: [a-z].+\.$/.test(l)) && bars > 0 && raw && !raw.open;
+		})()`, 5*time.Second)
 		tb.screenshot("burst-ended")
+		// The burst's callers took callbacks; the server refused them as
+		// synthetic, and the operators' queue is as it was.
+		tb.waitJS("callbacks refused as synthetic", `(JSON.parse(document.getElementById('burst-raw').textContent).fallback.callback_replies || {})['refused: synthetic'] > 0`, 5*time.Second)
+		after, err := r.svc.ListCallbacks(context.Background(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(after) != len(before) {
+			t.Errorf("the burst left %d callbacks in the operators' queue (had %d): %+v", len(after), len(before), after)
+		}
 		tb.noErrors()
 	})
 

@@ -49,6 +49,7 @@ type rigConfig struct {
 	// synthesizer of promptFrames 20 ms frames, and offers answered.
 	offers       bool
 	promptFrames int
+	offerWindow  time.Duration // offer.Offers.OfferWindow (0: its default)
 }
 
 func newRig(t *testing.T, opts ...func(*rigConfig)) *rig {
@@ -100,6 +101,7 @@ func newRig(t *testing.T, opts ...func(*rigConfig)) *rig {
 		r.svc = svc
 		if rc.offers {
 			r.offers = offer.New(svc)
+			r.offers.OfferWindow = rc.offerWindow
 			cfg.Fallback = r.offers
 		} else {
 			r.fb = newOfferFallback(svc)

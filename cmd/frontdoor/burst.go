@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net"
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/cmd/frontdoor/load"
@@ -27,14 +26,7 @@ const (
 // "0.0.0.0:8080", "[::]:8080") becomes 127.0.0.1: the generator only dials
 // loopback.
 func loadBurster(addr string) web.Burster {
-	host, port, err := net.SplitHostPort(addr)
-	if err == nil {
-		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-			host = "127.0.0.1"
-		}
-		addr = net.JoinHostPort(host, port)
-	}
-	target := "http://" + addr
+	target := "http://" + dialable(addr)
 	return web.BurstFunc(func(ctx context.Context, b web.Burst, progress func(any)) (any, error) {
 		window := time.Duration(float64(b.Callers) / b.Rate * float64(time.Second))
 		r, err := load.Run(ctx, load.Config{

@@ -62,7 +62,7 @@ func parseQuiet(fs *flag.FlagSet, args []string) error {
 	usage, out := fs.Usage, fs.Output()
 	fs.Usage = func() {}
 	fs.SetOutput(io.Discard)
-	err := fs.Parse(args)
+	err := fs.Parse(flagsFirst(fs, args))
 	fs.Usage = usage
 	fs.SetOutput(out)
 	switch {
@@ -78,6 +78,46 @@ func parseQuiet(fs *flag.FlagSet, args []string) error {
 		return usageError{fmt.Errorf("%w (frontdoor %s -h lists the flags)", err, fs.Name())}
 	}
 	return nil
+}
+
+// flagsFirst moves the positional arguments in args after the flags, so
+// that "callbacks complete TICKET -server URL" parses -server as the flag
+// package would "callbacks complete -server URL TICKET". A flag that is not
+// boolean and has no "=value" takes the next argument as its value; "--"
+// ends the flags. An unknown flag is left in place for Parse to report.
+func flagsFirst(fs *flag.FlagSet, args []string) []string {
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			pos = append(pos, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		f := fs.Lookup(name)
+		if f == nil {
+			continue
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			continue
+		}
+		if i+1 < len(args) {
+			i++
+			flags = append(flags, args[i])
+		}
+	}
+	if len(pos) == 0 {
+		return flags
+	}
+	return append(append(flags, "--"), pos...)
 }
 
 func applyConfig(fs *flag.FlagSet, r io.Reader, set map[string]bool, name string) error {

@@ -59,7 +59,7 @@ var serveFlagGroup = map[string]string{
 	// fallback
 	"data-dir": "fallback",
 	// observability
-	"log-format": "observability", "log-level": "observability", "cpuprofile": "observability",
+	"log-format": "observability", "log-level": "observability", "log-caller-content": "observability", "cpuprofile": "observability",
 }
 
 // serveFlagPrefixes place whole families of flags; an entry in

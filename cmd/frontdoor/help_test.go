@@ -120,7 +120,8 @@ func TestServeFlagsHaveGroups(t *testing.T) {
 
 // TestHelpTextsNameNoArgument: a back-quoted word in a flag's help is
 // taken by package flag as the argument's name (-audio-max-frame showed
-// `error`); every flag of every command shows its type instead.
+// `error`); every flag of every command shows its type instead, but for
+// the few named on purpose (a flag.Value would show "value").
 func TestHelpTextsNameNoArgument(t *testing.T) {
 	sets := map[string]func(*flag.FlagSet){
 		"serve": func(fs *flag.FlagSet) { serveFlags(fs) },
@@ -130,6 +131,10 @@ func TestHelpTextsNameNoArgument(t *testing.T) {
 		fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 		add(fs)
 		fs.VisitAll(func(f *flag.Flag) {
+			named := map[string]string{"policy": "policy"}
+			if name, _ := flag.UnquoteUsage(f); named[f.Name] != "" && name == named[f.Name] {
+				return
+			}
 			if strings.Contains(f.Usage, "`") {
 				t.Errorf("%s -%s: help text has a back-quote, which names its argument: %q", cmd, f.Name, f.Usage)
 			}

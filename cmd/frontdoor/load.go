@@ -115,6 +115,9 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return usageError{fmt.Errorf("-sip-target %s is not a loopback address; add -allow-remote to load another host", s.cfg.SIPTarget)}
 	case errors.Is(err, load.ErrRemoteTarget):
 		return usageError{fmt.Errorf("-target %s is not a loopback address; add -allow-remote to load another host", s.cfg.Target)}
+	case errors.Is(err, load.ErrUnreachable):
+		why := strings.TrimPrefix(err.Error(), load.ErrUnreachable.Error()+": ")
+		return fmt.Errorf("target %s unreachable: %s (is frontdoor serve running there?)", s.cfg.Target, why)
 	case errors.Is(err, load.ErrBadConfig): // its message names the flag
 		return usageError{errors.New(strings.TrimPrefix(err.Error(), load.ErrBadConfig.Error()+": "))}
 	}

@@ -58,6 +58,16 @@ type proc struct {
 	opAddr string // operator listener, when separate
 	logs   chan map[string]any
 	exited chan error
+
+	rawMu sync.Mutex
+	raw   []string // every stderr line as written, JSON or not
+}
+
+// lines returns every stderr line so far.
+func (p *proc) lines() []string {
+	p.rawMu.Lock()
+	defer p.rawMu.Unlock()
+	return append([]string(nil), p.raw...)
 }
 
 // quick stub timings: replies are short and fast unless a test says so.
@@ -88,6 +98,9 @@ func startServe(t *testing.T, env []string, args ...string) *proc {
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
+			p.rawMu.Lock()
+			p.raw = append(p.raw, sc.Text())
+			p.rawMu.Unlock()
 			var m map[string]any
 			if json.Unmarshal(sc.Bytes(), &m) != nil {
 				continue
@@ -161,6 +174,7 @@ type msg struct {
 	Kinds       []string `json:"kinds"`
 	Turn        string   `json:"turn"`
 	Stage       string   `json:"stage"`
+	Text        string   `json:"text"`
 }
 
 // next reads text messages until one of type typ (binary frames skipped;

@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,6 +41,7 @@ type serveSettings struct {
 	backend                          string
 	backends                         backends.Config
 	logFormat, logLevel, config      string
+	logCallerContent                 bool
 	cpuProfile                       string
 	fallback                         fallback.Config
 	policy                           stages.Policy
@@ -63,13 +65,14 @@ func serveFlags(fs *flag.FlagSet) *serveSettings {
 	fs.DurationVar(&s.cleanupTimeout, "cleanup-timeout", 2*time.Second, "after cancel, how long a backend may take to confirm it stopped before its lease is reported overdue (it stays held)")
 	fs.BoolVar(&s.pace, "pace", true, "release reply audio in real time (20 ms frames), so a barge-in stops what was not yet played")
 	fs.DurationVar(&s.drainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, how long calls in progress may go on before they are ended")
-	fs.StringVar(&s.backend, "backend", "stub", "engine for -model and -recognize when they are not given: stub or openai (see -model-url)")
+	fs.StringVar(&s.backend, "backend", "", "engine for -model and -recognize when they are not given: stub (both stubs) or openai (see -model-url); unset: -model demo and -recognize auto")
 	s.backends = backends.DefaultConfig()
 	s.backends.Flags(fs) // -model, -synth, -recognize, their URLs, and -stub-*
 	s.fallback = fallback.DefaultConfig()
 	s.fallback.Flags(fs)
 	fs.StringVar(&s.logFormat, "log-format", "auto", "log format: auto (text with colour on a terminal, JSON otherwise), text or json")
 	fs.StringVar(&s.logLevel, "log-level", "info", "least level logged: debug, info, warn or error (info has a line per call and per turn)")
+	fs.BoolVar(&s.logCallerContent, "log-caller-content", false, "also log what callers say and key (attributes named caller_*: transcripts, digits); off, no log line, metric or span carries it (docs/OBSERVABILITY.md)")
 	fs.StringVar(&s.config, "config", "", "optional config file of name = value lines")
 	fs.StringVar(&s.cpuProfile, "cpuprofile", "", "write a CPU profile (go tool pprof) of the whole run to this file, ended on shutdown")
 	s.guard = newGuardWiring(fs)
@@ -78,7 +81,7 @@ func serveFlags(fs *flag.FlagSet) *serveSettings {
 	s.sip = sipFlags(fs)     // -sip-*: serve_sip.go
 	s.trace = traceFlags(fs) // -record-trace: serve_trace.go
 	s.otlp = otlpFlags(fs)   // -otlp-*: serve_otel.go
-	fs.Var(&s.policy, "policy", "admission policy of every stage: frontdoor, or a baseline kept only to be measured against it (unbounded, semaphore, release-on-cancel)")
+	fs.Var(&s.policy, "policy", "admission `policy` of every stage: frontdoor, or a baseline kept only to be measured against it (unbounded, semaphore, release-on-cancel)")
 	s.gateway = gatewayFlags(fs) // -gateway-*, -audiosocket-*: serve_gateway.go
 	return s
 }
@@ -101,26 +104,49 @@ func stageFlags(fs *flag.FlagSet, name string, l *stages.Limits, def stages.Limi
 	fs.DurationVar(&l.MaxAge, name+"-max-wait", def.MaxAge, help)
 }
 
-// newLogger is serve's logger: -log-format and -log-level.
-func newLogger(format, level string, w io.Writer) (*slog.Logger, error) {
+// newLogger is serve's logger: -log-format, -log-level and
+// -log-caller-content.
+func newLogger(format, level string, callerContent bool, w io.Writer) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("-log-level %q: want debug, info, warn or error", level)
 	}
+	replace := logAttrs(callerContent)
 	switch format {
 	case "auto":
 		if f, ok := w.(*os.File); ok {
 			if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-				return slog.New(tint.NewTextHandler(w, &tint.Options{TimeFormat: time.TimeOnly, Level: lv})), nil
+				return slog.New(tint.NewTextHandler(w, &tint.Options{TimeFormat: time.TimeOnly, Level: lv, ReplaceAttr: replace})), nil
 			}
 		}
-		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lv})), nil
+		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lv, ReplaceAttr: replace})), nil
 	case "text":
-		return slog.New(tint.NewTextHandler(w, &tint.Options{TimeFormat: time.TimeOnly, NoColor: true, Level: lv})), nil
+		return slog.New(tint.NewTextHandler(w, &tint.Options{TimeFormat: time.TimeOnly, NoColor: true, Level: lv, ReplaceAttr: replace})), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lv})), nil
+		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lv, ReplaceAttr: replace})), nil
 	}
 	return nil, fmt.Errorf("-log-format %q: want auto, text or json", format)
+}
+
+// CallerContentPrefix starts the key of every log attribute that carries
+// what a caller said or keyed (caller_transcript, caller_digit). Such an
+// attribute is dropped unless -log-caller-content is on, so privacy does
+// not hang on each call site's log level.
+const CallerContentPrefix = "caller_"
+
+// logAttrs rewrites each attribute before it is written: caller content
+// is dropped (unless keep), and a duration is written as a string such as
+// "1.5s" rather than nanoseconds.
+func logAttrs(keep bool) func(groups []string, a slog.Attr) slog.Attr {
+	return func(_ []string, a slog.Attr) slog.Attr {
+		if !keep && strings.HasPrefix(a.Key, CallerContentPrefix) {
+			return slog.Attr{}
+		}
+		if a.Value.Kind() == slog.KindDuration {
+			return slog.String(a.Key, a.Value.Duration().String())
+		}
+		return a
+	}
 }
 
 // runServe runs the session server until ctx ends (SIGTERM or interrupt),
@@ -144,7 +170,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return usageError{err}
 	}
-	log, err := newLogger(set.logFormat, set.logLevel, stderr)
+	log, err := newLogger(set.logFormat, set.logLevel, set.logCallerContent, stderr)
 	if err != nil {
 		return usageError{err}
 	}
@@ -283,8 +309,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer audio.Close()
-	log.Info("listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String()+"/",
-		"session", "ws://"+ln.Addr().String()+"/v1/session")
+	local := dialable(ln.Addr().String())
+	log.Info("listening", "addr", ln.Addr().String(), "url", "http://"+local+"/",
+		"session", "ws://"+local+"/v1/session")
 
 	select {
 	case err := <-served:
@@ -352,6 +379,20 @@ func readiness(store func(context.Context) error, health *backend.Health) func(c
 	}
 }
 
+// dialable is the host:port a browser on this machine opens for a
+// listener at addr: an unspecified host (0.0.0.0, [::], none), which is
+// not an address to dial, becomes 127.0.0.1.
+func dialable(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return addr
+}
+
 // backendConfig applies -backend to the engines not chosen one by one.
 func backendConfig(fs *flag.FlagSet, set *serveSettings) (backends.Config, error) {
 	bc := set.backends
@@ -360,16 +401,14 @@ func backendConfig(fs *flag.FlagSet, set *serveSettings) (backends.Config, error
 		return f != nil && f.Value.String() != f.DefValue
 	}
 	switch set.backend {
+	case "":
+		// Unset: each engine's own default (the demo agent, and the
+		// recognizer auto: pocketsphinx when installed).
 	case backends.Stub:
-		// An explicit -backend=stub means stubs only; by default the
-		// recognizer is auto (pocketsphinx when installed) and the model
-		// the demo agent.
-		explicit := false
-		fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "backend" })
-		if explicit && !given("recognize") {
+		if !given("recognize") {
 			bc.Recognize = backends.Stub
 		}
-		if explicit && !given("model") {
+		if !given("model") {
 			bc.Model = backends.Stub
 		}
 	case backends.OpenAI:

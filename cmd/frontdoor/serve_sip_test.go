@@ -108,7 +108,7 @@ func TestSIPFlags(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var logs strings.Builder
-			log, _ := newLogger("text", "info", &logs)
+			log, _ := newLogger("text", "info", false, &logs)
 			// The flags' defaults, and what the case sets.
 			set := sipFlags(flag.NewFlagSet("serve", flag.ContinueOnError))
 			set.listen, set.authFile, set.mediaIP = tt.set.listen, tt.set.authFile, tt.set.mediaIP

@@ -40,6 +40,10 @@ func runToken(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	if *tenant == "" {
 		return usageError{fmt.Errorf("-tenant is required")}
 	}
+	// Checked here so that the message names token's flag, not serve's.
+	if v, _ := os.LookupEnv(*env); len(v) < guard.MinSecret {
+		return usageError{fmt.Errorf("environment variable %s (-secret-env) must hold the call-token secret, at least %d bytes: the same secret as the server's", *env, guard.MinSecret)}
+	}
 	set := guard.Settings{CallTokenSecretEnv: *env, RequireCallToken: true}
 	ct, err := set.CallTokens(os.LookupEnv)
 	if err != nil {

@@ -44,7 +44,10 @@ func versionText(bi *debug.BuildInfo) string {
 	}
 	if rev := setting["vcs.revision"]; rev != "" {
 		if setting["vcs.modified"] == "true" {
-			rev += " (with uncommitted changes)"
+			// Go counts untracked files too: most often an earlier
+			// binary built in the checkout under a name .gitignore
+			// does not list (it lists /frontdoor).
+			rev += " (+dirty: the checkout had uncommitted changes or untracked files, such as a binary built there under a name other than frontdoor)"
 		}
 		s += fmt.Sprintf("revision  %s\n", rev)
 		if t := setting["vcs.time"]; t != "" {

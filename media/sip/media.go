@@ -481,7 +481,7 @@ func (m *Media) receive() {
 				select {
 				case m.digits <- d:
 				default:
-					m.log.Warn("sip: digit dropped, Digits not read", "digit", string(d))
+					m.log.Warn("sip: digit dropped, Digits not read", "caller_digit", string(d))
 				}
 			}
 		default:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"sync"
 	"time"
@@ -56,6 +57,9 @@ type Config struct {
 	// OnUtteranceSent is called when the last frame of an utterance passed
 	// to EndUtterance has been written to the track.
 	OnUtteranceSent func(utterance string)
+	// Logger receives pion's own log lines (component "pion"); nil: pion's
+	// default, plain text on stderr.
+	Logger *slog.Logger
 }
 
 // Peer is one end of a PCMU WebRTC call. The server answers a browser's
@@ -95,6 +99,9 @@ func newAPI(cfg Config) (*pion.API, error) {
 		return nil, err
 	}
 	se := pion.SettingEngine{}
+	if cfg.Logger != nil {
+		se.LoggerFactory = slogFactory{cfg.Logger}
+	}
 	types := cfg.NetworkTypes
 	if len(types) == 0 {
 		types = []pion.NetworkType{pion.NetworkTypeUDP4}

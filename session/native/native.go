@@ -42,7 +42,9 @@ func Handler(e *session.Engine, o Options) http.Handler {
 			return
 		}
 		c.SetReadLimit(session.MaxMessageBytes)
-		t := &WebSocket{Conn: c}
+		// Identities and sizes only at debug: never a message's content.
+		log.Debug("native: websocket accepted", "origin", r.Header.Get("Origin"))
+		t := &WebSocket{Conn: c, log: log}
 		stopPings := e.StartHeartbeat(c, func() { _ = c.CloseNow() }, log)
 		if !e.Start(r.Context(), t, t.Capabilities(), stopPings) {
 			stopPings()
@@ -54,7 +56,8 @@ func Handler(e *session.Engine, o Options) http.Handler {
 // binary audio frames on a coder/websocket connection.
 type WebSocket struct {
 	Conn *websocket.Conn
-	buf  []byte // readNative's, reused from message to message
+	buf  []byte       // readNative's, reused from message to message
+	log  *slog.Logger // debug lines of the socket's life; nil: none
 
 	mu    sync.Mutex
 	bound context.Context // the context whose end closes Conn (ioContext); nil until the first
@@ -121,6 +124,9 @@ func (w *WebSocket) SendAudio(ctx context.Context, audio []byte) error {
 
 // Close implements session.Transport.
 func (w *WebSocket) Close(status session.CloseStatus, reason string) {
+	if w.log != nil {
+		w.log.Debug("native: closing websocket", "status", int(status), "reason", reason)
+	}
 	_ = w.Conn.Close(websocket.StatusCode(status), reason)
 }
 
@@ -169,4 +175,9 @@ func (w *WebSocket) readNative(ctx context.Context) (binary bool, data []byte, e
 // CloseNow): for a caller who stopped reading, whose socket buffers are
 // full, a close frame cannot get through and the handshake would only wait
 // out its timeouts (5 s to write, 5 s for the answer).
-func (w *WebSocket) Abort() { _ = w.Conn.CloseNow() }
+func (w *WebSocket) Abort() {
+	if w.log != nil {
+		w.log.Debug("native: websocket dropped without a close handshake")
+	}
+	_ = w.Conn.CloseNow()
+}

@@ -41,6 +41,22 @@ type offerState struct {
 
 func (s *offerState) done() { s.once.Do(func() { close(s.answered) }) }
 
+// CodeSynthetic is the error code of an answer marked synthetic: refused,
+// with ErrSynthetic's words.
+const CodeSynthetic = "synthetic"
+
+// ErrSynthetic is why a synthetic caller's callback or handoff is refused.
+var ErrSynthetic = errors.New("refused for a synthetic caller (load generator): synthetic callbacks and handoffs are never queued with real callers'")
+
+// isSynthetic reports whether an answer carries "synthetic": true, the
+// mark of the load generator's callers (frontdoor load, the page's burst).
+func isSynthetic(data []byte) bool {
+	var m struct {
+		Synthetic bool `json:"synthetic"`
+	}
+	return json.Unmarshal(data, &m) == nil && m.Synthetic
+}
+
 // New returns the Fallback for svc.
 func New(svc *fallback.Service) *Offers {
 	return &Offers{svc: svc, calls: map[string]*offerState{}}
@@ -154,6 +170,13 @@ func (o *Offers) Message(ctx context.Context, call string, ev session.ClientEven
 	}
 	if st == nil {
 		fail(session.CodeOutOfOrder, "no offer to answer")
+		return true
+	}
+	if isSynthetic(ev.Data) {
+		// A load generator's caller (the page's burst, frontdoor load):
+		// nothing it asks for reaches the operators' queues.
+		fail(CodeSynthetic, ev.Type+": "+ErrSynthetic.Error())
+		st.done()
 		return true
 	}
 	switch prompt.Kind(ev.Type) {

@@ -167,3 +167,42 @@ func TestOffersOfferWithPrompt(t *testing.T) {
 		}
 	}
 }
+
+// TestOffersSyntheticRefused: an answer marked synthetic (the load
+// generator's callers) is refused with code synthetic and a reason, and
+// nothing reaches the operators' queue; the same answer unmarked is booked.
+func TestOffersSyntheticRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		answer    map[string]any
+		want      string // the reply's type
+		callbacks int
+	}{
+		{"synthetic callback", map[string]any{"type": "callback", "consent": true, "number": "+15550100", "synthetic": true}, "error", 0},
+		{"synthetic handoff", map[string]any{"type": "handoff", "synthetic": true}, "error", 0},
+		{"real callback", map[string]any{"type": "callback", "consent": true, "number": "+15550123"}, "callback", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wire, after, svc := withOffers(t)
+			r := newRig(t, wire, after, func(c *session.Config, s *stub.Settings) {
+				c.Session = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 5 * time.Second}
+			})
+			r.Admitted()
+			r.Dial().Expect("prompt") // queued
+			c := r.Dial()
+			c.Until(sessiontest.IsType("offer"))
+			c.Send(tc.answer)
+			m := c.Expect(tc.want)
+			if tc.want == "error" && (m.Code != CodeSynthetic || m.Message == "") {
+				t.Fatalf("reply %+v, want code %s with a reason", m, CodeSynthetic)
+			}
+			list, err := (*svc).ListCallbacks(context.Background(), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(list) != tc.callbacks {
+				t.Fatalf("%d callbacks in the operators' queue, want %d", len(list), tc.callbacks)
+			}
+		})
+	}
+}

@@ -352,7 +352,7 @@ func (t *phoneCall) spokenAnswer(ctx context.Context, transcript string) (sessio
 	if kind == prompt.KindHandoff {
 		key = keyHandoff
 	}
-	t.log.Info(t.msg("spoken answer"), "kind", string(kind), "transcript", transcript)
+	t.log.Info(t.msg("spoken answer"), "kind", string(kind), "caller_transcript", transcript)
 	return t.pressed(ctx, key)
 }
 

@@ -123,7 +123,7 @@ func (t *phoneCall) Recv(ctx context.Context) (session.ClientEvent, error) {
 			if len(digit) > 4 {
 				digit = digit[:4] // a log line, not a place for the gateway's bytes
 			}
-			t.log.Info(t.msg("dtmf"), "digit", digit)
+			t.log.Info(t.msg("dtmf"), "caller_digit", digit)
 			if ce, ok := t.pressed(ctx, ev.digit); ok {
 				return ce, nil
 			}

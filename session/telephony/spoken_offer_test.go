@@ -117,7 +117,7 @@ func TestSpokenCallbackAfterRefusal(t *testing.T) {
 	if len(a) != 1 || a[0]["kind"] != string(prompt.KindCallback) {
 		t.Fatalf("spoken answers %v", a)
 	}
-	t.Logf("heard %q", a[0]["transcript"])
+	t.Logf("heard %q", a[0]["caller_transcript"])
 	cbs, err := k.svc.ListCallbacks(ctx, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -85,6 +85,7 @@ func serve(s *session.Engine, rc Config, log *slog.Logger, w http.ResponseWriter
 		LoopbackOnly:    rc.LoopbackOnly,
 		IncludeLoopback: !rc.ExcludeLoopback,
 		ICEServers:      rc.ICEServers,
+		Logger:          log,
 		OnAudio:         t.onAudio,
 		OnEvent:         t.onEvent,
 		OnState:         t.onState,

@@ -7,6 +7,7 @@ export function initBurst() {
   const ui = {
     form: $('burst-form'), callers: $('burst-callers'), rate: $('burst-rate'), turns: $('burst-turns'),
     start: $('burst-start'), stop: $('burst-stop'), status: $('burst-status'), report: $('burst-report'),
+    outcome: $('burst-outcome'), chart: $('burst-chart'), raw: $('burst-raw'),
   };
   let timer = 0;
 
@@ -28,7 +29,8 @@ export function initBurst() {
     }
     if (s.report !== undefined && s.report !== null) {
       ui.report.hidden = false;
-      ui.report.textContent = JSON.stringify(s.report, null, 2);
+      ui.raw.textContent = JSON.stringify(s.report, null, 2);
+      showOutcome(s.report);
     }
     if (s.limits) {
       ui.callers.max = s.limits.callers;
@@ -37,6 +39,67 @@ export function initBurst() {
     }
     clearTimeout(timer);
     if (s.running) timer = setTimeout(refresh, 500);
+  }
+
+  // showOutcome says the burst's result in words, with the reason for
+  // every class of refused or expired turn, and draws one bar of the
+  // turns' ends.
+  function showOutcome(r) {
+    const c = r.callers || {}, t = r.turns || {}, g = r.goodput || {};
+    const lines = [];
+    const callerEnds = Object.entries(c.by_end || {}).sort((a, b) => b[1] - a[1])
+      .map(([k, n]) => `${n} ${CALLER_ENDS[k] || k}`);
+    lines.push(`${c.offered || 0} callers: ${callerEnds.join('; ') || 'none'}.`);
+    const deadline = Math.round((g.deadline_ms || 0));
+    lines.push(`${t.offered || 0} turns: ${g.good || 0} good (first audio within ${deadline} ms), ` +
+      `${g.late || 0} late, ${g.completed || 0} completed in all.`);
+    for (const [k, n] of Object.entries(t.by_end || {}).sort((a, b) => b[1] - a[1])) {
+      const [stage, d] = k.includes(':') ? k.split(':') : ['', k];
+      if (d === 'completed') continue;
+      const why = TURN_ENDS[stage === 'none' ? 'none' : d] || d;
+      lines.push(`${n} ${stage && stage !== 'none' ? `${d} at ${stage}` : d}: ${why}.`);
+    }
+    ui.outcome.replaceChildren(...lines.map((l) => { const li = document.createElement('li'); li.textContent = l; return li; }));
+    drawBar(t);
+  }
+
+  // drawBar is one stacked bar of the turns' ends, labelled below.
+  function drawBar(t) {
+    const ends = Object.entries(t.by_end || {}).sort((a, b) => b[1] - a[1]);
+    const total = ends.reduce((s, [, n]) => s + n, 0);
+    const ns = 'http://www.w3.org/2000/svg';
+    const svg = ui.chart;
+    svg.replaceChildren();
+    if (!total) return;
+    const W = 600, colors = ['#2a7', '#d93', '#c44', '#58c', '#999', '#a6c', '#6aa', '#ca6'];
+    let x = 0;
+    const legend = [];
+    ends.forEach(([k, n], i) => {
+      const w = (n / total) * W;
+      const rect = document.createElementNS(ns, 'rect');
+      Object.entries({x, y: 0, width: Math.max(w, 0.5), height: 24, fill: k === 'completed' ? '#2a7' : colors[1 + (i % 7)]})
+        .forEach(([a, v]) => rect.setAttribute(a, v));
+      rect.dataset.end = k;
+      rect.dataset.n = n;
+      const title = document.createElementNS(ns, 'title');
+      title.textContent = `${k}: ${n}`;
+      rect.append(title);
+      svg.append(rect);
+      legend.push([k, n, rect.getAttribute('fill')]);
+      x += w;
+    });
+    legend.forEach(([k, n, fill], i) => {
+      const y = 40 + 16 * i;
+      const sw = document.createElementNS(ns, 'rect');
+      Object.entries({x: 0, y: y - 10, width: 10, height: 10, fill}).forEach(([a, v]) => sw.setAttribute(a, v));
+      const tx = document.createElementNS(ns, 'text');
+      tx.setAttribute('x', 16);
+      tx.setAttribute('y', y);
+      tx.textContent = `${k}: ${n} (${Math.round((100 * n) / total)}%)`;
+      svg.append(sw, tx);
+    });
+    svg.setAttribute('viewBox', `0 0 ${W} ${40 + 16 * legend.length}`);
+    svg.setAttribute('aria-label', `turns of the burst by how they ended (${total} turns)`);
   }
 
   async function call(method, body) {
@@ -68,3 +131,27 @@ export function initBurst() {
   });
   refresh();
 }
+
+// What each end of a burst's caller means, in words.
+const CALLER_ENDS = {
+  served: 'admitted and served',
+  refused: 'refused at the door (the session stage was full)',
+  queued: 'still waiting for a session at the end',
+  active: 'still on the line at the end',
+  expired: 'waited too long for a session (-session-max-wait)',
+  abandoned: 'hung up while waiting',
+  dropped: 'ended by the server',
+  error: 'could not connect',
+};
+
+// Why a turn ended as it did, in words.
+const TURN_ENDS = {
+  cancelled: 'the caller spoke over the reply or left',
+  failed: 'a backend failed (the server\'s /readyz and logs say which)',
+  overloaded: 'the stage\'s slots and queue were all taken',
+  expired: 'it waited in the stage\'s queue longer than its max wait',
+  stale: 'a newer turn of the same call replaced it',
+  closed: 'the stage was closed (draining or quarantined)',
+  'out-of-order': 'it came behind a newer turn of the same call',
+  none: 'no turn_end: the call ended first',
+};

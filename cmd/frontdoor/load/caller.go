@@ -544,6 +544,10 @@ func (c *caller) observe(ev event, cur *turnRec) {
 		c.rec.prompts = append(c.rec.prompts, m.Reason)
 	case "offer":
 		c.offered(m)
+	case "error":
+		if m.Code == "synthetic" { // the server refused the synthetic caller's callback
+			c.rec.callbackReply = "refused: synthetic"
+		}
 	case "callback":
 		c.rec.callbackReply = m.Disposition
 		if c.rec.callbackReply == "" {
@@ -590,7 +594,7 @@ func (c *caller) offered(m *serverMsg) {
 		c.rec.callbackOffered = true
 		if c.rnd.Float64() < c.cfg.Callback {
 			c.rec.callbackAccepted = true
-			_ = c.send(context.Background(), callbackMsg{Type: "callback", Consent: true, Number: callbackNumber})
+			_ = c.send(context.Background(), callbackMsg{Type: "callback", Consent: true, Number: callbackNumber, Synthetic: true})
 		}
 	}
 }

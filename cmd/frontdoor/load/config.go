@@ -60,7 +60,15 @@ const (
 var (
 	ErrRemoteTarget = errors.New("load: target is not a loopback address (-allow-remote loads another host)")
 	ErrBadConfig    = errors.New("load: bad config")
+	// ErrUnreachable: nothing accepts a connection at the target, found
+	// before any caller is offered (within ReachTimeout).
+	ErrUnreachable = errors.New("load: target unreachable")
 )
+
+// ReachTimeout bounds the check that the target accepts connections, so
+// a closed port or an unroutable host is reported at once rather than
+// after every caller has tried.
+const ReachTimeout = 2 * time.Second
 
 // Config describes one run. Zero values take the defaults noted.
 type Config struct {

@@ -116,7 +116,70 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		"Span":     fmt.Sprintf("%.1f", float64(len(r.Timeline.Bins))*float64(r.Timeline.Bin)/1e9),
 		"Deadline": fmt.Sprintf("%.0f", deadline),
 		"JSON":     string(js),
+		"Outcomes": r.outcomeRows(),
 	})
+}
+
+// outcomeRow is one line of the report page's table of outcomes. A new
+// outcome (a field of the report) is one more row from outcomeRows.
+type outcomeRow struct {
+	Of, Outcome string
+	Count       int
+	Meaning     string
+}
+
+// outcomeMeaning says in words what each end of a caller and of a turn
+// means.
+var outcomeMeaning = map[string]map[string]string{
+	"callers": {
+		EndServed:    "admitted, spoke its turns and hung up",
+		EndRefused:   "refused at the door: the session stage was full",
+		EndQueued:    "still waiting for a session when the run ended",
+		EndActive:    "still on the line when the run ended",
+		EndExpired:   "waited in the session queue longer than -session-max-wait",
+		EndAbandoned: "hung up out of patience while waiting",
+		EndDropped:   "the server ended the call",
+		EndError:     "could not connect, or broke the protocol",
+	},
+	"turns": {
+		"completed":    "answered in full",
+		"cancelled":    "stopped: the caller spoke over it or left",
+		"failed":       "a backend failed (the server's /readyz and logs say which)",
+		"overloaded":   "refused: the stage's slots and queue were full",
+		"expired":      "refused: it waited longer than the stage's max wait",
+		"stale":        "refused: a newer turn of the same call replaced it",
+		"closed":       "refused: the stage was closed (draining or quarantined)",
+		"out-of-order": "refused: it came behind a newer turn of the call",
+		"none":         "no turn_end came: the call ended first",
+	},
+}
+
+// outcomeRows are the callers' and the turns' ends, most frequent first.
+func (r *Report) outcomeRows() []outcomeRow {
+	var rows []outcomeRow
+	add := func(of string, by map[string]int) {
+		start := len(rows)
+		for k, n := range by {
+			d := k // a refusal is stage:disposition; no turn_end is none:caller-end
+			if before, after, ok := strings.Cut(k, ":"); ok {
+				d = after
+				if before == "none" {
+					d = before
+				}
+			}
+			rows = append(rows, outcomeRow{Of: of, Outcome: k, Count: n, Meaning: outcomeMeaning[of][d]})
+		}
+		part := rows[start:]
+		sort.Slice(part, func(i, j int) bool {
+			if part[i].Count != part[j].Count {
+				return part[i].Count > part[j].Count
+			}
+			return part[i].Outcome < part[j].Outcome
+		})
+	}
+	add("callers", r.Callers.ByEnd)
+	add("turns", r.Turns.ByEnd)
+	return rows
 }
 
 var page = template.Must(template.New("report").Parse(`<!doctype html>
@@ -126,13 +189,18 @@ body{font:14px/1.4 system-ui,sans-serif;margin:2em;max-width:66em;color:#222}
 svg{max-width:100%;height:auto;display:block}svg text{font:11px system-ui,sans-serif;fill:#222}
 svg .grid{stroke:#e4e4e4}svg .axis{stroke:#222}.caption{color:#555;font-size:13px;margin:.25em 0 1em}
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}
-th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}pre{background:#f7f7f7;padding:1em;overflow:auto}
+th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}pre{background:#f7f7f7;padding:1em;overflow:auto;white-space:pre-wrap}
+details pre{max-height:30em}
 .warn{color:#b00;font-weight:bold}
 </style></head><body>
 <h1>frontdoor load report</h1>
 <p>{{.R.Config.Callers}} callers at {{.R.Config.Rate}}/s ({{.R.Config.Arrival}}), {{.R.Config.Turns}} turns each, against {{.R.Config.Target}}; started {{.R.Started.Format "2006-01-02 15:04:05 MST"}}.</p>
 {{range .R.Warnings}}<p class="warn">⚠ {{.}}</p>{{end}}
-<pre>{{.Summary}}</pre>
+<h2>Summary</h2>
+<pre class="summary">{{.Summary}}</pre>
+<h2>Outcomes</h2>
+<table class="outcomes"><tr><th>of</th><th>outcome</th><th>count</th><th>meaning</th></tr>
+{{range .Outcomes}}<tr><td>{{.Of}}</td><td>{{.Outcome}}</td><td>{{.Count}}</td><td style="text-align:left">{{.Meaning}}</td></tr>{{end}}</table>
 <h2>Conservation ledger</h2>
 <table><tr><th></th><th>offered</th><th>refused before retention</th><th>queued</th><th>active</th><th>terminal</th><th>balanced</th></tr>
 <tr><td>callers</td><td>{{.R.Callers.Offered}}</td><td>{{.R.Callers.RefusedBeforeRetention}}</td><td>{{.R.Callers.Queued}}</td><td>{{.R.Callers.Active}}</td><td>{{.R.Callers.Terminal}}</td><td>{{.R.Callers.Balanced}}</td></tr>
@@ -149,6 +217,6 @@ th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}pre{backgrou
 <p class="caption">Turns by the time from sending the turn to its first reply audio, in buckets of {{printf "%.0f" .R.Hist.BucketMS}} ms; the last bucket holds everything slower.</p>
 <h2>Queue wait</h2>{{.Wait}}
 <p class="caption">Turns by their time waiting for the stages: from sending the turn to its model admission, plus its wait in the synthesis queue; same buckets.</p>
-<h2>Raw report</h2><pre>{{.JSON}}</pre>
+<details class="raw"><summary>Raw report (JSON, as -json writes it)</summary><pre>{{.JSON}}</pre></details>
 </body></html>
 `))

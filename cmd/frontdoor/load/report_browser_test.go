@@ -128,6 +128,30 @@ func TestReportChartsInBrowser(t *testing.T) {
 		}
 		t.Logf("%s: x %q, y %q, legend %q", c.Label, c.XLabel, c.YLabel, c.Legend)
 	}
+	// The page reads as a page: its summary is not clipped, a table of
+	// outcomes says each end in words, and the raw JSON is folded away.
+	type pageInfo struct {
+		RawFolded, SummaryClipped bool
+		Outcomes, Meanings        int
+		Height                    float64
+	}
+	info, err := chromedp.Run(ctx, chromedp.Evaluate[pageInfo](`(() => {
+		const d = document.querySelector('details.raw'), s = document.querySelector('pre.summary');
+		const rows = [...document.querySelectorAll('table.outcomes tr')].slice(1);
+		return {
+			RawFolded: !!d && !d.open && !!d.querySelector('pre') && !d.querySelector('pre').checkVisibility(),
+			SummaryClipped: !s || s.scrollWidth > s.clientWidth + 1,
+			Outcomes: rows.length, Meanings: rows.filter(r => r.cells[3].textContent.trim() !== '').length,
+			Height: document.documentElement.scrollHeight,
+		};
+	})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := len(r.Callers.ByEnd) + len(r.Turns.ByEnd); !info.RawFolded || info.SummaryClipped || info.Outcomes != want || info.Meanings != want {
+		t.Errorf("page %+v: want the raw JSON folded, the summary whole, %d outcomes each with its meaning", info, want)
+	}
+	t.Logf("page: %.0f px tall", info.Height)
 	shots := map[string]chromedp.Action[[]byte]{"report.png": chromedp.FullScreenshot(100)}
 	for i := range charts {
 		shots[fmt.Sprintf("chart-%d.png", i+1)] = chromedp.Screenshot(chromedp.CSS(fmt.Sprintf("svg:nth-of-type(%d)", i+1)))

@@ -2,8 +2,11 @@ package load
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/http"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +37,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if sipTarget, err = sipURI(cfg.sipAddr(base), cfg.AllowRemote); err != nil {
 			return nil, err
 		}
+	}
+	if err := reachable(ctx, base); err != nil {
+		return nil, err
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
@@ -180,4 +186,27 @@ func progress(cfg Config, start time.Time, s *liveStats, stop <-chan struct{}) {
 			Active: int(s.active.Load()), Done: int(s.done.Load()), Good: int(s.good.Load()),
 			Turns: int(s.turns.Load()), Lag: time.Duration(s.lag.Load())})
 	}
+}
+
+// reachable dials the target's HTTP address once, within ReachTimeout.
+func reachable(ctx context.Context, base string) error {
+	u, err := url.Parse(base)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnreachable, err)
+	}
+	host := u.Host
+	if u.Port() == "" {
+		port := "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+		host = net.JoinHostPort(u.Hostname(), port)
+	}
+	ctx, cancel := context.WithTimeout(ctx, ReachTimeout)
+	defer cancel()
+	c, err := (&net.Dialer{}).DialContext(ctx, "tcp", host)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnreachable, err)
+	}
+	return c.Close()
 }

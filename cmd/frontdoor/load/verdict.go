@@ -27,6 +27,9 @@ func (r *Report) Failure() string {
 		}
 		return fmt.Sprintf("every caller failed: %d of %d ended in error, %d dropped by the server (%s)",
 			c.ByEnd[EndError], c.Offered, c.ByEnd[EndDropped], why)
+	case r.Turns.Offered > 0 && r.Goodput.Completed == 0 && r.Turns.ByEnd[dFailed] > 0:
+		return fmt.Sprintf("no turn succeeded: %d of %d turns failed%s (a backend is down or failing: the server's /readyz and logs name it)",
+			r.Turns.ByEnd[dFailed], r.Turns.Offered, r.failedAt())
 	case !c.Balanced:
 		return fmt.Sprintf("the callers' ledger does not balance: offered %d != refused %d + queued %d + active %d + terminal %d",
 			c.Offered, c.RefusedBeforeRetention, c.Queued, c.Active, c.Terminal)
@@ -45,4 +48,19 @@ func (r *Report) Failure() string {
 		return "the server's ledger of stage " + strings.Join(unbalanced, ", ") + " does not balance after the run"
 	}
 	return ""
+}
+
+// failedAt names the stages where turns failed, as " at model, synthesis"
+// ("" when no stage counted one).
+func (r *Report) failedAt() string {
+	var at []string
+	for _, s := range r.Stages {
+		if s.Dispositions[dFailed] > 0 {
+			at = append(at, s.Stage)
+		}
+	}
+	if len(at) == 0 {
+		return ""
+	}
+	return " at " + strings.Join(at, ", ")
 }

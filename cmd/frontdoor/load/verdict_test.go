@@ -35,6 +35,17 @@ func TestFailure(t *testing.T) {
 		}, "every caller failed: 4 of 4 ended in error, 0 dropped by the server (dial: status 404)"},
 		{"all dropped", func(r *Report) { r.Callers.ByEnd = map[string]int{EndDropped: 4} },
 			"every caller failed: 0 of 4 ended in error, 4 dropped by the server (the server ended every call)"},
+		{"every turn failed", func(r *Report) {
+			r.Turns = TurnLedger{Offered: 6, Terminal: 6, ByEnd: map[string]int{dFailed: 6}, Balanced: true}
+			r.Stages = []StageCounts{{Stage: "model", Dispositions: map[string]int{dFailed: 6}}}
+		}, "no turn succeeded: 6 of 6 turns failed at model (a backend is down or failing: the server's /readyz and logs name it)"},
+		{"some turns completed", func(r *Report) {
+			r.Turns = TurnLedger{Offered: 6, Terminal: 6, ByEnd: map[string]int{dFailed: 5, "completed": 1}, Balanced: true}
+			r.Goodput.Completed = 1
+		}, ""},
+		{"every turn refused", func(r *Report) {
+			r.Turns = TurnLedger{Offered: 6, Terminal: 6, ByEnd: map[string]int{"model:overloaded": 6}, Balanced: true}
+		}, ""},
 		{"callers unbalanced", func(r *Report) { r.Callers.Balanced, r.Callers.Terminal = false, 3 },
 			"the callers' ledger does not balance: offered 4 != refused 0 + queued 0 + active 0 + terminal 3"},
 		{"turns unbalanced", func(r *Report) { r.Turns = TurnLedger{Offered: 2, Terminal: 1} },

@@ -51,6 +51,10 @@ type (
 		Type    string `json:"type"` // "callback"
 		Consent bool   `json:"consent"`
 		Number  string `json:"number"`
+		// Synthetic marks the answer as the load generator's: the server
+		// refuses it (error code "synthetic") rather than booking it
+		// among real callers' callbacks.
+		Synthetic bool `json:"synthetic"`
 	}
 )
 
