@@ -288,7 +288,7 @@ func TestCallerContentStaysPrivate(t *testing.T) {
 	// The model is held: the next turns expire in its queue and are and offered a
 	// callback, which the callers take out loud.
 	send(t, nat, `{"type":"turn","id":"hold","text":"hold"}`)
-	waitFor(t, 10*time.Second, "the model held", func() bool { return modelLeased(t, p) == 1 })
+	waitFor(t, 10*time.Second, "the model held", func() bool { return stageLeased(t, p, "model") == 1 })
 	tw := dialTwilio(ctx, t, p, "+15550144")
 	tw.listen(ctx, &wg)
 	tw.say(ctx, t, speech(t, 8000)) // refused: the menu is said
@@ -350,25 +350,6 @@ func httpGet(t *testing.T, url string) string {
 		t.Fatalf("GET %s: %d %v", url, resp.StatusCode, err)
 	}
 	return string(b)
-}
-
-// modelLeased is the model stage's leases held, from /v1/stages.
-func modelLeased(t *testing.T, p *proc) int {
-	t.Helper()
-	var v struct {
-		Stages []struct {
-			Name   string
-			Leased int
-		}
-	}
-	getJSON(t, p.url("/v1/stages"), &v)
-	for _, s := range v.Stages {
-		if s.Name == "model" {
-			return s.Leased
-		}
-	}
-	t.Fatal("no model stage in /v1/stages")
-	return 0
 }
 
 // TestLoggerCallerContent: serve's logger drops caller_* attributes unless

@@ -188,7 +188,8 @@ func getJSON(t *testing.T, url string, v any) {
 	}
 }
 
-func sessionLeased(t *testing.T, p *proc) int {
+// stageLeased is the named stage's leases held, from /v1/stages.
+func stageLeased(t *testing.T, p *proc, name string) int {
 	t.Helper()
 	var v struct {
 		Stages []struct {
@@ -198,11 +199,11 @@ func sessionLeased(t *testing.T, p *proc) int {
 	}
 	getJSON(t, p.url("/v1/stages"), &v)
 	for _, s := range v.Stages {
-		if s.Name == "session" {
+		if s.Name == name {
 			return s.Leased
 		}
 	}
-	t.Fatal("no session stage in /v1/stages")
+	t.Fatalf("no %s stage in /v1/stages", name)
 	return 0
 }
 
@@ -235,7 +236,7 @@ func TestServeSIPBaresip(t *testing.T) {
 	if turn["disposition"] != "completed" {
 		t.Fatalf("the caller's turn: %v", turn)
 	}
-	if n := sessionLeased(t, p); n != 1 {
+	if n := stageLeased(t, p, "session"); n != 1 {
 		t.Fatalf("%d session leases with one caller in", n)
 	}
 
@@ -276,7 +277,7 @@ func TestServeSIPBaresip(t *testing.T) {
 
 	admitted.Command(ctx, "hangup", "")
 	admitted.WaitEvent(ctx, "CALL_CLOSED")
-	waitFor(t, 10*time.Second, "the session lease released", func() bool { return sessionLeased(t, p) == 0 })
+	waitFor(t, 10*time.Second, "the session lease released", func() bool { return stageLeased(t, p, "session") == 0 })
 	reply := admitted.Recording(ctx)
 	if loud := siptest.Loud(reply.Samples, 1000); loud < 500*time.Millisecond {
 		t.Errorf("the admitted caller heard %v of speech in %v, want the spoken reply", loud, reply.Duration())
@@ -318,7 +319,7 @@ func sippCalls(ctx context.Context, t *testing.T, p *proc, addr string) {
 		t.Errorf("the silent caller was hung up after %v, before the 30 s media timeout", elapsed)
 	}
 	t.Logf("the silent caller was hung up %v after SIPp started", elapsed)
-	waitFor(t, 10*time.Second, "the session leases released", func() bool { return sessionLeased(t, p) == 0 })
+	waitFor(t, 10*time.Second, "the session leases released", func() bool { return stageLeased(t, p, "session") == 0 })
 }
 
 // sippDrain: with a call in progress, SIGTERM; SIPp's INVITEs then get
@@ -330,7 +331,7 @@ func sippDrain(ctx context.Context, t *testing.T, p *proc, logs *sipLogs, addr s
 		t.Fatal(err)
 	}
 	defer held.Close()
-	waitFor(t, 10*time.Second, "the held call admitted", func() bool { return sessionLeased(t, p) == 1 })
+	waitFor(t, 10*time.Second, "the held call admitted", func() bool { return stageLeased(t, p, "session") == 1 })
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -409,7 +410,7 @@ func TestServeSIPOverload503(t *testing.T) {
 		}
 	}
 	held = nil
-	waitFor(t, 10*time.Second, "the session stage empty", func() bool { return sessionLeased(t, p) == 0 })
+	waitFor(t, 10*time.Second, "the session stage empty", func() bool { return stageLeased(t, p, "session") == 0 })
 	o, err := sip.Dial(ctx, "sip:acme@"+addr, sip.DialConfig{})
 	if err != nil {
 		t.Fatalf("a call once the stage has room: %v", err)
