@@ -118,6 +118,17 @@ func (s *recSynth) said() []string {
 	return slices.Clone(s.texts)
 }
 
+// scriptedTurn is a rig on a script model and a recording synthesizer
+// with one admitted caller whose turn t1 says q (scripted).
+func scriptedTurn(t *testing.T, q string) (*rig, *scriptModel, *recSynth, *sessiontest.Client) {
+	t.Helper()
+	model, synth := newScriptModel(q), newRecSynth()
+	r := newRig(t, func(c *Config, _ *stub.Settings) { c.ModelBackend, c.Synthesizer = model, synth })
+	a := r.Admitted()
+	a.Send(map[string]any{"type": "turn", "id": "t1", "text": q})
+	return r, model, synth, a
+}
+
 func isDisp(stage, disp string, seg int) func(sessiontest.Msg) bool {
 	return func(m sessiontest.Msg) bool {
 		return m.Type == "disposition" && m.Stage == stage && m.Disposition == disp && m.Segment == seg
@@ -130,10 +141,7 @@ func isDisp(stage, disp string, seg int) func(sessiontest.Msg) bool {
 // completed once all of it was sent, and the ledgers balance.
 func TestStreamedReply(t *testing.T) {
 	const q = "what are your hours"
-	model, synth := newScriptModel(q), newRecSynth()
-	r := newRig(t, func(c *Config, _ *stub.Settings) { c.ModelBackend, c.Synthesizer = model, synth })
-	a := r.Admitted()
-	a.Send(map[string]any{"type": "turn", "id": "t1", "text": q})
+	r, model, synth, a := scriptedTurn(t, q)
 	model.write(t, q, "We open at 9.")
 	model.write(t, q, "30 on weekdays.") // "9." was no sentence end
 	model.write(t, q, " Dr.")
@@ -180,10 +188,7 @@ func TestStreamedReply(t *testing.T) {
 // turn follows interrupted.
 func TestStreamedBargeInBetweenSentences(t *testing.T) {
 	const q = "tell me a story"
-	model, synth := newScriptModel(q), newRecSynth()
-	r := newRig(t, func(c *Config, _ *stub.Settings) { c.ModelBackend, c.Synthesizer = model, synth })
-	a := r.Admitted()
-	a.Send(map[string]any{"type": "turn", "id": "t1", "text": q})
+	r, model, _, a := scriptedTurn(t, q)
 	model.write(t, q, "Once upon a time.")
 	model.write(t, q, " There was")
 	untilFrames(t, a, 5) // the first sentence, whole
