@@ -228,7 +228,7 @@ func (c *Call) writeReply(ctx context.Context, t *turn, hist []backend.Message, 
 	defer close(m.done)
 	defer q.close()
 	var split segment.Splitter
-	admitted, measured := c.now(), false
+	admitted, measured, spoken := c.now(), false, 0
 	first := func() { // the first sentence is complete: the model's pace
 		if !measured {
 			measured = true
@@ -245,6 +245,11 @@ func (c *Call) writeReply(ctx context.Context, t *turn, hist []backend.Message, 
 			c.observeToken(t)
 			if err := c.push(ctx, frame{gen: t.gen, msg: &textMsg{Type: "text", Turn: t.id, Generation: t.gen, Delta: delta}}); err != nil {
 				return err
+			}
+			// What is spoken is bounded as the kept reply is (maxReply):
+			// a model that writes on never grows the turn's queue.
+			if spoken += len(delta); spoken > maxReply {
+				return nil
 			}
 			for _, s := range split.Push(delta) {
 				first()

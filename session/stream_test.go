@@ -418,3 +418,23 @@ func TestModelRefusalPromptedWithEstimate(t *testing.T) {
 	close(model.scripts[q])
 	a.Until(sessiontest.IsType("turn_end"))
 }
+
+// TestStreamedReplyBounded: a model that writes on past maxReply has only
+// the first maxReply bytes spoken, so the turn's sentence queue is bounded.
+func TestStreamedReplyBounded(t *testing.T) {
+	const q = "talk forever"
+	_, model, synth, a := scriptedTurn(t, q)
+	sentence := strings.Repeat("word ", 19) + "end. "
+	for range 2 * maxReply / len(sentence) {
+		model.write(t, q, sentence)
+	}
+	close(model.scripts[q])
+	a.Until(sessiontest.IsType("turn_end"))
+	n := 0
+	for _, s := range synth.said() {
+		n += len(s) + 1
+	}
+	if n > maxReply+len(sentence) || n < maxReply/2 {
+		t.Fatalf("%d bytes spoken of %d written, want at most about %d", n, 2*maxReply, maxReply)
+	}
+}
