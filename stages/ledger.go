@@ -57,6 +57,12 @@ type Ledger struct {
 	// out (the holder died or lost contact with a fleet-wide store). The
 	// in-process Controller never loses a lease, so it is always zero there.
 	Lost uint64 `json:"lost,omitempty"`
+	// FairSkips counts the slots Fair order (Limits.Order) gave to a tenant
+	// whose work was not the oldest waiting; ExpiredOvertaken the work so
+	// passed over that then expired (part of Expired, not added to it): the
+	// refusals fair order caused.
+	FairSkips        uint64 `json:"fair_skips,omitempty"`
+	ExpiredOvertaken uint64 `json:"expired_overtaken,omitempty"`
 }
 
 // Terminal is the number of identities in a terminal state.
