@@ -152,10 +152,20 @@ func (a *Adaptive) Observe(now time.Time, latency time.Duration, overloaded bool
 	return a.Tick(now, demand)
 }
 
+// restart begins a new window at now, dropping the samples of the last.
+func (a *Adaptive) restart(now time.Time) {
+	a.start, a.samples, a.overloaded = now, a.samples[:0], 0
+}
+
+// due reports whether an observation at now closes the window.
+func (a *Adaptive) due(now time.Time) bool {
+	return !a.start.IsZero() && now.Sub(a.start) >= a.cfg.Window
+}
+
 // Tick closes the window if now is past it and moves the limit; it returns
 // the limit and whether it changed.
 func (a *Adaptive) Tick(now time.Time, demand int) (int, bool) {
-	if a.start.IsZero() || now.Sub(a.start) < a.cfg.Window {
+	if !a.due(now) {
 		return a.last.Limit, false
 	}
 	before := a.last.Limit
@@ -165,7 +175,8 @@ func (a *Adaptive) Tick(now time.Time, demand int) (int, bool) {
 }
 
 func (a *Adaptive) step(now time.Time, demand int) {
-	e := Estimate{MinRTT: a.last.MinRTT, Samples: len(a.samples), Overload: a.overloaded, At: now, Reason: a.last.Reason}
+	e := Estimate{MinRTT: a.last.MinRTT, RTT: a.last.RTT, Gradient: a.last.Gradient, Samples: len(a.samples),
+		Overload: a.overloaded, At: now, Reason: a.last.Reason}
 	limit := a.limit
 	switch {
 	case a.overloaded > 0:

@@ -109,8 +109,11 @@ type Snapshot struct {
 	// TakeErrors counts the times the stage's dispatcher could not take
 	// waiting work (Take failed: a clock that went backwards). Zero where
 	// no Dispatcher is involved.
-	TakeErrors uint64    `json:"take_errors,omitempty"`
-	At         time.Time `json:"at"`
+	TakeErrors uint64 `json:"take_errors,omitempty"`
+	// Adaptive is the adaptive slot limit's state (AdaptiveGate): nil for
+	// a fixed limit.
+	Adaptive *AdaptiveStatus `json:"adaptive,omitempty"`
+	At       time.Time       `json:"at"`
 }
 
 // Snapshot reports the controller's inventory and ledger, with ages measured
