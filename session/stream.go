@@ -188,7 +188,8 @@ func (c *Call) speak(t *turn, mjob stages.Job, lost <-chan struct{}, handedOff f
 		}
 		t.startSpoken(text)
 		disp, err := c.holdLease(t.ctx, t, c.s.synth, job.ID, slost, func(ctx context.Context) error {
-			return c.s.cfg.Synthesizer.Synthesize(ctx, text, func(au backend.Audio) error { c.observeAudio(t); return a.emit(ctx, au) })
+			heard := c.s.synth.firstSignal() // the adaptive limit's signal: first audio
+			return c.s.cfg.Synthesizer.Synthesize(ctx, text, func(au backend.Audio) error { heard(); c.observeAudio(t); return a.emit(ctx, au) })
 		})
 		t.endSpoken()
 		if cancelled, kind := c.reportStage(t, StageSynthesis, n, disp, err); cancelled {
@@ -233,6 +234,7 @@ func (c *Call) writeReply(ctx context.Context, t *turn, hist []backend.Message, 
 		if !measured {
 			measured = true
 			c.s.firstSentence.observe(c.now().Sub(admitted), c.s.cfg.Synthesis.MaxAge)
+			c.s.model.observe(c.now().Sub(admitted), false) // the adaptive limit's signal
 		}
 	}
 	bt := backend.Turn{Call: c.id, ID: t.id, Text: t.text, History: hist}
