@@ -14,7 +14,7 @@ import (
 // The engine's side of adaptive stage limits (stages.AdaptiveGate): it
 // feeds each stage's gate, when the gate is a stages.Observer, the latency
 // of the stage's useful signal measured from the lease (the model's first
-// sentence, each sentence's first audio, a recognition's result) and the
+// token, each sentence's first audio, a recognition's result) and the
 // backend's overload errors (429, 503: backend.ErrOverloaded). A gate with
 // a fixed limit is not an Observer, and nothing is measured for it.
 

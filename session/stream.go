@@ -234,9 +234,9 @@ func (c *Call) writeReply(ctx context.Context, t *turn, hist []backend.Message, 
 		if !measured {
 			measured = true
 			c.s.firstSentence.observe(c.now().Sub(admitted), c.s.cfg.Synthesis.MaxAge)
-			c.s.model.observe(c.now().Sub(admitted), false) // the adaptive limit's signal
 		}
 	}
+	token := c.s.model.firstSignal() // the adaptive limit's signal: the first token (adaptive.go)
 	bt := backend.Turn{Call: c.id, ID: t.id, Text: t.text, History: hist}
 	m.disp, m.err = c.holdLease(ctx, t, c.s.model, mjob.ID, lost, func(ctx context.Context) error {
 		return c.s.cfg.ModelBackend.Reply(ctx, bt, func(delta string) error {
@@ -244,6 +244,7 @@ func (c *Call) writeReply(ctx context.Context, t *turn, hist []backend.Message, 
 				return err
 			}
 			t.appendReply(delta)
+			token()
 			c.observeToken(t)
 			if err := c.push(ctx, frame{gen: t.gen, msg: &textMsg{Type: "text", Turn: t.id, Generation: t.gen, Delta: delta}}); err != nil {
 				return err
