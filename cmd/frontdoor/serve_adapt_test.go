@@ -113,4 +113,3 @@ func TestServeAdaptiveModelStage(t *testing.T) {
 		t.Fatalf("frontdoor_stage_limit_changes_total: %d series, %v", n, err)
 	}
 }
-
