@@ -12,6 +12,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/frontdoorhq/frontdoor/media"
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/media/g711"
 	"github.com/frontdoorhq/frontdoor/media/pace"
 )
@@ -24,6 +25,7 @@ type ConnOptions struct {
 	Dialect      Dialect
 	WriteTimeout time.Duration // per outbound frame; default 5 s
 	MaxBuffered  time.Duration // outbound audio that may wait in the pacer; default 60 s
+	Clock        clock.Clock   // paces frames and tells what was heard; default clock.System
 }
 
 // Internal pacer marks bracket each utterance's audio so the sender knows
@@ -79,8 +81,9 @@ func NewConn(ws *websocket.Conn, opts ConnOptions) *Conn {
 			Period:      media.FrameDuration,
 			Fill:        g711.MulawSilence,
 			MaxBuffered: media.Telephony.BytesPer(opts.MaxBuffered),
+			Clock:       opts.Clock,
 		}),
-		tracker: NewTracker(),
+		tracker: NewTracker(opts.Clock),
 	}
 }
 

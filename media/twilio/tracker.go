@@ -1,6 +1,7 @@
 package twilio
 
 import (
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/media/gateway"
 )
 
@@ -13,5 +14,5 @@ type Progress = gateway.Progress
 // shares.
 type Tracker = gateway.Tracker
 
-// NewTracker returns a Tracker using the wall clock.
-func NewTracker() *Tracker { return gateway.NewTracker() }
+// NewTracker returns a Tracker reading time from c (clock.System when nil).
+func NewTracker(c clock.Clock) *Tracker { return gateway.NewTracker(c) }

@@ -242,7 +242,7 @@ func sameSecret(got, want string) bool {
 // set, is pinged for the heartbeat.
 func (h *GatewayHandler) serve(ctx context.Context, link gateway.Link, codec gateway.Codec, authorized bool,
 	closeWith func(websocket.StatusCode, string), ws *websocket.Conn) {
-	conn := gateway.NewConn(link, codec, gateway.Options{Now: h.e.Clock().Now})
+	conn := gateway.NewConn(link, codec, gateway.Options{Clock: h.e.Clock()})
 	l := &gatewayLine{conn: conn, e: h.e, dialect: h.dialect, log: h.log, closeWith: closeWith}
 	start, err := h.start(ctx, l)
 	if err != nil {

@@ -54,7 +54,7 @@ func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		dialect = twilio.Telnyx
 	}
 	conn, err := twilio.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.cfg.OriginPatterns},
-		twilio.ConnOptions{Dialect: dialect})
+		twilio.ConnOptions{Dialect: dialect, Clock: s.e.Clock()})
 	if err != nil {
 		s.log.Debug("twilio: accept", "err", err)
 		return
