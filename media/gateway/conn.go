@@ -17,7 +17,7 @@ import (
 type Options struct {
 	WriteTimeout time.Duration // per outbound message; default 5 s
 	MaxBuffered  time.Duration // outbound audio that may wait in the pacer; default 60 s
-	Clock        clock.Clock   // the Tracker's clock; default clock.System
+	Clock        clock.Clock   // paces frames and tells what was heard; default clock.System
 }
 
 // Internal pacer marks bracket each utterance's audio so the sender knows
@@ -141,6 +141,7 @@ func (c *Conn) begin(s *Start) {
 		Period:      c.frame,
 		Fill:        Silence(f),
 		MaxBuffered: f.BytesPer(c.opts.MaxBuffered),
+		Clock:       c.opts.Clock,
 	})
 	close(c.started)
 }
