@@ -131,7 +131,7 @@ type phoneMenu struct {
 	callback bool // key 1 is on offer
 	handoff  bool // key 2 is on offer
 	chosen   prompt.Kind
-	misses   int // answers in words not understood in a refused call (spokenAnswer)
+	misses   int           // answers in words not understood in a refused call (spokenAnswer)
 	timer    stages.Timer  // the key wait
 	hold     stages.Timer  // a mid-call hold's end
 	cut      uint64        // bumped when a key clears what was playing
