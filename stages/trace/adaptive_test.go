@@ -60,7 +60,7 @@ func TestRunFairChangesOrder(t *testing.T) {
 func TestRunLimitLines(t *testing.T) {
 	var buf bytes.Buffer
 	clock := stagestest.NewClock(t0)
-	w, err := NewWriter(&buf, WriterOptions{Origin: t0, Now: clock.Now})
+	w, err := NewWriter(&buf, WriterOptions{Origin: t0, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
