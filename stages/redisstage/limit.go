@@ -32,7 +32,7 @@ var (
 // once through a Dispatcher (a Store alone admits only by Take). It
 // returns the limit in force after.
 func (s *Store) SetSlots(ctx context.Context, old, n int) (int, error) {
-	got, _, err := s.setSlots(ctx, old, n, 0, time.Now())
+	got, _, err := s.setSlots(ctx, old, n, 0, s.opt.Wall.Now())
 	return got, err
 }
 
