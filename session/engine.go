@@ -236,7 +236,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	s.m.quarantineMetrics = newQuarantineMetrics(s.reg)
 	s.setupQuarantine(cfg.QuarantineAfter)
-	s.reg.MustRegister(newStageCollector(s), newTransportCollector(s))
+	s.reg.MustRegister(newStageCollector(s), newTransportCollector(s), newLimitCollector(s))
 	return s, nil
 }
 

@@ -128,9 +128,11 @@ func (s *stage) snapshot(ctx context.Context) (stages.Snapshot, error) {
 func (s *stage) hold(ctx context.Context, id string, work func(context.Context) error) (stages.Disposition, error) {
 	w := &watch{s: s, id: id}
 	stop := context.AfterFunc(ctx, w.cancelled)
+	since := s.clock.Now()
 	err := work(ctx)
 	stop()
 	w.returned()
+	s.observeHeld(ctx, since, err) // adaptive.go
 	release := s.release
 	if err != nil && ctx.Err() == nil { // failed, not stopped by a cancel
 		release = s.releaseFailed

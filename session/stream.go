@@ -188,7 +188,8 @@ func (c *Call) speak(t *turn, mjob stages.Job, lost <-chan struct{}, handedOff f
 		}
 		t.startSpoken(text)
 		disp, err := c.holdLease(t.ctx, t, c.s.synth, job.ID, slost, func(ctx context.Context) error {
-			return c.s.cfg.Synthesizer.Synthesize(ctx, text, func(au backend.Audio) error { c.observeAudio(t); return a.emit(ctx, au) })
+			heard := c.s.synth.firstSignal() // the adaptive limit's signal: first audio
+			return c.s.cfg.Synthesizer.Synthesize(ctx, text, func(au backend.Audio) error { heard(); c.observeAudio(t); return a.emit(ctx, au) })
 		})
 		t.endSpoken()
 		if cancelled, kind := c.reportStage(t, StageSynthesis, n, disp, err); cancelled {
@@ -235,6 +236,7 @@ func (c *Call) writeReply(ctx context.Context, t *turn, hist []backend.Message, 
 			c.s.firstSentence.observe(c.now().Sub(admitted), c.s.cfg.Synthesis.MaxAge)
 		}
 	}
+	token := c.s.model.firstSignal() // the adaptive limit's signal: the first token (adaptive.go)
 	bt := backend.Turn{Call: c.id, ID: t.id, Text: t.text, History: hist}
 	m.disp, m.err = c.holdLease(ctx, t, c.s.model, mjob.ID, lost, func(ctx context.Context) error {
 		return c.s.cfg.ModelBackend.Reply(ctx, bt, func(delta string) error {
@@ -242,6 +244,7 @@ func (c *Call) writeReply(ctx context.Context, t *turn, hist []backend.Message, 
 				return err
 			}
 			t.appendReply(delta)
+			token()
 			c.observeToken(t)
 			if err := c.push(ctx, frame{gen: t.gen, msg: &textMsg{Type: "text", Turn: t.id, Generation: t.gen, Delta: delta}}); err != nil {
 				return err

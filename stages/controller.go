@@ -32,10 +32,13 @@ type Limits struct {
 	// that one tenant's burst cannot take every waiting position; over its
 	// share a tenant's offer is Overloaded. 0 means no per-tenant cap.
 	TenantWaiting int `json:"tenant_waiting,omitempty"`
+	// Order is the order in which waiting work takes a freed slot: FIFO,
+	// or Fair between tenants (fair.go).
+	Order Order `json:"order,omitempty"`
 }
 
 func (l Limits) validate() error {
-	if l.Slots < 1 || l.Waiting < 1 || l.MaxAge < 0 || l.Tombstones < 0 || l.TenantWaiting < 0 {
+	if l.Slots < 1 || l.Waiting < 1 || l.MaxAge < 0 || l.Tombstones < 0 || l.TenantWaiting < 0 || l.Order > Fair {
 		return fmt.Errorf("%w: %+v (need Slots >= 1, Waiting >= 1, MaxAge >= 0, Tombstones >= 0, TenantWaiting >= 0)", ErrLimits, l)
 	}
 	return nil
@@ -84,6 +87,7 @@ type record struct {
 	ent       int32       // the identity's entry in Controller.ids
 	state     Disposition // Queued, Active or Cancelled (cancelled while active)
 	returned  bool        // ReleaseOnCancel gave the lease back at cancel
+	overtaken bool        // Fair order gave a slot to another tenant's later work
 	born      time.Time
 	expires   time.Time // born + MaxAge, or the job's Deadline: eligible until, and at, this instant
 	own       *owner    // also names the owner, for Waiting
@@ -125,6 +129,7 @@ type Controller struct {
 	cleanup int
 	ledger  Ledger
 	tenants map[string]int // waiting work per tenant, only while nonzero
+	fair    fairness       // the tenants' turns, under Fair order
 	rec     Recorder       // nil unless WithRecorder: then every operation is recorded
 	// last is the latest time a caller gave: the time at which Release,
 	// Close and Reopen, which judge no time and take none, are recorded.
@@ -150,6 +155,7 @@ func New(l Limits, opts ...Option) (*Controller, error) {
 		ids:     newIdentities(l.Slots+l.Waiting, l.Tombstones),
 		tenants: make(map[string]int),
 		owners:  make(map[string]*owner),
+		fair:    newFairness(),
 	}
 	for i := len(c.recs) - 1; i >= 0; i-- {
 		c.free = append(c.free, int32(i))
@@ -334,6 +340,8 @@ func (c *Controller) offer(job *Job, now time.Time) (Disposition, error) {
 	c.queue.push(ref)
 	if job.Tenant != "" {
 		c.tenants[job.Tenant]++
+	} else {
+		c.fair.untenanted++
 	}
 	c.ledger.Queued++
 	return Queued, nil
@@ -371,12 +379,18 @@ func (c *Controller) take(now time.Time) (Disposition, string, error) {
 		id := r.id
 		c.queue.pop()
 		c.unqueue(r)
+		c.expired(r)
 		c.finish(ref, Expired)
-		c.ledger.Expired++
 		return Expired, id, nil
 	}
 	if c.leased >= c.eff.Slots {
 		return Busy, "", nil
+	}
+	if c.limits.Order == Fair && c.contended() {
+		return c.takeFair(now)
+	}
+	if c.limits.Order == Fair {
+		c.fair.served(r.tenant) // before unqueue, which forgets a tenant left with nothing waiting
 	}
 	c.queue.pop()
 	c.unqueue(r)
@@ -454,12 +468,16 @@ func (c *Controller) release(id string, failed bool) (Disposition, error) {
 // unqueue gives back the tenant's share held by a record leaving the queue.
 func (c *Controller) unqueue(r *record) {
 	if r.tenant == "" {
+		if c.fair.untenanted--; c.fair.untenanted == 0 {
+			c.fair.left("")
+		}
 		return
 	}
 	if n := c.tenants[r.tenant] - 1; n > 0 {
 		c.tenants[r.tenant] = n
 	} else {
 		delete(c.tenants, r.tenant)
+		c.fair.left(r.tenant)
 	}
 }
 

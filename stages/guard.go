@@ -3,6 +3,7 @@ package stages
 import (
 	"context"
 	"sync/atomic"
+	"time"
 )
 
 // Guard returns g closed by this process alone whenever closed reports
@@ -37,4 +38,11 @@ func (g *guard) Snapshot(ctx context.Context) (Snapshot, error) {
 	sn.Ledger.Refused.Closed += n
 	sn.Closed = sn.Closed || g.closed()
 	return sn, err
+}
+
+// Observe feeds the guarded gate's adaptive limit, when it has one.
+func (g *guard) Observe(latency time.Duration, overloaded bool) {
+	if o, ok := g.Gate.(Observer); ok {
+		o.Observe(latency, overloaded)
+	}
 }

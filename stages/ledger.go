@@ -57,6 +57,12 @@ type Ledger struct {
 	// out (the holder died or lost contact with a fleet-wide store). The
 	// in-process Controller never loses a lease, so it is always zero there.
 	Lost uint64 `json:"lost,omitempty"`
+	// FairSkips counts the slots Fair order (Limits.Order) gave to a tenant
+	// whose work was not the oldest waiting; ExpiredOvertaken the work so
+	// passed over that then expired (part of Expired, not added to it): the
+	// refusals fair order caused.
+	FairSkips        uint64 `json:"fair_skips,omitempty"`
+	ExpiredOvertaken uint64 `json:"expired_overtaken,omitempty"`
 }
 
 // Terminal is the number of identities in a terminal state.
@@ -103,8 +109,11 @@ type Snapshot struct {
 	// TakeErrors counts the times the stage's dispatcher could not take
 	// waiting work (Take failed: a clock that went backwards). Zero where
 	// no Dispatcher is involved.
-	TakeErrors uint64    `json:"take_errors,omitempty"`
-	At         time.Time `json:"at"`
+	TakeErrors uint64 `json:"take_errors,omitempty"`
+	// Adaptive is the adaptive slot limit's state (AdaptiveGate): nil for
+	// a fixed limit.
+	Adaptive *AdaptiveStatus `json:"adaptive,omitempty"`
+	At       time.Time       `json:"at"`
 }
 
 // Snapshot reports the controller's inventory and ledger, with ages measured

@@ -25,6 +25,10 @@ type model struct {
 	gen            map[string]uint64
 	lastBorn       map[string]time.Time
 	terminal       []string // oldest first
+	// Fair order: when each tenant with waiting work was last served.
+	fair       bool
+	seq        uint64
+	lastServed map[string]uint64
 }
 
 func newModel(l Limits) *model {
@@ -33,7 +37,8 @@ func newModel(l Limits) *model {
 		tombstones = DefaultTombstones
 	}
 	return &model{slots: l.Slots, waiting: l.Waiting, maxAge: l.MaxAge, tombstones: tombstones, leases: map[string]bool{},
-		jobs: map[string]Job{}, state: map[string]Disposition{}, gen: map[string]uint64{}, lastBorn: map[string]time.Time{}}
+		jobs: map[string]Job{}, state: map[string]Disposition{}, gen: map[string]uint64{}, lastBorn: map[string]time.Time{},
+		fair: l.Order == Fair, lastServed: map[string]uint64{}}
 }
 
 // retire records that id reached its terminal state d.
@@ -72,6 +77,34 @@ func (m *model) cancelOwner(owner string) {
 		}
 	}
 	m.queue = slices.DeleteFunc(m.queue, func(id string) bool { return m.state[id] != Queued })
+	m.prune()
+}
+
+// prune forgets the turns of tenants with nothing waiting.
+func (m *model) prune() {
+	for tn := range m.lastServed {
+		if !slices.ContainsFunc(m.queue, func(id string) bool { return m.jobs[id].Tenant == tn }) {
+			delete(m.lastServed, tn)
+		}
+	}
+}
+
+// next is the index in the queue of the work a free slot goes to: the head,
+// or under Fair order with more than one tenant waiting, the oldest work of
+// the tenant served least recently (ties to the earliest), or its owner's
+// earlier work.
+func (m *model) next() int {
+	if !m.fair {
+		return 0
+	}
+	best := 0
+	for i, id := range m.queue {
+		if m.lastServed[m.jobs[id].Tenant] < m.lastServed[m.jobs[m.queue[best]].Tenant] {
+			best = i
+		}
+	}
+	owner := m.jobs[m.queue[best]].Owner
+	return slices.IndexFunc(m.queue, func(id string) bool { return m.jobs[id].Owner == owner })
 }
 
 func (m *model) cancel(id string) (Disposition, bool) {
@@ -81,6 +114,7 @@ func (m *model) cancel(id string) (Disposition, bool) {
 	case d == Queued:
 		m.retire(id, Cancelled)
 		m.queue = slices.DeleteFunc(m.queue, func(q string) bool { return q == id })
+		m.prune()
 	case d == Active:
 		m.state[id] = Cancelled
 	}
@@ -136,12 +170,23 @@ func (m *model) take(now time.Time) (Disposition, string, bool) {
 	if now.Sub(j.Born) > m.maxAge {
 		m.queue = m.queue[1:]
 		m.retire(id, Expired)
+		m.prune()
 		return Expired, id, true
 	}
 	if len(m.leases) >= m.slots {
 		return Busy, "", true
 	}
-	m.queue = m.queue[1:]
+	i := m.next()
+	id = m.queue[i]
+	m.queue = slices.Delete(m.queue, i, i+1)
+	if now.Sub(m.jobs[id].Born) > m.maxAge {
+		m.retire(id, Expired)
+		m.prune()
+		return Expired, id, true
+	}
+	m.seq++
+	m.lastServed[m.jobs[id].Tenant] = m.seq
+	m.prune()
 	m.leases[id] = true
 	m.state[id] = Active
 	return Admitted, id, true
@@ -170,6 +215,7 @@ func TestProperties(t *testing.T) {
 			MaxAge:  time.Duration(rapid.IntRange(0, 5).Draw(t, "maxAge")) * time.Second,
 			// Small bounds may evict tombstones within a run; 0 is the default.
 			Tombstones: rapid.SampledFrom([]int{0, 1, 2, 3, 5, 8}).Draw(t, "tombstones"),
+			Order:      rapid.SampledFrom([]Order{FIFO, Fair}).Draw(t, "order"),
 		}
 		c, err := New(l)
 		if err != nil {
@@ -211,7 +257,7 @@ func TestProperties(t *testing.T) {
 					g++
 				}
 				born := now.Add(-time.Duration(rapid.IntRange(-500, 7000).Draw(t, "agems")) * time.Millisecond)
-				j := Job{ID: id, Owner: o, Generation: g, Born: born}
+				j := Job{ID: id, Owner: o, Generation: g, Born: born, Tenant: tenantOf(t, o)}
 				want, ok := m.offer(j, now)
 				got, err := c.Offer(j, now)
 				if (err == nil) != ok || got != want {
@@ -223,6 +269,20 @@ func TestProperties(t *testing.T) {
 				got, id, err := c.Take(now)
 				if (err == nil) != ok || got != want || id != wid {
 					t.Fatalf("Take = %v %q %v; model %v %q %v", got, id, err, want, wid, ok)
+				}
+				if got == Admitted && c.Snapshot(now).Leased > m.slots {
+					t.Fatalf("admitted over the current limit %d", m.slots)
+				}
+			},
+			"set slots": func(t *rapid.T) {
+				n := rapid.IntRange(1, 4).Draw(t, "n")
+				old := rapid.SampledFrom([]int{0, m.slots, m.slots + 1}).Draw(t, "old")
+				want := m.slots
+				if old == 0 || old == m.slots {
+					want, m.slots = n, n
+				}
+				if got, err := c.SetSlots(old, n); err != nil || got != want {
+					t.Fatalf("SetSlots(%d, %d) = %d, %v; want %d", old, n, got, err, want)
 				}
 			},
 			"release": func(t *rapid.T) {
@@ -265,7 +325,7 @@ func TestProperties(t *testing.T) {
 // of every identity in known.
 func verify(t *rapid.T, c *Controller, m *model, l Limits, known []string, now time.Time) {
 	s := c.Snapshot(now)
-	if s.Leased > l.Slots || s.Queued > l.Waiting || s.Tombstones > m.tombstones {
+	if s.Limits.Slots != m.slots || s.Queued > l.Waiting || s.Tombstones > m.tombstones {
 		t.Fatalf("limits broken: %+v", s)
 	}
 	if s.Leased != len(m.leases) || s.Queued != len(m.queue) || s.Tombstones != len(m.terminal) {
@@ -373,4 +433,13 @@ func TestTombstoneProperties(t *testing.T) {
 			"": func(t *rapid.T) { verify(t, c, m, l, pool, now) },
 		})
 	})
+}
+
+// tenantOf is owner o's tenant, as a call's tenant is its own, but now and
+// then another, so that an owner's work may span tenants.
+func tenantOf(t *rapid.T, o string) string {
+	if rapid.IntRange(0, 9).Draw(t, "otherTenant") == 0 {
+		return rapid.SampledFrom([]string{"", "x", "y"}).Draw(t, "tenant")
+	}
+	return map[string]string{"a": "x", "b": "y"}[o]
 }

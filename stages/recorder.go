@@ -17,6 +17,8 @@ const (
 	OpClose
 	OpReopen
 	OpStop
+	// OpLimit is a change of the slot limit (Controller.SetSlots).
+	OpLimit
 )
 
 var opNames = [...]string{
@@ -29,6 +31,7 @@ var opNames = [...]string{
 	OpClose:   "close",
 	OpReopen:  "reopen",
 	OpStop:    "stop",
+	OpLimit:   "limit",
 }
 
 func (o Op) String() string {
@@ -55,6 +58,7 @@ type Operation struct {
 	Born       time.Time // OpOffer
 	Deadline   time.Time // OpOffer: the job's own, if it had one (Job.Deadline)
 	Tenant     string    // OpOffer
+	Slots      int       // OpLimit: the new slot limit
 	// Disposition is what the operation returned (OpOffer, OpTake,
 	// OpRelease, OpCancel); zero when it returned an error.
 	Disposition Disposition

@@ -49,7 +49,7 @@ var serveFlagGroup = map[string]string{
 	"allow-open-gateways": "listen", "health-listen": "listen",
 	"audio-max-frame": "listen", "audio-max-rate": "listen", "audio-window": "listen",
 	// stages
-	"cleanup-timeout": "stages", "synth-segment-grace": "stages", "pace": "stages", "policy": "stages", "quarantine-after": "stages",
+	"cleanup-timeout": "stages", "stage-order": "stages", "synth-segment-grace": "stages", "pace": "stages", "policy": "stages", "quarantine-after": "stages",
 	// backends
 	"backend": "backends", "model": "backends", "synth": "backends", "recognize": "backends",
 	"model-url": "backends", "model-name": "backends", "model-api-key-env": "backends", "system-prompt": "backends",

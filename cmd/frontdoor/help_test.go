@@ -131,7 +131,8 @@ func TestHelpTextsNameNoArgument(t *testing.T) {
 		fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 		add(fs)
 		fs.VisitAll(func(f *flag.Flag) {
-			named := map[string]string{"policy": "policy"}
+			named := map[string]string{"policy": "policy", "stage-order": "order", "stub-model-capacity": "N[,N@DURATION...]",
+				"session-slots": "n", "recognize-slots": "n", "model-slots": "n", "synth-slots": "n"}
 			if name, _ := flag.UnquoteUsage(f); named[f.Name] != "" && name == named[f.Name] {
 				return
 			}

@@ -63,6 +63,7 @@ func loadFlags(fs *flag.FlagSet) *loadSettings {
 			"the server needs a recognizer) or sip (real SIP calls to -sip-target with RTP both ways, talking as twilio callers do)")
 	fs.DurationVar(&c.Utterance, "utterance", 800*time.Millisecond, "-protocol twilio or sip: how long each turn's speech lasts")
 	fs.DurationVar(&c.Settle, "settle", 500*time.Millisecond, "-protocol twilio or sip: a caller that hears nothing this long after start takes itself as admitted (the wire has no admission message)")
+	fs.StringVar(&c.APIKey, "api-key", "", "-protocol native: send this key as Authorization: Bearer on each upgrade (the server's -auth apikey): the callers are its tenant")
 	fs.StringVar(&c.TwilioAuthToken, "twilio-auth-token", "", "-protocol twilio: sign each upgrade with X-Twilio-Signature using this auth token (the server's -twilio-auth-token; or FRONTDOOR_TWILIO_AUTH_TOKEN)")
 	fs.StringVar(&c.TwilioURL, "twilio-url", "", "-protocol twilio: the stream URL the signature covers, as the server's -twilio-public-url (default: the ws:// URL dialed)")
 	fs.StringVar(&c.SIPTarget, "sip-target", "", "-protocol sip: the server's -sip-listen address, dialed as sip:load@ADDR (default: the -target host, port 5060)")

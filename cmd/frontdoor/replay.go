@@ -24,8 +24,11 @@ var replayStages = []struct{ flag, stage string }{
 // limitFlags are the limit flags of replay for one stage, or for every
 // stage; each is unset until given.
 type limitFlags struct {
-	slots, waiting, tombstones optInt
-	maxAge                     optDuration
+	slots, waiting, tombstones, share optInt
+	maxAge                            optDuration
+	order                             stages.Order
+	orderSet                          bool
+	auto                              *stages.AdaptiveConfig
 }
 
 // apply puts the flags given into l.
@@ -42,7 +45,50 @@ func (f *limitFlags) apply(l stages.Limits) stages.Limits {
 	if f.tombstones.set {
 		l.Tombstones = f.tombstones.v
 	}
+	if f.share.set {
+		l.TenantWaiting = f.share.v
+	}
+	if f.orderSet {
+		l.Order = f.order
+	}
 	return l
+}
+
+// orderFlag is -order: it sets the order of every stage.
+type orderFlag struct{ f *limitFlags }
+
+func (o orderFlag) String() string {
+	if o.f == nil || !o.f.orderSet {
+		return ""
+	}
+	return o.f.order.String()
+}
+
+func (o orderFlag) Set(s string) error {
+	o.f.orderSet = true
+	return o.f.order.Set(s)
+}
+
+// autoFlag is -STAGE-auto MIN-MAX: the stage replays under an adaptive
+// limit between those bounds, starting from its recorded (or given) slots.
+type autoFlag struct{ f *limitFlags }
+
+func (a autoFlag) String() string {
+	if a.f == nil || a.f.auto == nil {
+		return ""
+	}
+	return fmt.Sprintf("%d-%d", a.f.auto.Min, a.f.auto.Max)
+}
+
+func (a autoFlag) Set(s string) error {
+	los, his, ok := strings.Cut(s, "-")
+	lo, e1 := strconv.Atoi(los)
+	hi, e2 := strconv.Atoi(his)
+	if !ok || e1 != nil || e2 != nil || lo < 1 || hi < lo {
+		return fmt.Errorf("want MIN-MAX with 1 <= MIN <= MAX (2-32)")
+	}
+	a.f.auto = &stages.AdaptiveConfig{Min: lo, Max: hi}
+	return nil
 }
 
 const replayHead = `Usage: frontdoor replay [flags] TRACE.jsonl   (- reads standard input)
@@ -83,6 +129,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.Var(&all.waiting, "waiting", "every stage's queue: `n` pieces of work wait for a lease")
 	fs.Var(&all.maxAge, "max-age", "every stage's maximum wait: work older than this `duration` is not admitted")
 	fs.Var(&all.tombstones, "tombstones", "every stage keeps `n` terminal records (0: the default)")
+	fs.Var(orderFlag{&all}, "order", "every stage's `order`: fifo, or fair between tenants (serve -stage-order)")
+	fs.Var(&all.share, "tenant-share", "every stage's share: one tenant holds at most `n` waiting places (0: none; serve -tenant-queue-share)")
 	per := map[string]*limitFlags{}
 	for _, st := range replayStages {
 		f := &limitFlags{}
@@ -90,6 +138,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fs.Var(&f.slots, st.flag+"-slots", "the "+st.stage+" stage's slots: `n` hold a lease at once (serve -"+st.flag+"-slots)")
 		fs.Var(&f.waiting, st.flag+"-queue", "the "+st.stage+" stage's queue: `n` wait for a lease (serve -"+st.flag+"-queue)")
 		fs.Var(&f.maxAge, st.flag+"-max-wait", "the "+st.stage+" stage's maximum wait, a `duration` (serve -"+st.flag+"-max-wait)")
+		if st.flag != "session" {
+			fs.Var(autoFlag{f}, st.flag+"-auto", "replay the "+st.stage+" stage under an adaptive limit between `MIN-MAX`, fed with each lease's recorded hold (serve -"+st.flag+"-slots auto:MIN-MAX)")
+		}
 	}
 	hold := fs.Duration("hold", 0, "how long work the recording never admitted holds its lease when the replay admits it (0: the stage's median recorded hold)")
 	asJSON := fs.Bool("json", false, "print JSON lines instead of the table: each operation's result, each job that changed, and a summary per stage")
@@ -102,7 +153,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if fs.NArg() != 1 {
 		return usageError{errors.New("want exactly one trace file (frontdoor replay -h)")}
 	}
-	rules := []flagRule{{"slots", atLeastOne}, {"waiting", atLeastOne}, {"max-age", nonNegative}, {"tombstones", nonNegative}, {"hold", nonNegative}}
+	rules := []flagRule{{"slots", atLeastOne}, {"waiting", atLeastOne}, {"max-age", nonNegative}, {"tombstones", nonNegative}, {"hold", nonNegative}, {"tenant-share", nonNegative}}
 	for _, st := range replayStages {
 		rules = append(rules, stageRules(st.flag)...)
 	}
@@ -119,7 +170,13 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		defer f.Close()
 		in = f
 	}
-	opt := trace.Options{Hold: *hold, Limits: func(stage string, l stages.Limits, _ bool) stages.Limits {
+	opt := trace.Options{Hold: *hold, Adaptive: func(stage string) *stages.AdaptiveConfig {
+		if f := per[stage]; f != nil && f.auto != nil {
+			c := *f.auto
+			return &c
+		}
+		return nil
+	}, Limits: func(stage string, l stages.Limits, _ bool) stages.Limits {
 		l = all.apply(l)
 		if f := per[stage]; f != nil {
 			l = f.apply(l)
@@ -173,7 +230,15 @@ func printReplay(w io.Writer, name string, rep *trace.Report, verbose bool) {
 			t.row(outcomeRow(label, "recorded", s.RecordedLimits, *s.Before)...)
 			label = ""
 		}
-		t.row(outcomeRow(label, "replayed", s.Limits, s.After)...)
+		row := outcomeRow(label, "replayed", s.Limits, s.After)
+		if a := s.Adaptive; a != nil { // the slots column: bounds, then the range it moved in
+			row[1] = "replayed auto"
+			row[2] = fmt.Sprintf("%d-%d: %d..%d, %d moves", a.Config.Min, a.Config.Max, a.Min, a.Max, len(a.Moves))
+		}
+		if s.Limits.Order == stages.Fair {
+			row[1] += " fair"
+		}
+		t.row(row...)
 	}
 	t.write(w)
 
@@ -184,7 +249,7 @@ func printReplay(w io.Writer, name string, rep *trace.Report, verbose bool) {
 		fmt.Fprintln(w)
 		same := true
 		for _, s := range rep.Stages {
-			same = same && s.Limits == s.RecordedLimits
+			same = same && s.Limits == s.RecordedLimits && s.Adaptive == nil
 		}
 		if same {
 			fmt.Fprintln(w, "Under the recorded limits:")

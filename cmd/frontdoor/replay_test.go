@@ -110,3 +110,19 @@ func TestReplayFlagsNamed(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayAdaptiveAndFair: replay runs a recorded trace under an
+// adaptive limit (-model-auto) and fair order with a tenant share, and says
+// so in its table; a bad bound is refused naming its flag.
+func TestReplayAdaptiveAndFair(t *testing.T) {
+	const rec = "../../stages/trace/testdata/recorded.jsonl"
+	code, out, errOut := runCLI(t, "replay", "-model-auto", "1-8", "-order", "fair", "-tenant-share", "1", rec)
+	if code != 0 || !strings.Contains(out, "replayed auto fair  1-8: ") || !strings.Contains(out, "replayed fair") {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	for _, bad := range []string{"-model-auto=0-4", "-model-auto=5-4", "-order=lifo", "-tenant-share=-1"} {
+		if code, _, errOut := runCLI(t, "replay", bad, rec); code != 2 || !strings.Contains(errOut, strings.SplitN(bad, "=", 2)[0]) {
+			t.Errorf("%s: exit %d, %q", bad, code, errOut)
+		}
+	}
+}

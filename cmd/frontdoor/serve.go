@@ -52,15 +52,17 @@ type serveSettings struct {
 	sip                              *sipSettings   // serve_sip.go
 	trace                            *traceSettings // serve_trace.go
 	otlp                             *otlpSettings  // serve_otel.go
+	adapt                            *adaptSettings // serve_adapt.go
 }
 
 func serveFlags(fs *flag.FlagSet) *serveSettings {
 	s := &serveSettings{}
 	fs.StringVar(&s.listen, "listen", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks a free one)")
-	stageFlags(fs, "session", &s.session, session.DefaultSessionLimits)
-	stageFlags(fs, "recognize", &s.recognize, session.DefaultRecognizeLimits)
-	stageFlags(fs, "model", &s.model, session.DefaultModelLimits)
-	stageFlags(fs, "synth", &s.synth, session.DefaultSynthesisLimits)
+	s.adapt = adaptFlags(fs) // -STAGE-slots auto, -stage-order: serve_adapt.go
+	stageFlags(fs, "session", &s.session, session.DefaultSessionLimits, s.adapt)
+	stageFlags(fs, "recognize", &s.recognize, session.DefaultRecognizeLimits, s.adapt)
+	stageFlags(fs, "model", &s.model, session.DefaultModelLimits, s.adapt)
+	stageFlags(fs, "synth", &s.synth, session.DefaultSynthesisLimits, s.adapt)
 	fs.DurationVar(&s.segmentGrace, "synth-segment-grace", session.DefaultSegmentGrace, "a reply's later sentences: how long past the end of the audio already queued before it one may still wait for a synthesis slot (the silence a caller may hear between sentences); the first sentence waits at most -synth-max-wait from the turn's Born")
 	fs.DurationVar(&s.cleanupTimeout, "cleanup-timeout", 2*time.Second, "after cancel, how long a backend may take to confirm it stopped before its lease is reported overdue (it stays held)")
 	fs.BoolVar(&s.pace, "pace", true, "release reply audio in real time (20 ms frames), so a barge-in stops what was not yet played")
@@ -86,9 +88,14 @@ func serveFlags(fs *flag.FlagSet) *serveSettings {
 	return s
 }
 
-func stageFlags(fs *flag.FlagSet, name string, l *stages.Limits, def stages.Limits) {
+func stageFlags(fs *flag.FlagSet, name string, l *stages.Limits, def stages.Limits, a *adaptSettings) {
 	long := map[string]string{"session": "sessions (calls)", "recognize": "recognitions", "model": "model requests", "synth": "synthesis jobs"}[name]
-	fs.IntVar(&l.Slots, name+"-slots", def.Slots, long+" holding a lease at once")
+	l.Slots = def.Slots
+	slots := long + " holding a lease at once"
+	if sessionStageOf[name] != "" {
+		slots += "; auto or auto:MIN-MAX (default bounds 1-64) moves the limit with the backend's measured latency (docs/ADMISSION.md)"
+	}
+	fs.Var(&slotsFlag{l: l, stage: sessionStageOf[name], a: a}, name+"-slots", "`n` "+slots)
 	fs.IntVar(&l.Waiting, name+"-queue", def.Waiting, long+" waiting for a lease")
 	from := "the turn's Born: its receipt minus age_ms, kept across stages"
 	if name == "session" {
@@ -263,6 +270,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	handlers["GET /v1/agents"] = svc.AgentHandler(set.guard.agentAccept())
 	handlers["/v1/callbacks"] = svc.CallbackHandler()
 	handlers["/v1/callbacks/"] = svc.CallbackHandler()
+	set.adapt.apply(&set.session, &set.recognize, &set.model, &set.synth) // -stage-order
 	scfg := session.Config{
 		Session: set.session, Recognize: set.recognize, Model: set.model, Synthesis: set.synth,
 		CleanupTimeout: set.cleanupTimeout,
@@ -275,7 +283,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Registry:       reg,
 		TracerProvider: traces.provider(), // nil without -otlp-endpoint
 		Fallback:       offers,
-		NewGate:        rec.newGate(fl, set.policy, log), // in-process unless -store; recorded with -record-trace
+		NewGate:        set.adapt.newGate(rec.newGate(fl, set.policy, log), log), // in-process unless -store; recorded with -record-trace; adaptive with -STAGE-slots auto
 		StoreTimeout:   set.store.timeout,
 		Ready:          readiness(fl.readyFunc(), health),
 		OnBackend:      health.Observe,

@@ -41,17 +41,23 @@ func TestServeStackConformance(t *testing.T) {
 		}},
 	}
 	for _, store := range stores {
-		for _, quarantine := range []int{0, 2} {
+		for _, quarantine := range []int{0, 2, -1} { // -1: no quarantine, -model-slots auto
 			name := store.name
-			if quarantine > 0 {
+			auto := &adaptSettings{auto: map[string]*stages.AdaptiveConfig{}}
+			switch {
+			case quarantine > 0:
 				name += "/quarantine"
+			case quarantine < 0:
+				name += "/auto"
+				quarantine = 0
+				auto.auto[session.StageModel] = &stages.AdaptiveConfig{Min: 1, Max: 64}
 			}
 			t.Run(name, func(t *testing.T) {
 				stagestest.RunGate(t, func(t *testing.T, l stages.Limits, clock *stagestest.Clock) stages.Gate {
 					fl := store.open(t)
 					srv, err := server.New(server.Config{Config: session.Config{
 						Model: l, Clock: clock, Logger: log, QuarantineAfter: quarantine,
-						NewGate:      fl.newGate(stages.Frontdoor, log),
+						NewGate:      auto.newGate(fl.newGate(stages.Frontdoor, log), log),
 						ModelBackend: stub.NewModel(stub.Settings{}), Synthesizer: stub.NewSynthesizer(stub.Settings{}),
 					}})
 					if err != nil {

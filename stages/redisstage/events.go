@@ -57,6 +57,8 @@ func (d *Dispatcher) event(p string) {
 		if t := d.held[id]; t != nil {
 			t.markLost()
 		}
+	case "n": // the fleet's slot limit moved (SetSlots)
+		d.s.learnSlots(id)
 	}
 }
 

@@ -10,7 +10,10 @@ import "github.com/redis/go-redis/v9"
 //
 // ARGV[1] key prefix, [2] lease TTL ms, [3] tombstone bound, [4] warm-up ms,
 // [5] slots, [6] waiting, [7] owner idle ms, [8] pump bound (0: no pump),
-// [9] now (20 digits); operation arguments follow from ARGV[10].
+// [9] now (20 digits); operation arguments follow from ARGV[10]. The
+// waiting bound ends in "f" under Fair order (stages.Fair). The slot limit
+// in force is the key lim when set (SetSlots: one limit for the fleet,
+// moved at run time), else ARGV[5].
 //
 // Waiting work per tenant (Limits.TenantWaiting) is the hash tw, tenant ->
 // count of its queued jobs, holding only nonzero counts: a tenant with
@@ -21,8 +24,9 @@ local P = ARGV[1]
 local LEASE = tonumber(ARGV[2])
 local TOMB = tonumber(ARGV[3])
 local WARM = tonumber(ARGV[4])
-local SLOTS = tonumber(ARGV[5])
-local WAITING = tonumber(ARGV[6])
+local SLOTS = tonumber(redis.call('GET', P .. 'lim') or ARGV[5])
+local WAITING = tonumber(string.match(ARGV[6], '^%d+'))
+local FAIR = string.sub(ARGV[6], -1) == 'f'
 local IDLE = tonumber(ARGV[7])
 local PUMP = tonumber(ARGV[8])
 local NOW = ARGV[9]
@@ -34,21 +38,44 @@ local MS = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 -- (a failover can keep the queue but lose the epoch): counts then match
 -- what is queued, not what an older dataset had.
 local function recount()
-  redis.call('DEL', P .. 'tw')
+  redis.call('DEL', P .. 'tw', P .. 'tu', P .. 'ls')
   for _, id in ipairs(redis.call('LRANGE', P .. 'q', 0, -1)) do
     local tn = redis.call('HGET', P .. 'r:' .. id, 'tn')
-    if tn and tn ~= '' then redis.call('HINCRBY', P .. 'tw', tn, 1) end
+    if tn and tn ~= '' then redis.call('HINCRBY', P .. 'tw', tn, 1) else redis.call('INCR', P .. 'tu') end
   end
 end
 
 -- unqueue gives back the place of tenant's job that has just left the
 -- queue. An empty queue holds no tenant's work, so the hash goes too: that
 -- also corrects counts a replica of an older version left behind.
+--
+-- Work without a tenant is counted in tu; ls holds, for Fair order, when
+-- each tenant with waiting work was last served (by the counter lseq), and
+-- a tenant left with nothing waiting leaves it (as stages.Controller does).
 local function unqueue(tenant)
-  if tenant and tenant ~= '' and redis.call('HINCRBY', P .. 'tw', tenant, -1) <= 0 then
-    redis.call('HDEL', P .. 'tw', tenant)
+  if tenant and tenant ~= '' then
+    if redis.call('HINCRBY', P .. 'tw', tenant, -1) <= 0 then
+      redis.call('HDEL', P .. 'tw', tenant)
+      redis.call('HDEL', P .. 'ls', tenant)
+    end
+  elseif redis.call('DECR', P .. 'tu') <= 0 then
+    redis.call('DEL', P .. 'tu')
+    redis.call('HDEL', P .. 'ls', '')
   end
-  if redis.call('LLEN', P .. 'q') == 0 then redis.call('DEL', P .. 'tw') end
+  if redis.call('LLEN', P .. 'q') == 0 then redis.call('DEL', P .. 'tw', P .. 'tu', P .. 'ls') end
+end
+
+-- served notes that tenant's work took a slot, under Fair order; before
+-- unqueue, which forgets a tenant left with nothing waiting.
+local function served(tenant)
+  if FAIR then redis.call('HSET', P .. 'ls', tenant or '', redis.call('INCR', P .. 'lseq')) end
+end
+
+-- expired counts work leaving the queue too old, and whether Fair order
+-- had passed it over (stages.Ledger.ExpiredOvertaken).
+local function expired(id)
+  redis.call('HINCRBY', P .. 'ledger', 'expired', 1)
+  if redis.call('HEXISTS', P .. 'r:' .. id, 'ov') == 1 then redis.call('HINCRBY', P .. 'ledger', 'xo', 1) end
 end
 
 -- After the dataset is lost (Redis restarted without persistence), leases
@@ -107,6 +134,29 @@ local function purge()
 end
 purge()
 
+-- fairPick is the work a free slot goes to under Fair order with more
+-- than one tenant waiting: the oldest of the tenant served least recently
+-- (ties to the earliest), or its owner's earlier work; the work it passes
+-- over is marked, and the skip counted (stages.Controller.takeFair).
+local function fairPick()
+  local q = redis.call('LRANGE', P .. 'q', 0, -1)
+  local best, bestSeq, owners = 0, 0, {}
+  for i, id in ipairs(q) do
+    local o, tn = unpack(redis.call('HMGET', P .. 'r:' .. id, 'o', 'tn'))
+    owners[i] = o
+    local seq = tonumber(redis.call('HGET', P .. 'ls', tn or '') or '0')
+    if best == 0 or seq < bestSeq then
+      best, bestSeq = i, seq
+      if seq == 0 then break end
+    end
+  end
+  local owner = owners[best]
+  for i = 1, best - 1 do
+    if owners[i] == owner then best = i; break end
+  end
+  return q[best], best, q
+end
+
 -- take admits or expires the head once: returns disposition, id, token.
 local function take(now)
   local id = redis.call('LINDEX', P .. 'q', 0)
@@ -120,13 +170,33 @@ local function take(now)
   if now > dl then
     redis.call('LPOP', P .. 'q')
     unqueue(tenant)
+    expired(id)
     terminal(id, owner, EXPIRED)
-    redis.call('HINCRBY', P .. 'ledger', 'expired', 1)
     redis.call('PUBLISH', P .. 'ev', 'x|' .. id)
     return EXPIRED, id
   end
   if not WARMED or redis.call('ZCARD', P .. 'lease') >= SLOTS then return BUSY end
-  redis.call('LPOP', P .. 'q')
+  if FAIR and redis.call('HLEN', P .. 'tw') + math.min(1, tonumber(redis.call('GET', P .. 'tu') or '0')) > 1 then
+    local pos, q
+    id, pos, q = fairPick()
+    r = P .. 'r:' .. id
+    born, dl, owner, tenant = unpack(redis.call('HMGET', r, 'b', 'dl', 'o', 'tn'))
+    redis.call('LREM', P .. 'q', 1, id)
+    if now > dl then
+      unqueue(tenant)
+      expired(id)
+      terminal(id, owner, EXPIRED)
+      redis.call('PUBLISH', P .. 'ev', 'x|' .. id)
+      return EXPIRED, id
+    end
+    if pos > 1 then -- the work passed over, should it expire
+      for i = 1, pos - 1 do redis.call('HSET', P .. 'r:' .. q[i], 'ov', 1) end
+      redis.call('HINCRBY', P .. 'ledger', 'fs', 1)
+    end
+  else
+    redis.call('LPOP', P .. 'q')
+  end
+  served(tenant)
   unqueue(tenant)
   local tok = redis.call('INCR', P .. 'fence')
   redis.call('ZADD', P .. 'lease', MS + LEASE, id)
@@ -223,7 +293,7 @@ redis.call('SADD', P .. 'ol:' .. owner, id)
 touch(owner)
 redis.call('HSET', P .. 'r:' .. id, 'o', owner, 'g', gen, 'b', born, 'dl', dl, 's', QUEUED, 'tn', tenant)
 redis.call('RPUSH', P .. 'q', id)
-if tenant ~= '' then redis.call('HINCRBY', P .. 'tw', tenant, 1) end
+if tenant ~= '' then redis.call('HINCRBY', P .. 'tw', tenant, 1) else redis.call('INCR', P .. 'tu') end
 redis.call('HINCRBY', P .. 'ledger', 'queued', 1)
 return {QUEUED, '', pump()}
 `)
@@ -392,6 +462,7 @@ for _, id in ipairs(redis.call('SMEMBERS', P .. 'cln')) do
   table.insert(cl, redis.call('HGET', P .. 'r:' .. id, 'c') or '')
 end
 out[8] = cl
+out[9] = SLOTS
 return {0, out, {0, ''}}
 `)
 
@@ -401,5 +472,17 @@ if not p then return {0, '', {0, ''}} end
 return {p + 1, '', {0, ''}}
 `)
 )
+
+// setSlotsScript sets the fleet's slot limit to ARGV[11] when it is still
+// ARGV[10] (0: whatever it is), pumps (a raised limit admits at once), and
+// tells every replica the limit in force (event n): code is that limit.
+var setSlotsScript = redis.NewScript(prelude + `
+local old, n = tonumber(ARGV[10]), tonumber(ARGV[11])
+if old ~= 0 and old ~= SLOTS then return {SLOTS, '', pump()} end
+redis.call('SET', P .. 'lim', n)
+SLOTS = n
+redis.call('PUBLISH', P .. 'ev', 'n|' .. n)
+return {n, '', pump()}
+`)
 
 var readyScript = redis.NewScript(prelude + `return {WARMED and 1 or 0, '', {0, ''}}`)

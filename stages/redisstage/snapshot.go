@@ -88,6 +88,10 @@ func (s *Store) FleetSnapshot(ctx context.Context, now time.Time) (Snapshot, err
 			l.Refused.Closed = n
 		case "os":
 			l.Refused.OverShare = n
+		case "fs":
+			l.FairSkips = n
+		case "xo":
+			l.ExpiredOvertaken = n
 		}
 	}
 	borns, _ := v[6].([]any)
@@ -96,6 +100,12 @@ func (s *Store) FleetSnapshot(ctx context.Context, now time.Time) (Snapshot, err
 		bs, _ := b.(string)
 		if age := now.Sub(unstamp(bs)); bs != "" && age > out.OldestQueued {
 			out.OldestQueued = age
+		}
+	}
+	if len(v) > 8 { // the limit in force, fleet-wide (SetSlots)
+		if n := num(v[8]); n > 0 {
+			out.Limits.Slots = n
+			s.slots.Store(int64(n))
 		}
 	}
 	cl, _ := v[7].([]any)

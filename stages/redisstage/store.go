@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/media/clock"
@@ -72,6 +73,11 @@ type Store struct {
 	limits stages.Limits
 	opt    Options
 
+	// slots is the slot limit in force as this replica last learnt it
+	// (SetSlots, a snapshot, another replica's change): what the scripts
+	// fall back to should Redis lose the fleet's limit.
+	slots atomic.Int64
+
 	mu     sync.Mutex
 	tokens map[string]uint64 // leases taken through Take, for Release
 	// owners this replica rotated, at their generation, until Forget: after
@@ -93,7 +99,7 @@ func New(rdb redis.UniversalClient, name string, l stages.Limits, opt Options) (
 	if l.Tombstones == 0 {
 		l.Tombstones = stages.DefaultTombstones
 	}
-	return &Store{
+	s := &Store{
 		rdb:    rdb,
 		name:   name,
 		prefix: "fd:{" + name + "}:",
@@ -101,7 +107,9 @@ func New(rdb redis.UniversalClient, name string, l stages.Limits, opt Options) (
 		opt:    opt.withDefaults(),
 		tokens: make(map[string]uint64),
 		owners: make(map[string]uint64),
-	}, nil
+	}
+	s.slots.Store(int64(l.Slots))
+	return s, nil
 }
 
 // Limits returns the stage's limits with defaults filled in.
@@ -145,7 +153,7 @@ func genString(g uint64) string { return fmt.Sprintf("%020d", g) }
 func (s *Store) run(ctx context.Context, sc *redis.Script, pump int, now time.Time, args ...any) (reply, error) {
 	argv := make([]any, 0, 9+len(args))
 	argv = append(argv, s.prefix, s.opt.LeaseTTL.Milliseconds(), s.limits.Tombstones,
-		s.opt.Warmup.Milliseconds(), s.limits.Slots, s.limits.Waiting, s.opt.OwnerIdle.Milliseconds(),
+		s.opt.Warmup.Milliseconds(), s.slots.Load(), s.waitingArg(), s.opt.OwnerIdle.Milliseconds(),
 		pump, stamp(now))
 	argv = append(argv, args...)
 	v, err := sc.Run(ctx, s.rdb, nil, argv...).Slice()

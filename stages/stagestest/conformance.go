@@ -44,6 +44,10 @@ func RunStore(t *testing.T, newStore NewStore) {
 		{"Tombstones", storeTombstones},
 		{"TenantShare", storeTenantShare},
 		{"TenantShareExits", storeTenantShareExits},
+		{"SetSlots", storeSetSlots},
+		{"FairOrder", storeFairOrder},
+		{"FairUncontended", storeFairUncontended},
+		{"FairOwnerOrder", storeFairOwnerOrder},
 		{"Concurrent", storeConcurrent},
 	}
 	for _, tt := range tests {

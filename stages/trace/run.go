@@ -29,6 +29,10 @@ type Options struct {
 	// Results, when set, receives every Result, then each stage's
 	// JobChanges and Summary, as JSON lines.
 	Results io.Writer
+	// Adaptive, when set and returning a config for a stage, replays that
+	// stage under an adaptive slot limit (stages.Adaptive) fed with each
+	// replayed lease's hold as its latency (adaptive.go).
+	Adaptive func(stage string) *stages.AdaptiveConfig
 }
 
 // Report is the outcome of Run.
@@ -63,6 +67,9 @@ type StageReport struct {
 	Before  *Outcomes
 	After   Outcomes
 	Changes []JobChange
+	// Adaptive is the replay's adaptive limit: its moves and where it
+	// ended; nil for a fixed limit.
+	Adaptive *AdaptiveReplay
 	// Lost is how many of the stage's operations the recorder dropped
 	// ("gap" lines): outcomes after the first gap are approximate.
 	Lost       uint64
@@ -233,6 +240,14 @@ func runStage(s *stageLines, opt Options, enc *json.Encoder) (*StageReport, erro
 			}
 		}
 		d := newDriver(c, sr, before, after, stopAt, opt, emit)
+		if opt.Adaptive != nil {
+			if cfg := opt.Adaptive(s.name); cfg != nil {
+				if d.adapt, err = newAdaptiveReplay(c, *cfg); err != nil {
+					return nil, fmt.Errorf("stage %q: %w", s.name, err)
+				}
+				sr.Adaptive = d.adapt
+			}
+		}
 		if err := d.run(s.ops, last); err != nil {
 			return nil, err
 		}
@@ -340,6 +355,7 @@ type driver struct {
 	now        time.Time
 	releases   releaseHeap
 	due        map[string]time.Time // id -> the replay's release time of work it leases
+	adapt      *AdaptiveReplay      // nil for a fixed limit
 	err        error
 }
 
@@ -558,6 +574,9 @@ func (d *driver) release(id string, t time.Time, line int, note string) {
 	if j := d.after.current[id]; j != nil && d.ev[j.key].failed {
 		release = d.c.ReleaseFailed
 	}
+	if j := d.after.current[id]; j != nil && d.adapt != nil && !j.admitted.IsZero() {
+		d.adapt.observe(t, t.Sub(j.admitted))
+	}
 	disp, err := release(id)
 	res := Result{Line: line, Op: "release", ID: id, Disposition: disp}
 	if err != nil {
@@ -633,6 +652,16 @@ func (d *driver) recorded(l numbered) {
 	case "close":
 		res = Apply(d.c, op)
 	case "reopen":
+		res = Apply(d.c, op)
+		pumps, recPumps = true, true
+	case "limit":
+		// The recording's limit moved: run under the recorded limits
+		// the replay moves it too; under limits of its own (fixed, or
+		// adaptive) the replay's limit is its own.
+		if d.adapt != nil || d.sr.Limits.Slots != d.sr.RecordedLimits.Slots {
+			skip("not run: the replay's slot limit is its own")
+			return
+		}
 		res = Apply(d.c, op)
 		pumps, recPumps = true, true
 	case "stop":

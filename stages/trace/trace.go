@@ -229,6 +229,7 @@ type Op struct {
 	Waiting       *int     `json:"waiting,omitempty"`
 	MaxAge        *Seconds `json:"max_age,omitempty"`
 	TenantWaiting int      `json:"tenant_waiting,omitempty"`
+	Order         string   `json:"order,omitempty"` // fifo (omitted) or fair (stages.Order)
 	Tombstones    int      `json:"tombstones,omitempty"`
 	Policy        string   `json:"policy,omitempty"`
 	Dispatched    bool     `json:"dispatched,omitempty"`
@@ -246,6 +247,7 @@ func (op Op) Recorded() bool { return op.Disposition != nil || op.Error != "" }
 // Limits returns the limits of a "stage" line.
 func (op Op) Limits() stages.Limits {
 	l := stages.Limits{TenantWaiting: op.TenantWaiting, Tombstones: op.Tombstones}
+	l.Order, _ = stages.ParseOrder(op.Order) // checked by Parse
 	if op.Slots != nil {
 		l.Slots = *op.Slots
 	}
@@ -270,6 +272,7 @@ var opNeeds = map[string]needs{
 	"close":   {},
 	"reopen":  {},
 	"stop":    {},
+	"limit":   {}, // "slots": the slot limit moved (an adaptive limit)
 	"trace":   {},
 	"stage":   {stage: true, limits: true},
 	"gap":     {stage: true},
@@ -315,8 +318,12 @@ func Parse(line []byte) (Op, error) {
 		return Op{}, fmt.Errorf("%w: %s needs \"stage\"", ErrSyntax, op.Op)
 	case n.limits && (op.Slots == nil || op.Waiting == nil || op.MaxAge == nil):
 		return Op{}, fmt.Errorf("%w: %s needs \"slots\", \"waiting\" and \"max_age\"", ErrSyntax, op.Op)
+	case op.Op == "limit" && (op.Slots == nil || *op.Slots < 1):
+		return Op{}, fmt.Errorf("%w: limit needs \"slots\" of at least 1", ErrSyntax)
 	case n.reason && op.Reason == "":
 		return Op{}, fmt.Errorf("%w: %s needs \"reason\"", ErrSyntax, op.Op)
+	case op.Order != "" && func() bool { _, err := stages.ParseOrder(op.Order); return err != nil }():
+		return Op{}, fmt.Errorf("%w: unknown order %q", ErrSyntax, op.Order)
 	case op.Policy != "":
 		if _, err := stages.ParsePolicy(op.Policy); err != nil {
 			return Op{}, fmt.Errorf("%w: %v", ErrSyntax, err)
@@ -372,6 +379,8 @@ func Apply(c *stages.Controller, op Op) Result {
 		c.Close()
 	case "reopen":
 		c.Reopen()
+	case "limit":
+		_, err = c.SetSlots(0, *op.Slots)
 	}
 	if err != nil {
 		r.Error = err.Error()

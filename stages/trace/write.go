@@ -322,6 +322,9 @@ func appendHeader(b []byte, st *stageRecorder, at time.Duration) []byte {
 	b = strconv.AppendInt(b, int64(st.limits.Waiting), 10)
 	b = append(b, `,"max_age":`...)
 	b = appendSeconds(b, st.limits.MaxAge)
+	if st.limits.Order != stages.FIFO {
+		b = appendField(b, "order", st.limits.Order.String())
+	}
 	if st.limits.TenantWaiting != 0 {
 		b = append(b, `,"tenant_waiting":`...)
 		b = strconv.AppendInt(b, int64(st.limits.TenantWaiting), 10)
@@ -383,6 +386,9 @@ func appendOp(b []byte, stage string, op stages.Operation, origin time.Time) []b
 		b = strconv.AppendUint(b, op.Generation, 10)
 	case stages.OpForget:
 		b = appendField(b, "owner", op.Owner)
+	case stages.OpLimit:
+		b = append(b, `,"slots":`...)
+		b = strconv.AppendInt(b, int64(op.Slots), 10)
 	}
 	b = append(b, `,"at":`...)
 	b = appendSeconds(b, op.At.Sub(origin))

@@ -77,6 +77,22 @@ export function initStages() {
     return c;
   }
 
+  // adaptive describes an adaptive slot limit (-STAGE-slots auto): its
+  // bounds, the latency it measured and why it last moved.
+  function adaptive(s) {
+    const a = s.snapshot && s.snapshot.adaptive;
+    if (!a) return '';
+    const e = a.estimate;
+    const lat = e.window_latency_ns ? ` · latency ${ms(e.window_latency_ns / 1e6)} (min ${ms(e.min_latency_ns / 1e6)})` : '';
+    return ` (auto ${a.config.min}–${a.config.max}${e.reason ? ', ' + e.reason : ''})${lat}`;
+  }
+
+  // fair says that the queue is served to the tenants in turn.
+  function fair(s) {
+    const l = s.snapshot && s.snapshot.limits;
+    return l && l.order === 'fair' ? ' (fair)' : '';
+  }
+
   function render(s) {
     const c = card(s);
     const overdue = s.cleanup_overdue > 0 || (s.cleanup_pending > 0 && s.oldest_cleanup_ms > s.cleanup_timeout_ms);
@@ -84,7 +100,7 @@ export function initStages() {
     c.root.dataset.closed = s.closed ? 'true' : 'false';
     c.root.dataset.leased = s.leased;
     c.root.dataset.queued = s.queued;
-    c.title.textContent = `${s.slots} slot${s.slots === 1 ? '' : 's'} · queue ${s.queue_limit} · max wait ${ms(s.max_wait_ms)}${s.closed ? ' · closed' : ''}`;
+    c.title.textContent = `${s.slots} slot${s.slots === 1 ? '' : 's'}${adaptive(s)} · queue ${s.queue_limit}${fair(s)} · max wait ${ms(s.max_wait_ms)}${s.closed ? ' · closed' : ''}`;
 
     // Slots: leased work, of which the last ones are cancelled and waiting
     // for their backend to confirm it stopped (overdue ones in red).

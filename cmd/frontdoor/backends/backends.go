@@ -72,6 +72,11 @@ type Config struct {
 	// each share a processor of that many jobs (-stub-capacity): beyond it
 	// every job slows down, as a real backend does when over-admitted.
 	StubCapacity int
+	// StubModelCapacity, when set, caps the stub model alone, on a
+	// capacity that may change during the run (-stub-model-capacity
+	// 10,4@10s,15@20s: steps timed from the first reply), for measuring
+	// adaptive limits against a backend whose capacity moves.
+	StubModelCapacity string
 
 	// Clock is the engine's clock (session.Config.Clock; nil: the wall
 	// clock): the stubs' delays, the HTTP backends' stall watchdog and
@@ -141,6 +146,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Stub.FrameDelay, "stub-frame-delay", c.Stub.FrameDelay, "stub synthesizer: time between frames")
 	fs.DurationVar(&c.Stub.CleanupDelay, "stub-cleanup-delay", c.Stub.CleanupDelay, "stubs: time from cancel to confirmed stop")
 	fs.Float64Var(&c.Stub.FailRate, "stub-fail-rate", c.Stub.FailRate, "stubs: fraction of calls that fail as unavailable (0 to 1)")
+	fs.StringVar(&c.StubModelCapacity, "stub-model-capacity", c.StubModelCapacity, "stub model: jobs it runs at full speed, and how that changes from its first reply on (`N[,N@DURATION...]`: 10,4@10s,15@20s); beyond it all slow down; overrides -stub-capacity for the model")
 	fs.IntVar(&c.StubCapacity, "stub-capacity", c.StubCapacity, "stubs: jobs the stub model and synthesizer each run at full speed (0: unlimited); beyond it all slow down")
 	fs.BoolVar(&c.Stub.Hang, "stub-hang", c.Stub.Hang, "stubs: never confirm cleanup after cancel (a wedged backend)")
 }
@@ -265,6 +271,16 @@ func (s *Set) model(c Config) error {
 	switch c.Model {
 	case Stub, Demo:
 		c.Stub.Demo = c.Model == Demo
+		if c.StubModelCapacity != "" {
+			steps, err := stub.ParseSteps(c.StubModelCapacity)
+			if err != nil {
+				return fmt.Errorf("-stub-model-capacity: %w", err)
+			}
+			m := stub.NewScheduledModel(c.Stub, steps, c.Clock)
+			s.Model, s.StubModel = m, m.Model
+			s.closers = append(s.closers, m.Close)
+			break
+		}
 		if c.StubCapacity > 0 {
 			m := stub.NewCappedModel(c.Stub, stub.NewCapacity(c.StubCapacity, c.Clock))
 			s.Model, s.StubModel = m, m.Model

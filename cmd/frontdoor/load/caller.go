@@ -156,7 +156,11 @@ func (c *caller) run(ctx context.Context) {
 	c.rec.started = time.Now()
 	c.stats.offered.Add(1)
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	conn, resp, err := websocket.Dial(dctx, c.ws, &websocket.DialOptions{HTTPClient: c.hc})
+	opts := &websocket.DialOptions{HTTPClient: c.hc}
+	if c.cfg.APIKey != "" {
+		opts.HTTPHeader = http.Header{"Authorization": {"Bearer " + c.cfg.APIKey}}
+	}
+	conn, resp, err := websocket.Dial(dctx, c.ws, opts)
 	c.rec.answered = resp != nil
 	cancel()
 	if err != nil {

@@ -137,6 +137,10 @@ type Config struct {
 	// that hears nothing in that time takes itself as admitted, and one
 	// that hears audio first takes it as the queue or refusal prompt.
 	Settle time.Duration
+	// APIKey, when set, is sent on each native caller's upgrade as
+	// Authorization: Bearer (the server's -auth apikey): the callers are
+	// the tenant it names, so that two generators run as two tenants.
+	APIKey string
 	// TwilioAuthToken, when set, signs each Twilio upgrade with
 	// X-Twilio-Signature, as Twilio does (the server's -twilio-auth-token).
 	TwilioAuthToken string
