@@ -14,7 +14,6 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 
-	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -39,8 +38,8 @@ type Service struct {
 	hfq   HandoffQueue
 	fleet fleetState
 
-	synth backend.Synthesizer
-	audio *lru.Cache[string, backend.Audio]
+	synth Synthesizer
+	audio *lru.Cache[string, Audio]
 
 	renderMu     sync.Mutex
 	rendering    map[string]*renderFlight
@@ -75,7 +74,7 @@ const PromptCacheSize = 512
 // starts rendering every fixed prompt in the background with synth (which
 // may be nil: PromptAudio then reports ErrNoSynthesizer). log may be nil.
 // ctx bounds the start-up work only.
-func New(ctx context.Context, cfg Config, synth backend.Synthesizer, log *slog.Logger, opts ...Option) (*Service, error) {
+func New(ctx context.Context, cfg Config, synth Synthesizer, log *slog.Logger, opts ...Option) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -97,7 +96,7 @@ func New(ctx context.Context, cfg Config, synth backend.Synthesizer, log *slog.L
 	if s.hq, err = newClaimQueue(cfg.HandoffLimits(), s.clock); err != nil {
 		return nil, err
 	}
-	if s.audio, err = lru.New[string, backend.Audio](PromptCacheSize); err != nil {
+	if s.audio, err = lru.New[string, Audio](PromptCacheSize); err != nil {
 		return nil, err
 	}
 	if s.store == nil {

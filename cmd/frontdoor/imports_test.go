@@ -24,7 +24,9 @@ var importRules = []struct {
 	{from: "stages", forbidden: []string{"session", "fallback", "media", "web", "cmd"}},
 	{from: "media", forbidden: []string{"stages", "session", "fallback", "web", "cmd"}},
 	{from: "session/backend", forbidden: []string{"stages", "session", "fallback", "web", "cmd"}, allow: []string{"session/backend"}},
-	{from: "fallback", forbidden: []string{"session", "web", "cmd"}, allow: []string{"session/backend"}},
+	// Downward only: fallback renders prompts through a Synthesizer of its
+	// own, adapted at the composition root; nothing under session.
+	{from: "fallback", forbidden: []string{"session", "web", "cmd"}},
 	{from: "fallback/prompt", forbidden: []string{"fallback", "session", "media", "web", "cmd"}, allow: []string{"fallback/prompt"}},
 	// The call engine imports no transport and no fallback queue: only the
 	// sentences it must say when it refuses work.
