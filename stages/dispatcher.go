@@ -22,6 +22,7 @@ type Dispatcher struct {
 
 	takeErr    func(error)
 	takeErrors atomic.Uint64
+	claim      bool // ClaimOnly: admit on Claim alone
 
 	mu      sync.Mutex
 	waiting map[string]*Ticket
@@ -227,6 +228,11 @@ func (d *Dispatcher) resolve(t *Ticket, disp Disposition, now time.Time) {
 // pump takes work until the controller is busy or empty, then arms the timer
 // for the head's deadline. It runs under d.mu.
 func (d *Dispatcher) pump(now time.Time) {
+	if d.claim {
+		d.expireOnly(now)
+		d.arm(now)
+		return
+	}
 	for {
 		disp, id, err := d.c.Take(now)
 		if err != nil {
