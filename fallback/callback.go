@@ -145,8 +145,7 @@ func (s *Service) requestCallback(ctx context.Context, req CallbackRequest, numb
 	now := s.clock.Now()
 	ref := newRef("cb_")
 	id := jobID(ref, 0)
-	d, expired, err := s.cbq.offer(stages.Job{ID: id, Owner: ref, Born: now})
-	s.expireCallbacksLocked(expired)
+	d, err := s.cbq.offer(stages.Job{ID: id, Owner: ref, Born: now})
 	if err != nil {
 		return s.notEstablished(req, err)
 	}
@@ -207,8 +206,8 @@ func (s *Service) restore(ctx context.Context) error {
 		now := s.clock.Now()
 		if c.LeaseUntil.After(now) {
 			id := jobID(c.Ref, c.Attempt)
-			if d, _, _ := s.cbq.offer(stages.Job{ID: id, Owner: c.Ref, Born: c.Accepted}); d == stages.Queued {
-				if d, got, _, _ := s.cbq.claim(id); d == stages.Admitted && got == id {
+			if d, _ := s.cbq.offer(stages.Job{ID: id, Owner: c.Ref, Born: c.Accepted}); d == stages.Queued {
+				if d, got, _ := s.cbq.claim(id); d == stages.Admitted && got == id {
 					s.cb.jobs[c.Ref] = id
 					s.armLeaseLocked(c.Ref, c.Attempt, c.LeaseUntil.Sub(now))
 					continue
@@ -246,8 +245,7 @@ func (s *Service) refillLocked(ctx context.Context) {
 			return
 		}
 		id := jobID(c.Ref, c.Attempt)
-		d, expired, err := s.cbq.offer(stages.Job{ID: id, Owner: c.Ref, Born: c.Accepted})
-		s.expireCallbacksLocked(expired)
+		d, err := s.cbq.offer(stages.Job{ID: id, Owner: c.Ref, Born: c.Accepted})
 		switch {
 		case err != nil:
 			s.log.Error("callback refill", "ticket", c.Ref, "err", err)

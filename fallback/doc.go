@@ -10,10 +10,11 @@
 // controller's ledger like every other stage.
 //
 // Fallback work is admitted when a human claims it (an operator claiming a
-// callback, an agent claiming a handoff), not when a slot frees, so the
-// stages.Dispatcher, which admits whenever it can, does not fit. A small
-// claim queue over the same Controller takes work only on a claim and owns
-// one timer that expires the head of the queue at its deadline.
+// callback, an agent claiming a handoff), not when a slot frees: each queue
+// is a stages.ClaimGate, the Dispatcher made ClaimOnly, whose take is the
+// claim and whose one timer expires the head at its deadline. The same
+// conformance suite (stagestest.RunClaimGate) runs on it and on the Redis
+// claim gate.
 //
 // Callbacks are written to a CallbackStore (SQLite under the data directory
 // by default) before the caller is told they are queued; the store is the

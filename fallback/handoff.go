@@ -80,7 +80,7 @@ func (h *Handoff) Position() (int, bool) {
 		defer h.s.ho.mu.Unlock()
 		return st.position, st.position > 0
 	}
-	return h.s.hq.c.Position(st.job)
+	return h.s.hq.position(st.job)
 }
 
 // Cancel withdraws the handoff because the caller left. It resolves as
@@ -176,8 +176,7 @@ func (s *Service) requestHandoff(ctx context.Context, req HandoffRequest) (*Hand
 	now := s.clock.Now()
 	h := &Handoff{Ref: ref, Call: req.Call, Turn: req.Turn, Summary: req.Summary, Born: now, s: s, done: make(chan struct{})}
 	st := &hstate{h: h, job: jobID(h.Ref, 0)}
-	d, expired, err := s.hq.offer(stages.Job{ID: st.job, Owner: h.Ref, Born: now})
-	s.handoffsExpiredLocked(expired)
+	d, err := s.hq.offer(stages.Job{ID: st.job, Owner: h.Ref, Born: now})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -267,8 +266,7 @@ func (s *Service) claimHandoffLocked(a *agent, ref string) (*hstate, error) {
 		}
 		want = st.job
 	}
-	d, id, expired, err := s.hq.claim(want)
-	s.handoffsExpiredLocked(expired)
+	d, id, err := s.hq.claim(want)
 	if err != nil {
 		return nil, err
 	}
@@ -322,8 +320,7 @@ func (s *Service) abandonLocked(st *hstate) {
 	st.agent = nil
 	st.attempt++
 	st.job = jobID(ref, st.attempt)
-	d, expired, err := s.hq.offer(stages.Job{ID: st.job, Owner: ref, Born: st.h.Born})
-	s.handoffsExpiredLocked(expired)
+	d, err := s.hq.offer(stages.Job{ID: st.job, Owner: ref, Born: st.h.Born})
 	switch {
 	case err == nil && d == stages.Queued:
 		s.ho.returned.Add(1)

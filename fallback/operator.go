@@ -37,8 +37,7 @@ func (s *Service) ClaimCallback(ctx context.Context, operator string) (Callback,
 	defer s.cb.mu.Unlock()
 	defer s.refillLocked(ctx)
 	for {
-		d, id, expired, err := s.cbq.claim("")
-		s.expireCallbacksLocked(expired)
+		d, id, err := s.cbq.claim("")
 		if err != nil {
 			return Callback{}, err
 		}
@@ -150,8 +149,7 @@ func (s *Service) leaseExpired(ref string, attempt int) {
 		return
 	}
 	id := jobID(ref, c.Attempt)
-	d, expired, err := s.cbq.offer(stages.Job{ID: id, Owner: ref, Born: c.Accepted})
-	s.expireCallbacksLocked(expired)
+	d, err := s.cbq.offer(stages.Job{ID: id, Owner: ref, Born: c.Accepted})
 	switch {
 	case err == nil && d == stages.Queued:
 		s.cb.jobs[ref] = id

@@ -113,7 +113,9 @@ func New(ctx context.Context, cfg Config, synth Synthesizer, log *slog.Logger, o
 	s.cb.init()
 	s.ho.init()
 	s.cbq.onExpire = s.callbacksExpired
+	s.cbq.expiredLocked = s.expireCallbacksLocked
 	s.hq.onExpire = s.handoffsExpired
+	s.hq.expiredLocked = s.handoffsExpiredLocked
 	s.cq, _ = s.store.(CallbackQueue)
 	if s.cq == nil {
 		if err := s.restore(ctx); err != nil {

@@ -36,7 +36,7 @@ func ClaimOnly() DispatcherOption { return func(d *Dispatcher) { d.claim = true 
 // another it admits as Take would.
 func (d *Dispatcher) Claim(want string) (Disposition, string, error) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
+	defer d.unlock()
 	now := d.clock.Now()
 	d.pump(now) // expire heads past their deadline first
 	if want != "" {
