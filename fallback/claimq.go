@@ -24,10 +24,10 @@ import (
 // expiredLocked as it ends, by the caller that holds that lock; ids the
 // gate's timer expires otherwise go to onExpire, which takes the lock.
 type claimQueue struct {
-	c        *stages.Controller // the gate's, for views and draining
-	d        *stages.Dispatcher
-	g        stages.ClaimGate
-	clock    stages.Clock
+	c             *stages.Controller // the gate's, for views and draining
+	d             *stages.Dispatcher
+	g             stages.ClaimGate
+	clock         stages.Clock
 	onExpire      func(ids []string) // called without the Service's lock, from the gate's timer
 	expiredLocked func(ids []string) // called at the end of an operation, under it
 
