@@ -114,11 +114,10 @@ func (s *Service) RequestCallback(ctx context.Context, req CallbackRequest) (Cal
 	}
 	// One client, tenant or number cannot book past its caps: the queue is
 	// every refused caller's. Only an accepted callback keeps its count.
-	release, bound, ok := s.bookings.reserve(s.bookings.keys(req.Source, req.Tenant, number))
-	if !ok {
-		s.bookingRefused(bound)
-		s.log.Info("callback refused", "call", req.Call, "turn", req.Turn, "disposition", stages.Overloaded, "bound", bound)
-		return CallbackResult{Disposition: stages.Overloaded}, nil
+	release, d, bound := s.reserveBooking(ctx, req.Source, req.Tenant, number)
+	if release == nil {
+		s.log.Info("callback refused", "call", req.Call, "turn", req.Turn, "disposition", d, "bound", bound)
+		return CallbackResult{Disposition: d}, nil
 	}
 	res, err := s.requestCallback(ctx, req, number)
 	if err != nil || res.Disposition != stages.Queued {

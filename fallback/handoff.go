@@ -150,11 +150,10 @@ func (s *Service) RequestHandoff(ctx context.Context, req HandoffRequest) (*Hand
 	if len(req.Summary) > MaxSummary {
 		req.Summary = strings.ToValidUTF8(req.Summary[:MaxSummary], "")
 	}
-	release, bound, ok := s.bookings.reserve(s.bookings.keys(req.Source, req.Tenant, ""))
-	if !ok {
-		s.bookingRefused(bound)
-		s.log.Info("handoff refused", "call", req.Call, "turn", req.Turn, "disposition", stages.Overloaded, "bound", bound)
-		return nil, stages.Overloaded, nil
+	release, d, bound := s.reserveBooking(ctx, req.Source, req.Tenant, "")
+	if release == nil {
+		s.log.Info("handoff refused", "call", req.Call, "turn", req.Turn, "disposition", d, "bound", bound)
+		return nil, d, nil
 	}
 	h, d, err := s.requestHandoff(ctx, req)
 	if err != nil || d != stages.Queued {

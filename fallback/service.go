@@ -52,7 +52,9 @@ type Service struct {
 
 	failures atomic.Uint64 // fallbacks that failed after being attempted
 
-	bookings *bookings // Config.Bookings: bookings.go
+	counter   BookingCounter // Config.Bookings: bookings.go
+	refusedMu sync.Mutex
+	refused   map[string]uint64 // bookings refused, by bound
 }
 
 // Option configures a Service.
@@ -85,7 +87,7 @@ func New(ctx context.Context, cfg Config, synth Synthesizer, log *slog.Logger, o
 	if s.clock == nil {
 		s.clock = stages.SystemClock
 	}
-	s.bookings = newBookings(cfg.Bookings, s.clock)
+	s.counter, s.refused = newBookings(cfg.Bookings, s.clock), map[string]uint64{}
 	for _, o := range opts {
 		o(s)
 	}
