@@ -119,17 +119,19 @@ func (s *Service) RequestCallback(ctx context.Context, req CallbackRequest) (Cal
 		s.log.Info("callback refused", "call", req.Call, "turn", req.Turn, "disposition", d, "bound", bound)
 		return CallbackResult{Disposition: d}, nil
 	}
-	res, err := s.requestCallback(ctx, req, number)
+	res, err := s.cbs.request(ctx, req, number)
 	if err != nil || res.Disposition != stages.Queued {
 		release()
 	}
 	return res, err
 }
 
-func (s *Service) requestCallback(ctx context.Context, req CallbackRequest, number string) (CallbackResult, error) {
-	if s.cq != nil {
-		return s.requestFleetCallback(ctx, req, number)
-	}
+// localCallbacks is the callback queue of one process: the callback stage
+// (a claim gate, claimq.go) over the CallbackStore, re-filled from the
+// store at start-up. Its methods are the Service's, serialized by cb.mu.
+type localCallbacks struct{ *Service }
+
+func (s localCallbacks) request(ctx context.Context, req CallbackRequest, number string) (CallbackResult, error) {
 	s.cb.mu.Lock()
 	defer s.cb.mu.Unlock()
 	// A repeated request is answered from the store, without a new offer.
@@ -194,6 +196,8 @@ func (s *Service) findCallback(ctx context.Context, call, turn string) (Callback
 // claims take a slot again (or return to pending if the slots shrank),
 // then pending callbacks are offered oldest first with their original
 // acceptance time, so the stage's bound and ages hold across restarts.
+func (s localCallbacks) start(ctx context.Context) error { return s.restore(ctx) }
+
 func (s *Service) restore(ctx context.Context) error {
 	s.cb.mu.Lock()
 	defer s.cb.mu.Unlock()

@@ -2,7 +2,6 @@ package fallback
 
 import (
 	"context"
-	"errors"
 	"sync/atomic"
 	"time"
 
@@ -97,19 +96,7 @@ func (s *Service) fleetSweep(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, fleetTimeout)
 	defer cancel()
 	now := s.clock.Now()
-	if s.cq != nil {
-		if err := s.cq.Sweep(ctx, now); err != nil && ctx.Err() == nil {
-			s.log.Warn("callback queue sweep", "err", err)
-		}
-		// A queue that journals what it accepted puts back what the store
-		// lost (redisqueue): say so, once per loss.
-		if j, ok := s.cq.(interface{ Republished() uint64 }); ok {
-			if n := j.Republished(); n != s.fleet.republished {
-				s.log.Warn("the callback store lost accepted callbacks; put back from this replica's journal", "put_back", n-s.fleet.republished)
-				s.fleet.republished = n
-			}
-		}
-	}
+	s.cbs.sweep(ctx, now)
 	if s.hfq != nil {
 		if err := s.hfq.Sweep(ctx, now); err != nil && ctx.Err() == nil {
 			s.log.Warn("handoff queue sweep", "err", err)
@@ -123,11 +110,7 @@ func (s *Service) refreshFleet(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, fleetTimeout)
 	defer cancel()
 	now := s.clock.Now()
-	if s.cq != nil {
-		sn, err := s.cq.Snapshot(ctx, now)
-		storeSnapshot(&s.fleet.callbackSnap, sn, err)
-		s.fleet.callbackRoom.Store(err == nil && sn.Queued < sn.Limits.Waiting)
-	}
+	s.cbs.refresh(ctx, now)
 	if s.hfq != nil {
 		sn, err := s.hfq.Snapshot(ctx, now)
 		storeSnapshot(&s.fleet.handoffSnap, sn, err)
@@ -152,9 +135,9 @@ func storeSnapshot(p *atomic.Pointer[stages.Snapshot], sn stages.Snapshot, err e
 // fleet's queue by its counts, as last read from Redis.
 func (s *Service) View(k prompt.Kind) stages.View {
 	switch {
-	case k == prompt.KindCallback && s.cq == nil:
-		return stages.ViewOf(s.cbq.c, s.clock)
-	case k == prompt.KindHandoff && s.hfq == nil:
+	case k == prompt.KindCallback:
+		return s.cbs.view()
+	case s.hfq == nil:
 		return stages.ViewOf(s.hq.c, s.clock)
 	}
 	return stages.ViewFunc(func() stages.Snapshot { return s.Snapshot(k) })
@@ -165,13 +148,8 @@ func (s *Service) View(k prompt.Kind) stages.View {
 // read from it (closed while it cannot be reached).
 func (s *Service) Snapshot(k prompt.Kind) stages.Snapshot {
 	switch {
-	case k == prompt.KindCallback && s.cq != nil:
-		if p := s.fleet.callbackSnap.Load(); p != nil {
-			return *p
-		}
-		return stages.Snapshot{Limits: s.cfg.CallbackLimits()}
 	case k == prompt.KindCallback:
-		return s.cbq.c.Snapshot(s.clock.Now())
+		return s.cbs.snapshot()
 	case s.hfq != nil:
 		if p := s.fleet.handoffSnap.Load(); p != nil {
 			return *p
@@ -184,25 +162,3 @@ func (s *Service) Snapshot(k prompt.Kind) stages.Snapshot {
 // Fleet reports whether the callback and handoff queues are shared by a
 // fleet (their Snapshot is then the fleet's).
 func (s *Service) Fleet() bool { return s.cq != nil || s.hfq != nil }
-
-// requestFleetCallback books a callback in the fleet's queue, which checks
-// its bound in the same step.
-func (s *Service) requestFleetCallback(ctx context.Context, req CallbackRequest, number string) (CallbackResult, error) {
-	if prev, ok, err := s.store.Find(ctx, req.Call, req.Turn); err != nil {
-		return s.notEstablished(req, err)
-	} else if ok {
-		return CallbackResult{Disposition: callbackDisposition(prev.Status), Ref: prev.Ref}, nil
-	}
-	got, created, err := s.store.Accept(ctx, Callback{Ref: newRef("cb_"), Call: req.Call, Turn: req.Turn, Number: number, Accepted: s.clock.Now()})
-	switch {
-	case errors.Is(err, ErrQueueFull):
-		s.log.Info("callback refused", "call", req.Call, "turn", req.Turn, "disposition", stages.Overloaded, "bound", "fleet")
-		return CallbackResult{Disposition: stages.Overloaded}, nil
-	case err != nil:
-		return s.notEstablished(req, err)
-	case !created:
-		return CallbackResult{Disposition: callbackDisposition(got.Status), Ref: got.Ref}, nil
-	}
-	s.log.Info("callback accepted", "call", req.Call, "turn", req.Turn, "ticket", got.Ref)
-	return CallbackResult{Disposition: stages.Queued, Ref: got.Ref}, nil
-}

@@ -26,13 +26,10 @@ func (s *Service) ClaimCallback(ctx context.Context, operator string) (Callback,
 	if s.closed.Load() {
 		return Callback{}, ErrClosed
 	}
-	if s.cq != nil {
-		c, err := s.cq.Next(ctx, operator, s.clock.Now())
-		if err == nil {
-			s.log.Info("callback claimed", "ticket", c.Ref, "operator", operator, "attempt", c.Attempt)
-		}
-		return c, err
-	}
+	return s.cbs.claim(ctx, operator)
+}
+
+func (s localCallbacks) claim(ctx context.Context, operator string) (Callback, error) {
 	s.cb.mu.Lock()
 	defer s.cb.mu.Unlock()
 	defer s.refillLocked(ctx)
@@ -77,13 +74,10 @@ func (s *Service) FinishCallback(ctx context.Context, ref string, attempt int, t
 	if len(note) > 1024 {
 		note = note[:1024]
 	}
-	if s.cq != nil {
-		c, err := s.store.Finish(ctx, ref, attempt, to, note, s.clock.Now())
-		if err == nil {
-			s.log.Info("callback finished", "ticket", ref, "status", c.Status, "attempt", c.Attempt)
-		}
-		return c, err
-	}
+	return s.cbs.finish(ctx, ref, attempt, to, note)
+}
+
+func (s localCallbacks) finish(ctx context.Context, ref string, attempt int, to Status, note string) (Callback, error) {
 	s.cb.mu.Lock()
 	defer s.cb.mu.Unlock()
 	c, err := s.store.Finish(ctx, ref, attempt, to, note, s.clock.Now())

@@ -27,8 +27,9 @@ type Service struct {
 	store CallbackStore
 	own   bool // the store was opened by New and is closed by Close
 
-	cbq *claimQueue
-	cb  callbacks
+	cbs callbackQueue // localCallbacks, or fleetCallbacks over cq
+	cbq *claimQueue   // localCallbacks' stage
+	cb  callbacks     // localCallbacks' state
 	hq  *claimQueue
 	ho  handoffs
 
@@ -118,12 +119,13 @@ func New(ctx context.Context, cfg Config, synth Synthesizer, log *slog.Logger, o
 	s.cbq.expiredLocked = s.expireCallbacksLocked
 	s.hq.onExpire = s.handoffsExpired
 	s.hq.expiredLocked = s.handoffsExpiredLocked
-	s.cq, _ = s.store.(CallbackQueue)
-	if s.cq == nil {
-		if err := s.restore(ctx); err != nil {
-			s.Close()
-			return nil, err
-		}
+	s.cbs = localCallbacks{s}
+	if cq, ok := s.store.(CallbackQueue); ok {
+		s.cq, s.cbs = cq, fleetCallbacks{s}
+	}
+	if err := s.cbs.start(ctx); err != nil {
+		s.Close()
+		return nil, err
 	}
 	if s.cq != nil || s.hfq != nil {
 		s.startFleet()
@@ -190,12 +192,7 @@ func (s *Service) Store() CallbackStore { return s.store }
 // Acceptance checks again: room now is not a reservation.
 func (s *Service) Available() []prompt.Kind {
 	var out []prompt.Kind
-	switch {
-	case s.cq != nil:
-		if s.fleet.callbackRoom.Load() {
-			out = append(out, prompt.KindCallback)
-		}
-	case s.cbq.room() && !s.cb.hasBacklog():
+	if s.cbs.room() {
 		out = append(out, prompt.KindCallback)
 	}
 	switch {
