@@ -25,7 +25,10 @@
 // In fleet mode both queues belong to the fleet instead (CallbackQueue,
 // HandoffQueue; Redis Streams in fallback/redisqueue): bounds, order and
 // claims hold for every process at once, and an agent connected to any
-// process works the handoffs of callers held by all of them.
+// process works the handoffs of callers held by all of them. The Service
+// chooses each queue's side once, at New (callbackQueue: localCallbacks or
+// fleetCallbacks; handoffQueue: localHandoffs or fleetHandoffs), and asks
+// it without knowing which.
 //
 // The caller-facing sentences are package fallback/prompt's table, keyed by stage,
 // reason and whether the stage's backend had started; docs/PROMPTS.md is

@@ -59,10 +59,7 @@ func (s *Service) startFleet() {
 }
 
 func (s *Service) fleetLoop(ctx context.Context) {
-	var changed <-chan struct{}
-	if s.hfq != nil {
-		changed = s.hfq.Watch(ctx)
-	}
+	changed := s.hos.watch(ctx)
 	poll := stages.NewTicker(s.clock, fleetPoll)
 	defer poll.Stop()
 	var lastSweep, lastList time.Time
@@ -77,7 +74,7 @@ func (s *Service) fleetLoop(ctx context.Context) {
 			s.fleetSweep(ctx)
 		}
 		s.refreshFleet(ctx)
-		s.reconcileHandoffs(ctx)
+		s.hos.reconcile(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -97,11 +94,7 @@ func (s *Service) fleetSweep(ctx context.Context) {
 	defer cancel()
 	now := s.clock.Now()
 	s.cbs.sweep(ctx, now)
-	if s.hfq != nil {
-		if err := s.hfq.Sweep(ctx, now); err != nil && ctx.Err() == nil {
-			s.log.Warn("handoff queue sweep", "err", err)
-		}
-	}
+	s.hos.sweep(ctx, now)
 }
 
 // refreshFleet updates the offers' room and the stages' snapshots. While
@@ -111,11 +104,7 @@ func (s *Service) refreshFleet(ctx context.Context) {
 	defer cancel()
 	now := s.clock.Now()
 	s.cbs.refresh(ctx, now)
-	if s.hfq != nil {
-		sn, err := s.hfq.Snapshot(ctx, now)
-		storeSnapshot(&s.fleet.handoffSnap, sn, err)
-		s.fleet.handoffRoom.Store(err == nil && sn.Queued < sn.Limits.Waiting)
-	}
+	s.hos.refresh(ctx, now)
 }
 
 // storeSnapshot keeps sn, or while the queue is away the last known
@@ -134,29 +123,20 @@ func storeSnapshot(p *atomic.Pointer[stages.Snapshot], sn stages.Snapshot, err e
 // this process's controller with its waiting list, or in fleet mode the
 // fleet's queue by its counts, as last read from Redis.
 func (s *Service) View(k prompt.Kind) stages.View {
-	switch {
-	case k == prompt.KindCallback:
+	if k == prompt.KindCallback {
 		return s.cbs.view()
-	case s.hfq == nil:
-		return stages.ViewOf(s.hq.c, s.clock)
 	}
-	return stages.ViewFunc(func() stages.Snapshot { return s.Snapshot(k) })
+	return s.hos.view()
 }
 
 // Snapshot reports the callback or the handoff stage for /v1/stages and
 // metrics: this process's stage, or in fleet mode the fleet's queue as last
 // read from it (closed while it cannot be reached).
 func (s *Service) Snapshot(k prompt.Kind) stages.Snapshot {
-	switch {
-	case k == prompt.KindCallback:
+	if k == prompt.KindCallback {
 		return s.cbs.snapshot()
-	case s.hfq != nil:
-		if p := s.fleet.handoffSnap.Load(); p != nil {
-			return *p
-		}
-		return stages.Snapshot{Limits: s.cfg.HandoffLimits()}
 	}
-	return s.hq.c.Snapshot(s.clock.Now())
+	return s.hos.snapshot()
 }
 
 // Fleet reports whether the callback and handoff queues are shared by a

@@ -30,8 +30,9 @@ type Service struct {
 	cbs callbackQueue // localCallbacks, or fleetCallbacks over cq
 	cbq *claimQueue   // localCallbacks' stage
 	cb  callbacks     // localCallbacks' state
-	hq  *claimQueue
-	ho  handoffs
+	hos handoffQueue  // localHandoffs, or fleetHandoffs over hfq
+	hq  *claimQueue   // localHandoffs' stage
+	ho  handoffs      // the callers and agents of this process
 
 	// Fleet mode: the queues are shared by every process and bound
 	// themselves; the local stages above then stay empty.
@@ -119,7 +120,10 @@ func New(ctx context.Context, cfg Config, synth Synthesizer, log *slog.Logger, o
 	s.cbq.expiredLocked = s.expireCallbacksLocked
 	s.hq.onExpire = s.handoffsExpired
 	s.hq.expiredLocked = s.handoffsExpiredLocked
-	s.cbs = localCallbacks{s}
+	s.cbs, s.hos = localCallbacks{s}, localHandoffs{s}
+	if s.hfq != nil {
+		s.hos = fleetHandoffs{s}
+	}
 	if cq, ok := s.store.(CallbackQueue); ok {
 		s.cq, s.cbs = cq, fleetCallbacks{s}
 	}
@@ -157,7 +161,7 @@ func (s *Service) Close() error {
 	s.hq.stop()
 	s.cb.stopTimers()
 	s.ho.closeAgents()
-	s.closeFleetHandoffs()
+	s.hos.close()
 	s.ho.mu.Lock()
 	for _, st := range s.ho.byRef {
 		if st.agent != nil {
@@ -195,12 +199,7 @@ func (s *Service) Available() []prompt.Kind {
 	if s.cbs.room() {
 		out = append(out, prompt.KindCallback)
 	}
-	switch {
-	case s.hfq != nil:
-		if s.fleet.handoffRoom.Load() {
-			out = append(out, prompt.KindHandoff)
-		}
-	case s.hq.room():
+	if s.hos.room() {
 		out = append(out, prompt.KindHandoff)
 	}
 	return out
