@@ -40,3 +40,33 @@ func SpokenAnswer(transcript string) prompt.Kind {
 	}
 	return ""
 }
+
+// Declines reports whether a caller's words turn an offer down: "no
+// thanks", "no thank you", "no". Words that also ask for a fallback ("no,
+// call me back") are not a decline.
+func Declines(transcript string) bool {
+	words := strings.FieldsFunc(strings.ToLower(transcript), func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r == '\'')
+	})
+	if len(words) == 0 || !slices.Contains(words, "no") && !slices.Contains(words, "nope") {
+		return false
+	}
+	for i, w := range words {
+		if w == "callback" || slices.Contains(personWords, w) || (w == "call" || w == "ring") && slices.Contains(words[i+1:], "back") {
+			return false
+		}
+	}
+	return true
+}
+
+// AnswerPhrases are what a caller may say to answer an offer, as JSGF
+// alternatives (words, [optional words], (a | b)): the grammar of the
+// answer recognizer that listens while an offer waits (package
+// session/backend/pocketsphinx, Options.Phrases). Each one SpokenAnswer or
+// Declines takes.
+var AnswerPhrases = []string{
+	"[yes | yes please | okay | please | i would like | i want | i would like to speak to | can i speak to | put me through to | speak to | talk to] " +
+		"(call me back | call back | ring me back | a callback | a person | someone | somebody | a human | an operator | an agent) " +
+		"[please | thanks | thank you]",
+	"no thanks | no thank you | no",
+}

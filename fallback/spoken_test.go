@@ -28,3 +28,24 @@ func TestSpokenAnswer(t *testing.T) {
 		}
 	}
 }
+
+func TestDeclines(t *testing.T) {
+	for text, want := range map[string]bool{
+		"no thanks":             true,
+		"No, thank you.":        true,
+		"no":                    true,
+		"no call me back":       false,
+		"no a person":           false,
+		"yes please":            false,
+		"i know":                false,
+		"":                      false,
+		"nope":                  true,
+		"not now":               false,
+		"call me back":          false,
+		"hello is anyone there": false,
+	} {
+		if got := Declines(text); got != want {
+			t.Errorf("Declines(%q) = %v, want %v", text, got, want)
+		}
+	}
+}

@@ -68,6 +68,7 @@ type Call struct {
 	rotated [4]atomic.Uint64
 
 	jobs  sync.WaitGroup // turn goroutines, until their backends returned
+	ans   callAnswers    // spoken answers to an offer (answer.go)
 	ears  *listener      // caller audio; the reader's own
 	audio audioMeter     // caller audio allowance; the reader's own
 }
@@ -252,6 +253,7 @@ func (c *Call) end(cause error, admitted bool, io *sync.WaitGroup, ioCancel cont
 	io.Go(func() { c.t.Close(status, reason); close(closed) })
 
 	c.jobs.Wait()
+	c.ans.wg.Wait() // (its recognizer ends with c.ctx)
 	if admitted {
 		if _, err := c.s.session.release(c.ctx, c.id); err != nil {
 			c.log.Error("release session", "err", err)
@@ -688,7 +690,9 @@ func (c *Call) turnStages() []*stage {
 // while a reply is being spoken barges in, and speech that ended becomes a
 // speech turn (without a recognizer, caller audio is accepted and ignored).
 func (c *Call) hear(b []byte, admitted bool) {
-	if !admitted || c.s.cfg.Recognizer == nil {
+	// A refused call is heard only while its offer waits for an answer
+	// in words (answer.go).
+	if admitted && c.s.cfg.Recognizer == nil || !admitted && !c.listening() {
 		return
 	}
 	if c.ears == nil {
@@ -707,7 +711,7 @@ func (c *Call) hear(b []byte, admitted bool) {
 		c.badInput(protoErr(CodeBadField, "caller audio: %v", err))
 		return
 	}
-	if start {
+	if start && admitted {
 		c.mu.Lock()
 		speaking := c.speaking != nil && !c.speaking.ended.Load()
 		c.mu.Unlock()
@@ -721,6 +725,9 @@ func (c *Call) hear(b []byte, admitted bool) {
 	now := c.s.cfg.Clock.Now()
 	for i, u := range utts {
 		if len(u.Samples) == 0 {
+			continue
+		}
+		if c.listening() && c.takeAnswer(u, admitted, now.Add(-ago[i])) || !admitted {
 			continue
 		}
 		if pe := c.enqueue(TurnRequest{}, &u, now.Add(-ago[i])); pe != nil {

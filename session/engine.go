@@ -42,6 +42,13 @@ type Config struct {
 	// Recognizer turns speech turns into text (nil: speech turns are
 	// refused with an error message).
 	Recognizer backend.Recognizer
+	// Answers hears a caller's spoken answer to an open offer, outside
+	// the recognition stage (answer.go): a recognizer of the offer's few
+	// answers. nil: answers are heard only in a conversation's turns.
+	Answers backend.Recognizer
+	// AnswerSlots bounds the answers recognized at once (0:
+	// DefaultAnswerSlots).
+	AnswerSlots int
 
 	// Logger (nil: discard). Registry (nil: a new one) receives the
 	// server's metrics and is served on /metrics.
@@ -130,6 +137,7 @@ type Engine struct {
 	obs *observer // turn histograms and the tracer (observe.go)
 
 	session, recognize, model, synth *stage
+	ans                              answerGate // spoken answers to offers (answer.go)
 
 	mu        sync.Mutex
 	extra     []*stage
@@ -187,6 +195,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Fallback == nil {
 		cfg.Fallback = Prompts{}
 	}
+	ans := newAnswerGate(cfg)
 	if cfg.SegmentGrace <= 0 {
 		cfg.SegmentGrace = DefaultSegmentGrace
 	}
@@ -200,7 +209,7 @@ func New(cfg Config) (*Engine, error) {
 		cfg.QueueUpdate = time.Second
 	}
 	cfg.Outbound = cfg.Outbound.withDefaults()
-	s := &Engine{cfg: cfg, log: cfg.Logger, reg: cfg.Registry, calls: map[*Call]struct{}{}, byName: map[string]int{}}
+	s := &Engine{cfg: cfg, log: cfg.Logger, reg: cfg.Registry, calls: map[*Call]struct{}{}, byName: map[string]int{}, ans: ans}
 	s.m = newMetrics(s.reg)
 	s.obs = newObserver(cfg.TracerProvider, s.reg)
 	s.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "frontdoor_model_first_sentence_seconds",

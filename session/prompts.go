@@ -82,6 +82,10 @@ type Fallback interface {
 	// answers the call's open offer ("a person, please"), it returns the
 	// answer, which the call gives to Message instead of the model.
 	SpokenAnswer(call, transcript string) (ClientEvent, bool)
+	// Listening reports whether the call's offer waits for an answer in
+	// words: the call's utterances then go to the answer recognizer
+	// (Config.Answers) first, and for a refused call are heard at all.
+	Listening(call string) bool
 	// CallEnded tells a Fallback that keeps per-call state that the call
 	// has ended.
 	CallEnded(call string)
@@ -105,6 +109,9 @@ func (Prompts) SpeaksPrompts() bool { return false }
 
 // SpokenAnswer implements Fallback: Prompts offers nothing to answer.
 func (Prompts) SpokenAnswer(string, string) (ClientEvent, bool) { return ClientEvent{}, false }
+
+// Listening implements Fallback: Prompts offers nothing to answer.
+func (Prompts) Listening(string) bool { return false }
 
 // CallEnded implements Fallback: Prompts keeps no state.
 func (Prompts) CallEnded(string) {}

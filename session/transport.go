@@ -81,6 +81,11 @@ type Capabilities struct {
 	// is the keypad's answer in words, with the keypad's consent and
 	// bounds.
 	Answer func(ctx context.Context, transcript string) (ClientEvent, bool)
+	// Listening, when set with Answer, reports whether the transport's
+	// menu waits for an answer in words (the Fallback's Listening is
+	// asked otherwise): the call's utterances then go to the answer
+	// recognizer first (answer.go).
+	Listening func() bool
 }
 
 // closeGrace bounds the close handshake of a call ended for a policy

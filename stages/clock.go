@@ -1,193 +1,40 @@
 package stages
 
 import (
-	"sync"
 	"time"
+
+	"github.com/frontdoorhq/frontdoor/media/clock"
 )
 
-// Clock is the source of time for a Dispatcher and for everything that
-// waits on its behalf (the session layer, the fallback service). Tests
-// substitute a manual clock (see package stagestest) so that expiry and
-// every other timeout are deterministic.
-type Clock interface {
-	Now() time.Time
-	// AfterFunc calls f in its own goroutine once d has elapsed.
-	AfterFunc(d time.Duration, f func()) Timer
-}
+// Clock is the source of time for a Dispatcher and everything that waits on
+// its behalf: package clock's, under the name this package's API uses.
+type Clock = clock.Clock
 
-// Timer is a pending AfterFunc call: Stop prevents the call if it has not
-// started, and reports whether it did. It is an unnamed interface type, so
-// that session/backend, which does not import stages, declares a Clock with
-// the same methods and takes a stages.Clock as it is.
-type Timer = interface{ Stop() bool }
+// Timer is a pending AfterFunc call (clock.Timer).
+type Timer = clock.Timer
 
-// SystemClock is the wall clock, through package time.
-var SystemClock Clock = systemClock{}
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
-
-func (systemClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+// SystemClock is the wall clock (clock.System).
+var SystemClock Clock = clock.System
 
 // Since returns the time elapsed on c since t.
-func Since(c Clock, t time.Time) time.Duration { return c.Now().Sub(t) }
+func Since(c Clock, t time.Time) time.Duration { return clock.Since(c, t) }
 
-// ChanTimer is time.Timer on a Clock, for code that selects: C receives
-// once, when a duration has elapsed on the clock.
-type ChanTimer struct {
-	// C receives the clock's time when the timer fires. It has room for one
-	// value, so a timer nobody reads does not hold up the clock.
-	C     <-chan time.Time
-	c     chan time.Time
-	clock Clock
-	t     Timer
-}
+// ChanTimer is clock.ChanTimer.
+type ChanTimer = clock.ChanTimer
 
-// NewTimer returns a ChanTimer that fires once d has elapsed on c.
-func NewTimer(c Clock, d time.Duration) *ChanTimer {
-	t := &ChanTimer{clock: c}
-	t.Reset(d)
-	return t
-}
+// Ticker is clock.Ticker.
+type Ticker = clock.Ticker
 
-// Stop prevents the timer from firing; it reports whether it did. A value
-// already in C stays there, as with time.Timer.
-func (t *ChanTimer) Stop() bool {
-	if t.t == nil {
-		return false
-	}
-	return t.t.Stop()
-}
+// NewTimer is clock.NewTimer.
+func NewTimer(c Clock, d time.Duration) *ChanTimer { return clock.NewTimer(c, d) }
 
-// Reset stops the timer, drops a value not yet received from C, and arms it
-// to fire once d has elapsed.
-func (t *ChanTimer) Reset(d time.Duration) {
-	t.Stop()
-	t.drain()
-	if r, ok := t.t.(resetter); ok {
-		r.Reset(d) // the clock's timer is rearmed: no timer or closure per Reset
-		return
-	}
-	ch, clock := t.c, t.clock
-	t.t = clock.AfterFunc(d, func() {
-		select {
-		case ch <- clock.Now():
-		default:
-		}
-	})
-}
+// NewTimerAt is clock.NewTimerAt.
+func NewTimerAt(c Clock, deadline time.Time) *ChanTimer { return clock.NewTimerAt(c, deadline) }
 
-// ResetAt is Reset to fire at deadline rather than after a duration; it
-// reports false, with the timer stopped and C drained, if deadline has
-// passed. The clock's timers take a duration, read against the clock once
-// more as the timer is armed; a clock that moved in between (a preempted
-// goroutine, a test's manual clock advanced meanwhile) would fire it late
-// by as much, so it is armed again from a new reading until the reading
-// held still across the arming.
-func (t *ChanTimer) ResetAt(deadline time.Time) bool {
-	for {
-		now := t.clock.Now()
-		wait := deadline.Sub(now)
-		if wait <= 0 {
-			t.Stop()
-			t.drain()
-			return false
-		}
-		t.Reset(wait)
-		if t.clock.Now().Sub(now) < armSlack {
-			return true
-		}
-	}
-}
-
-// NewTimerAt returns a ChanTimer that fires at deadline on c (at once, if
-// deadline has passed); see ResetAt.
-func NewTimerAt(c Clock, deadline time.Time) *ChanTimer {
-	t := &ChanTimer{clock: c}
-	if !t.ResetAt(deadline) {
-		t.c <- c.Now()
-	}
-	return t
-}
-
-// AfterFuncAt calls f in its own goroutine at deadline on c (at once, if
-// it has passed), armed as ResetAt arms a ChanTimer: never later than the
-// deadline by more than the clock moved while it was armed.
+// AfterFuncAt is clock.AfterFuncAt.
 func AfterFuncAt(c Clock, deadline time.Time, f func()) Timer {
-	for {
-		now := c.Now()
-		t := c.AfterFunc(max(deadline.Sub(now), 0), f)
-		if c.Now().Sub(now) < armSlack || !t.Stop() {
-			return t // armed from a reading that held, or f is under way
-		}
-	}
+	return clock.AfterFuncAt(c, deadline, f)
 }
 
-// armSlack is how far the clock may move while a timer is armed before it
-// is armed again: less than any deadline here needs to be kept to.
-const armSlack = time.Millisecond
-
-// drain makes C, if it is not yet made, and empties it.
-func (t *ChanTimer) drain() {
-	if t.c == nil {
-		t.c = make(chan time.Time, 1)
-		t.C = t.c
-	}
-	select {
-	case <-t.c:
-	default:
-	}
-}
-
-// resetter is a Timer that can be armed again for its function, as
-// *time.Timer (SystemClock's) can.
-type resetter interface{ Reset(d time.Duration) bool }
-
-// Ticker is time.Ticker on a Clock: C receives the clock's time every
-// period until Stop; a receiver that falls behind misses ticks.
-type Ticker struct {
-	C <-chan time.Time
-
-	c      chan time.Time
-	clock  Clock
-	period time.Duration
-
-	mu      sync.Mutex
-	t       Timer
-	stopped bool
-}
-
-// NewTicker returns a Ticker on c; period must be positive.
-func NewTicker(c Clock, period time.Duration) *Ticker {
-	if period <= 0 {
-		panic("stages: non-positive Ticker period")
-	}
-	ch := make(chan time.Time, 1)
-	t := &Ticker{C: ch, c: ch, clock: c, period: period}
-	t.mu.Lock()
-	t.t = c.AfterFunc(period, t.tick)
-	t.mu.Unlock()
-	return t
-}
-
-func (t *Ticker) tick() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.stopped {
-		return
-	}
-	select {
-	case t.c <- t.clock.Now():
-	default:
-	}
-	t.t = t.clock.AfterFunc(t.period, t.tick)
-}
-
-// Stop ends the ticks; it is safe to call more than once.
-func (t *Ticker) Stop() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.stopped = true
-	t.t.Stop()
-}
+// NewTicker is clock.NewTicker.
+func NewTicker(c Clock, period time.Duration) *Ticker { return clock.NewTicker(c, period) }

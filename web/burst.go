@@ -130,7 +130,7 @@ func (b *bursts) post(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), b.opts.MaxDuration)
 	b.cancel = cancel
-	b.st = BurstStatus{ID: b.st.ID + 1, Running: true, Burst: req, Started: time.Now()}
+	b.st = BurstStatus{ID: b.st.ID + 1, Running: true, Burst: req, Started: b.opts.Clock.Now()}
 	id := b.st.ID
 	b.wg.Add(1)
 	go b.run(ctx, cancel, id, req)
@@ -149,7 +149,7 @@ func (b *bursts) run(ctx context.Context, cancel context.CancelFunc, id int, req
 		}
 	}
 	report, err := b.opts.Burster.Burst(ctx, req, progress)
-	now := time.Now()
+	now := b.opts.Clock.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.st.ID != id {

@@ -104,6 +104,9 @@ func (f *offerFallback) SpokenAnswer(string, string) (session.ClientEvent, bool)
 	return session.ClientEvent{}, false
 }
 
+// Listening implements session.Fallback: this one takes no answer in words.
+func (f *offerFallback) Listening(string) bool { return false }
+
 // CallEnded implements session.Fallback.
 func (f *offerFallback) CallEnded(call string) {
 	f.mu.Lock()

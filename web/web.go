@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/frontdoorhq/frontdoor/media/clock"
 )
 
 //go:embed static
@@ -25,6 +27,8 @@ type Options struct {
 	MaxDuration time.Duration
 	// Logger (nil: discard).
 	Logger *slog.Logger
+	// Clock stamps a burst's start and end (nil: clock.System).
+	Clock clock.Clock
 }
 
 func (o Options) withDefaults() Options {
@@ -43,6 +47,7 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	o.Clock = clock.Or(o.Clock)
 	return o
 }
 

@@ -197,6 +197,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// One clock for the engine and the backends' timers.
 	clock := stages.SystemClock
 	bc.Clock = clock
+	bc.AnswerPhrases = fallback.AnswerPhrases
 	be, err := backends.New(bc, reg)
 	if err != nil {
 		return err
@@ -268,6 +269,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		SegmentGrace:   set.segmentGrace,
 		Pace:           set.pace,
 		ModelBackend:   be.Model, Synthesizer: be.Synthesizer, Recognizer: be.Recognizer,
+		Answers:        be.Answers,
 		Logger:         log,
 		Clock:          clock,
 		Registry:       reg,

@@ -210,7 +210,7 @@ func (s *sipSettings) start(ctx context.Context, e *session.Engine, prompts *tel
 	cfg.Handler = telephony.NewSIPHandler(e, telephony.SIPConfig{Logger: log, Prompts: prompts, MediaTimeout: s.mediaTimeout, Admit: s.admit})
 	cfg.Busy = sipBusy(e, s.overload503)
 	// One clock for nonces, the RTP's arrival and the media timeout.
-	cfg.Now = e.Clock().Now
+	cfg.Clock = e.Clock()
 	srv, err := sip.Listen(context.WithoutCancel(ctx), s.listen, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("-sip-listen %s: %w", s.listen, err)

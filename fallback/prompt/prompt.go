@@ -32,6 +32,17 @@ const (
 	StageSynthesis = "synthesis"
 	StageCallback  = "callback"
 	StageHandoff   = "handoff"
+	// StageOffer is the offer itself, answered in words: an answer
+	// not understood, declined, or one that cannot be taken by voice.
+	StageOffer = "offer"
+)
+
+// Reasons of StageOffer's prompts.
+const (
+	ReasonUnheard    = "unheard"    // an answer not understood: the offer is made again, once
+	ReasonUnanswered = "unanswered" // still not understood: nothing is arranged and the call ends
+	ReasonDeclined   = "declined"   // "no thanks": nothing is arranged
+	ReasonNoNumber   = "no-number"  // "call me back" without a number to call
 )
 
 // ReasonFailed is the Prompt.Reason when a fallback could not be established
@@ -137,6 +148,11 @@ var table = []entry{
 	{StageHandoff, "expired", false, "I am sorry, no one was free to take your call in time, so I have stopped looking.", callbackOnly, tryLater},
 	{StageHandoff, "closed", false, "Transfers to a person are temporarily unavailable.", callbackOnly, tryLater},
 	{StageHandoff, ReasonFailed, false, "Something went wrong on our side and I could not find you a person.", callbackOnly, tryLater},
+
+	{StageOffer, ReasonUnheard, false, "I am sorry, I did not understand your answer.", both, ""},
+	{StageOffer, ReasonUnanswered, false, "I am sorry, I still did not understand, so I have not arranged anything.", nil, tryLater},
+	{StageOffer, ReasonDeclined, false, "All right, I have not arranged anything.", nil, ""},
+	{StageOffer, ReasonNoNumber, false, "I cannot book a callback from what you said, because I have no number to call you back on. You can enter your number instead.", handoffOnly, ""},
 }
 
 // partial is the table for replies the caller heard part of before the

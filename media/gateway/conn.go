@@ -8,15 +8,16 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/media"
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/media/pace"
 	"github.com/frontdoorhq/frontdoor/media/pcm"
 )
 
 // Options configure a Conn. Zero values take the defaults noted.
 type Options struct {
-	WriteTimeout time.Duration    // per outbound message; default 5 s
-	MaxBuffered  time.Duration    // outbound audio that may wait in the pacer; default 60 s
-	Now          func() time.Time // the Tracker's clock; default time.Now
+	WriteTimeout time.Duration // per outbound message; default 5 s
+	MaxBuffered  time.Duration // outbound audio that may wait in the pacer; default 60 s
+	Clock        clock.Clock   // paces frames and tells what was heard; default clock.System
 }
 
 // Internal pacer marks bracket each utterance's audio so the sender knows
@@ -68,16 +69,13 @@ func NewConn(link Link, codec Codec, opts Options) *Conn {
 	if opts.MaxBuffered <= 0 {
 		opts.MaxBuffered = time.Minute
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
 	caps := codec.Capabilities()
 	if caps.FrameDuration <= 0 {
 		caps.FrameDuration = media.FrameDuration
 	}
 	return &Conn{
 		link: link, codec: codec, caps: caps, opts: opts,
-		tracker: NewTrackerClock(opts.Now), started: make(chan struct{}),
+		tracker: NewTracker(opts.Clock), started: make(chan struct{}),
 	}
 }
 
@@ -143,6 +141,7 @@ func (c *Conn) begin(s *Start) {
 		Period:      c.frame,
 		Fill:        Silence(f),
 		MaxBuffered: f.BytesPer(c.opts.MaxBuffered),
+		Clock:       c.opts.Clock,
 	})
 	close(c.started)
 }

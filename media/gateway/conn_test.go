@@ -180,13 +180,13 @@ func TestSendPCMResamples(t *testing.T) {
 }
 
 func TestDropPending(t *testing.T) {
-	now := time.Unix(0, 0)
-	tr := NewTrackerClock(func() time.Time { return now })
+	c := &fakeClock{t: time.Unix(0, 0)}
+	tr := NewTracker(c)
 	for range 10 {
 		tr.Sent("u", 20*time.Millisecond)
 	}
 	name := tr.Mark("u", true)
-	now = now.Add(100 * time.Millisecond)
+	c.advance(100 * time.Millisecond)
 	p := tr.Clear()
 	if len(p) != 1 || !p[0].Cleared || p[0].Done || p[0].Played != 100*time.Millisecond {
 		t.Fatalf("Clear = %+v", p)

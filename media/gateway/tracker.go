@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/frontdoorhq/frontdoor/media/clock"
 )
 
 // maxLive bounds the utterances a Tracker remembers when a gateway never
@@ -59,12 +61,11 @@ type Tracker struct {
 	seq      int
 }
 
-// NewTracker returns a Tracker using the wall clock.
-func NewTracker() *Tracker { return NewTrackerClock(time.Now) }
-
-// NewTrackerClock returns a Tracker that reads time from now (for tests).
-func NewTrackerClock(now func() time.Time) *Tracker {
-	return &Tracker{now: now, utts: map[string]*utterance{}, marks: map[string]pendingMark{}}
+// NewTracker returns a Tracker reading time from c (clock.System when nil):
+// the clock of the call's writer, so that what was heard is told on the
+// same time as what was sent.
+func NewTracker(c clock.Clock) *Tracker {
+	return &Tracker{now: clock.Or(c).Now, utts: map[string]*utterance{}, marks: map[string]pendingMark{}}
 }
 
 func (t *Tracker) get(id string) *utterance {

@@ -3,12 +3,19 @@ package gateway
 import (
 	"testing"
 	"time"
+
+	"github.com/frontdoorhq/frontdoor/media/clock"
 )
 
+// fakeClock is a clock.Clock a test moves by hand; a Tracker arms no timers.
 type fakeClock struct{ t time.Time }
 
-func (c *fakeClock) now() time.Time          { return c.t }
+func (c *fakeClock) Now() time.Time          { return c.t }
 func (c *fakeClock) advance(d time.Duration) { c.t = c.t.Add(d) }
+
+func (c *fakeClock) AfterFunc(time.Duration, func()) clock.Timer {
+	panic("a Tracker arms no timers")
+}
 
 const ms = time.Millisecond
 
@@ -22,7 +29,7 @@ func sendPaced(tr *Tracker, c *fakeClock, id string, n int) {
 
 func TestTrackerPlayedFully(t *testing.T) {
 	c := &fakeClock{t: time.Unix(0, 0)}
-	tr := NewTrackerClock(c.now)
+	tr := NewTracker(c)
 	sendPaced(tr, c, "u1", 50)
 	name := tr.Mark("u1", true)
 	p, ok := tr.Echo(name)
@@ -39,7 +46,7 @@ func TestTrackerPlayedFully(t *testing.T) {
 
 func TestTrackerClearMidUtterance(t *testing.T) {
 	c := &fakeClock{t: time.Unix(0, 0)}
-	tr := NewTrackerClock(c.now)
+	tr := NewTracker(c)
 	sendPaced(tr, c, "u1", 10) // 200 ms, played
 	n1 := tr.Mark("u1", true)
 	tr.Echo(n1)
@@ -65,7 +72,7 @@ func TestTrackerClearMidUtterance(t *testing.T) {
 // the utterance's end had not gone out: the clear cut it, at what was sent.
 func TestTrackerClearBehindRealTime(t *testing.T) {
 	c := &fakeClock{t: time.Unix(0, 0)}
-	tr := NewTrackerClock(c.now)
+	tr := NewTracker(c)
 	for range 10 { // 200 ms of audio over 400 ms
 		tr.Sent("u1", 20*ms)
 		c.advance(40 * ms)
@@ -78,7 +85,7 @@ func TestTrackerClearBehindRealTime(t *testing.T) {
 
 func TestTrackerQueuedBehindPlaying(t *testing.T) {
 	c := &fakeClock{t: time.Unix(0, 0)}
-	tr := NewTrackerClock(c.now)
+	tr := NewTracker(c)
 	// 400 ms of u1 and 400 ms of u2 arrive at once: u2 plays after u1.
 	for range 20 {
 		tr.Sent("u1", 20*ms)
@@ -101,7 +108,7 @@ func TestTrackerQueuedBehindPlaying(t *testing.T) {
 }
 
 func TestTrackerBounded(t *testing.T) {
-	tr := NewTracker()
+	tr := NewTracker(nil)
 	for i := range 1000 {
 		id := "u" + string(rune('a'+i%26)) + time.Duration(i).String()
 		tr.Sent(id, 20*ms)

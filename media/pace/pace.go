@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/frontdoorhq/frontdoor/media/clock"
 )
 
 // ErrFull reports a Write that would queue more than Config.MaxBuffered bytes.
@@ -22,6 +24,8 @@ type Config struct {
 	// "now"; default 5 periods. Catch-up is what keeps the stream from
 	// drifting; the bound is what keeps it from bursting.
 	MaxLag time.Duration
+	// Clock times the frames; clock.System when nil.
+	Clock clock.Clock
 }
 
 // Event is one thing the pacer releases: a frame of audio or a mark that was
@@ -224,7 +228,8 @@ func (p *Pacer) pop(buf []byte, wantMark bool) (gen uint64, ok bool) {
 // once at a time.
 func (p *Pacer) Run(ctx context.Context, emit func(Event) error) error {
 	buf := make([]byte, p.cfg.FrameBytes)
-	timer := time.NewTimer(time.Hour)
+	clk := clock.Or(p.cfg.Clock)
+	timer := clock.NewTimer(clk, time.Hour)
 	defer timer.Stop()
 	var next time.Time // due time of the next frame
 	idle := true       // the queue ran dry: resume no earlier than now, without catching up
@@ -233,7 +238,7 @@ func (p *Pacer) Run(ctx context.Context, emit func(Event) error) error {
 		switch {
 		case isMark:
 			if gen, ok := p.pop(nil, true); ok {
-				if err := emit(Event{Mark: mark, Due: time.Now(), Gen: gen}); err != nil {
+				if err := emit(Event{Mark: mark, Due: clk.Now(), Gen: gen}); err != nil {
 					return err
 				}
 			}
@@ -247,7 +252,7 @@ func (p *Pacer) Run(ctx context.Context, emit func(Event) error) error {
 			}
 			continue
 		}
-		now := time.Now()
+		now := clk.Now()
 		if (idle && next.Before(now)) || now.Sub(next) > p.cfg.MaxLag {
 			next = now
 		}
@@ -264,7 +269,7 @@ func (p *Pacer) Run(ctx context.Context, emit func(Event) error) error {
 		if !ok {
 			continue // cleared while waiting
 		}
-		late := time.Since(next)
+		late := clock.Since(clk, next)
 		p.mu.Lock()
 		p.stats.add(late)
 		p.mu.Unlock()

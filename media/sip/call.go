@@ -13,6 +13,8 @@ import (
 
 	"github.com/emiago/sipgo"
 	sipmsg "github.com/emiago/sipgo/sip"
+
+	"github.com/frontdoorhq/frontdoor/media/clock"
 )
 
 // Why a call ended, as Call.Err reports it.
@@ -254,16 +256,16 @@ func (c *Call) Answer(ctx context.Context) (*Media, error) {
 	}
 	c.state, c.answered, c.answer = answered, true, sdp
 	c.media = newMedia(conn, offer.Addr, codec, offer.EventPT, mediaPeer{
-		signal: c.Source.Addr(), now: c.srv.cfg.Now, count: &c.srv.count,
+		signal: c.Source.Addr(), now: c.srv.cfg.Clock.Now, count: &c.srv.count,
 	}, c.srv.log.With("call_id", c.CallID))
 	m := c.media
 	c.mu.Unlock()
 
 	// The answer is retransmitted until the ACK (RFC 3261 section 13.3.1.4).
 	wait := sipmsg.T1
-	timer := time.NewTimer(wait)
+	timer := clock.NewTimer(clock.System, wait)
 	defer timer.Stop()
-	deadline := time.NewTimer(64 * sipmsg.T1)
+	deadline := clock.NewTimer(clock.System, 64*sipmsg.T1)
 	defer deadline.Stop()
 	for {
 		select {

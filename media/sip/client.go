@@ -11,10 +11,11 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/emiago/sipgo"
 	sipmsg "github.com/emiago/sipgo/sip"
+
+	"github.com/frontdoorhq/frontdoor/media/clock"
 )
 
 // DialConfig configures Dial, the client side: synthetic calls for tests
@@ -202,7 +203,7 @@ func (o *Outgoing) invite(ctx context.Context, dlgUA *sipgo.DialogUA, target sip
 	wctx, stop := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer stop(nil)
 	unwatch := context.AfterFunc(ctx, func() {
-		t := time.NewTimer(cancelGrace)
+		t := clock.NewTimer(clock.System, cancelGrace)
 		defer t.Stop()
 		select {
 		case <-provisional:

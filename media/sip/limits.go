@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/frontdoorhq/frontdoor/media/clock"
 )
 
 // Stats counts what the server refused or dropped to stay up, since it
@@ -107,7 +109,7 @@ func (l *tcpLimiter) Accept() (net.Conn, error) {
 			if errors.Is(err, net.ErrClosed) || l.ctx.Err() != nil {
 				return nil, err
 			}
-			t := time.NewTimer(backoff)
+			t := clock.NewTimer(clock.System, backoff)
 			select {
 			case <-t.C:
 			case <-l.ctx.Done():
@@ -165,7 +167,7 @@ type limitedConn struct {
 // unless a call runs over it, whose BYE may come much later.
 func (c *limitedConn) Read(b []byte) (int, error) {
 	for {
-		_ = c.SetReadDeadline(time.Now().Add(c.l.idle))
+		_ = c.SetReadDeadline(clock.Wall(c.l.idle))
 		n, err := c.TCPConn.Read(b)
 		if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
 			return n, err

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/media/g711"
 	"github.com/frontdoorhq/frontdoor/media/pace"
 	"github.com/pion/rtp"
@@ -115,7 +116,7 @@ type mediaPeer struct {
 	// SDP names another address (a private one behind NAT) may latch
 	// RTP from that host (symmetric RTP).
 	signal netip.Addr
-	now    func() time.Time // stamps LastHeard; nil: time.Now
+	now    func() time.Time // stamps LastHeard; nil: clock.System's
 	count  *counters        // the server's, also counted; may be nil
 }
 
@@ -124,7 +125,7 @@ type mediaPeer struct {
 func newMedia(conn *net.UDPConn, remote netip.AddrPort, codec Codec, eventPT int, peer mediaPeer, log *slog.Logger) *Media {
 	ctx, cancel := context.WithCancel(context.Background())
 	if peer.now == nil {
-		peer.now = time.Now
+		peer.now = clock.System.Now
 	}
 	peer.signal = peer.signal.Unmap()
 	m := &Media{
@@ -142,7 +143,7 @@ func newMedia(conn *net.UDPConn, remote netip.AddrPort, codec Codec, eventPT int
 		seq:     uint16(rand.Uint32()),
 		ssrc:    rand.Uint32(),
 		tsBase:  rand.Uint32(),
-		start:   time.Now(),
+		start:   clock.System.Now(), // RTP timestamps keep real time
 		drains:  map[string]chan struct{}{},
 	}
 	if peer.trusted || m.remote.Addr() == peer.signal {
@@ -172,7 +173,7 @@ func (m *Media) close() {
 	m.closeOnce.Do(func() {
 		close(m.done)
 		m.cancel()
-		_ = m.conn.SetReadDeadline(time.Now().Add(closeLinger))
+		_ = m.conn.SetReadDeadline(clock.Wall(closeLinger))
 		m.wg.Wait()
 		m.conn.Close()
 		m.drainMu.Lock()
@@ -542,9 +543,9 @@ func (m *Media) SendDigit(ctx context.Context, digit rune, length time.Duration)
 	if m.ended() {
 		return ErrEnded
 	}
-	ts := m.tsBase + uint32(time.Since(m.start)/(time.Second/8000))
+	ts := m.tsBase + uint32(clock.Since(clock.System, m.start)/(time.Second/8000))
 	steps := int(length / framePeriod)
-	tick := time.NewTicker(framePeriod)
+	tick := clock.NewTicker(clock.System, framePeriod)
 	defer tick.Stop()
 	send := func(i int, end bool) {
 		dur := uint16(min(i*frameSamples, 0xffff))

@@ -14,6 +14,8 @@ import (
 
 	"github.com/emiago/sipgo"
 	sipmsg "github.com/emiago/sipgo/sip"
+
+	"github.com/frontdoorhq/frontdoor/media/clock"
 )
 
 // ErrConfig reports a Config that Listen cannot serve.
@@ -101,10 +103,12 @@ type Config struct {
 	MaxNonces int
 	UserAgent string       // the User-Agent and Server header; default "frontdoor"
 	Logger    *slog.Logger // default: discard
-	// Now tells nonces' age and when a call's RTP last arrived
+	// Clock tells nonces' age and when a call's RTP last arrived
 	// (Media.LastHeard); give it the clock of the Handler's timers.
-	// Default time.Now.
-	Now func() time.Time
+	// Default clock.System. The protocol's own timers (retransmissions,
+	// RTP's pace) run on clock.System whatever this is: the peer at the
+	// other end keeps real time.
+	Clock clock.Clock
 }
 
 // allowed is the Allow header of 200 OK and OPTIONS answers.
@@ -168,9 +172,7 @@ func Listen(ctx context.Context, addr string, cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
+	cfg.Clock = clock.Or(cfg.Clock)
 	if cfg.RetryAfter < time.Second {
 		cfg.RetryAfter = 5 * time.Second
 	}
@@ -204,7 +206,7 @@ func Listen(ctx context.Context, addr string, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("%w: TenantSource %d", ErrConfig, cfg.Tenant)
 	}
 	if cfg.Auth != nil {
-		if s.auth, err = newAuthenticator(cfg.Auth, cfg.Now, cfg.MaxNonces); err != nil {
+		if s.auth, err = newAuthenticator(cfg.Auth, cfg.Clock.Now, cfg.MaxNonces); err != nil {
 			return nil, err
 		}
 	}
@@ -343,7 +345,7 @@ func (s *Server) Close() error {
 // waitServing waits until sipgo serves the UDP socket at addr, so that
 // requests can be sent from it.
 func waitServing(ctx context.Context, ua *sipgo.UserAgent, addr netip.AddrPort) error {
-	tick := time.NewTicker(time.Millisecond)
+	tick := clock.NewTicker(clock.System, time.Millisecond)
 	defer tick.Stop()
 	for {
 		if c, err := ua.TransportLayer().GetConnection("udp", addr.String()); err == nil && c != nil {

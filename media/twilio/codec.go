@@ -11,7 +11,7 @@ import (
 // Codec is Twilio's (or Telnyx's) dialect as a gateway.Codec, so that a
 // gateway.Conn, gatewaytest and everything else written for the other
 // gateways serve Twilio-family streams too. It is a thin layer over Decode,
-// Encode, EncodeOutbound and DecodeOutbound; Conn, above, is unchanged.
+// Encode, EncodeOutbound and DecodeOutbound; /v1/twilio runs on it.
 type Codec struct{ Dialect Dialect }
 
 // Name returns "twilio" or "telnyx".

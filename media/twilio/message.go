@@ -87,9 +87,6 @@ type Message struct {
 	Mark           *Mark
 	Stop           *Stop
 	Error          *GatewayError
-	// Progress is set by Conn.Read on a mark echo it issued: what the caller
-	// heard of that mark's utterance. Decode leaves it nil.
-	Progress *Progress
 }
 
 // Connected is the first message of a stream.

@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/frontdoorhq/frontdoor/media/clock"
 )
 
 // ServerLimits are the HTTP server's timeouts and sizes.
@@ -207,7 +209,7 @@ func (l *Listener) admit(c net.Conn) *conn {
 		// cannot wait on a client that does not read. The deadline is
 		// the kernel's, on the wall clock (net.Conn takes no other), not
 		// the engine's.
-		_ = c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		_ = c.SetWriteDeadline(clock.Wall(100 * time.Millisecond))
 		_, _ = c.Write([]byte(answer))
 		_ = c.Close()
 		return nil
@@ -258,7 +260,7 @@ func (c *conn) Read(b []byte) (int, error) {
 		c.mu.Lock()
 		// A socket deadline: the poller holds it on the wall clock, as
 		// net/http's own deadlines are, so it is read from there.
-		d := time.Now().Add(c.idle)
+		d := clock.Wall(c.idle)
 		if !c.deadline.IsZero() && c.deadline.Before(d) {
 			d = c.deadline
 		}

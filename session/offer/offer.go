@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
 	"sync"
 	"time"
 
@@ -33,6 +32,10 @@ type Offers struct {
 
 type offerState struct {
 	turn     string
+	said     string // the turn its prompts are spoken for ("" for the session's)
+	session  bool   // a refusal of the call: no conversation, the call ends after
+	at       time.Time
+	misses   int // answers in words not understood (answers.go)
 	kinds    []prompt.Kind
 	answered chan struct{}     // closed once an answer reached a final outcome
 	handoff  *fallback.Handoff // the handoff asked for (under Offers.mu), for the keypad menu to withdraw
@@ -92,7 +95,8 @@ func (o *Offers) Refused(ctx context.Context, r session.Refusal, out session.Sen
 	if turn == "" {
 		turn = r.Stage // the session stage's refusal: one per call
 	}
-	st := &offerState{turn: turn, kinds: p.Offer, answered: make(chan struct{})}
+	st := &offerState{turn: turn, said: r.Turn, session: r.Stage == session.StageSession, at: o.svc.Clock().Now(),
+		kinds: p.Offer, answered: make(chan struct{})}
 	o.mu.Lock()
 	o.calls[r.Call] = st
 	o.mu.Unlock()
@@ -157,8 +161,18 @@ func (o *Offers) speak(ctx context.Context, turn string, pm *session.PromptMsg, 
 	_ = out.SendAudio(ctx, turn, pm, backend.Audio(a))
 }
 
-// Message implements session.Fallback: `callback` {consent, number} and `handoff` {}.
+// Message implements session.Fallback: `callback` {consent, number},
+// `handoff` {} and `decline` {}, and the misses SpokenAnswer returns
+// (session.EventUnanswered).
 func (o *Offers) Message(ctx context.Context, call string, ev session.ClientEvent, out session.Sender) bool {
+	if ev.Kind == session.EventUnanswered {
+		o.missed(ctx, call, ev.Type, out)
+		return true
+	}
+	if ev.Type == typeDecline {
+		o.decline(ctx, call, out)
+		return true
+	}
 	if ev.Type != string(prompt.KindCallback) && ev.Type != string(prompt.KindHandoff) {
 		return false
 	}
@@ -253,30 +267,6 @@ func (o *Offers) Message(ctx context.Context, call string, ev session.ClientEven
 		})
 	}
 	return true
-}
-
-// SpokenAnswer implements session.Fallback. It turns a transcript that asks for a person ("a person
-// please") into the `handoff` answer to the call's open offer of one. Only
-// a person can be asked for in words here: a callback needs a number, which
-// a browser caller gives in its `callback` message (a phone caller's keypad
-// menu takes "call me back": package session/telephony).
-func (o *Offers) SpokenAnswer(call, transcript string) (session.ClientEvent, bool) {
-	if fallback.SpokenAnswer(transcript) != prompt.KindHandoff {
-		return session.ClientEvent{}, false
-	}
-	o.mu.Lock()
-	st := o.calls[call]
-	asked := st != nil && st.handoff != nil
-	o.mu.Unlock()
-	if st == nil || asked || !slices.Contains(st.kinds, prompt.KindHandoff) {
-		return session.ClientEvent{}, false
-	}
-	select {
-	case <-st.answered:
-		return session.ClientEvent{}, false
-	default:
-	}
-	return session.ClientEvent{Kind: session.EventOther, Type: string(prompt.KindHandoff), Data: []byte(`{"type":"handoff","spoken":true}`)}, true
 }
 
 // SpeaksPrompts implements session.Fallback: Offers renders prompt audio.

@@ -242,9 +242,9 @@ func sameSecret(got, want string) bool {
 // set, is pinged for the heartbeat.
 func (h *GatewayHandler) serve(ctx context.Context, link gateway.Link, codec gateway.Codec, authorized bool,
 	closeWith func(websocket.StatusCode, string), ws *websocket.Conn) {
-	conn := gateway.NewConn(link, codec, gateway.Options{Now: h.e.Clock().Now})
+	conn := gateway.NewConn(link, codec, gateway.Options{Clock: h.e.Clock()})
 	l := &gatewayLine{conn: conn, e: h.e, dialect: h.dialect, log: h.log, closeWith: closeWith}
-	start, err := h.start(ctx, l)
+	start, err := readStart(ctx, l, h.cfg.StartTimeout)
 	if err != nil {
 		h.log.Info(h.dialect+": no stream", "err", err)
 		_ = link.Close()
@@ -262,27 +262,35 @@ func (h *GatewayHandler) serve(ctx context.Context, link gateway.Link, codec gat
 	}
 	log := h.log.With("stream", start.StreamID, "gateway_call", start.CallID)
 	st := lineStart{name: h.dialect, protocol: h.dialect, params: start.Params, format: start.Format, noKeys: !codec.Capabilities().DTMF}
-	t := newPhoneCall(h.e, l, st, h.prompts, log)
-	t.log.Info(t.msg("stream started"), "params", len(start.Params), "format", start.Format.String(),
+	runLine(ctx, l, st, h.prompts, log, ws)
+	_ = link.Close()
+}
+
+// runLine runs the call on a started gateway line until it ends: the
+// line's sender, the WebSocket's heartbeat when ws is set, and the call
+// on the engine. Every phone transport on a gateway.Conn (Twilio's
+// dialects and every gateway's) ends here.
+func runLine(ctx context.Context, l *gatewayLine, st lineStart, prompts *promptCache, log *slog.Logger, ws *websocket.Conn) {
+	t := newPhoneCall(l.e, l, st, prompts, log)
+	t.log.Info(t.msg("stream started"), "params", len(st.params), "format", st.format.String(),
 		"tenant", session.CallerFrom(ctx).Tenant)
 	runCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if err := conn.Run(runCtx); err != nil && runCtx.Err() == nil {
+		if err := l.conn.Run(runCtx); err != nil && runCtx.Err() == nil {
 			t.log.Debug(t.msg("sender"), "err", err)
-			closeWith(websocket.StatusInternalError, "send failed")
+			l.closeWith(websocket.StatusInternalError, "send failed")
 		}
 	})
 	stopPings := func() {}
 	if ws != nil {
-		stopPings = h.e.StartHeartbeat(ws, func() { _ = ws.CloseNow() }, t.log)
+		stopPings = l.e.StartHeartbeat(ws, func() { _ = ws.CloseNow() }, t.log)
 	}
-	h.e.Run(ctx, t, t.capabilities())
+	l.e.Run(ctx, t, t.capabilities())
 	stopPings()
 	stop()
 	wg.Wait()
 	t.wait()
-	_ = link.Close()
 }
 
 // tenant is the call's tenant from its start parameter "tenant" (a custom
@@ -296,17 +304,16 @@ func (h *GatewayHandler) tenant(start *gateway.Start) string {
 	return start.Params["tenant"]
 }
 
-// start reads the stream's start within the start timeout. Bad input
+// readStart reads the stream's start within wait (0: 10 s). Bad input
 // before it is answered with a close (gatewayLine.refuse), except events
 // the dialect added that the codec does not know.
-func (h *GatewayHandler) start(ctx context.Context, l *gatewayLine) (*gateway.Start, error) {
-	wait := h.cfg.StartTimeout
+func readStart(ctx context.Context, l *gatewayLine, wait time.Duration) (*gateway.Start, error) {
 	if wait <= 0 {
 		wait = 10 * time.Second
 	}
 	// A timer, not a read deadline: an expired Read context would drop the
 	// connection without a close status.
-	timer := h.e.Clock().AfterFunc(wait, func() { l.closeWith(websocket.StatusPolicyViolation, "no start") })
+	timer := l.e.Clock().AfterFunc(wait, func() { l.closeWith(websocket.StatusPolicyViolation, "no start") })
 	defer timer.Stop()
 	for {
 		ev, err := l.conn.Read(ctx)
@@ -314,7 +321,7 @@ func (h *GatewayHandler) start(ctx context.Context, l *gatewayLine) (*gateway.St
 			var de *gateway.DecodeError
 			if errors.As(err, &de) {
 				if errors.Is(err, gateway.ErrUnknownEvent) {
-					h.e.CountProtocolError(h.dialect + "_unknown")
+					l.e.CountProtocolError(l.dialect + "_unknown")
 					continue
 				}
 				return nil, l.refuse(de)
@@ -326,7 +333,7 @@ func (h *GatewayHandler) start(ctx context.Context, l *gatewayLine) (*gateway.St
 			return ev.Start, nil
 		case gateway.KindStop:
 			l.closeWith(websocket.StatusNormalClosure, "")
-			return nil, fmt.Errorf("telephony: %s: stop before start", h.dialect)
+			return nil, fmt.Errorf("telephony: %s: stop before start", l.dialect)
 		}
 	}
 }

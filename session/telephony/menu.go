@@ -119,6 +119,7 @@ type phoneMenu struct {
 	number  string         // the caller's E.164 number; "" without a valid one
 	keyWait time.Duration
 	spoken  bool // the line carries no keys: answers come in words only (lineStart.noKeys)
+	hears   bool // the engine hears a refused call's answers in words (Engine.HearsAnswers)
 
 	mu       sync.Mutex
 	call     string // the call's id, from its `session` message
@@ -130,14 +131,15 @@ type phoneMenu struct {
 	callback bool // key 1 is on offer
 	handoff  bool // key 2 is on offer
 	chosen   prompt.Kind
+	misses   int           // answers in words not understood in a refused call (spokenAnswer)
 	timer    stages.Timer  // the key wait
 	hold     stages.Timer  // a mid-call hold's end
 	cut      uint64        // bumped when a key clears what was playing
 	speech   chan struct{} // closed when the latest spoken line was queued
 }
 
-func newPhoneMenu(fb session.Fallback, params map[string]string, noKeys bool) *phoneMenu {
-	m := &phoneMenu{keyWait: time.Duration(twilioKeyWait.Load()), spoken: noKeys}
+func newPhoneMenu(fb session.Fallback, params map[string]string, noKeys, hears bool) *phoneMenu {
+	m := &phoneMenu{keyWait: time.Duration(twilioKeyWait.Load()), spoken: noKeys, hears: hears}
 	if k, ok := fb.(KeypadFallback); ok {
 		m.fb = k
 	}
@@ -157,9 +159,10 @@ func (m *phoneMenu) reserve(kinds []prompt.Kind) []prompt.Kind {
 	if m.fb == nil || (m.state != menuIdle && m.state != menuDone) {
 		return nil
 	}
-	if m.spoken && !m.admitted {
-		// Words are heard only in a conversation's turns; a refused call
-		// has none, so a keyless caller is offered nothing it cannot take.
+	if m.spoken && !m.admitted && !m.hears {
+		// Without an answer recognizer words are heard only in a
+		// conversation's turns; a refused call has none, so a keyless
+		// caller is offered nothing it cannot take.
 		return nil
 	}
 	var keys []prompt.Kind
@@ -336,25 +339,91 @@ func (t *phoneCall) pressed(ctx context.Context, digit string) (session.ClientEv
 // spokenAnswer is the transport's Capabilities.Answer: a caller who cannot
 // press keys (or would rather not) answers the open menu in words. "Call me
 // back" is key 1 and "a person" key 2, each only while that key is on
-// offer; anything else is not an answer and leaves the menu open, and the
-// utterance goes on to the model as usual.
+// offer; "no thanks" declines the menu, as another key would, and the
+// caller hears that nothing was arranged. Anything else is not an answer:
+// in a conversation the menu stays open and the utterance goes on to the
+// model as usual; in a refused call (no conversation) the menu is said
+// again once, and a second miss ends the call with the prompt that says
+// nothing was arranged (missed).
 func (t *phoneCall) spokenAnswer(ctx context.Context, transcript string) (session.ClientEvent, bool) {
 	kind := fallback.SpokenAnswer(transcript)
+	declines := fallback.Declines(transcript)
 	m := t.menu
 	m.mu.Lock()
-	offered := m.state == menuOpen &&
-		(kind == prompt.KindCallback && m.callback || kind == prompt.KindHandoff && m.handoff)
+	open := m.state == menuOpen
+	offered := open && (kind == prompt.KindCallback && m.callback || kind == prompt.KindHandoff && m.handoff)
+	admitted := m.admitted
 	m.mu.Unlock()
-	if !offered {
+	switch {
+	case open && declines:
+		t.log.Info(t.msg("spoken answer"), "kind", typeDecline)
+		t.say("offer-declined", prompt.Of(prompt.Outcome{Stage: prompt.StageOffer, Reason: prompt.ReasonDeclined}, nil).Text, nil, nil)
+		t.decline("said no thanks")
+		return session.ClientEvent{}, false
+	case open && !offered && !admitted:
+		t.missed()
+		return session.ClientEvent{}, false
+	case !offered:
 		return session.ClientEvent{}, false
 	}
 	key := keyCallback
 	if kind == prompt.KindHandoff {
 		key = keyHandoff
 	}
-	t.log.Info(t.msg("spoken answer"), "kind", string(kind), "caller_transcript", transcript)
+	t.log.Info(t.msg("spoken answer"), "kind", string(kind))
 	return t.pressed(ctx, key)
 }
+
+// typeDecline names a declined menu in the log.
+const typeDecline = "decline"
+
+// listening is the transport's Capabilities.Listening: the menu is open,
+// so an utterance may answer it.
+func (t *phoneCall) listening() bool {
+	m := t.menu
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.state == menuOpen
+}
+
+// missed handles a refused caller's answer in words that answered nothing
+// on offer: the first time the menu is said again, after a sentence that
+// says the answer was not understood, and its wait starts again; the
+// second time the caller hears that nothing was arranged and the menu is
+// declined, which ends the call.
+func (t *phoneCall) missed() {
+	m := t.menu
+	m.mu.Lock()
+	if m.state != menuOpen {
+		m.mu.Unlock()
+		return
+	}
+	m.misses++
+	misses := m.misses
+	if m.timer != nil {
+		m.timer.Stop()
+	}
+	menu := m.sentence()
+	m.mu.Unlock()
+	t.log.Info(t.msg("spoken answer not understood"), "misses", misses)
+	if misses >= maxMisses {
+		t.say("offer-unanswered", prompt.Of(prompt.Outcome{Stage: prompt.StageOffer, Reason: prompt.ReasonUnanswered}, nil).Text, nil, nil)
+		t.decline("answer not understood")
+		return
+	}
+	again := prompt.Of(prompt.Outcome{Stage: prompt.StageOffer, Reason: prompt.ReasonUnheard}, nil).Text
+	t.say("menu", again+" "+menu, nil, func(ok bool) {
+		if !ok {
+			t.decline("menu not rendered")
+			return
+		}
+		t.armMenu(t.line.buffered() + m.keyWait)
+	})
+}
+
+// maxMisses is how many answers in words a refused call's menu takes that
+// answer nothing on offer: the first is asked again, the second ends it.
+const maxMisses = 2
 
 // answered speaks the outcome of the caller's answer: the sentence of the
 // prompt table for it (for a callback, "booked" only once it was durably

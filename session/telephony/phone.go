@@ -71,7 +71,7 @@ type phoneCall struct {
 // newPhoneCall returns the transport of one started stream.
 func newPhoneCall(e *session.Engine, l line, st lineStart, prompts *promptCache, log *slog.Logger) *phoneCall {
 	return &phoneCall{e: e, line: l, start: st, prompts: prompts, speaks: e.Fallback().SpeaksPrompts(),
-		log: log, byTurn: map[string]string{}, menu: newPhoneMenu(e.Fallback(), st.params, st.noKeys), stopped: make(chan struct{})}
+		log: log, byTurn: map[string]string{}, menu: newPhoneMenu(e.Fallback(), st.params, st.noKeys, e.HearsAnswers()), stopped: make(chan struct{})}
 }
 
 // msg is a log message of the transport's, prefixed with its name
@@ -80,7 +80,7 @@ func (t *phoneCall) msg(what string) string { return t.start.protocol + ": " + w
 
 // capabilities are what the transport declares to its call.
 func (t *phoneCall) capabilities() session.Capabilities {
-	return session.Capabilities{Name: t.start.name, Interrupt: t.Interrupt, Keypad: t.keypad, Answer: t.spokenAnswer}
+	return session.Capabilities{Name: t.start.name, Interrupt: t.Interrupt, Keypad: t.keypad, Answer: t.spokenAnswer, Listening: t.listening}
 }
 
 // wait waits for the goroutines the transport started: prompt rendering

@@ -36,7 +36,7 @@ type orderLine struct {
 
 func newOrderLine() *orderLine {
 	return &orderLine{heard: map[string]bool{}, afterEnd: map[string]func(){},
-		queried: map[string]chan struct{}{}, hung: make(chan []string, 1), track: gateway.NewTracker()}
+		queried: map[string]chan struct{}{}, hung: make(chan []string, 1), track: gateway.NewTracker(nil)}
 }
 
 func (l *orderLine) read(ctx context.Context) (lineEvent, error) {

@@ -123,7 +123,7 @@ func (h *SIPHandler) ServeSIP(ctx context.Context, c *sip.Call) {
 	// The silence timer runs on the engine's clock from the answer on, so
 	// that a test's manual clock decides when a silent caller is hung up.
 	clock := h.e.Clock()
-	l := &sipLine{call: c, media: m, track: gateway.NewTracker(), timeout: h.cfg.MediaTimeout,
+	l := &sipLine{call: c, media: m, track: gateway.NewTracker(clock), timeout: h.cfg.MediaTimeout,
 		clock: clock, since: clock.Now(), timer: stages.NewTimer(clock, h.cfg.MediaTimeout)}
 	defer l.timer.Stop()
 	st := lineStart{name: "sip", protocol: "sip", params: map[string]string{callerParam: c.From.User}, format: format}

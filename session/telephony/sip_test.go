@@ -235,7 +235,7 @@ func TestSIPMediaTimeout(t *testing.T) {
 			defer cancel()
 			calls := make(chan *sip.Call, 1)
 			h := NewSIPHandler(r.Engine, SIPConfig{MediaTimeout: timeout})
-			s, err := sip.Listen(ctx, "127.0.0.1:0", sip.Config{Now: clock.Now, Handler: sip.HandlerFunc(func(ctx context.Context, c *sip.Call) {
+			s, err := sip.Listen(ctx, "127.0.0.1:0", sip.Config{Clock: clock, Handler: sip.HandlerFunc(func(ctx context.Context, c *sip.Call) {
 				calls <- c
 				h.ServeSIP(ctx, c)
 			})})

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -392,12 +393,13 @@ func (d *Dispatcher) pumpNow() {
 // expired it, and no earlier than the server can have.
 func (d *Dispatcher) renewLoop(ctx context.Context, t *Ticket) {
 	defer d.wg.Done()
-	tick := time.NewTicker(d.renew)
+	wall := d.s.opt.Wall
+	tick := clock.NewTimer(wall, d.renew)
 	defer tick.Stop()
 	// The lease was granted before this replica learnt of it, so the
 	// server's expiry is later than now + TTL: giving up at that local
 	// time is on the safe side.
-	expiry := time.NewTimer(d.s.opt.LeaseTTL)
+	expiry := clock.NewTimer(wall, d.s.opt.LeaseTTL)
 	defer expiry.Stop()
 	for {
 		select {
@@ -408,7 +410,7 @@ func (d *Dispatcher) renewLoop(ctx context.Context, t *Ticket) {
 			return
 		case <-tick.C:
 		}
-		sent := time.Now()
+		sent := wall.Now()
 		// A renewal may take up to half a TTL: on a loaded machine a round
 		// trip can outlast the renewal period, and giving up on it early
 		// would let the lease run out while the holder is alive.
@@ -418,7 +420,7 @@ func (d *Dispatcher) renewLoop(ctx context.Context, t *Ticket) {
 		switch {
 		case err == nil:
 			t.setLease(l) // a new token when Redis lost its data and the lease was granted again
-			expiry.Reset(d.s.opt.LeaseTTL - time.Since(sent))
+			expiry.Reset(d.s.opt.LeaseTTL - clock.Since(wall, sent))
 			tick.Reset(d.renew)
 			if cancelled {
 				t.markCancelled()

@@ -4,8 +4,8 @@ import (
 	"context"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/redis/go-redis/v9"
 )
@@ -65,8 +65,9 @@ func (d *Dispatcher) event(p string) {
 // its deadline by the grace (the store cannot be reached, or forgot it).
 func (d *Dispatcher) backstop() {
 	defer d.wg.Done()
-	// The poll runs on real time, not d.clock: it covers lost messages.
-	tick := time.NewTicker(d.poll)
+	// The poll runs on the store's wall clock, not d.clock: it covers lost
+	// messages, whatever a test's manual clock says.
+	tick := clock.NewTicker(d.s.opt.Wall, d.poll)
 	defer tick.Stop()
 	for {
 		select {

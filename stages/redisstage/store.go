@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/redis/go-redis/v9"
 )
@@ -33,6 +34,12 @@ type Options struct {
 	// without an Offer or Rotate, bounding keys of calls whose replica died
 	// before Forget. Zero means DefaultOwnerIdle; negative means never.
 	OwnerIdle time.Duration
+	// Wall is the clock that runs beside the Redis server's own time: the
+	// "now" of operations that carry none (Release, Renew, Close...), the
+	// lease renewals and the backstop poll. It is apart from the
+	// dispatcher's Clock on purpose: Redis's TTLs run on real time whatever
+	// a test's manual clock says. clock.System when nil.
+	Wall clock.Clock
 }
 
 func (o Options) withDefaults() Options {
@@ -51,6 +58,7 @@ func (o Options) withDefaults() Options {
 	if o.OwnerIdle < 0 {
 		o.OwnerIdle = 0
 	}
+	o.Wall = clock.Or(o.Wall)
 	return o
 }
 
@@ -263,7 +271,7 @@ func (s *Store) releaseID(ctx context.Context, id string, failed bool) (stages.D
 	s.mu.Lock()
 	tok := s.tokens[id]
 	s.mu.Unlock()
-	d, _, err := s.release(ctx, Lease{ID: id, Token: tok}, failed, 0, time.Now())
+	d, _, err := s.release(ctx, Lease{ID: id, Token: tok}, failed, 0, s.opt.Wall.Now())
 	if err == nil || !errors.Is(err, stages.ErrUnavailable) {
 		s.mu.Lock()
 		delete(s.tokens, id)
@@ -278,7 +286,7 @@ func (s *Store) ReleaseLease(ctx context.Context, l Lease) (stages.Disposition, 
 	if l.Token == 0 {
 		return 0, fmt.Errorf("%w: %q: zero token", stages.ErrFenced, l.ID)
 	}
-	d, _, err := s.release(ctx, l, false, 0, time.Now())
+	d, _, err := s.release(ctx, l, false, 0, s.opt.Wall.Now())
 	return d, err
 }
 
@@ -311,7 +319,7 @@ func (s *Store) Renew(ctx context.Context, l Lease) (cancelled bool, err error) 
 // the lease is granted again, when a slot is free, and renew returns it
 // with its new token (renewScript).
 func (s *Store) renew(ctx context.Context, l Lease, job stages.Job) (Lease, bool, error) {
-	r, err := s.run(ctx, renewScript, 0, time.Now(), l.ID, strconv.FormatUint(l.Token, 10),
+	r, err := s.run(ctx, renewScript, 0, s.opt.Wall.Now(), l.ID, strconv.FormatUint(l.Token, 10),
 		job.Owner, genString(job.Generation))
 	if err != nil {
 		return l, false, err
@@ -408,13 +416,13 @@ func (s *Store) Cancel(ctx context.Context, id string, now time.Time) (stages.Di
 
 // Close closes admission fleet-wide.
 func (s *Store) Close(ctx context.Context) error {
-	_, err := s.run(ctx, closeScript, 0, time.Now(), "1")
+	_, err := s.run(ctx, closeScript, 0, s.opt.Wall.Now(), "1")
 	return err
 }
 
 // Reopen opens admission fleet-wide.
 func (s *Store) Reopen(ctx context.Context) error {
-	_, err := s.run(ctx, closeScript, 0, time.Now(), "0")
+	_, err := s.run(ctx, closeScript, 0, s.opt.Wall.Now(), "0")
 	return err
 }
 
@@ -424,7 +432,7 @@ func (s *Store) states(ctx context.Context, ids ...string) ([]stages.Disposition
 	for i, id := range ids {
 		args[i] = id
 	}
-	r, err := s.run(ctx, stateScript, 0, time.Now(), args...)
+	r, err := s.run(ctx, stateScript, 0, s.opt.Wall.Now(), args...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -468,7 +476,7 @@ func (s *Store) Generation(ctx context.Context, owner string) (uint64, bool, err
 
 // Position reports id's place in the fleet-wide queue, 1 being the head.
 func (s *Store) Position(ctx context.Context, id string) (int, bool, error) {
-	r, err := s.run(ctx, positionScript, 0, time.Now(), id)
+	r, err := s.run(ctx, positionScript, 0, s.opt.Wall.Now(), id)
 	if err != nil {
 		return 0, false, err
 	}
@@ -479,7 +487,7 @@ func (s *Store) Position(ctx context.Context, id string) (int, bool, error) {
 // stages.ErrUnavailable when Redis cannot be reached or is still warming up
 // after losing its dataset.
 func (s *Store) Ready(ctx context.Context) error {
-	r, err := s.run(ctx, readyScript, 0, time.Now())
+	r, err := s.run(ctx, readyScript, 0, s.opt.Wall.Now())
 	if err != nil {
 		return err
 	}

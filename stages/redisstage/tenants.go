@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -34,6 +35,9 @@ type TenantOptions struct {
 	LeaseTTL time.Duration
 	// Prefix of the keys (default "fd:tenant:").
 	Prefix string
+	// Wall paces the renewals, beside Redis's own time (clock.System when
+	// nil), as Options.Wall does for a Store.
+	Wall clock.Clock
 }
 
 // Tenants keeps each tenant's calls at once and turn budget in Redis, so
@@ -55,6 +59,7 @@ func NewTenants(rdb redis.UniversalClient, opt TenantOptions) *Tenants {
 	if opt.Prefix == "" {
 		opt.Prefix = "fd:tenant:"
 	}
+	opt.Wall = clock.Or(opt.Wall)
 	if opt.TurnsPerMinute > 0 && opt.TurnBurst <= 0 {
 		opt.TurnBurst = max(1, int(opt.TurnsPerMinute/10))
 	}
@@ -136,7 +141,7 @@ func (ts *Tenants) EnterCall(ctx context.Context, tenant string) (release func()
 // fails is tried again next period; the place lapses only if none succeeds
 // within LeaseTTL, as a dead replica's does.
 func (ts *Tenants) renew(ctx context.Context, key, id string, ttl int64) {
-	tick := time.NewTicker(ts.opt.LeaseTTL / 3)
+	tick := clock.NewTicker(ts.opt.Wall, ts.opt.LeaseTTL/3)
 	defer tick.Stop()
 	for {
 		select {
@@ -177,11 +182,12 @@ func (ts *Tenants) Wait() { ts.wg.Wait() }
 type UsedTokens struct {
 	rdb    redis.UniversalClient
 	prefix string
+	wall   clock.Clock // what a token's expiry is read against
 }
 
 // NewUsedTokens returns the fleet's spent call tokens on rdb.
 func NewUsedTokens(rdb redis.UniversalClient) *UsedTokens {
-	return &UsedTokens{rdb: rdb, prefix: "fd:calltoken:"}
+	return &UsedTokens{rdb: rdb, prefix: "fd:calltoken:", wall: clock.System}
 }
 
 // Used reports whether nonce has been spent.
@@ -195,7 +201,7 @@ func (u *UsedTokens) Used(ctx context.Context, nonce string) (bool, error) {
 
 // Spend marks nonce spent until exp: fresh is false when it already was.
 func (u *UsedTokens) Spend(ctx context.Context, nonce string, exp time.Time) (fresh bool, err error) {
-	ok, err := u.rdb.SetNX(ctx, u.prefix+nonce, 1, time.Until(exp)+time.Second).Result()
+	ok, err := u.rdb.SetNX(ctx, u.prefix+nonce, 1, exp.Sub(u.wall.Now())+time.Second).Result()
 	if err != nil {
 		return false, fmt.Errorf("redisstage: call token: %w", err)
 	}

@@ -226,7 +226,7 @@ func recordWorkloadWith(t *testing.T, seed uint64, limits map[string]stages.Limi
 	t.Helper()
 	var buf bytes.Buffer
 	clock := stagestest.NewClock(t0)
-	w, err := NewWriter(&buf, WriterOptions{Origin: t0, Now: clock.Now})
+	w, err := NewWriter(&buf, WriterOptions{Origin: t0, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}

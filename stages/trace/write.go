@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -43,11 +44,12 @@ type WriterOptions struct {
 	// DefaultBuffer). When it is full an operation is dropped and counted,
 	// never waited for; a "gap" line marks the place in its stage.
 	Buffer int
-	// Origin is the instant written as "at" 0 (default: time.Now() at
-	// NewWriter).
+	// Origin is the instant written as "at" 0 (default: the Clock's time
+	// at NewWriter).
 	Origin time.Time
-	// Now is the time of the end marker at Close (default time.Now).
-	Now func() time.Time
+	// Clock reads the time of records that carry none and of the end
+	// marker at Close (default clock.System).
+	Clock clock.Clock
 	// Logger receives the one warning when the bound is reached and any
 	// write error (default: discard).
 	Logger *slog.Logger
@@ -105,11 +107,9 @@ func NewWriter(w io.Writer, opt WriterOptions) (*Writer, error) {
 	if opt.Buffer <= 0 {
 		opt.Buffer = DefaultBuffer
 	}
+	opt.Clock = clock.Or(opt.Clock)
 	if opt.Origin.IsZero() {
-		opt.Origin = time.Now()
-	}
-	if opt.Now == nil {
-		opt.Now = time.Now
+		opt.Origin = opt.Clock.Now()
 	}
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
@@ -135,7 +135,7 @@ func NewWriter(w io.Writer, opt WriterOptions) (*Writer, error) {
 // (frontdoor serve's stages). The Option is for one Controller only. Its
 // "stage" line is written before the controller's first operation.
 func (w *Writer) Stage(name string, l stages.Limits, p stages.Policy, dispatched bool) stages.Option {
-	st := &stageRecorder{w: w, name: name, limits: l, policy: p, dispatched: dispatched, at: w.opt.Now()}
+	st := &stageRecorder{w: w, name: name, limits: l, policy: p, dispatched: dispatched, at: w.opt.Clock.Now()}
 	if !w.stopped.Load() {
 		select {
 		case w.ch <- entry{st: st, header: true}: // waits for room: a stage's line must not be lost
@@ -181,7 +181,7 @@ func (w *Writer) loop() {
 				}
 				break
 			}
-			w.end("closed", w.opt.Now())
+			w.end("closed", w.opt.Clock.Now())
 			w.flush()
 			return
 		}
@@ -236,7 +236,7 @@ func (w *Writer) end(reason string, t time.Time) {
 	}
 	w.markerDone = true
 	if t.IsZero() {
-		t = w.opt.Now()
+		t = w.opt.Clock.Now()
 	}
 	if w.reason.Load().(string) == "" {
 		w.reason.Store(reason)
@@ -303,7 +303,7 @@ func (s *stageRecorder) Record(op stages.Operation) {
 		return
 	}
 	if op.At.IsZero() { // Close or Reopen before the controller was given any time
-		op.At = w.opt.Now()
+		op.At = w.opt.Clock.Now()
 	}
 	s.seq++
 	select {

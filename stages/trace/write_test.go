@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
@@ -31,7 +32,7 @@ func lines(t *testing.T, tr []byte) []Op {
 // through a trace, odd identities included, times exact to the nanosecond.
 func TestWriterRoundTrip(t *testing.T) {
 	var buf bytes.Buffer
-	w, err := NewWriter(&buf, WriterOptions{Origin: t0, Now: func() time.Time { return t0.Add(time.Hour) }})
+	w, err := NewWriter(&buf, WriterOptions{Origin: t0, Clock: clock.NewManual(t0.Add(time.Hour))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +193,7 @@ func (b *blockedWriter) Write(p []byte) (int, error) {
 func TestWriterDropsWhenFull(t *testing.T) {
 	bw := &blockedWriter{entered: make(chan struct{}, 1), gate: make(chan struct{})}
 	clock := stagestest.NewClock(t0)
-	w, err := NewWriter(bw, WriterOptions{Buffer: 4, Origin: t0, Now: clock.Now})
+	w, err := NewWriter(bw, WriterOptions{Buffer: 4, Origin: t0, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}

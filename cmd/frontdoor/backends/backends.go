@@ -53,6 +53,10 @@ type Config struct {
 	RecognizeModel     string // -recognize-model
 	RecognizeAPIKeyEnv string // -recognize-api-key-env
 
+	// AnswerPhrases, when set with the local recognizer, build Set.Answers:
+	// a pocketsphinx grammar of these phrases (fallback.AnswerPhrases).
+	AnswerPhrases []string
+
 	// StallTimeout bounds an HTTP backend's silence (-backend-stall-timeout).
 	StallTimeout time.Duration
 	// ProbeInterval is how often each backend's health is probed for
@@ -105,8 +109,10 @@ func DefaultConfig() Config {
 // Flags registers the backend flags on fs, with c's values as defaults (all
 // of DefaultConfig's if c is the zero Config), writing parsed values into c.
 func (c *Config) Flags(fs *flag.FlagSet) {
-	if *c == (Config{}) {
+	if c.Model == "" && c.Synth == "" && c.Recognize == "" {
+		phrases := c.AnswerPhrases
 		*c = DefaultConfig()
+		c.AnswerPhrases = phrases
 	}
 	fs.StringVar(&c.Model, "model", c.Model, "model backend: demo (a scripted demo agent), stub (echoes the caller) or openai")
 	fs.StringVar(&c.Synth, "synth", c.Synth, "synthesizer: auto (espeak when espeak-ng is installed, else stub), stub, espeak or openai")
@@ -167,6 +173,10 @@ type Set struct {
 	Model       backend.Model
 	Synthesizer backend.Synthesizer
 	Recognizer  backend.Recognizer
+	// Answers hears the answers to an offer (session.Config.Answers): a
+	// grammar of Config.AnswerPhrases, when the recognizer is the local
+	// one; nil otherwise (answers are heard in turns only).
+	Answers backend.Recognizer
 	// Names of the chosen backends, with auto resolved: "stub", "openai",
 	// "espeak", "pocketsphinx".
 	ModelName, SynthName, RecognizeName string
@@ -361,6 +371,14 @@ func (s *Set) recognizer(c Config) error {
 		}
 		s.Recognizer = r
 		s.closers = append(s.closers, r.Close)
+		if len(c.AnswerPhrases) > 0 {
+			a, err := pocketsphinx.New(pocketsphinx.Options{Phrases: c.AnswerPhrases, MaxAudio: 10 * time.Second})
+			if err != nil {
+				return fmt.Errorf("-recognize=pocketsphinx: answers: %w", err)
+			}
+			s.Answers = a
+			s.closers = append(s.closers, a.Close)
+		}
 	case Stub:
 		r := stub.NewRecognizer(c.Stub)
 		s.Recognizer, s.StubRecognizer = r, r

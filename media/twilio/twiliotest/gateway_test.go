@@ -12,7 +12,9 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/media/g711"
+	"github.com/frontdoorhq/frontdoor/media/gateway"
 	"github.com/frontdoorhq/frontdoor/media/twilio"
 	"github.com/frontdoorhq/frontdoor/media/vad"
 	"github.com/frontdoorhq/frontdoor/media/wav"
@@ -41,17 +43,17 @@ func speech(t *testing.T, name string) []int16 {
 // reply2 once reply1's mark returns, and clears on speech during reply2.
 type agent struct {
 	t        *testing.T
-	started  chan *twilio.Start
-	progress chan twilio.Progress // mark echoes and clears, in order
+	started  chan *gateway.Start
+	progress chan gateway.Progress // mark echoes and clears, in order
 }
 
 func (a *agent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	c, err := twilio.Accept(w, r, nil, twilio.ConnOptions{})
+	c, ws, err := gateway.Accept(w, r, nil, twilio.Codec{}, gateway.Options{})
 	if err != nil {
 		a.t.Error(err)
 		return
 	}
-	defer c.Close(websocket.StatusNormalClosure, "")
+	defer ws.Close(websocket.StatusNormalClosure, "")
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	runDone := make(chan error, 1)
@@ -65,7 +67,7 @@ func (a *agent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	replied := false
 	for {
 		m, err := c.Read(ctx)
-		var de *twilio.DecodeError
+		var de *gateway.DecodeError
 		if errors.As(err, &de) {
 			a.t.Errorf("decode: %v", err)
 			continue
@@ -74,17 +76,17 @@ func (a *agent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		switch {
-		case m.Start != nil:
+		case m.Kind == gateway.KindStart:
 			a.started <- m.Start
-		case m.Media != nil:
-			pcm = g711.DecodeMulaw(pcm[:0], m.Media.Payload)
+		case m.Kind == gateway.KindMedia:
+			pcm = g711.DecodeMulaw(pcm[:0], m.Audio)
 			evs = det.Process(evs[:0], pcm)
 			for _, e := range evs {
 				switch {
 				case e.Kind == vad.SpeechEnd && !replied:
 					replied = true
 					speaking = "reply1"
-					_ = c.SendPCM("reply1", tone(600*time.Millisecond))
+					_ = c.SendPCM("reply1", tone(600*time.Millisecond), 8000)
 					c.EndUtterance("reply1")
 				case e.Kind == vad.SpeechStart && speaking == "reply2":
 					ps, err := c.Clear(ctx)
@@ -101,17 +103,17 @@ func (a *agent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			a.progress <- *m.Progress
 			if m.Progress.Utterance == "reply1" && m.Progress.Done {
 				speaking = "reply2"
-				_ = c.SendPCM("reply2", tone(3*time.Second))
+				_ = c.SendPCM("reply2", tone(3*time.Second), 8000)
 				c.EndUtterance("reply2")
 			}
-		case m.Stop != nil:
+		case m.Kind == gateway.KindStop:
 			return
 		}
 	}
 }
 
 func TestCallWithBargeIn(t *testing.T) {
-	a := &agent{t: t, started: make(chan *twilio.Start, 1), progress: make(chan twilio.Progress, 8)}
+	a := &agent{t: t, started: make(chan *gateway.Start, 1), progress: make(chan gateway.Progress, 8)}
 	srv := httptest.NewServer(a)
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -124,7 +126,7 @@ func TestCallWithBargeIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	if st := <-a.started; st.CustomParameters["tenant"] != "acme" || !st.MediaFormat.IsMulaw8k() {
+	if st := <-a.started; st.Params["tenant"] != "acme" || st.Format != media.Telephony {
 		t.Fatalf("start = %+v", st)
 	}
 
@@ -201,7 +203,7 @@ func indexOf(log []twilio.Outbound, ev string) int {
 // its mark to confirm playback, then close the socket.
 func TestPromptThenClose(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := twilio.Accept(w, r, nil, twilio.ConnOptions{Dialect: twilio.Telnyx})
+		c, ws, err := gateway.Accept(w, r, nil, twilio.Codec{Dialect: twilio.Telnyx}, gateway.Options{})
 		if err != nil {
 			return
 		}
@@ -214,12 +216,12 @@ func TestPromptThenClose(t *testing.T) {
 			if err != nil {
 				return
 			}
-			if m.Start != nil {
-				_ = c.SendPCM("prompt", tone(300*time.Millisecond))
+			if m.Kind == gateway.KindStart {
+				_ = c.SendPCM("prompt", tone(300*time.Millisecond), 8000)
 				c.EndUtterance("prompt")
 			}
 			if m.Progress != nil && m.Progress.Done {
-				c.Close(websocket.StatusTryAgainLater, "busy")
+				ws.Close(websocket.StatusTryAgainLater, "busy")
 				return
 			}
 		}

@@ -64,6 +64,15 @@ type Options struct {
 	LM string
 	// Corpus is more sentences for the domain model.
 	Corpus []string
+	// Phrases, when set, make a grammar recognizer (grammar.go): it hears
+	// only these phrases and Filler sentences, in any run; LM and Corpus
+	// are not used. Each phrase is a JSGF alternative of words: "[yes]
+	// (call me back | a person) [please]". For the answers to an offer.
+	Phrases []string
+	// Filler are the sentences a grammar recognizer decodes speech
+	// outside Phrases as (nil: a built-in list of what front desk callers
+	// say; empty: none, so that any speech comes out as some phrase).
+	Filler []string
 	// MaxAudio bounds the speech of one call; longer is rejected
 	// (0: DefaultMaxAudio).
 	MaxAudio time.Duration
@@ -123,8 +132,24 @@ func New(o Options) (*Recognizer, error) {
 	dict := filepath.Join(o.ModelDir, "cmudict-en-us.dict")
 	r := &Recognizer{path: o.Path, max: o.MaxAudio, mdef: filepath.Join(o.ModelDir, "en-us", "mdef")}
 	lm := o.LM
-	switch lm {
-	case "", LMDomain:
+	search := "-lm"
+	switch {
+	case len(o.Phrases) > 0:
+		dir, err := os.MkdirTemp("", "frontdoor-pocketsphinx-")
+		if err != nil {
+			return nil, fmt.Errorf("pocketsphinx: %w", err)
+		}
+		r.dir = dir
+		filler := o.Filler
+		if filler == nil {
+			filler = defaultFiller
+		}
+		search = "-jsgf"
+		if lm, dict, err = writeGrammar(dir, dict, o.Phrases, filler); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("pocketsphinx: grammar: %w", err)
+		}
+	case lm == "" || lm == LMDomain:
 		dir, err := os.MkdirTemp("", "frontdoor-pocketsphinx-")
 		if err != nil {
 			return nil, fmt.Errorf("pocketsphinx: %w", err)
@@ -134,12 +159,12 @@ func New(o Options) (*Recognizer, error) {
 			os.RemoveAll(dir)
 			return nil, fmt.Errorf("pocketsphinx: domain model: %w", err)
 		}
-	case LMGeneral:
+	case lm == LMGeneral:
 		lm = filepath.Join(o.ModelDir, "en-us.lm.bin")
 	}
 	r.args = []string{
 		"-hmm", filepath.Join(o.ModelDir, "en-us"),
-		"-lm", lm,
+		search, lm,
 		"-dict", dict,
 		"-samprate", "16000",
 		// Spectral noise removal smears the ends of clean (synthetic or

@@ -1,11 +1,10 @@
-package stages_test
+package clock_test
 
 import (
 	"testing"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/stages"
-	"github.com/frontdoorhq/frontdoor/stages/stagestest"
+	"github.com/frontdoorhq/frontdoor/media/clock"
 )
 
 func received(c <-chan time.Time) (time.Time, bool) {
@@ -18,14 +17,14 @@ func received(c <-chan time.Time) (time.Time, bool) {
 }
 
 func TestTimerOnManualClock(t *testing.T) {
-	c := stagestest.NewClock(stagestest.Epoch)
-	tm := stages.NewTimer(c, time.Second)
+	c := clock.NewManual(epoch)
+	tm := clock.NewTimer(c, time.Second)
 	c.Advance(999 * time.Millisecond)
 	if _, ok := received(tm.C); ok {
 		t.Fatal("fired early")
 	}
 	c.Advance(time.Millisecond)
-	if at, ok := received(tm.C); !ok || !at.Equal(stagestest.Epoch.Add(time.Second)) {
+	if at, ok := received(tm.C); !ok || !at.Equal(epoch.Add(time.Second)) {
 		t.Fatalf("fired %v at %v", ok, at)
 	}
 	tm.Reset(time.Second)
@@ -42,23 +41,23 @@ func TestTimerOnManualClock(t *testing.T) {
 	if _, ok := received(tm.C); ok || c.Pending() != 0 {
 		t.Fatalf("fired after Stop (pending %d)", c.Pending())
 	}
-	if got := stages.Since(c, stagestest.Epoch); got != time.Second+1499*time.Millisecond+time.Hour {
+	if got := clock.Since(c, epoch); got != time.Second+1499*time.Millisecond+time.Hour {
 		t.Fatalf("Since = %v", got)
 	}
 }
 
 func TestTickerOnManualClock(t *testing.T) {
-	c := stagestest.NewClock(stagestest.Epoch)
-	tk := stages.NewTicker(c, 100*time.Millisecond)
+	c := clock.NewManual(epoch)
+	tk := clock.NewTicker(c, 100*time.Millisecond)
 	c.Advance(250 * time.Millisecond) // two ticks, the second missed: C holds one
-	if at, ok := received(tk.C); !ok || !at.Equal(stagestest.Epoch.Add(100*time.Millisecond)) {
+	if at, ok := received(tk.C); !ok || !at.Equal(epoch.Add(100*time.Millisecond)) {
 		t.Fatalf("tick %v at %v", ok, at)
 	}
 	if _, ok := received(tk.C); ok {
 		t.Fatal("a missed tick was kept")
 	}
 	c.Advance(50 * time.Millisecond)
-	if at, ok := received(tk.C); !ok || !at.Equal(stagestest.Epoch.Add(300*time.Millisecond)) {
+	if at, ok := received(tk.C); !ok || !at.Equal(epoch.Add(300*time.Millisecond)) {
 		t.Fatalf("tick %v at %v", ok, at)
 	}
 	tk.Stop()
@@ -70,9 +69,9 @@ func TestTickerOnManualClock(t *testing.T) {
 }
 
 func TestTimerOnSystemClock(t *testing.T) {
-	tm := stages.NewTimer(stages.SystemClock, time.Millisecond)
+	tm := clock.NewTimer(clock.System, time.Millisecond)
 	<-tm.C // fires; how soon is the wall clock's business
-	tk := stages.NewTicker(stages.SystemClock, time.Millisecond)
+	tk := clock.NewTicker(clock.System, time.Millisecond)
 	<-tk.C
 	<-tk.C
 	tk.Stop()
@@ -82,27 +81,27 @@ func TestTimerOnSystemClock(t *testing.T) {
 // its next jumps timers, as a goroutine preempted between reading the
 // clock and arming a timer sees it.
 type movingClock struct {
-	*stagestest.Clock
+	*clock.Manual
 	step  time.Duration
 	jumps int
 }
 
-func (m *movingClock) AfterFunc(d time.Duration, f func()) stages.Timer {
+func (m *movingClock) AfterFunc(d time.Duration, f func()) clock.Timer {
 	if m.jumps > 0 {
 		m.jumps--
 		m.Advance(m.step)
 	}
-	return m.Clock.AfterFunc(d, f)
+	return m.Manual.AfterFunc(d, f)
 }
 
 func TestArmAtDeadlineOnMovingClock(t *testing.T) {
-	deadline := stagestest.Epoch.Add(100 * time.Millisecond)
+	deadline := epoch.Add(100 * time.Millisecond)
 	for _, jumps := range []int{0, 1, 3} {
-		c := &movingClock{Clock: stagestest.NewClock(stagestest.Epoch), step: 5 * time.Millisecond, jumps: jumps}
-		tm := stages.NewTimerAt(c, deadline)
+		c := &movingClock{Manual: clock.NewManual(epoch), step: 5 * time.Millisecond, jumps: jumps}
+		tm := clock.NewTimerAt(c, deadline)
 		c.jumps = jumps
 		fired := make(chan struct{}, 1)
-		stages.AfterFuncAt(c, deadline, func() { fired <- struct{}{} })
+		clock.AfterFuncAt(c, deadline, func() { fired <- struct{}{} })
 		c.Advance(deadline.Sub(c.Now()) - time.Millisecond)
 		if _, ok := received(tm.C); ok {
 			t.Fatalf("%d jumps: timer fired before its deadline", jumps)
@@ -123,15 +122,15 @@ func TestArmAtDeadlineOnMovingClock(t *testing.T) {
 }
 
 func TestResetAtPastDeadline(t *testing.T) {
-	c := stagestest.NewClock(stagestest.Epoch)
-	tm := stages.NewTimerAt(c, stagestest.Epoch.Add(-time.Second))
+	c := clock.NewManual(epoch)
+	tm := clock.NewTimerAt(c, epoch.Add(-time.Second))
 	if _, ok := received(tm.C); !ok {
 		t.Fatal("NewTimerAt with a passed deadline did not fire at once")
 	}
-	if !tm.ResetAt(stagestest.Epoch.Add(time.Second)) {
+	if !tm.ResetAt(epoch.Add(time.Second)) {
 		t.Fatal("ResetAt reported a future deadline as passed")
 	}
-	if tm.ResetAt(stagestest.Epoch) {
+	if tm.ResetAt(epoch) {
 		t.Fatal("ResetAt reported the present as ahead")
 	}
 	c.Advance(time.Hour)
@@ -139,7 +138,7 @@ func TestResetAtPastDeadline(t *testing.T) {
 		t.Fatalf("a passed ResetAt left the timer armed (pending %d)", c.Pending())
 	}
 	ran := make(chan struct{})
-	stages.AfterFuncAt(c, stagestest.Epoch, func() { close(ran) })
+	clock.AfterFuncAt(c, epoch, func() { close(ran) })
 	c.Advance(0)
 	select {
 	case <-ran:
@@ -147,3 +146,5 @@ func TestResetAtPastDeadline(t *testing.T) {
 		t.Fatal("AfterFuncAt with a passed deadline did not run f")
 	}
 }
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
