@@ -75,6 +75,13 @@ func (s *Service) broadcastLocked() {
 	}
 }
 
+// list is the agents' view of this process's handoffs.
+func (s localHandoffs) list(context.Context) ([]handoffView, bool) {
+	s.ho.mu.Lock()
+	defer s.ho.mu.Unlock()
+	return s.listLocked(), true
+}
+
 // listLocked is the waiting and claimed handoffs, oldest first. Under ho.mu.
 func (s *Service) listLocked() []handoffView {
 	now := s.clock.Now()
@@ -157,15 +164,8 @@ func (s *Service) serveAgent(parent context.Context, c *websocket.Conn, id strin
 
 	s.ho.mu.Lock()
 	delete(s.ho.agents, a)
-	for _, st := range s.ho.byRef {
-		if st.agent == a {
-			s.abandonLocked(st)
-		}
-	}
 	s.ho.mu.Unlock()
-	if s.hfq != nil {
-		s.releaseAgentHolds(a)
-	}
+	s.hos.agentLeft(a)
 	s.log.Info("agent disconnected", "agent", id, "err", err)
 	if errors.Is(err, websocket.ErrMessageTooBig) {
 		return // the library closed it with 1009
@@ -184,38 +184,50 @@ func (s *Service) agentReader(ctx context.Context, c *websocket.Conn, a *agent) 
 			s.replyError(a, "bad_message", "want a JSON text message with a type")
 			continue
 		}
-		if s.hfq != nil {
-			s.fleetAgentMessage(ctx, a, m)
-			continue
-		}
-		s.ho.mu.Lock()
-		switch m.Type {
-		case "claim":
-			st, err := s.claimHandoffLocked(a, m.Ref)
-			if err != nil {
-				a.send(agentMessage{Type: "error", Ref: m.Ref, Code: claimCode(err), Message: err.Error()})
-				break
-			}
-			v := st.view(s.clock.Now(), 0)
-			a.send(agentMessage{Type: "claimed", Ref: st.h.Ref, Handoff: &v})
-		case "ack":
-			if err := s.ackHandoffLocked(a, m.Ref); err != nil {
-				a.send(agentMessage{Type: "error", Ref: m.Ref, Code: claimCode(err), Message: err.Error()})
-				break
-			}
-			a.send(agentMessage{Type: "resolved", Ref: m.Ref, Disposition: stages.Completed})
-		case "release":
-			if st := s.ho.byRef[m.Ref]; st != nil && st.agent == a {
-				s.abandonLocked(st)
-				a.send(agentMessage{Type: "released", Ref: m.Ref})
-			} else {
-				a.send(agentMessage{Type: "error", Ref: m.Ref, Code: "not_yours", Message: ErrHandoffNotYours.Error()})
-			}
-		default:
-			a.send(agentMessage{Type: "error", Code: "unknown_type", Message: "want claim, ack or release"})
-		}
-		s.ho.mu.Unlock()
+		s.hos.agentMessage(ctx, a, m)
 	}
+}
+
+// agentLeft gives the claims of an agent who left back to the stage.
+func (s localHandoffs) agentLeft(a *agent) {
+	s.ho.mu.Lock()
+	defer s.ho.mu.Unlock()
+	for _, st := range s.ho.byRef {
+		if st.agent == a {
+			s.abandonLocked(st)
+		}
+	}
+}
+
+// agentMessage serves one agent message in process.
+func (s localHandoffs) agentMessage(_ context.Context, a *agent, m agentMessage) {
+	s.ho.mu.Lock()
+	switch m.Type {
+	case "claim":
+		st, err := s.claimHandoffLocked(a, m.Ref)
+		if err != nil {
+			a.send(agentMessage{Type: "error", Ref: m.Ref, Code: claimCode(err), Message: err.Error()})
+			break
+		}
+		v := st.view(s.clock.Now(), 0)
+		a.send(agentMessage{Type: "claimed", Ref: st.h.Ref, Handoff: &v})
+	case "ack":
+		if err := s.ackHandoffLocked(a, m.Ref); err != nil {
+			a.send(agentMessage{Type: "error", Ref: m.Ref, Code: claimCode(err), Message: err.Error()})
+			break
+		}
+		a.send(agentMessage{Type: "resolved", Ref: m.Ref, Disposition: stages.Completed})
+	case "release":
+		if st := s.ho.byRef[m.Ref]; st != nil && st.agent == a {
+			s.abandonLocked(st)
+			a.send(agentMessage{Type: "released", Ref: m.Ref})
+		} else {
+			a.send(agentMessage{Type: "error", Ref: m.Ref, Code: "not_yours", Message: ErrHandoffNotYours.Error()})
+		}
+	default:
+		a.send(agentMessage{Type: "error", Code: "unknown_type", Message: "want claim, ack or release"})
+	}
+	s.ho.mu.Unlock()
 }
 
 func (s *Service) replyError(a *agent, code, msg string) {
@@ -252,17 +264,11 @@ func (s *Service) agentWriter(ctx context.Context, c *websocket.Conn, a *agent) 
 			return
 		case m = <-a.out:
 		case <-a.dirty:
-			if s.hfq != nil {
-				l, ok := s.fleetList(ctx)
-				if !ok {
-					continue // the queue is away; the next change or poll tries again
-				}
-				m = agentMessage{Type: "waiting", Handoffs: l}
-				break
+			l, ok := s.hos.list(ctx)
+			if !ok {
+				continue // the queue is away; the next change or poll tries again
 			}
-			s.ho.mu.Lock()
-			m = agentMessage{Type: "waiting", Handoffs: s.listLocked()}
-			s.ho.mu.Unlock()
+			m = agentMessage{Type: "waiting", Handoffs: l}
 		}
 		b, err := json.Marshal(m)
 		if err != nil {

@@ -6,9 +6,22 @@ import (
 	"fmt"
 
 	"github.com/frontdoorhq/frontdoor/fallback/prompt"
-
-	"github.com/frontdoorhq/frontdoor/session/backend"
 )
+
+// Audio is rendered prompt speech: PCM16 samples at Rate a second.
+type Audio struct {
+	Rate    int
+	Samples []int16
+}
+
+// Synthesizer renders text to speech, calling emit with consecutive chunks
+// of audio at its native rate; emit may not keep a chunk's Samples after it
+// returns. It is the session's synthesizer as seen from below: the
+// composition root adapts it (session/offer.Synthesizer), so that package
+// fallback knows nothing of the call engine above it.
+type Synthesizer interface {
+	Synthesize(ctx context.Context, text string, emit func(Audio) error) error
+}
 
 // ErrNoSynthesizer: the Service was built without a synthesizer.
 var ErrNoSynthesizer = errors.New("fallback: no synthesizer for prompt audio")
@@ -22,32 +35,32 @@ const MaxPromptText = 1000
 // outside the synthesis stage's controller, so a prompt is heard even
 // while synthesis is the overloaded stage; concurrent requests for one
 // text share one rendering. The cache keeps PromptCacheSize texts.
-func (s *Service) PromptAudio(ctx context.Context, text string) (backend.Audio, error) {
+func (s *Service) PromptAudio(ctx context.Context, text string) (Audio, error) {
 	if a, ok := s.audio.Get(text); ok {
 		return a, nil
 	}
 	if s.synth == nil {
-		return backend.Audio{}, ErrNoSynthesizer
+		return Audio{}, ErrNoSynthesizer
 	}
 	if len(text) > MaxPromptText {
-		return backend.Audio{}, fmt.Errorf("fallback: prompt text of %d bytes, at most %d", len(text), MaxPromptText)
+		return Audio{}, fmt.Errorf("fallback: prompt text of %d bytes, at most %d", len(text), MaxPromptText)
 	}
 	f, err := s.flight(text)
 	if err != nil {
-		return backend.Audio{}, err
+		return Audio{}, err
 	}
 	select {
 	case <-f.done:
 		return f.audio, f.err
 	case <-ctx.Done():
-		return backend.Audio{}, ctx.Err()
+		return Audio{}, ctx.Err()
 	}
 }
 
 // renderFlight is one rendering that concurrent callers share.
 type renderFlight struct {
 	done  chan struct{}
-	audio backend.Audio
+	audio Audio
 	err   error
 }
 
@@ -77,12 +90,12 @@ func (s *Service) flight(text string) (*renderFlight, error) {
 	return f, nil
 }
 
-func (s *Service) renderPrompt(ctx context.Context, text string) (backend.Audio, error) {
+func (s *Service) renderPrompt(ctx context.Context, text string) (Audio, error) {
 	if a, ok := s.audio.Get(text); ok {
 		return a, nil
 	}
-	var out backend.Audio
-	err := s.synth.Synthesize(ctx, text, func(a backend.Audio) error {
+	var out Audio
+	err := s.synth.Synthesize(ctx, text, func(a Audio) error {
 		if out.Rate == 0 {
 			out.Rate = a.Rate
 		}
@@ -93,7 +106,7 @@ func (s *Service) renderPrompt(ctx context.Context, text string) (backend.Audio,
 		return nil
 	})
 	if err != nil {
-		return backend.Audio{}, fmt.Errorf("fallback: render prompt: %w", err)
+		return Audio{}, fmt.Errorf("fallback: render prompt: %w", err)
 	}
 	s.audio.Add(text, out)
 	return out, nil

@@ -7,6 +7,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/fallback/prompt"
+	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
@@ -17,7 +18,7 @@ import (
 func TestPromptAudioWhileSynthesisSaturated(t *testing.T) {
 	synth := stub.NewSynthesizer(stub.Settings{FrameCount: 3, Rate: 16000})
 	defer synth.Close()
-	s, err := fallback.New(context.Background(), testConfig(t.TempDir()), synth, nil)
+	s, err := fallback.New(context.Background(), testConfig(t.TempDir()), stubSynth{synth}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestPromptAudioWhileSynthesisSaturated(t *testing.T) {
 func TestPromptAudioSharedRendering(t *testing.T) {
 	synth := stub.NewSynthesizer(stub.Settings{SynthDelay: 20 * time.Millisecond})
 	defer synth.Close()
-	s, err := fallback.New(context.Background(), testConfig(t.TempDir()), synth, nil)
+	s, err := fallback.New(context.Background(), testConfig(t.TempDir()), stubSynth{synth}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,4 +95,12 @@ func TestPromptAudioSharedRendering(t *testing.T) {
 	if n := synth.Started() - before; n > len(prompt.All())+1 {
 		t.Fatalf("%d renders", n)
 	}
+}
+
+// stubSynth renders with the stub synthesizer, as the composition root's
+// adapter (session/offer.Synthesizer) renders with the session's.
+type stubSynth struct{ s *stub.Synthesizer }
+
+func (a stubSynth) Synthesize(ctx context.Context, text string, emit func(fallback.Audio) error) error {
+	return a.s.Synthesize(ctx, text, func(b backend.Audio) error { return emit(fallback.Audio(b)) })
 }

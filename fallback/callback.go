@@ -114,23 +114,24 @@ func (s *Service) RequestCallback(ctx context.Context, req CallbackRequest) (Cal
 	}
 	// One client, tenant or number cannot book past its caps: the queue is
 	// every refused caller's. Only an accepted callback keeps its count.
-	release, bound, ok := s.bookings.reserve(s.bookings.keys(req.Source, req.Tenant, number))
-	if !ok {
-		s.bookingRefused(bound)
-		s.log.Info("callback refused", "call", req.Call, "turn", req.Turn, "disposition", stages.Overloaded, "bound", bound)
-		return CallbackResult{Disposition: stages.Overloaded}, nil
+	release, d, bound := s.reserveBooking(ctx, req.Source, req.Tenant, number)
+	if release == nil {
+		s.log.Info("callback refused", "call", req.Call, "turn", req.Turn, "disposition", d, "bound", bound)
+		return CallbackResult{Disposition: d}, nil
 	}
-	res, err := s.requestCallback(ctx, req, number)
+	res, err := s.cbs.request(ctx, req, number)
 	if err != nil || res.Disposition != stages.Queued {
 		release()
 	}
 	return res, err
 }
 
-func (s *Service) requestCallback(ctx context.Context, req CallbackRequest, number string) (CallbackResult, error) {
-	if s.cq != nil {
-		return s.requestFleetCallback(ctx, req, number)
-	}
+// localCallbacks is the callback queue of one process: the callback stage
+// (a claim gate, claimq.go) over the CallbackStore, re-filled from the
+// store at start-up. Its methods are the Service's, serialized by cb.mu.
+type localCallbacks struct{ *Service }
+
+func (s localCallbacks) request(ctx context.Context, req CallbackRequest, number string) (CallbackResult, error) {
 	s.cb.mu.Lock()
 	defer s.cb.mu.Unlock()
 	// A repeated request is answered from the store, without a new offer.
@@ -145,8 +146,7 @@ func (s *Service) requestCallback(ctx context.Context, req CallbackRequest, numb
 	now := s.clock.Now()
 	ref := newRef("cb_")
 	id := jobID(ref, 0)
-	d, expired, err := s.cbq.offer(stages.Job{ID: id, Owner: ref, Born: now})
-	s.expireCallbacksLocked(expired)
+	d, err := s.cbq.offer(stages.Job{ID: id, Owner: ref, Born: now})
 	if err != nil {
 		return s.notEstablished(req, err)
 	}
@@ -196,6 +196,8 @@ func (s *Service) findCallback(ctx context.Context, call, turn string) (Callback
 // claims take a slot again (or return to pending if the slots shrank),
 // then pending callbacks are offered oldest first with their original
 // acceptance time, so the stage's bound and ages hold across restarts.
+func (s localCallbacks) start(ctx context.Context) error { return s.restore(ctx) }
+
 func (s *Service) restore(ctx context.Context) error {
 	s.cb.mu.Lock()
 	defer s.cb.mu.Unlock()
@@ -207,8 +209,8 @@ func (s *Service) restore(ctx context.Context) error {
 		now := s.clock.Now()
 		if c.LeaseUntil.After(now) {
 			id := jobID(c.Ref, c.Attempt)
-			if d, _, _ := s.cbq.offer(stages.Job{ID: id, Owner: c.Ref, Born: c.Accepted}); d == stages.Queued {
-				if d, got, _, _ := s.cbq.claim(id); d == stages.Admitted && got == id {
+			if d, _ := s.cbq.offer(stages.Job{ID: id, Owner: c.Ref, Born: c.Accepted}); d == stages.Queued {
+				if d, got, _ := s.cbq.claim(id); d == stages.Admitted && got == id {
 					s.cb.jobs[c.Ref] = id
 					s.armLeaseLocked(c.Ref, c.Attempt, c.LeaseUntil.Sub(now))
 					continue
@@ -246,8 +248,7 @@ func (s *Service) refillLocked(ctx context.Context) {
 			return
 		}
 		id := jobID(c.Ref, c.Attempt)
-		d, expired, err := s.cbq.offer(stages.Job{ID: id, Owner: c.Ref, Born: c.Accepted})
-		s.expireCallbacksLocked(expired)
+		d, err := s.cbq.offer(stages.Job{ID: id, Owner: c.Ref, Born: c.Accepted})
 		switch {
 		case err != nil:
 			s.log.Error("callback refill", "ticket", c.Ref, "err", err)

@@ -1,24 +1,40 @@
 package fallback
 
 import (
+	"context"
+	"errors"
 	"sync"
-	"time"
 
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
-// claimQueue admits fallback work only when a human claims it. It owns the
-// stage's Controller operations and one timer at the head's deadline, which
-// expires old heads without admitting anything. Every job is its own owner
-// (generation 0), registered at offer and forgotten once terminal, so the
-// Controller's owner table stays as small as its inventory.
+// claimQueue is one fallback queue as the Service uses it: a
+// stages.ClaimGate (the in-process Dispatcher made ClaimOnly), whose take
+// is a human's claim and whose timer expires the head at its deadline, and
+// the Pending of each piece of work it holds. Admission, bounds, expiry and
+// the ledger are the gate's, under the conformance suite
+// (stagestest.RunClaimGate); this type only adapts it to the Service's
+// locking. Every job is its own owner (generation 0), registered at offer
+// and forgotten once terminal, so the owner table stays as small as the
+// inventory.
+//
+// Expiry is learnt through the gate's OnResolve, outside its lock. Every
+// operation of this queue is made under the Service's lock for that queue
+// (cb.mu, ho.mu): ids that expire during one are collected and handed to
+// expiredLocked as it ends, by the caller that holds that lock; ids the
+// gate's timer expires otherwise go to onExpire, which takes the lock.
 type claimQueue struct {
-	c        *stages.Controller
-	clock    stages.Clock
-	onExpire func(ids []string) // called without mu, from the timer
+	c             *stages.Controller // the gate's, for views and draining
+	d             *stages.Dispatcher
+	g             stages.ClaimGate
+	clock         stages.Clock
+	onExpire      func(ids []string) // called without the Service's lock, from the gate's timer
+	expiredLocked func(ids []string) // called at the end of an operation, under it
 
 	mu      sync.Mutex
-	alarm   stages.Alarm // the head's deadline
+	busy    int      // operations in progress
+	expired []string // expired while busy, for the operation to return
+	pending map[string]stages.Pending
 	stopped bool
 }
 
@@ -27,30 +43,78 @@ func newClaimQueue(l stages.Limits, clock stages.Clock) (*claimQueue, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &claimQueue{c: c, clock: clock}, nil
+	q := &claimQueue{c: c, clock: clock, pending: map[string]stages.Pending{}}
+	q.d = stages.NewDispatcher(c, clock, stages.ClaimOnly(), stages.OnResolve(q.resolved))
+	q.g = stages.LocalClaimGate(q.d)
+	return q, nil
 }
 
-// offer queues job; refused work leaves nothing behind. It returns the ids
-// that expired at the head meanwhile.
-func (q *claimQueue) offer(job stages.Job) (stages.Disposition, []string, error) {
+// resolved is the gate's OnResolve.
+func (q *claimQueue) resolved(id string, d stages.Disposition) {
 	q.mu.Lock()
-	defer q.mu.Unlock()
-	now := q.clock.Now()
-	if job.Born.After(now) {
+	if d != stages.Admitted {
+		delete(q.pending, id)
+	}
+	if d != stages.Expired || q.stopped {
+		q.mu.Unlock()
+		return
+	}
+	if q.busy > 0 {
+		q.expired = append(q.expired, id)
+		q.mu.Unlock()
+		return
+	}
+	q.mu.Unlock()
+	if q.onExpire != nil {
+		q.onExpire([]string{id})
+	}
+}
+
+// begin and end bracket an operation; end hands what expired meanwhile to
+// expiredLocked.
+func (q *claimQueue) begin() {
+	q.mu.Lock()
+	q.busy++
+	q.mu.Unlock()
+}
+
+func (q *claimQueue) end() {
+	q.mu.Lock()
+	q.busy--
+	out := q.expired
+	q.expired = nil
+	q.mu.Unlock()
+	if len(out) > 0 && q.expiredLocked != nil {
+		q.expiredLocked(out)
+	}
+}
+
+// offer queues job; refused work leaves nothing behind.
+func (q *claimQueue) offer(job stages.Job) (stages.Disposition, error) {
+	ctx := context.Background() // an in-process gate never waits
+	q.begin()
+	defer q.end()
+	if now := q.clock.Now(); job.Born.After(now) {
 		job.Born = now
 	}
-	expired := q.expire(now)
-	if _, ok := q.c.Generation(job.Owner); !ok {
-		if err := q.c.Rotate(job.Owner, job.Generation, now); err != nil {
-			return 0, expired, err
-		}
+	// Every job is its own owner: registered here, at generation 0 (an
+	// owner known already is left as it is).
+	if err := q.g.Rotate(ctx, job.Owner, job.Generation); err != nil && !errors.Is(err, stages.ErrGeneration) {
+		return 0, err
 	}
-	d, err := q.c.Offer(job, now)
+	p, d, err := q.g.Submit(ctx, job)
 	if err != nil || d != stages.Queued {
-		q.c.Forget(job.Owner, now)
+		_ = q.g.Forget(ctx, job.Owner)
+	} else {
+		q.mu.Lock()
+		select {
+		case <-p.Done(): // resolved already (expired on arrival): resolved saw it
+		default:
+			q.pending[job.ID] = p
+		}
+		q.mu.Unlock()
 	}
-	q.arm(now)
-	return d, expired, err
+	return d, err
 }
 
 // room reports whether an offer now would find a waiting place.
@@ -59,36 +123,38 @@ func (q *claimQueue) room() bool {
 	return !s.Closed && s.Queued < s.Limits.Waiting
 }
 
+// position is id's place among waiting work, 1 next.
+func (q *claimQueue) position(id string) (int, bool) {
+	q.mu.Lock()
+	p := q.pending[id]
+	q.mu.Unlock()
+	if p == nil {
+		return 0, false
+	}
+	n, ok, _ := p.Position(context.Background())
+	return n, ok
+}
+
 // claim takes the head of the queue: (Admitted, id) with a lease, or Busy,
 // Empty or Closed. With want set, it admits only if want is the head
 // (fairness: the longest waiting caller goes first) and otherwise returns
-// (Busy-free) Queued to say want waits behind others.
-func (q *claimQueue) claim(want string) (stages.Disposition, string, []string, error) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	now := q.clock.Now()
-	expired := q.expire(now)
-	defer q.arm(now)
-	if want != "" {
-		if pos, ok := q.c.Position(want); !ok {
-			d, _ := q.c.State(want)
-			return d, "", expired, nil
-		} else if pos != 1 {
-			return stages.Queued, "", expired, nil
-		}
-	}
-	d, id, err := q.c.Take(now)
-	return d, id, expired, err
+// Queued to say want waits behind others.
+func (q *claimQueue) claim(want string) (stages.Disposition, string, error) {
+	q.begin()
+	defer q.end()
+	return q.g.Claim(context.Background(), want)
 }
 
 // release returns id's lease. Work that is done with is forgotten.
 func (q *claimQueue) release(id, owner string) (stages.Disposition, error) {
+	ctx := context.Background()
+	q.begin()
+	defer q.end()
+	d, err := q.g.Release(ctx, id)
+	_ = q.g.Forget(ctx, owner)
 	q.mu.Lock()
-	defer q.mu.Unlock()
-	now := q.clock.Now()
-	d, err := q.c.Release(id)
-	q.c.Forget(owner, now)
-	q.arm(now)
+	delete(q.pending, id)
+	q.mu.Unlock()
 	return d, err
 }
 
@@ -97,9 +163,9 @@ func (q *claimQueue) release(id, owner string) (stages.Disposition, error) {
 // lease is released at once. It returns the state before cancellation
 // when that was terminal, else Cancelled.
 func (q *claimQueue) cancel(id, owner string) stages.Disposition {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	now := q.clock.Now()
+	ctx := context.Background()
+	q.begin()
+	defer q.end()
 	st, ok := q.c.State(id)
 	if !ok {
 		return 0
@@ -107,68 +173,24 @@ func (q *claimQueue) cancel(id, owner string) stages.Disposition {
 	d := st
 	switch st {
 	case stages.Queued:
-		d, _ = q.c.Cancel(id, now)
+		d, _ = q.g.Cancel(ctx, id)
 	case stages.Active:
-		q.c.Cancel(id, now)
-		d, _ = q.c.Release(id)
+		_, _ = q.g.Cancel(ctx, id)
+		d, _ = q.g.Release(ctx, id)
 	case stages.Cancelled: // cancelled while active, lease still held
-		d, _ = q.c.Release(id)
+		d, _ = q.g.Release(ctx, id)
 	}
-	q.c.Forget(owner, now)
-	q.arm(now)
+	_ = q.g.Forget(ctx, owner)
+	q.mu.Lock()
+	delete(q.pending, id)
+	q.mu.Unlock()
 	return d
 }
 
-// expire removes heads older than MaxAge, under mu, without admitting.
-func (q *claimQueue) expire(now time.Time) []string {
-	var out []string
-	maxAge := q.c.Limits().MaxAge
-	for {
-		w := q.c.Waiting(now)
-		if len(w) == 0 || w[0].Age <= maxAge {
-			return out
-		}
-		d, id, err := q.c.Take(now)
-		if err != nil || d != stages.Expired {
-			return out // cannot happen: the head is past its age
-		}
-		q.c.Forget(w[0].Owner, now)
-		out = append(out, id)
-	}
-}
-
-// arm sets the timer for the head's deadline, under mu.
-func (q *claimQueue) arm(now time.Time) {
-	if q.stopped {
-		return
-	}
-	w := q.c.Waiting(now)
-	if len(w) == 0 {
-		q.alarm.Clear()
-		return
-	}
-	q.alarm.Set(q.clock, now.Add(q.c.Limits().MaxAge-w[0].Age+time.Nanosecond), now, q.fire)
-}
-
-func (q *claimQueue) fire(seq uint64) {
-	q.mu.Lock()
-	if q.stopped || !q.alarm.Fired(seq) {
-		q.mu.Unlock()
-		return
-	}
-	now := q.clock.Now()
-	expired := q.expire(now)
-	q.arm(now)
-	q.mu.Unlock()
-	if len(expired) > 0 && q.onExpire != nil {
-		q.onExpire(expired)
-	}
-}
-
-// stop ends the timer; nothing expires afterwards.
+// stop ends the gate's timer; nothing expires afterwards.
 func (q *claimQueue) stop() {
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	q.stopped = true
-	q.alarm.Clear()
+	q.mu.Unlock()
+	q.g.Stop()
 }

@@ -10,10 +10,11 @@
 // controller's ledger like every other stage.
 //
 // Fallback work is admitted when a human claims it (an operator claiming a
-// callback, an agent claiming a handoff), not when a slot frees, so the
-// stages.Dispatcher, which admits whenever it can, does not fit. A small
-// claim queue over the same Controller takes work only on a claim and owns
-// one timer that expires the head of the queue at its deadline.
+// callback, an agent claiming a handoff), not when a slot frees: each queue
+// is a stages.ClaimGate, the Dispatcher made ClaimOnly, whose take is the
+// claim and whose one timer expires the head at its deadline. The same
+// conformance suite (stagestest.RunClaimGate) runs on it and on the Redis
+// claim gate.
 //
 // Callbacks are written to a CallbackStore (SQLite under the data directory
 // by default) before the caller is told they are queued; the store is the
@@ -24,7 +25,10 @@
 // In fleet mode both queues belong to the fleet instead (CallbackQueue,
 // HandoffQueue; Redis Streams in fallback/redisqueue): bounds, order and
 // claims hold for every process at once, and an agent connected to any
-// process works the handoffs of callers held by all of them.
+// process works the handoffs of callers held by all of them. The Service
+// chooses each queue's side once, at New (callbackQueue: localCallbacks or
+// fleetCallbacks; handoffQueue: localHandoffs or fleetHandoffs), and asks
+// it without knowing which.
 //
 // The caller-facing sentences are package fallback/prompt's table, keyed by stage,
 // reason and whether the stage's backend had started; docs/PROMPTS.md is

@@ -16,8 +16,12 @@ import (
 // agent's side: the claims held by agents connected here, with their
 // attempts. Every queue call is made without ho.mu held.
 
-// requestFleetHandoff enqueues a handoff in the fleet's queue.
-func (s *Service) requestFleetHandoff(ctx context.Context, req HandoffRequest, ref string) (*Handoff, stages.Disposition, error) {
+// fleetHandoffs is the fleet's handoff queue (Service.hfq) seen from this
+// process: its callers' Handoffs and its agents' claims.
+type fleetHandoffs struct{ *Service }
+
+// request enqueues a handoff in the fleet's queue.
+func (s fleetHandoffs) request(ctx context.Context, req HandoffRequest, ref string) (*Handoff, stages.Disposition, error) {
 	if h, d, ok := s.liveHandoff(req.Call); ok {
 		return h, d, nil
 	}
@@ -42,7 +46,7 @@ func (s *Service) requestFleetHandoff(ctx context.Context, req HandoffRequest, r
 		s.ho.mu.Lock()
 		return h, d, nil
 	}
-	h := &Handoff{Ref: ref, Call: req.Call, Turn: req.Turn, Summary: req.Summary, Born: now, s: s, done: make(chan struct{})}
+	h := &Handoff{Ref: ref, Call: req.Call, Turn: req.Turn, Summary: req.Summary, Born: now, s: s.Service, done: make(chan struct{})}
 	st := &hstate{h: h, position: e.Position}
 	st.timer = s.clock.AfterFunc(s.cfg.HandoffMaxWait, func() { s.expireFleetHandoff(ref) })
 	s.ho.byRef[ref] = st
@@ -61,8 +65,15 @@ func (s *Service) resolveRemote(ctx context.Context, ref string, to HandoffState
 	}
 }
 
-// cancelFleetHandoff withdraws a caller's handoff: the caller left.
-func (s *Service) cancelFleetHandoff(h *Handoff) {
+// position is the caller's place as last read from the fleet's queue.
+func (s fleetHandoffs) position(st *hstate) (int, bool) {
+	s.ho.mu.Lock()
+	defer s.ho.mu.Unlock()
+	return st.position, st.position > 0
+}
+
+// cancel withdraws a caller's handoff: the caller left.
+func (s fleetHandoffs) cancel(h *Handoff) {
 	s.ho.mu.Lock()
 	st := s.ho.byRef[h.Ref]
 	if st != nil {
@@ -93,12 +104,9 @@ func (s *Service) expireFleetHandoff(ref string) {
 	}
 }
 
-// reconcileHandoffs reads the queue's entries for this process's callers
-// and agents' claims, and acts on what other processes decided.
-func (s *Service) reconcileHandoffs(ctx context.Context) {
-	if s.hfq == nil {
-		return
-	}
+// reconcile reads the queue's entries for this process's callers and
+// agents' claims, and acts on what other processes decided.
+func (s fleetHandoffs) reconcile(ctx context.Context) {
 	s.ho.mu.Lock()
 	refs := s.callersLocked()
 	asked := make(map[string]bool, len(refs))
@@ -197,13 +205,10 @@ func (s *Service) broadcast() {
 	s.ho.mu.Unlock()
 }
 
-// closeFleetHandoffs ends this process's callers' handoffs as Closed in the
-// queue (their local side resolves in Close). Agents' claims are released
-// as their connections end.
-func (s *Service) closeFleetHandoffs() {
-	if s.hfq == nil {
-		return
-	}
+// close ends this process's callers' handoffs as Closed in the queue
+// (their local side resolves in Close). Agents' claims are released as
+// their connections end.
+func (s fleetHandoffs) close() {
 	s.ho.mu.Lock()
 	refs := s.callersLocked()
 	s.ho.mu.Unlock()
@@ -214,8 +219,8 @@ func (s *Service) closeFleetHandoffs() {
 	}
 }
 
-// fleetAgentMessage serves one agent message in fleet mode.
-func (s *Service) fleetAgentMessage(ctx context.Context, a *agent, m agentMessage) {
+// agentMessage serves one agent message in fleet mode.
+func (s fleetHandoffs) agentMessage(ctx context.Context, a *agent, m agentMessage) {
 	ctx, cancel := context.WithTimeout(ctx, fleetTimeout)
 	defer cancel()
 	reply := func(r agentMessage) {
@@ -273,8 +278,8 @@ func (s *Service) fleetAgentMessage(ctx context.Context, a *agent, m agentMessag
 	}
 }
 
-// releaseAgentHolds returns the claims of an agent who left.
-func (s *Service) releaseAgentHolds(a *agent) {
+// agentLeft returns the claims of an agent who left.
+func (s fleetHandoffs) agentLeft(a *agent) {
 	s.ho.mu.Lock()
 	holds := a.holds
 	a.holds = map[string]int{}
@@ -290,8 +295,8 @@ func (s *Service) releaseAgentHolds(a *agent) {
 	}
 }
 
-// fleetList is the agents' view of the fleet's queue.
-func (s *Service) fleetList(ctx context.Context) ([]handoffView, bool) {
+// list is the agents' view of the fleet's queue.
+func (s fleetHandoffs) list(ctx context.Context) ([]handoffView, bool) {
 	ctx, cancel := context.WithTimeout(ctx, fleetTimeout)
 	defer cancel()
 	entries, err := s.hfq.List(ctx)

@@ -2,7 +2,6 @@ package fallback
 
 import (
 	"context"
-	"errors"
 	"sync/atomic"
 	"time"
 
@@ -60,10 +59,7 @@ func (s *Service) startFleet() {
 }
 
 func (s *Service) fleetLoop(ctx context.Context) {
-	var changed <-chan struct{}
-	if s.hfq != nil {
-		changed = s.hfq.Watch(ctx)
-	}
+	changed := s.hos.watch(ctx)
 	poll := stages.NewTicker(s.clock, fleetPoll)
 	defer poll.Stop()
 	var lastSweep, lastList time.Time
@@ -78,7 +74,7 @@ func (s *Service) fleetLoop(ctx context.Context) {
 			s.fleetSweep(ctx)
 		}
 		s.refreshFleet(ctx)
-		s.reconcileHandoffs(ctx)
+		s.hos.reconcile(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -97,24 +93,8 @@ func (s *Service) fleetSweep(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, fleetTimeout)
 	defer cancel()
 	now := s.clock.Now()
-	if s.cq != nil {
-		if err := s.cq.Sweep(ctx, now); err != nil && ctx.Err() == nil {
-			s.log.Warn("callback queue sweep", "err", err)
-		}
-		// A queue that journals what it accepted puts back what the store
-		// lost (redisqueue): say so, once per loss.
-		if j, ok := s.cq.(interface{ Republished() uint64 }); ok {
-			if n := j.Republished(); n != s.fleet.republished {
-				s.log.Warn("the callback store lost accepted callbacks; put back from this replica's journal", "put_back", n-s.fleet.republished)
-				s.fleet.republished = n
-			}
-		}
-	}
-	if s.hfq != nil {
-		if err := s.hfq.Sweep(ctx, now); err != nil && ctx.Err() == nil {
-			s.log.Warn("handoff queue sweep", "err", err)
-		}
-	}
+	s.cbs.sweep(ctx, now)
+	s.hos.sweep(ctx, now)
 }
 
 // refreshFleet updates the offers' room and the stages' snapshots. While
@@ -123,16 +103,8 @@ func (s *Service) refreshFleet(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, fleetTimeout)
 	defer cancel()
 	now := s.clock.Now()
-	if s.cq != nil {
-		sn, err := s.cq.Snapshot(ctx, now)
-		storeSnapshot(&s.fleet.callbackSnap, sn, err)
-		s.fleet.callbackRoom.Store(err == nil && sn.Queued < sn.Limits.Waiting)
-	}
-	if s.hfq != nil {
-		sn, err := s.hfq.Snapshot(ctx, now)
-		storeSnapshot(&s.fleet.handoffSnap, sn, err)
-		s.fleet.handoffRoom.Store(err == nil && sn.Queued < sn.Limits.Waiting)
-	}
+	s.cbs.refresh(ctx, now)
+	s.hos.refresh(ctx, now)
 }
 
 // storeSnapshot keeps sn, or while the queue is away the last known
@@ -151,58 +123,22 @@ func storeSnapshot(p *atomic.Pointer[stages.Snapshot], sn stages.Snapshot, err e
 // this process's controller with its waiting list, or in fleet mode the
 // fleet's queue by its counts, as last read from Redis.
 func (s *Service) View(k prompt.Kind) stages.View {
-	switch {
-	case k == prompt.KindCallback && s.cq == nil:
-		return stages.ViewOf(s.cbq.c, s.clock)
-	case k == prompt.KindHandoff && s.hfq == nil:
-		return stages.ViewOf(s.hq.c, s.clock)
+	if k == prompt.KindCallback {
+		return s.cbs.view()
 	}
-	return stages.ViewFunc(func() stages.Snapshot { return s.Snapshot(k) })
+	return s.hos.view()
 }
 
 // Snapshot reports the callback or the handoff stage for /v1/stages and
 // metrics: this process's stage, or in fleet mode the fleet's queue as last
 // read from it (closed while it cannot be reached).
 func (s *Service) Snapshot(k prompt.Kind) stages.Snapshot {
-	switch {
-	case k == prompt.KindCallback && s.cq != nil:
-		if p := s.fleet.callbackSnap.Load(); p != nil {
-			return *p
-		}
-		return stages.Snapshot{Limits: s.cfg.CallbackLimits()}
-	case k == prompt.KindCallback:
-		return s.cbq.c.Snapshot(s.clock.Now())
-	case s.hfq != nil:
-		if p := s.fleet.handoffSnap.Load(); p != nil {
-			return *p
-		}
-		return stages.Snapshot{Limits: s.cfg.HandoffLimits()}
+	if k == prompt.KindCallback {
+		return s.cbs.snapshot()
 	}
-	return s.hq.c.Snapshot(s.clock.Now())
+	return s.hos.snapshot()
 }
 
 // Fleet reports whether the callback and handoff queues are shared by a
 // fleet (their Snapshot is then the fleet's).
 func (s *Service) Fleet() bool { return s.cq != nil || s.hfq != nil }
-
-// requestFleetCallback books a callback in the fleet's queue, which checks
-// its bound in the same step.
-func (s *Service) requestFleetCallback(ctx context.Context, req CallbackRequest, number string) (CallbackResult, error) {
-	if prev, ok, err := s.store.Find(ctx, req.Call, req.Turn); err != nil {
-		return s.notEstablished(req, err)
-	} else if ok {
-		return CallbackResult{Disposition: callbackDisposition(prev.Status), Ref: prev.Ref}, nil
-	}
-	got, created, err := s.store.Accept(ctx, Callback{Ref: newRef("cb_"), Call: req.Call, Turn: req.Turn, Number: number, Accepted: s.clock.Now()})
-	switch {
-	case errors.Is(err, ErrQueueFull):
-		s.log.Info("callback refused", "call", req.Call, "turn", req.Turn, "disposition", stages.Overloaded, "bound", "fleet")
-		return CallbackResult{Disposition: stages.Overloaded}, nil
-	case err != nil:
-		return s.notEstablished(req, err)
-	case !created:
-		return CallbackResult{Disposition: callbackDisposition(got.Status), Ref: got.Ref}, nil
-	}
-	s.log.Info("callback accepted", "call", req.Call, "turn", req.Turn, "ticket", got.Ref)
-	return CallbackResult{Disposition: stages.Queued, Ref: got.Ref}, nil
-}

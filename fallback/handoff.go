@@ -75,22 +75,16 @@ func (h *Handoff) Position() (int, bool) {
 	if st == nil {
 		return 0, false
 	}
-	if h.s.hfq != nil {
-		h.s.ho.mu.Lock()
-		defer h.s.ho.mu.Unlock()
-		return st.position, st.position > 0
-	}
-	return h.s.hq.c.Position(st.job)
+	return h.s.hos.position(st)
 }
+
+func (s localHandoffs) position(st *hstate) (int, bool) { return s.hq.position(st.job) }
 
 // Cancel withdraws the handoff because the caller left. It resolves as
 // Cancelled unless it already resolved; an agent holding it is told.
-func (h *Handoff) Cancel() {
-	s := h.s
-	if s.hfq != nil {
-		s.cancelFleetHandoff(h)
-		return
-	}
+func (h *Handoff) Cancel() { h.s.hos.cancel(h) }
+
+func (s localHandoffs) cancel(h *Handoff) {
 	s.ho.mu.Lock()
 	defer s.ho.mu.Unlock()
 	st := s.ho.byRef[h.Ref]
@@ -150,34 +144,33 @@ func (s *Service) RequestHandoff(ctx context.Context, req HandoffRequest) (*Hand
 	if len(req.Summary) > MaxSummary {
 		req.Summary = strings.ToValidUTF8(req.Summary[:MaxSummary], "")
 	}
-	release, bound, ok := s.bookings.reserve(s.bookings.keys(req.Source, req.Tenant, ""))
-	if !ok {
-		s.bookingRefused(bound)
-		s.log.Info("handoff refused", "call", req.Call, "turn", req.Turn, "disposition", stages.Overloaded, "bound", bound)
-		return nil, stages.Overloaded, nil
+	release, d, bound := s.reserveBooking(ctx, req.Source, req.Tenant, "")
+	if release == nil {
+		s.log.Info("handoff refused", "call", req.Call, "turn", req.Turn, "disposition", d, "bound", bound)
+		return nil, d, nil
 	}
-	h, d, err := s.requestHandoff(ctx, req)
+	h, d, err := s.hos.request(ctx, req, newRef("ho_"))
 	if err != nil || d != stages.Queued {
 		release()
 	}
 	return h, d, err
 }
 
-func (s *Service) requestHandoff(ctx context.Context, req HandoffRequest) (*Handoff, stages.Disposition, error) {
-	ref := newRef("ho_")
-	if s.hfq != nil {
-		return s.requestFleetHandoff(ctx, req, ref)
-	}
+// localHandoffs is the handoff queue of one process: the handoff stage (a
+// claim gate, claimq.go) and the callers and agents connected here. Its
+// methods are the Service's, serialized by ho.mu.
+type localHandoffs struct{ *Service }
+
+func (s localHandoffs) request(ctx context.Context, req HandoffRequest, ref string) (*Handoff, stages.Disposition, error) {
 	s.ho.mu.Lock()
 	defer s.ho.mu.Unlock()
 	if h, d, ok := s.liveHandoffLocked(req.Call); ok {
 		return h, d, nil
 	}
 	now := s.clock.Now()
-	h := &Handoff{Ref: ref, Call: req.Call, Turn: req.Turn, Summary: req.Summary, Born: now, s: s, done: make(chan struct{})}
+	h := &Handoff{Ref: ref, Call: req.Call, Turn: req.Turn, Summary: req.Summary, Born: now, s: s.Service, done: make(chan struct{})}
 	st := &hstate{h: h, job: jobID(h.Ref, 0)}
-	d, expired, err := s.hq.offer(stages.Job{ID: st.job, Owner: h.Ref, Born: now})
-	s.handoffsExpiredLocked(expired)
+	d, err := s.hq.offer(stages.Job{ID: st.job, Owner: h.Ref, Born: now})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -267,8 +260,7 @@ func (s *Service) claimHandoffLocked(a *agent, ref string) (*hstate, error) {
 		}
 		want = st.job
 	}
-	d, id, expired, err := s.hq.claim(want)
-	s.handoffsExpiredLocked(expired)
+	d, id, err := s.hq.claim(want)
 	if err != nil {
 		return nil, err
 	}
@@ -322,8 +314,7 @@ func (s *Service) abandonLocked(st *hstate) {
 	st.agent = nil
 	st.attempt++
 	st.job = jobID(ref, st.attempt)
-	d, expired, err := s.hq.offer(stages.Job{ID: st.job, Owner: ref, Born: st.h.Born})
-	s.handoffsExpiredLocked(expired)
+	d, err := s.hq.offer(stages.Job{ID: st.job, Owner: ref, Born: st.h.Born})
 	switch {
 	case err == nil && d == stages.Queued:
 		s.ho.returned.Add(1)

@@ -26,19 +26,15 @@ func (s *Service) ClaimCallback(ctx context.Context, operator string) (Callback,
 	if s.closed.Load() {
 		return Callback{}, ErrClosed
 	}
-	if s.cq != nil {
-		c, err := s.cq.Next(ctx, operator, s.clock.Now())
-		if err == nil {
-			s.log.Info("callback claimed", "ticket", c.Ref, "operator", operator, "attempt", c.Attempt)
-		}
-		return c, err
-	}
+	return s.cbs.claim(ctx, operator)
+}
+
+func (s localCallbacks) claim(ctx context.Context, operator string) (Callback, error) {
 	s.cb.mu.Lock()
 	defer s.cb.mu.Unlock()
 	defer s.refillLocked(ctx)
 	for {
-		d, id, expired, err := s.cbq.claim("")
-		s.expireCallbacksLocked(expired)
+		d, id, err := s.cbq.claim("")
 		if err != nil {
 			return Callback{}, err
 		}
@@ -78,13 +74,10 @@ func (s *Service) FinishCallback(ctx context.Context, ref string, attempt int, t
 	if len(note) > 1024 {
 		note = note[:1024]
 	}
-	if s.cq != nil {
-		c, err := s.store.Finish(ctx, ref, attempt, to, note, s.clock.Now())
-		if err == nil {
-			s.log.Info("callback finished", "ticket", ref, "status", c.Status, "attempt", c.Attempt)
-		}
-		return c, err
-	}
+	return s.cbs.finish(ctx, ref, attempt, to, note)
+}
+
+func (s localCallbacks) finish(ctx context.Context, ref string, attempt int, to Status, note string) (Callback, error) {
 	s.cb.mu.Lock()
 	defer s.cb.mu.Unlock()
 	c, err := s.store.Finish(ctx, ref, attempt, to, note, s.clock.Now())
@@ -150,8 +143,7 @@ func (s *Service) leaseExpired(ref string, attempt int) {
 		return
 	}
 	id := jobID(ref, c.Attempt)
-	d, expired, err := s.cbq.offer(stages.Job{ID: id, Owner: ref, Born: c.Accepted})
-	s.expireCallbacksLocked(expired)
+	d, err := s.cbq.offer(stages.Job{ID: id, Owner: ref, Born: c.Accepted})
 	switch {
 	case err == nil && d == stages.Queued:
 		s.cb.jobs[ref] = id

@@ -14,7 +14,6 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 
-	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -28,10 +27,12 @@ type Service struct {
 	store CallbackStore
 	own   bool // the store was opened by New and is closed by Close
 
-	cbq *claimQueue
-	cb  callbacks
-	hq  *claimQueue
-	ho  handoffs
+	cbs callbackQueue // localCallbacks, or fleetCallbacks over cq
+	cbq *claimQueue   // localCallbacks' stage
+	cb  callbacks     // localCallbacks' state
+	hos handoffQueue  // localHandoffs, or fleetHandoffs over hfq
+	hq  *claimQueue   // localHandoffs' stage
+	ho  handoffs      // the callers and agents of this process
 
 	// Fleet mode: the queues are shared by every process and bound
 	// themselves; the local stages above then stay empty.
@@ -39,8 +40,8 @@ type Service struct {
 	hfq   HandoffQueue
 	fleet fleetState
 
-	synth backend.Synthesizer
-	audio *lru.Cache[string, backend.Audio]
+	synth Synthesizer
+	audio *lru.Cache[string, Audio]
 
 	renderMu     sync.Mutex
 	rendering    map[string]*renderFlight
@@ -53,7 +54,9 @@ type Service struct {
 
 	failures atomic.Uint64 // fallbacks that failed after being attempted
 
-	bookings *bookings // Config.Bookings: bookings.go
+	counter   BookingCounter // Config.Bookings: bookings.go
+	refusedMu sync.Mutex
+	refused   map[string]uint64 // bookings refused, by bound
 }
 
 // Option configures a Service.
@@ -75,7 +78,7 @@ const PromptCacheSize = 512
 // starts rendering every fixed prompt in the background with synth (which
 // may be nil: PromptAudio then reports ErrNoSynthesizer). log may be nil.
 // ctx bounds the start-up work only.
-func New(ctx context.Context, cfg Config, synth backend.Synthesizer, log *slog.Logger, opts ...Option) (*Service, error) {
+func New(ctx context.Context, cfg Config, synth Synthesizer, log *slog.Logger, opts ...Option) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -86,7 +89,7 @@ func New(ctx context.Context, cfg Config, synth backend.Synthesizer, log *slog.L
 	if s.clock == nil {
 		s.clock = stages.SystemClock
 	}
-	s.bookings = newBookings(cfg.Bookings, s.clock)
+	s.counter, s.refused = newBookings(cfg.Bookings, s.clock), map[string]uint64{}
 	for _, o := range opts {
 		o(s)
 	}
@@ -97,7 +100,7 @@ func New(ctx context.Context, cfg Config, synth backend.Synthesizer, log *slog.L
 	if s.hq, err = newClaimQueue(cfg.HandoffLimits(), s.clock); err != nil {
 		return nil, err
 	}
-	if s.audio, err = lru.New[string, backend.Audio](PromptCacheSize); err != nil {
+	if s.audio, err = lru.New[string, Audio](PromptCacheSize); err != nil {
 		return nil, err
 	}
 	if s.store == nil {
@@ -114,13 +117,19 @@ func New(ctx context.Context, cfg Config, synth backend.Synthesizer, log *slog.L
 	s.cb.init()
 	s.ho.init()
 	s.cbq.onExpire = s.callbacksExpired
+	s.cbq.expiredLocked = s.expireCallbacksLocked
 	s.hq.onExpire = s.handoffsExpired
-	s.cq, _ = s.store.(CallbackQueue)
-	if s.cq == nil {
-		if err := s.restore(ctx); err != nil {
-			s.Close()
-			return nil, err
-		}
+	s.hq.expiredLocked = s.handoffsExpiredLocked
+	s.cbs, s.hos = localCallbacks{s}, localHandoffs{s}
+	if s.hfq != nil {
+		s.hos = fleetHandoffs{s}
+	}
+	if cq, ok := s.store.(CallbackQueue); ok {
+		s.cq, s.cbs = cq, fleetCallbacks{s}
+	}
+	if err := s.cbs.start(ctx); err != nil {
+		s.Close()
+		return nil, err
 	}
 	if s.cq != nil || s.hfq != nil {
 		s.startFleet()
@@ -152,7 +161,7 @@ func (s *Service) Close() error {
 	s.hq.stop()
 	s.cb.stopTimers()
 	s.ho.closeAgents()
-	s.closeFleetHandoffs()
+	s.hos.close()
 	s.ho.mu.Lock()
 	for _, st := range s.ho.byRef {
 		if st.agent != nil {
@@ -187,20 +196,10 @@ func (s *Service) Store() CallbackStore { return s.store }
 // Acceptance checks again: room now is not a reservation.
 func (s *Service) Available() []prompt.Kind {
 	var out []prompt.Kind
-	switch {
-	case s.cq != nil:
-		if s.fleet.callbackRoom.Load() {
-			out = append(out, prompt.KindCallback)
-		}
-	case s.cbq.room() && !s.cb.hasBacklog():
+	if s.cbs.room() {
 		out = append(out, prompt.KindCallback)
 	}
-	switch {
-	case s.hfq != nil:
-		if s.fleet.handoffRoom.Load() {
-			out = append(out, prompt.KindHandoff)
-		}
-	case s.hq.room():
+	if s.hos.room() {
 		out = append(out, prompt.KindHandoff)
 	}
 	return out

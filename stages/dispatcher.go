@@ -22,11 +22,19 @@ type Dispatcher struct {
 
 	takeErr    func(error)
 	takeErrors atomic.Uint64
+	claim      bool // ClaimOnly: admit on Claim alone
+	onResolve  func(id string, d Disposition)
 
 	mu      sync.Mutex
 	waiting map[string]*Ticket
 	alarm   Alarm // the head's deadline
 	stopped bool
+	told    []resolution // for onResolve, once d.mu is released
+}
+
+type resolution struct {
+	id   string
+	disp Disposition
 }
 
 // DispatcherOption configures a Dispatcher.
@@ -38,6 +46,15 @@ type DispatcherOption func(*Dispatcher)
 // not call back into it. Without it such errors are dropped.
 func OnTakeError(f func(error)) DispatcherOption {
 	return func(d *Dispatcher) { d.takeErr = f }
+}
+
+// OnResolve has f told of every ticket's outcome (Admitted, Expired,
+// Cancelled) once the dispatcher's lock is released, in the goroutine of the
+// operation or the timer that decided it: an owner that keeps state beside
+// the queue (the fallback's stores) learns of expiry without a goroutine
+// per ticket. f may call the dispatcher.
+func OnResolve(f func(id string, d Disposition)) DispatcherOption {
+	return func(d *Dispatcher) { d.onResolve = f }
 }
 
 // NewDispatcher returns a Dispatcher for c. A nil clock is SystemClock.
@@ -104,7 +121,7 @@ func (t *Ticket) Lost() <-chan struct{} { return nil }
 // queued work returns Queued and a ticket, which may already be resolved.
 func (d *Dispatcher) Submit(job Job) (*Ticket, Disposition, error) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
+	defer d.unlock()
 	now := d.clock.Now()
 	disp, err := d.c.Offer(job, now)
 	if err != nil || disp != Queued {
@@ -119,7 +136,7 @@ func (d *Dispatcher) Submit(job Job) (*Ticket, Disposition, error) {
 // Release returns id's lease and admits waiting work into the freed slot.
 func (d *Dispatcher) Release(id string) (Disposition, error) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
+	defer d.unlock()
 	now := d.clock.Now()
 	disp, err := d.c.releaseAt(id, false, now)
 	if err == nil {
@@ -132,7 +149,7 @@ func (d *Dispatcher) Release(id string) (Disposition, error) {
 // counted Failed (Controller.ReleaseFailed).
 func (d *Dispatcher) ReleaseFailed(id string) (Disposition, error) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
+	defer d.unlock()
 	now := d.clock.Now()
 	disp, err := d.c.releaseAt(id, true, now)
 	if err == nil {
@@ -145,7 +162,7 @@ func (d *Dispatcher) ReleaseFailed(id string) (Disposition, error) {
 // queued work resolve as Cancelled before Rotate returns.
 func (d *Dispatcher) Rotate(owner string, generation uint64) error {
 	d.mu.Lock()
-	defer d.mu.Unlock()
+	defer d.unlock()
 	now := d.clock.Now()
 	d.c.mu.Lock()
 	err := d.c.rotate(owner, generation, now, d.cancelled(now))
@@ -160,7 +177,7 @@ func (d *Dispatcher) Rotate(owner string, generation uint64) error {
 // queued work resolve as Cancelled before Forget returns.
 func (d *Dispatcher) Forget(owner string) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
+	defer d.unlock()
 	now := d.clock.Now()
 	d.c.mu.Lock()
 	d.c.forget(owner, now, d.cancelled(now))
@@ -172,7 +189,7 @@ func (d *Dispatcher) Forget(owner string) {
 // ticket resolves as Cancelled.
 func (d *Dispatcher) Cancel(id string) (Disposition, error) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
+	defer d.unlock()
 	now := d.clock.Now()
 	disp, err := d.c.Cancel(id, now)
 	if err == nil {
@@ -190,7 +207,7 @@ func (d *Dispatcher) Close() { d.c.setClosed(true, d.clock.Now()) }
 // Reopen opens admission again.
 func (d *Dispatcher) Reopen() {
 	d.mu.Lock()
-	defer d.mu.Unlock()
+	defer d.unlock()
 	now := d.clock.Now()
 	d.c.setClosed(false, now)
 	d.pump(now)
@@ -200,7 +217,7 @@ func (d *Dispatcher) Reopen() {
 // is for shutdown, after which no expiry is reported.
 func (d *Dispatcher) Stop() {
 	d.mu.Lock()
-	defer d.mu.Unlock()
+	defer d.unlock()
 	d.stopped = true
 	d.alarm.Clear()
 	if d.c.rec != nil { // a replay must know that expiry no longer fires
@@ -219,6 +236,9 @@ func (d *Dispatcher) cancelled(now time.Time) func(string, bool) {
 }
 
 func (d *Dispatcher) resolve(t *Ticket, disp Disposition, now time.Time) {
+	if d.onResolve != nil {
+		d.told = append(d.told, resolution{t.Job.ID, disp})
+	}
 	delete(d.waiting, t.Job.ID)
 	t.result, t.resolved = disp, now
 	close(t.done)
@@ -227,6 +247,11 @@ func (d *Dispatcher) resolve(t *Ticket, disp Disposition, now time.Time) {
 // pump takes work until the controller is busy or empty, then arms the timer
 // for the head's deadline. It runs under d.mu.
 func (d *Dispatcher) pump(now time.Time) {
+	if d.claim {
+		d.expireOnly(now)
+		d.arm(now)
+		return
+	}
 	for {
 		disp, id, err := d.c.Take(now)
 		if err != nil {
@@ -261,9 +286,23 @@ func (d *Dispatcher) arm(now time.Time) {
 	d.alarm.Set(d.clock, expires.Add(time.Nanosecond), now, d.fire)
 }
 
+// unlock releases d.mu, then tells OnResolve what was resolved under it.
+func (d *Dispatcher) unlock() {
+	if len(d.told) == 0 {
+		d.mu.Unlock()
+		return
+	}
+	told := d.told
+	d.told = nil
+	d.mu.Unlock()
+	for _, r := range told {
+		d.onResolve(r.id, r.disp)
+	}
+}
+
 func (d *Dispatcher) fire(seq uint64) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
+	defer d.unlock()
 	if d.stopped || !d.alarm.Fired(seq) {
 		return
 	}

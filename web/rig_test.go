@@ -94,7 +94,7 @@ func newRig(t *testing.T, opts ...func(*rigConfig)) *rig {
 		if synth != nil {
 			ps = synth
 		}
-		svc, err := fallback.New(context.Background(), fc, ps, nil)
+		svc, err := fallback.New(context.Background(), fc, offer.Synthesizer(ps), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

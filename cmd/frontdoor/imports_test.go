@@ -26,7 +26,9 @@ var importRules = []struct {
 	{from: "media/clock", forbidden: []string{"stages", "session", "fallback", "media", "web", "cmd"}, allow: []string{"media/clock"}},
 	{from: "media", forbidden: []string{"stages", "session", "fallback", "web", "cmd"}},
 	{from: "session/backend", forbidden: []string{"stages", "session", "fallback", "web", "cmd"}, allow: []string{"session/backend"}},
-	{from: "fallback", forbidden: []string{"session", "web", "cmd"}, allow: []string{"session/backend"}},
+	// Downward only: fallback renders prompts through a Synthesizer of its
+	// own, adapted at the composition root; nothing under session.
+	{from: "fallback", forbidden: []string{"session", "web", "cmd"}},
 	{from: "fallback/prompt", forbidden: []string{"fallback", "session", "media", "web", "cmd"}, allow: []string{"fallback/prompt"}},
 	// The call engine imports no transport and no fallback queue: only the
 	// sentences it must say when it refuses work.

@@ -258,7 +258,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	set.fallback.Clock = clock
-	svc, err := fallback.New(ctx, set.fallback, be.Synthesizer, log, fopts...)
+	svc, err := fallback.New(ctx, set.fallback, offer.Synthesizer(be.Synthesizer), log, fopts...)
 	if err != nil {
 		return err
 	}

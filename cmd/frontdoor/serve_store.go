@@ -88,7 +88,9 @@ func (f *fleet) newGate(policy stages.Policy, log *slog.Logger) func(string, sta
 }
 
 // fallbackOptions put the callback and handoff queues in Redis Streams in
-// fleet mode, bounded and claimed fleet-wide (redisqueue).
+// fleet mode, bounded and claimed fleet-wide (redisqueue), and count the
+// booking caps (-booking-per-source, -per-tenant, -per-number) in Redis,
+// so that they hold for the fleet, not once per replica.
 func (f *fleet) fallbackOptions(cfg fallback.Config) ([]fallback.Option, error) {
 	if f == nil {
 		return nil, nil
@@ -96,6 +98,7 @@ func (f *fleet) fallbackOptions(cfg fallback.Config) ([]fallback.Option, error) 
 	return []fallback.Option{
 		fallback.WithStore(redisqueue.NewCallbackStore(f.rdb, "callbacks", cfg)),
 		fallback.WithHandoffQueue(redisqueue.NewHandoffQueue(f.rdb, "handoffs", cfg, f.set.leaseTTL)),
+		fallback.WithBookingCounter(redisqueue.NewBookings(f.rdb, "bookings")),
 	}, nil
 }
 

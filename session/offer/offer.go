@@ -158,7 +158,7 @@ func (o *Offers) speak(ctx context.Context, turn string, pm *session.PromptMsg, 
 	if err != nil || len(a.Samples) == 0 {
 		return
 	}
-	_ = out.SendAudio(ctx, turn, pm, a)
+	_ = out.SendAudio(ctx, turn, pm, backend.Audio(a))
 }
 
 // Message implements session.Fallback: `callback` {consent, number},
@@ -293,7 +293,8 @@ func (o *Offers) EndOffer(call string) {
 // RenderPrompt returns a prompt's speech, rendered outside the synthesis
 // stage and cached by package fallback.
 func (o *Offers) RenderPrompt(ctx context.Context, text string) (backend.Audio, error) {
-	return o.svc.PromptAudio(ctx, text)
+	a, err := o.svc.PromptAudio(ctx, text)
+	return backend.Audio(a), err
 }
 
 // AnswerWindow is how long a refused call waits for an answer to its

@@ -27,7 +27,7 @@ func withOffersPrompt(t *testing.T, frames int) (func(*session.Config, *stub.Set
 		fc := fallback.DefaultConfig()
 		fc.DataDir = t.TempDir()
 		var err error
-		svc, err = fallback.New(context.Background(), fc, stub.NewSynthesizer(stub.Settings{FrameCount: frames, Rate: 8000}), nil)
+		svc, err = fallback.New(context.Background(), fc, Synthesizer(stub.NewSynthesizer(stub.Settings{FrameCount: frames, Rate: 8000})), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +134,7 @@ func TestOffersOfferWithPrompt(t *testing.T) {
 		fc.DataDir = t.TempDir()
 		var err error
 		svc, err = fallback.New(context.Background(), fc,
-			stub.NewSynthesizer(stub.Settings{SynthDelay: time.Second, FrameCount: 50, Rate: 8000}), nil)
+			Synthesizer(stub.NewSynthesizer(stub.Settings{SynthDelay: time.Second, FrameCount: 50, Rate: 8000})), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

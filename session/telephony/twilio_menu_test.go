@@ -77,7 +77,7 @@ func wireKeypad(t *testing.T, o keypadOptions, limits func(*session.Config, *stu
 		if o.synth != nil {
 			synth = o.synth
 		}
-		svc, err := fallback.New(context.Background(), fc, synth, nil, o.opts...)
+		svc, err := fallback.New(context.Background(), fc, offer.Synthesizer(synth), nil, o.opts...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -39,3 +39,10 @@ func TestRedisGateConformance(t *testing.T) {
 		return redisstage.NewDispatcher(newStage(t, srv, l, redisstage.Options{}), redisstage.DispatcherOptions{Clock: clock})
 	})
 }
+
+func TestRedisClaimGateConformance(t *testing.T) {
+	srv := redistest.Start(t)
+	stagestest.RunClaimGate(t, func(t *testing.T, l stages.Limits, clock *stagestest.Clock) stages.ClaimGate {
+		return redisstage.NewDispatcher(newStage(t, srv, l, redisstage.Options{}), redisstage.DispatcherOptions{Clock: clock, Claim: true})
+	})
+}

@@ -27,6 +27,11 @@ type DispatcherOptions struct {
 	// its own, so that a caller never waits on a store that cannot be
 	// reached. Default 1s.
 	Grace time.Duration
+	// Claim makes the Dispatcher a stages.ClaimGate: work is admitted only
+	// by Claim, on any replica, and the claimer's replica holds and renews
+	// the lease (and releases it), not the submitter's; heads still expire
+	// at their deadline. The fallback's callback and handoff queues.
+	Claim bool
 }
 
 // A Dispatcher owns time for a Store on one replica, as stages.Dispatcher does
@@ -40,7 +45,8 @@ type Dispatcher struct {
 	poll  time.Duration
 	renew time.Duration
 	grace time.Duration
-	pump  int
+	pump  int // negative for a claim stage: expire only (lua.go)
+	claim bool
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -76,10 +82,14 @@ func NewDispatcher(s *Store, opt DispatcherOptions) *Dispatcher {
 		opt.Grace = time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	pump := s.limits.Slots + s.limits.Waiting
+	if opt.Claim {
+		pump = -pump
+	}
 	d := &Dispatcher{
 		s: s, clock: opt.Clock, poll: opt.Poll, renew: opt.Renew, grace: opt.Grace,
-		pump: s.limits.Slots + s.limits.Waiting,
-		ctx:  ctx, cancel: cancel,
+		pump: pump, claim: opt.Claim,
+		ctx: ctx, cancel: cancel,
 		waiting: make(map[string]*Ticket), held: make(map[string]*Ticket), abandoned: make(map[string]time.Time),
 	}
 	ps := s.rdb.Subscribe(ctx, s.prefix+"ev")
@@ -285,7 +295,7 @@ func (d *Dispatcher) settle(id string, disp stages.Disposition, now time.Time, t
 		d.resolve(t, disp, now, token)
 		return
 	}
-	if _, ok := d.abandoned[id]; ok && disp == stages.Admitted {
+	if _, ok := d.abandoned[id]; ok && disp == stages.Admitted && !d.claim {
 		delete(d.abandoned, id)
 		d.releaseAbandoned(Lease{ID: id, Token: token})
 	}
@@ -326,17 +336,22 @@ func (d *Dispatcher) releaseAbandoned(l Lease) {
 func (d *Dispatcher) resolve(t *Ticket, disp stages.Disposition, now time.Time, token uint64) {
 	delete(d.waiting, t.Job.ID)
 	t.result, t.resolved = disp, now
-	if disp == stages.Admitted {
+	if disp == stages.Admitted && !d.claim { // a claim's lease is its claimer's (Claim)
 		t.lease = Lease{ID: t.Job.ID, Token: token}
-		ctx, cancel := context.WithCancel(d.ctx)
-		t.stopRenew = cancel
-		d.held[t.Job.ID] = t
-		if !d.stopped {
-			d.wg.Add(1)
-			go d.renewLoop(ctx, t)
-		}
+		d.hold(t)
 	}
 	close(t.done)
+}
+
+// hold keeps t's lease, renewed until Release or Stop. Under d.mu.
+func (d *Dispatcher) hold(t *Ticket) {
+	ctx, cancel := context.WithCancel(d.ctx)
+	t.stopRenew = cancel
+	d.held[t.Job.ID] = t
+	if !d.stopped {
+		d.wg.Add(1)
+		go d.renewLoop(ctx, t)
+	}
 }
 
 func (d *Dispatcher) arm(deadline, now time.Time) {

@@ -126,7 +126,7 @@ func (d *Dispatcher) reconcile(ids []string) {
 				switch {
 				case ds[i] == stages.Queued:
 					withdraw = append(withdraw, id)
-				case toks[i] > 0 && (ds[i] == stages.Active || ds[i] == stages.Cancelled):
+				case toks[i] > 0 && (ds[i] == stages.Active || ds[i] == stages.Cancelled) && !d.claim:
 					delete(d.abandoned, id)
 					d.releaseAbandoned(Lease{ID: id, Token: toks[i]})
 				default:

@@ -208,12 +208,19 @@ local function take(now)
 end
 
 -- pump takes until busy, empty or PUMP steps, and reports the head's
--- deadline so that replicas can arm a timer for it.
+-- deadline so that replicas can arm a timer for it. A negative PUMP is a
+-- claim stage's pump (stages.ClaimGate): up to -PUMP heads past their
+-- deadline expire, and nothing is admitted but by a claim.
 local function pump()
   local out = {0}
-  if PUMP <= 0 then out[2] = ''; return out end
+  if PUMP == 0 then out[2] = ''; return out end
   local last
-  for i = 1, PUMP do
+  for i = 1, math.abs(PUMP) do
+    if PUMP < 0 then
+      local head = redis.call('LINDEX', P .. 'q', 0)
+      local hdl = head and redis.call('HGET', P .. 'r:' .. head, 'dl')
+      if not hdl or NOW <= hdl then break end
+    end
     local d, id, tok = take(NOW)
     if d ~= ADMITTED and d ~= EXPIRED then last = d; break end
     out[1] = out[1] + 1
@@ -306,6 +313,30 @@ return {d, {id or '', tok or 0}, p}
 `)
 
 	pumpScript = redis.NewScript(prelude + `return {0, '', pump()}`)
+
+	// claimScript is a claim stage's take (stages.ClaimGate.Claim): heads
+	// past their deadline expire first (PUMP < 0), then the head is
+	// admitted, or want only when it is the head; otherwise want's state.
+	// extra is {id, token, owner, generation} of admitted work.
+	claimScript = redis.NewScript(prelude + `
+local want = ARGV[10]
+local p = pump()
+if want ~= '' and redis.call('LINDEX', P .. 'q', 0) ~= want then
+  local s = redis.call('HGET', P .. 'r:' .. want, 's')
+  if not s then s = redis.call('HGET', P .. 'tombd', want) or '0' end
+  return {tonumber(s), '', p}
+end
+local head = redis.call('LINDEX', P .. 'q', 0)
+local owner, gen = '', ''
+if head then owner, gen = unpack(redis.call('HMGET', P .. 'r:' .. head, 'o', 'g')) end
+local d, id, tok = take(NOW)
+if d == -3 then return {-3, id, p} end
+head = redis.call('LINDEX', P .. 'q', 0)
+local dl = ''
+if head then dl = redis.call('HGET', P .. 'r:' .. head, 'dl') or '' end
+p[#p] = dl
+return {d, {id or '', tok or 0, owner or '', gen or ''}, p}
+`)
 
 	releaseScript = redis.NewScript(prelude + `
 local id, tok, failed = ARGV[10], ARGV[11], ARGV[12] == '1'

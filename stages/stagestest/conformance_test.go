@@ -26,3 +26,13 @@ func TestLocalGateConformance(t *testing.T) {
 		return stages.LocalGate(stages.NewDispatcher(c, clock))
 	})
 }
+
+func TestLocalClaimGateConformance(t *testing.T) {
+	stagestest.RunClaimGate(t, func(t *testing.T, l stages.Limits, clock *stagestest.Clock) stages.ClaimGate {
+		c, err := stages.New(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return stages.LocalClaimGate(stages.NewDispatcher(c, clock, stages.ClaimOnly()))
+	})
+}
