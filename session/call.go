@@ -99,6 +99,7 @@ func newCall(s *Engine, id string, t Transport, caps Capabilities) *Call {
 		span:     1,
 		inflight: map[string]bool{}}
 	c.out = newOutbound(s.cfg.Outbound, &c.gen, s.cfg.Clock)
+	c.out.pacer = s.pacer
 	c.w.clock = s.cfg.Clock
 	c.w.stall = stallWatch{clock: s.cfg.Clock, timeout: c.out.lim.Timeout, slow: func() { c.stop(ErrSlowReader) }}
 	c.premise.Store(1)
@@ -165,10 +166,12 @@ func (c *Call) start(parent context.Context, ended func()) {
 	var io sync.WaitGroup
 	// A write stalled for twice its timeout ends with the connection.
 	c.w.stall.drop = func() { c.abort(ioCancel) }
-	c.out.serve(func() { // the writer runs while there is something to write
-		if err := c.writeLoop(ioCtx); err != nil {
+	c.out.serve(func(shared bool) bool { // the writer runs while there is something to write
+		parked, err := c.writeLoop(ioCtx, shared)
+		if err != nil {
 			c.stop(err)
 		}
+		return parked
 	})
 	io.Go(func() { c.readLoop(ioCtx, &io) })
 
