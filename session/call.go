@@ -67,9 +67,13 @@ type Call struct {
 	// stage is at g (Call.rotate), never under c.mu.
 	rotated [4]atomic.Uint64
 
-	jobs  sync.WaitGroup // turn goroutines, until their backends returned
-	ears  *listener      // caller audio; the reader's own
-	audio audioMeter     // caller audio allowance; the reader's own
+	jobs sync.WaitGroup // turn goroutines, until their backends returned
+	hold holdState      // a refused call held open for its offer (hold.go)
+	// leaveTenant gives the call's tenant slot back (once); nil until
+	// the call entered its tenant (tenant.go).
+	leaveTenant func()
+	ears        *listener  // caller audio; the reader's own
+	audio       audioMeter // caller audio allowance; the reader's own
 }
 
 // phase is where a call is in its life. It only moves forward (advance),
@@ -181,7 +185,9 @@ func (c *Call) start(parent context.Context, ended func()) {
 		admitted = c.admitSession(ctx)
 		c.observeSession(admitted)
 		if !admitted {
-			c.stop(errRefused)
+			if !c.held() { // a held call stops when its hold ends (hold.go)
+				c.stop(errRefused)
+			}
 			return
 		}
 		c.log.Info("call admitted")
@@ -418,7 +424,12 @@ func (c *Call) refuseSession(ctx context.Context, d stages.Disposition) {
 	c.log.Info("session refused", "disposition", d)
 	c.observeRefusal(d)
 	_ = c.Send(ctx, &SessionMsg{Type: "session", Disposition: d, Session: c.id})
+	if c.leaveTenant != nil {
+		c.leaveTenant() // a refused caller holds no slot of its tenant while it hears why
+	}
+	c.refusing(true)
 	c.s.cfg.Fallback.Refused(ctx, Refusal{Call: c.id, Stage: StageSession, Disposition: d}, c)
+	c.refusing(false)
 }
 
 // readLoop decodes client events until the caller is gone.

@@ -110,8 +110,18 @@ func (p *sharedPacer) run(o *outbound) {
 	start()
 }
 
-// armLocked makes sure the timer fires by at.
+// pacerGrain is the grid the pacer's timer fires on: writers due within
+// one grain share a tick, so that calls that began their prompts at
+// different moments do not each cost a tick per frame. A frame leaves at
+// most a grain after its due time, well inside the pacing lead
+// (Config.PaceLead) the caller has buffered.
+const pacerGrain = 5 * time.Millisecond
+
+// armLocked makes sure the timer fires by at, rounded up to pacerGrain.
 func (p *sharedPacer) armLocked(at time.Time) {
+	if r := at.UnixNano() % int64(pacerGrain); r != 0 {
+		at = at.Add(pacerGrain - time.Duration(r))
+	}
 	if p.timer != nil && !at.Before(p.timerAt) {
 		return
 	}

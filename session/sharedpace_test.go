@@ -59,7 +59,7 @@ func (g *gateTransport) Send(ctx context.Context, msg any) error {
 
 // pacedCalls starts n calls on r's engine over gateTransports and returns
 // them once admitted.
-func pacedCalls(t *testing.T, r *rig, n int) ([]*Call, []*gateTransport) {
+func pacedCalls(t testing.TB, r *rig, n int) ([]*Call, []*gateTransport) {
 	t.Helper()
 	var wg sync.WaitGroup
 	trs := make([]*gateTransport, n)
@@ -97,7 +97,7 @@ func pacedCalls(t *testing.T, r *rig, n int) ([]*Call, []*gateTransport) {
 }
 
 // speak has c speak a of prompt audio, as a Fallback does.
-func speak(t *testing.T, c *Call, a backend.Audio) *PromptMsg {
+func speak(t testing.TB, c *Call, a backend.Audio) *PromptMsg {
 	t.Helper()
 	pm := &PromptMsg{Type: "prompt", Text: "busy"}
 	if err := c.Send(context.Background(), pm); err != nil {
@@ -110,7 +110,7 @@ func speak(t *testing.T, c *Call, a backend.Audio) *PromptMsg {
 }
 
 // settle waits until the shared pacer has no writer to run and no worker.
-func settle(t *testing.T, p *sharedPacer) {
+func settle(t testing.TB, p *sharedPacer) {
 	t.Helper()
 	sessiontest.WaitFor(t, "the pacer's workers done", func() bool { _, q, w := p.pending(); return q == 0 && w == 0 })
 }

@@ -217,7 +217,8 @@ func (c *Call) enterTenant(ctx context.Context) bool {
 	release, err := lim.EnterCall(ctx, tenant)
 	switch {
 	case err == nil:
-		context.AfterFunc(c.ctx, release)
+		c.leaveTenant = sync.OnceFunc(release)
+		context.AfterFunc(c.ctx, c.leaveTenant)
 		return true
 	case errors.Is(err, ErrTenantFull):
 		c.s.m.protocolErrs.WithLabelValues(CodeRateLimited).Inc()
