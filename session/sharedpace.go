@@ -38,13 +38,15 @@ import (
 // the run queue at most once live (an entry of an earlier park is
 // recognized by its epoch and dropped), the timer callback only moves
 // entries and starts workers, and a write that stalls holds only the
-// worker making it. If every worker is held by a stalled write and writers
-// are left in the run queue for a whole period, the pacer starts one more
-// worker at each tick until the queue moves again; a stalled write itself
-// ends within twice OutboundLimits.Timeout (stallWatch), after which that
-// worker goes back to the queue or ends. Workers end as soon as the run
-// queue is empty, and the timer is armed only while a writer is parked:
-// an engine that speaks no prompt holds no goroutine and no timer for it.
+// worker making it. A worker that has been on one writer for a period
+// (20 ms) or more counts as held by a stalled write: the next tick (the
+// timer is armed a period ahead while writers wait in the run queue)
+// starts others in its place, up to max free workers, so that a stalled
+// caller delays the others by at most a period or two; the stalled write
+// itself ends within twice OutboundLimits.Timeout (stallWatch). Workers
+// end as soon as the run queue is empty, and the timer is armed only
+// while a writer is parked or queued: an engine that speaks no prompt
+// holds no goroutine and no timer for it.
 type sharedPacer struct {
 	clock  stages.Clock
 	period time.Duration // how often a stagnant run queue is looked at
