@@ -133,8 +133,30 @@ func (p *sharedPacer) armLocked(at time.Time) {
 	p.tgen++
 	gen := p.tgen
 	p.timerAt = at
-	p.timer = stages.AfterFuncAt(p.clock, at, func() { p.tick(gen) })
+	tick := func() { p.tick(gen) }
+	for {
+		// As stages.AfterFuncAt, but a time already passed ticks at once
+		// on any clock (a manual clock runs a timer of 0 only when it is
+		// next advanced), and a clock that moved while the timer was
+		// armed has it armed again from a new reading.
+		now := p.clock.Now()
+		if !at.After(now) {
+			p.timer = passedTimer{}
+			go tick()
+			return
+		}
+		t := p.clock.AfterFunc(at.Sub(now), tick)
+		if p.clock.Now().Sub(now) < time.Millisecond || !t.Stop() {
+			p.timer = t
+			return
+		}
+	}
 }
+
+// passedTimer stands for a tick started at once: there is nothing to stop.
+type passedTimer struct{}
+
+func (passedTimer) Stop() bool { return false }
 
 // tick moves the writers now due to the run queue and starts workers for
 // them; it runs on the clock's timer goroutine and never writes itself.
