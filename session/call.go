@@ -67,10 +67,14 @@ type Call struct {
 	// stage is at g (Call.rotate), never under c.mu.
 	rotated [4]atomic.Uint64
 
-	jobs  sync.WaitGroup // turn goroutines, until their backends returned
-	ans   callAnswers    // spoken answers to an offer (answer.go)
-	ears  *listener      // caller audio; the reader's own
-	audio audioMeter     // caller audio allowance; the reader's own
+	jobs sync.WaitGroup // turn goroutines, until their backends returned
+	ans  callAnswers    // spoken answers to an offer (answer.go)
+	hold holdState      // a refused call held open for its offer (hold.go)
+	// leaveTenant gives the call's tenant slot back (once); nil until
+	// the call entered its tenant (tenant.go).
+	leaveTenant func()
+	ears        *listener  // caller audio; the reader's own
+	audio       audioMeter // caller audio allowance; the reader's own
 }
 
 // phase is where a call is in its life. It only moves forward (advance),
@@ -100,6 +104,7 @@ func newCall(s *Engine, id string, t Transport, caps Capabilities) *Call {
 		span:     1,
 		inflight: map[string]bool{}}
 	c.out = newOutbound(s.cfg.Outbound, &c.gen, s.cfg.Clock)
+	c.out.pacer = s.pacer
 	c.w.clock = s.cfg.Clock
 	c.w.stall = stallWatch{clock: s.cfg.Clock, timeout: c.out.lim.Timeout, slow: func() { c.stop(ErrSlowReader) }}
 	c.premise.Store(1)
@@ -166,10 +171,12 @@ func (c *Call) start(parent context.Context, ended func()) {
 	var io sync.WaitGroup
 	// A write stalled for twice its timeout ends with the connection.
 	c.w.stall.drop = func() { c.abort(ioCancel) }
-	c.out.serve(func() { // the writer runs while there is something to write
-		if err := c.writeLoop(ioCtx); err != nil {
+	c.out.serve(func(shared bool) bool { // the writer runs while there is something to write
+		parked, err := c.writeLoop(ioCtx, shared)
+		if err != nil {
 			c.stop(err)
 		}
+		return parked
 	})
 	io.Go(func() { c.readLoop(ioCtx, &io) })
 
@@ -179,7 +186,9 @@ func (c *Call) start(parent context.Context, ended func()) {
 		admitted = c.admitSession(ctx)
 		c.observeSession(admitted)
 		if !admitted {
-			c.stop(errRefused)
+			if !c.held() { // a held call stops when its hold ends (hold.go)
+				c.stop(errRefused)
+			}
 			return
 		}
 		c.log.Info("call admitted")
@@ -417,7 +426,12 @@ func (c *Call) refuseSession(ctx context.Context, d stages.Disposition) {
 	c.log.Info("session refused", "disposition", d)
 	c.observeRefusal(d)
 	_ = c.Send(ctx, &SessionMsg{Type: "session", Disposition: d, Session: c.id})
+	if c.leaveTenant != nil {
+		c.leaveTenant() // a refused caller holds no slot of its tenant while it hears why
+	}
+	c.refusing(true)
 	c.s.cfg.Fallback.Refused(ctx, Refusal{Call: c.id, Stage: StageSession, Disposition: d}, c)
+	c.refusing(false)
 }
 
 // readLoop decodes client events until the caller is gone.

@@ -25,7 +25,10 @@
 // when that audio has been handed to the transport, for a transport that
 // speaks after it (a phone's keypad menu). Prompt audio carries the
 // premise it was spoken for instead of a generation (premise.go): once
-// the call's state changes, the writer cuts it the same way.
+// the call's state changes, the writer cuts it the same way. Prompt audio
+// is paced by the engine's shared pacer (sharedpace.go): the writer parks
+// between frames instead of waiting, and is resumed on a worker of the
+// pacer, still the call's only writer, with the same checks.
 //
 // # Seams
 //

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
@@ -100,6 +101,9 @@ type Config struct {
 	// caller reads it.
 	Pace     bool
 	PaceLead time.Duration
+	// perCallPacing: every writer paces prompt audio on its own timer, as
+	// before the shared pacer (sharedpace.go); for benchmarks beside it.
+	perCallPacing bool
 	// SegmentGrace is how long past the end of the audio already queued
 	// for a reply its next sentence may still wait for synthesis: the
 	// silence a caller may hear between two sentences (0:
@@ -137,7 +141,8 @@ type Engine struct {
 	obs *observer // turn histograms and the tracer (observe.go)
 
 	session, recognize, model, synth *stage
-	ans                              answerGate // spoken answers to offers (answer.go)
+	ans                              answerGate   // spoken answers to offers (answer.go)
+	pacer                            *sharedPacer // prompt audio's (nil: not paced)
 
 	mu        sync.Mutex
 	extra     []*stage
@@ -211,6 +216,9 @@ func New(cfg Config) (*Engine, error) {
 	cfg.Outbound = cfg.Outbound.withDefaults()
 	s := &Engine{cfg: cfg, log: cfg.Logger, reg: cfg.Registry, calls: map[*Call]struct{}{}, byName: map[string]int{}, ans: ans}
 	s.m = newMetrics(s.reg)
+	if cfg.Pace && !cfg.perCallPacing {
+		s.pacer = newSharedPacer(cfg.Clock, media.FrameDuration)
+	}
 	s.obs = newObserver(cfg.TracerProvider, s.reg)
 	s.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "frontdoor_model_first_sentence_seconds",
 		Help: "The model's measured time from admission to a reply's first sentence (mean + 2 deviations; 0 until 8 turns were measured): the model stage admits a turn only until its Born + the synthesis max wait - this."},

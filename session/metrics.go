@@ -17,6 +17,7 @@ type metrics struct {
 	stale         prometheus.Counter
 	bargeToLast   prometheus.Histogram
 	slowReaders   prometheus.Counter
+	heldRefusals  prometheus.Gauge
 	protocolErrs  *prometheus.CounterVec
 	overdueTotal  *prometheus.CounterVec
 	turns         *prometheus.CounterVec
@@ -57,6 +58,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Buckets: []float64{0, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 7.5e-4, 1e-3, 1.5e-3, 2e-3, 3e-3, 5e-3, 0.01, 0.05, 0.1, 0.5, 1}}),
 		slowReaders: f.NewCounter(prometheus.CounterOpts{Name: "frontdoor_slow_readers_closed_total",
 			Help: "Calls closed (1008) because the caller stopped reading."}),
+		heldRefusals: f.NewGauge(prometheus.GaugeOpts{Name: "frontdoor_refused_calls_held",
+			Help: "Calls refused at the session stage held open for an answer to their offer (each holds its connection and reader only)."}),
 		protocolErrs: f.NewCounterVec(prometheus.CounterOpts{Name: "frontdoor_protocol_errors_total",
 			Help: "Bad client input answered with an error message, by code."}, []string{"code"}),
 		overdueTotal: f.NewCounterVec(prometheus.CounterOpts{Name: "frontdoor_stage_cleanup_overdue_total",

@@ -128,9 +128,17 @@ type outbound struct {
 
 	// The writer runs on demand (serve): a goroutine while frames are
 	// queued, gone once the queue has stayed empty for writerLinger.
-	write   func()         // the writer's body; nil until serve
-	writing bool           // a writer is running (or starting)
-	writers sync.WaitGroup // the running writer, for wait
+	write   func(shared bool) bool // the writer's body (true: it parked); nil until serve
+	writing bool                   // a writer is running, starting or parked
+	writers sync.WaitGroup         // the running (or parked) writer, for wait
+
+	// A writer parked in the engine's shared pacer (sharedpace.go) until
+	// its next prompt frame is due: no goroutine runs it meanwhile. Each
+	// park has an epoch, so that the pacer's entry of an earlier park
+	// resumes nothing. Under mu.
+	pacer     *sharedPacer // nil: every writer waits on its own timer
+	parked    bool
+	parkEpoch uint64
 
 	dropped  atomic.Bool  // discarded: a writer waiting to pace a frame gives up
 	grown    time.Time    // last growth of q
@@ -222,10 +230,12 @@ func (o *outbound) push(ctx context.Context, f frame) error {
 			o.ctl = append(o.ctl, f)
 			o.bytes += f.size
 			start := o.startLocked()
+			kick := o.unparkLocked()
 			o.mu.Unlock()
 			signal(o.ready)
 			signal(o.urgent)
 			start()
+			kick()
 			return nil
 		}
 		// A frame larger than either bound still goes into an empty
@@ -361,7 +371,7 @@ func (o *outbound) takeControl() (frame, bool) {
 // no writer goroutine (and its stack). write returns when take says
 // popEnd or popIdle, or on a failed write. Frames queued before serve are
 // written now.
-func (o *outbound) serve(write func()) {
+func (o *outbound) serve(write func(shared bool) bool) {
 	o.mu.Lock()
 	o.write = write
 	start := func() {}
@@ -385,8 +395,9 @@ func (o *outbound) startLocked() func() {
 	write := o.write
 	return func() {
 		go func() {
-			defer o.writers.Done()
-			write()
+			if !write(false) { // a writer that parked is counted until it stops
+				o.writers.Done()
+			}
 		}()
 	}
 }
@@ -420,9 +431,69 @@ func (o *outbound) discard() {
 	o.q, o.head = nil, 0
 	o.dropped.Store(true)
 	o.releaseLocked()
+	kick := o.unparkLocked()
 	o.mu.Unlock()
 	o.close()
 	signal(o.urgent) // wakes a writer pacing a frame
+	kick()           // or resumes a parked one, which stops
+}
+
+// park parks the running writer until at, in the shared pacer, unless a
+// control message is waiting or the queue was discarded (then it reports
+// false and the writer goes on). Its caller ends the writer's goroutine
+// without counting the writer as stopped (serve).
+func (o *outbound) park(at time.Time) bool {
+	o.mu.Lock()
+	if len(o.ctl) > 0 || o.dropped.Load() {
+		o.mu.Unlock()
+		return false
+	}
+	o.parked = true
+	o.parkEpoch++
+	epoch := o.parkEpoch
+	o.mu.Unlock()
+	o.pacer.park(o, epoch, at)
+	return true
+}
+
+// unpark reports whether the writer parked as epoch is still parked, and
+// takes it out of its park if so: the caller resumes it.
+func (o *outbound) unpark(epoch uint64) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.parked || o.parkEpoch != epoch {
+		return false
+	}
+	o.parked = false
+	return true
+}
+
+// unparkLocked takes a parked writer out of its park; the function it
+// returns (called after mu is released) has the pacer resume it now.
+func (o *outbound) unparkLocked() func() {
+	if !o.parked {
+		return func() {}
+	}
+	o.parked = false
+	return func() { o.pacer.run(o) }
+}
+
+// resume runs the parked writer again, on a worker of the shared pacer;
+// it counts the writer as stopped unless it parked again.
+func (o *outbound) resume() {
+	if !o.write(true) {
+		o.writers.Done()
+	}
+}
+
+// handOver runs the writer, which was running on the shared pacer, on a
+// goroutine of its own (to wait for a reply's frame); it stays counted.
+func (o *outbound) handOver() {
+	go func() {
+		if !o.write(false) {
+			o.writers.Done()
+		}
+	}()
 }
 
 // wrote notes that the writer is done with the stream-lane frame seq

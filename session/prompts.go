@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"sync"
+	"time"
 	"weak"
 
 	"github.com/frontdoorhq/frontdoor/fallback/prompt"
@@ -59,6 +60,12 @@ type Sender interface {
 	// Keypad is the call's transport's declared keypad
 	// (Capabilities.Keypad); nil when the caller answers with messages.
 	Keypad() func(offered []string) []string
+	// Hold keeps a call refused at the session stage open once Refused
+	// returns, for an answer to its offer: until release is called,
+	// window has passed on the engine's clock, or the caller leaves. The
+	// wait holds the parked call only (hold.go). Outside the session
+	// stage's Refused it does nothing.
+	Hold(window time.Duration) (release func())
 }
 
 // Fallback decides what a caller hears after a refusal or expiry, and may
@@ -67,7 +74,8 @@ type Sender interface {
 type Fallback interface {
 	// Refused is called after each refusal, expiry or backend failure, and
 	// when a session is queued. It sends at least a PromptMsg through out.
-	// For the session stage, the connection closes (1013) once it returns.
+	// For the session stage, the connection closes (1013) once it returns,
+	// unless it asked out to Hold the call.
 	Refused(ctx context.Context, r Refusal, out Sender)
 	// Message is given client messages of types the session does not know
 	// (such as "callback" or "handoff"). It reports false if it does not

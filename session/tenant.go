@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"sync"
 
 	"golang.org/x/time/rate"
@@ -37,6 +38,25 @@ type callerKey struct{}
 // WithCaller returns ctx carrying c.
 func WithCaller(ctx context.Context, c Caller) context.Context {
 	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// SourceOf is a peer's address ("host:port" or a bare address) as the
+// per-address caps count it, for Caller.Source: an IPv4 address itself,
+// an IPv6 address its /64 ("" when addr is not an address).
+func SourceOf(addr string) string {
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		ap, err := netip.ParseAddrPort(addr)
+		if err != nil {
+			return ""
+		}
+		a = ap.Addr()
+	}
+	a = a.Unmap()
+	if a.Is6() {
+		a = netip.PrefixFrom(a, 64).Masked().Addr()
+	}
+	return a.String()
 }
 
 // CallerFrom returns the Caller in ctx (zero: no tenant, no turn limit).
@@ -217,7 +237,8 @@ func (c *Call) enterTenant(ctx context.Context) bool {
 	release, err := lim.EnterCall(ctx, tenant)
 	switch {
 	case err == nil:
-		context.AfterFunc(c.ctx, release)
+		c.leaveTenant = sync.OnceFunc(release)
+		context.AfterFunc(c.ctx, c.leaveTenant)
 		return true
 	case errors.Is(err, ErrTenantFull):
 		c.s.m.protocolErrs.WithLabelValues(CodeRateLimited).Inc()

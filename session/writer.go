@@ -26,6 +26,8 @@ type writerState struct {
 	lastAt  time.Time
 	pc      pacer
 	due     *stages.ChanTimer // the pacer's wait; nil until audio is paced
+	held    heldFrame         // the frame to write first when a parked writer runs again
+	shared  bool              // this run is on the shared pacer: no wait for a frame
 
 	// The idle timer is armed once per run and not per wait: a wait
 	// notes when it began, and a timer that fires for an earlier wait is
@@ -45,6 +47,9 @@ type writerState struct {
 // wait notes the start of one wait of the writer and returns the idle
 // timer's channel (lingerer).
 func (w *writerState) wait() <-chan time.Time {
+	if w.shared {
+		return closedTime // a writer on the shared pacer stops rather than wait
+	}
 	w.waitStart = w.clock.Now()
 	switch {
 	case w.idle == nil:
@@ -56,10 +61,16 @@ func (w *writerState) wait() <-chan time.Time {
 	return w.idle.C
 }
 
+// closedTime is received from at once.
+var closedTime = func() chan time.Time { c := make(chan time.Time); close(c); return c }()
+
 // idleFor reports, once the idle timer fired, whether the current wait has
 // lasted writerLinger; if not, the timer fired for an earlier wait and is
 // armed again for the rest of this one (lingerer).
 func (w *writerState) idleFor() bool {
+	if w.shared {
+		return true
+	}
 	w.idleArmed = false
 	left := writerLinger - w.clock.Now().Sub(w.waitStart)
 	if left <= 0 {
@@ -89,8 +100,22 @@ func (w *writerState) stop() {
 	w.release()
 }
 
-// errWriterDone: the writer's context ended while it paced audio.
-var errWriterDone = errors.New("session: writer stopped")
+// Sentinels of the writer.
+var (
+	// errWriterDone: the writer's context ended while it paced audio.
+	errWriterDone = errors.New("session: writer stopped")
+	// errParked: the writer parked in the shared pacer (or handed its
+	// frame to a goroutine of its own); it runs again from its held frame.
+	errParked = errors.New("session: writer parked")
+)
+
+// heldFrame is the frame a writer that parked is to write first when it
+// runs again, with the time it is due.
+type heldFrame struct {
+	f   frame
+	due time.Time
+	ok  bool
+}
 
 // writeLoop is the call's single writer, started by the outbound queue
 // when frames are queued and none runs; it returns when the queue has
@@ -98,31 +123,56 @@ var errWriterDone = errors.New("session: writer stopped")
 // generation check right before each write is what keeps an older
 // generation off the wire once `interrupted` has been queued; the premise
 // check does the same for prompt audio once the call's state changed.
-func (c *Call) writeLoop(ctx context.Context) error {
+//
+// shared: it runs on a worker of the engine's shared pacer
+// (sharedpace.go), resumed from a park. It then never waits: it parks
+// again for its next prompt frame, stops as soon as its queue is empty
+// (the next push starts a writer), and hands a reply's frame that is not
+// due to a goroutine of its own. It reports parked when it parked (or
+// handed over): the writer is still running, from its held frame.
+func (c *Call) writeLoop(ctx context.Context, shared bool) (parked bool, err error) {
 	w := &c.w
+	w.shared = shared
+	if h := w.held; h.ok {
+		w.held = heldFrame{}
+		if stop, parked, err := c.written(h.f, c.writeAt(ctx, h.f, h.due)); stop {
+			return parked, err
+		}
+	}
 	for {
 		f, r := c.out.take(ctx, w)
 		if r == popIdle {
-			return nil // the next push starts another writer, which takes over w
+			return false, nil // the next push starts another writer, which takes over w
 		}
 		if r != popFrame { // no writer starts after this one
 			w.stop()
 			c.out.release()
-			return nil
+			return false, nil
 		}
-		err := c.writeFrame(ctx, f)
-		if f.seq != 0 {
-			c.out.wrote(f.seq)
-		}
-		if err != nil {
-			w.stop()
-			c.out.release()
-			if errors.Is(err, errWriterDone) {
-				return nil
-			}
-			return err
+		if stop, parked, err := c.written(f, c.writeFrame(ctx, f)); stop {
+			return parked, err
 		}
 	}
+}
+
+// written handles what writing f returned: whether the writer stops (or
+// parked), and the error that ends the call.
+func (c *Call) written(f frame, err error) (stop, parked bool, _ error) {
+	if errors.Is(err, errParked) {
+		return true, true, nil // w and f belong to the writer that resumes
+	}
+	if f.seq != 0 {
+		c.out.wrote(f.seq)
+	}
+	if err == nil {
+		return false, false, nil
+	}
+	c.w.stop()
+	c.out.release()
+	if errors.Is(err, errWriterDone) {
+		return true, false, nil
+	}
+	return true, false, err
 }
 
 // writeFrame writes f unless it is stale. Audio is paced; control messages
@@ -139,26 +189,93 @@ func (c *Call) writeFrame(ctx context.Context, f frame) error {
 	}
 	if c.s.cfg.Pace && f.audio != nil {
 		due := w.pc.next(w.clock.Now(), time.Duration(f.ms)*time.Microsecond, c.s.cfg.PaceLead)
-		for {
-			reached, err := c.waitDue(ctx, due)
-			if err != nil {
-				return err
-			}
-			// Rechecked after the wait, and after each control message
-			// written meanwhile: an `interrupted` or a message that ends
-			// the prompt's premise drops f now, not at its time.
-			if c.stale(f) {
-				c.recycle(f, false)
-				return nil
-			}
-			if cut, err := c.cutPrompt(ctx, f); cut || err != nil {
-				return err
-			}
-			if reached {
-				break
-			}
+		return c.writeAt(ctx, f, due)
+	}
+	return c.writeNow(ctx, f)
+}
+
+// writeAt writes the audio frame f at due: parked in the shared pacer
+// for a prompt's frame (or a goroutine writer's, for a reply's frame met
+// on the pacer), waiting on the writer's own timer otherwise.
+func (c *Call) writeAt(ctx context.Context, f frame, due time.Time) error {
+	w := &c.w
+	switch {
+	case c.out.pacer != nil && f.premise != 0:
+		if dropped, err := c.parkUntil(ctx, f, due); dropped || err != nil {
+			return err
+		}
+		return c.writeNow(ctx, f)
+	case w.shared:
+		// A reply's frames are paced by the call's own writer: this one
+		// is handed to a goroutine that waits for it.
+		w.held = heldFrame{f: f, due: due, ok: true}
+		c.out.handOver()
+		return errParked
+	}
+	for {
+		reached, err := c.waitDue(ctx, due)
+		if err != nil {
+			return err
+		}
+		// Rechecked after the wait, and after each control message
+		// written meanwhile: an `interrupted` or a message that ends
+		// the prompt's premise drops f now, not at its time.
+		if c.stale(f) {
+			c.recycle(f, false)
+			return nil
+		}
+		if cut, err := c.cutPrompt(ctx, f); cut || err != nil {
+			return err
+		}
+		if reached {
+			return c.writeNow(ctx, f)
 		}
 	}
+}
+
+// parkUntil writes the control messages queued, then parks the writer in
+// the shared pacer until due, unless f is due already; it reports
+// whether f was dropped (stale, or its prompt cut). It returns errParked
+// once parked: from then on the writer, w and f belong to the pacer's
+// worker that resumes it, and the caller returns at once.
+func (c *Call) parkUntil(ctx context.Context, f frame, due time.Time) (dropped bool, err error) {
+	w := &c.w
+	for {
+		for {
+			u, ok := c.out.takeControl()
+			if !ok {
+				break
+			}
+			if err := c.writeFrame(ctx, u); err != nil {
+				return false, err
+			}
+		}
+		if ctx.Err() != nil || c.out.dropped.Load() {
+			return false, errWriterDone
+		}
+		// As after a wait on the writer's own timer: an `interrupted` or
+		// a message that ended the prompt's premise drops f now.
+		if c.stale(f) {
+			c.recycle(f, false)
+			return true, nil
+		}
+		if cut, err := c.cutPrompt(ctx, f); cut || err != nil {
+			return true, err
+		}
+		if !w.clock.Now().Before(due) {
+			return false, nil
+		}
+		w.held = heldFrame{f: f, due: due, ok: true}
+		if c.out.park(due) {
+			return false, errParked
+		}
+		w.held = heldFrame{} // a control message came: written first
+	}
+}
+
+// writeNow writes f, due now, and notes what it wrote.
+func (c *Call) writeNow(ctx context.Context, f frame) error {
+	w := &c.w
 	if _, ok := f.msg.(*AudioStartMsg); ok {
 		w.pc.reset()
 	}

@@ -21,6 +21,7 @@ type gatewayOpts struct {
 	startTimeout time.Duration
 	audioListen  string
 	audioRate    int
+	audioTenant  string
 }
 
 func gatewayFlags(fs *flag.FlagSet) *gatewayOpts {
@@ -28,6 +29,7 @@ func gatewayFlags(fs *flag.FlagSet) *gatewayOpts {
 	fs.StringVar(&g.tokenEnv, "gateway-token-env", "", "name of the environment variable holding a secret the gateway endpoints (/v1/plivo, /v1/exotel, /v1/vonage, /v1/asterisk, /v1/freeswitch, /v1/jambonz) require: as the upgrade's Basic password or Bearer token, or the start parameter \"token\" (docs/TELEPHONY.md); unset: none required")
 	fs.DurationVar(&g.startTimeout, "gateway-start-timeout", 10*time.Second, "how long a gateway endpoint waits for the stream's start")
 	fs.StringVar(&g.audioListen, "audiosocket-listen", "", "TCP address for Asterisk AudioSocket connections (host:port; unset: none). AudioSocket has no authentication: listen on a private address")
+	fs.StringVar(&g.audioTenant, "audiosocket-tenant", "", "tenant of every AudioSocket call (AudioSocket names none): its calls at once and turns count against that tenant's caps (-tenant-*); unset: none")
 	fs.IntVar(&g.audioRate, "audiosocket-rate", 8000, "sample rate of AudioSocket audio, as set in Asterisk: 8000, 12000, 16000, 24000, 32000 or 48000")
 	return g
 }
@@ -47,6 +49,7 @@ func (g *gatewayOpts) apply(cfg *server.Config, lookup func(string) (string, boo
 		cfg.Gateway.Token = tok
 	}
 	cfg.Gateway.StartTimeout = g.startTimeout
+	cfg.Gateway.AudioSocketTenant = g.audioTenant
 	return nil
 }
 

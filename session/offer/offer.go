@@ -40,9 +40,35 @@ type offerState struct {
 	answered chan struct{}     // closed once an answer reached a final outcome
 	handoff  *fallback.Handoff // the handoff asked for (under Offers.mu), for the keypad menu to withdraw
 	once     sync.Once
+
+	mu      sync.Mutex
+	release func() // ends the refused call's hold (Sender.Hold); nil: not held
 }
 
-func (s *offerState) done() { s.once.Do(func() { close(s.answered) }) }
+func (s *offerState) done() {
+	s.once.Do(func() {
+		close(s.answered)
+		s.mu.Lock()
+		release := s.release
+		s.mu.Unlock()
+		if release != nil {
+			release()
+		}
+	})
+}
+
+// hold notes the release of the call's hold, and releases it at once if
+// the offer was answered meanwhile.
+func (s *offerState) hold(release func()) {
+	s.mu.Lock()
+	s.release = release
+	s.mu.Unlock()
+	select {
+	case <-s.answered:
+		release()
+	default:
+	}
+}
 
 // CodeSynthetic is the error code of an answer marked synthetic: refused,
 // with ErrSynthetic's words.
@@ -136,13 +162,11 @@ func (o *Offers) Refused(ctx context.Context, r session.Refusal, out session.Sen
 	if window <= 0 {
 		window = 30 * time.Second
 	}
-	t := stages.NewTimer(o.svc.Clock(), window)
-	defer t.Stop()
-	select {
-	case <-st.answered:
-	case <-t.C:
-	case <-ctx.Done():
-	}
+	// The call waits for the answer parked (Sender.Hold): no goroutine
+	// of its own and no timer goroutine, until the answer's final
+	// outcome, the window's end on the engine's clock, or the caller
+	// leaving.
+	st.hold(out.Hold(window))
 }
 
 // speak sends the audio of pm, a prompt already sent, rendered once and

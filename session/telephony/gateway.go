@@ -72,6 +72,10 @@ type GatewayConfig struct {
 	Token string
 	// StartTimeout bounds the wait for the stream's start (0: 10s).
 	StartTimeout time.Duration
+	// AudioSocketTenant is the tenant of AudioSocket calls whose context
+	// names none (AudioSocket carries no parameters): the listener's
+	// tenant, whose caps they count against ("": none).
+	AudioSocketTenant string
 	// AudioSocketIdle is how long an AudioSocket peer may send nothing
 	// before its connection is closed (0: session.DefaultHeartbeat's
 	// bound, 25 s, the bound the WebSocket transports' pings keep).
@@ -173,7 +177,7 @@ func (h *GatewayHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	link := gateway.NewWebSocketLink(ws, codec.Capabilities().MaxMessage)
 	closeWith := func(code websocket.StatusCode, reason string) { _ = ws.Close(code, reason) }
-	h.serve(r.Context(), link, codec, h.upgradeToken(r), closeWith, ws)
+	h.serve(r.Context(), link, codec, h.upgradeToken(r), closeWith, ws, session.SourceOf(r.RemoteAddr))
 }
 
 // ServeAudioSocket serves one AudioSocket TCP connection (Asterisk's
@@ -195,7 +199,11 @@ func (h *GatewayHandler) ServeAudioSocket(ctx context.Context, conn net.Conn, ra
 	})
 	defer watch.stop()
 	closeWith := func(websocket.StatusCode, string) { _ = link.Close() }
-	h.serve(ctx, watchedLink{Link: link, w: watch}, audiosocket.NewCodec(rate), true, closeWith, nil)
+	if c := session.CallerFrom(ctx); c.Tenant == "" && h.cfg.AudioSocketTenant != "" {
+		c.Tenant = h.cfg.AudioSocketTenant
+		ctx = session.WithCaller(ctx, c)
+	}
+	h.serve(ctx, watchedLink{Link: link, w: watch}, audiosocket.NewCodec(rate), true, closeWith, nil, session.SourceOf(conn.RemoteAddr().String()))
 }
 
 // CodeAudioSocketIdle counts (frontdoor_protocol_errors_total) AudioSocket
@@ -239,9 +247,11 @@ func sameSecret(got, want string) bool {
 
 // serve runs one stream: its start, the token, then the call. authorized
 // says the upgrade carried the token; otherwise the start must. ws, when
-// set, is pinged for the heartbeat.
+// set, is pinged for the heartbeat. source is the peer's address as the
+// per-address caps count it: the call's Caller.Source (for the booking
+// caps of callbacks and handoffs) unless the layer in front set one.
 func (h *GatewayHandler) serve(ctx context.Context, link gateway.Link, codec gateway.Codec, authorized bool,
-	closeWith func(websocket.StatusCode, string), ws *websocket.Conn) {
+	closeWith func(websocket.StatusCode, string), ws *websocket.Conn, source string) {
 	conn := gateway.NewConn(link, codec, gateway.Options{Clock: h.e.Clock()})
 	l := &gatewayLine{conn: conn, e: h.e, dialect: h.dialect, log: h.log, closeWith: closeWith}
 	start, err := readStart(ctx, l, h.cfg.StartTimeout)
@@ -257,9 +267,14 @@ func (h *GatewayHandler) serve(ctx context.Context, link gateway.Link, codec gat
 		_ = link.Close()
 		return
 	}
-	if tenant := h.tenant(start); tenant != "" {
-		ctx = session.WithCaller(ctx, session.Caller{Tenant: tenant})
+	caller := session.CallerFrom(ctx)
+	if tenant := h.tenant(start); tenant != "" && tenant != caller.Tenant {
+		caller = session.Caller{Tenant: tenant, Source: caller.Source} // the guard's AllowTurn was its own tenant's
 	}
+	if caller.Source == "" {
+		caller.Source = source
+	}
+	ctx = session.WithCaller(ctx, caller)
 	log := h.log.With("stream", start.StreamID, "gateway_call", start.CallID)
 	st := lineStart{name: h.dialect, protocol: h.dialect, params: start.Params, format: start.Format, noKeys: !codec.Capabilities().DTMF}
 	runLine(ctx, l, st, h.prompts, log, ws)

@@ -96,7 +96,7 @@ func NewSIPHandler(e *session.Engine, cfg SIPConfig) *SIPHandler {
 // when it is an E.164 number.
 func (h *SIPHandler) ServeSIP(ctx context.Context, c *sip.Call) {
 	log := h.log.With("sip_call", c.CallID, "transport", c.Transport)
-	ctx = session.WithCaller(ctx, session.Caller{Tenant: c.Tenant})
+	ctx = session.WithCaller(ctx, session.Caller{Tenant: c.Tenant, Source: session.SourceOf(c.Source.String())})
 	if h.cfg.Admit != nil {
 		actx, done, err := h.cfg.Admit(ctx)
 		if err != nil {

@@ -66,6 +66,11 @@ func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.log.Info("twilio: no stream", "err", err)
 		return
 	}
+	if caller := session.CallerFrom(ctx); caller.Source == "" {
+		// The upgrade's peer counts for the booking caps, as a gateway's does.
+		caller.Source = session.SourceOf(r.RemoteAddr)
+		ctx = session.WithCaller(ctx, caller)
+	}
 	log := s.log.With("stream", start.StreamID, "twilio_call", start.CallID)
 	st := lineStart{name: dialect.String(), protocol: "twilio", params: start.Params, format: media.Telephony}
 	runLine(ctx, l, st, s.prompts, log, ws)
