@@ -361,7 +361,7 @@ func (c *Call) admitSession(ctx context.Context) bool {
 	pos, _, _ := tk.Position(ctx)
 	if pos > 0 {
 		_ = c.Send(ctx, &SessionMsg{Type: "session", Disposition: stages.Queued, Session: c.id, Position: pos})
-		c.s.cfg.Fallback.Refused(ctx, Refusal{Call: c.id, Stage: StageSession, Disposition: stages.Queued, Position: pos}, c)
+		c.s.refuse(ctx, Refusal{Call: c.id, Stage: StageSession, Disposition: stages.Queued, Position: pos}, c)
 	}
 	tick := stages.NewTicker(c.s.cfg.Clock, c.s.cfg.QueueUpdate)
 	defer tick.Stop()
@@ -430,7 +430,7 @@ func (c *Call) refuseSession(ctx context.Context, d stages.Disposition) {
 		c.leaveTenant() // a refused caller holds no slot of its tenant while it hears why
 	}
 	c.refusing(true)
-	c.s.cfg.Fallback.Refused(ctx, Refusal{Call: c.id, Stage: StageSession, Disposition: d}, c)
+	c.s.refuse(ctx, Refusal{Call: c.id, Stage: StageSession, Disposition: d}, c)
 	c.refusing(false)
 }
 

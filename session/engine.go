@@ -111,6 +111,9 @@ type Config struct {
 	// stage's work does, at most the synthesis stage's max wait from the
 	// turn's birth.
 	SegmentGrace time.Duration
+	// ShedRate is the shedding rule's rate (shed.go): past this many
+	// refusals a second, a refusal offers no fallback. 0: never shed.
+	ShedRate float64
 	// MaxTurnsInFlight caps a call's running and waiting turns (0: 8).
 	MaxTurnsInFlight int
 	// QueueUpdate is how often a queued caller hears its new position
@@ -143,6 +146,7 @@ type Engine struct {
 	session, recognize, model, synth *stage
 	ans                              answerGate   // spoken answers to offers (answer.go)
 	pacer                            *sharedPacer // prompt audio's (nil: not paced)
+	shed                             shedMeter    // the shedding rule's (shed.go)
 
 	mu        sync.Mutex
 	extra     []*stage
@@ -214,7 +218,8 @@ func New(cfg Config) (*Engine, error) {
 		cfg.QueueUpdate = time.Second
 	}
 	cfg.Outbound = cfg.Outbound.withDefaults()
-	s := &Engine{cfg: cfg, log: cfg.Logger, reg: cfg.Registry, calls: map[*Call]struct{}{}, byName: map[string]int{}, ans: ans}
+	s := &Engine{cfg: cfg, log: cfg.Logger, reg: cfg.Registry, calls: map[*Call]struct{}{}, byName: map[string]int{}, ans: ans,
+		shed: shedMeter{rate: cfg.ShedRate}}
 	s.m = newMetrics(s.reg)
 	if cfg.Pace && !cfg.perCallPacing {
 		s.pacer = newSharedPacer(cfg.Clock, media.FrameDuration)

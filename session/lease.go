@@ -37,7 +37,7 @@ func (c *Call) watchSessionLease(ctx context.Context, lost <-chan struct{}) {
 	c.stop(errSessionLost)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sessionLostPrompt)
 	defer cancel()
-	c.s.cfg.Fallback.Refused(sctx, Refusal{Call: c.id, Stage: StageSession, Reason: string(backend.KindUnavailable), Final: true}, c)
+	c.s.refuse(sctx, Refusal{Call: c.id, Stage: StageSession, Reason: string(backend.KindUnavailable), Final: true}, c)
 }
 
 // sessionLostPrompt bounds the prompt of a call whose session lease was

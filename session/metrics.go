@@ -18,6 +18,7 @@ type metrics struct {
 	bargeToLast   prometheus.Histogram
 	slowReaders   prometheus.Counter
 	heldRefusals  prometheus.Gauge
+	shedRefusals  prometheus.Counter
 	protocolErrs  *prometheus.CounterVec
 	overdueTotal  *prometheus.CounterVec
 	turns         *prometheus.CounterVec
@@ -58,6 +59,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Buckets: []float64{0, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 7.5e-4, 1e-3, 1.5e-3, 2e-3, 3e-3, 5e-3, 0.01, 0.05, 0.1, 0.5, 1}}),
 		slowReaders: f.NewCounter(prometheus.CounterOpts{Name: "frontdoor_slow_readers_closed_total",
 			Help: "Calls closed (1008) because the caller stopped reading."}),
+		shedRefusals: f.NewCounter(prometheus.CounterOpts{Name: "frontdoor_refusals_shed_total",
+			Help: "Refusals told without an offer because refusals came faster than -shed-refusal-rate a second (the shedding rule)."}),
 		heldRefusals: f.NewGauge(prometheus.GaugeOpts{Name: "frontdoor_refused_calls_held",
 			Help: "Calls refused at the session stage held open for an answer to their offer (each holds its connection and reader only)."}),
 		protocolErrs: f.NewCounterVec(prometheus.CounterOpts{Name: "frontdoor_protocol_errors_total",

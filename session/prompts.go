@@ -34,6 +34,10 @@ type Refusal struct {
 	// Final: the call ends once the prompt is out (its session lease was
 	// lost); nothing is offered.
 	Final bool
+	// Shed: the engine is refusing faster than Config.ShedRate a second
+	// (shed.go): the refusal is told, but nothing is offered, so that it
+	// costs one sentence and no wait for an answer.
+	Shed bool
 }
 
 // Outcome is what the prompt for r is keyed by (prompt.Of).

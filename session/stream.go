@@ -321,7 +321,7 @@ func (c *Call) endReply(t *turn, a *audioOut, n int, refused stages.Disposition,
 		c.endPartial(t, a, Refusal{Call: c.id, Turn: t.id, Stage: StageSynthesis, Disposition: refused}, refused.String(), "")
 		return
 	case failed != "" && !heardSome:
-		c.s.cfg.Fallback.Refused(c.ctx, Refusal{Call: c.id, Turn: t.id, Stage: StageSynthesis, Reason: failed, Started: true}, c)
+		c.s.refuse(c.ctx, Refusal{Call: c.id, Turn: t.id, Stage: StageSynthesis, Reason: failed, Started: true}, c)
 		c.endTurn(t, TurnFailed, StageSynthesis, failed)
 		return
 	case failed != "":
@@ -333,7 +333,7 @@ func (c *Call) endReply(t *turn, a *audioOut, n int, refused stages.Disposition,
 			c.endPartial(t, a, Refusal{Call: c.id, Turn: t.id, Stage: StageModel, Reason: kind, Started: true}, TurnFailed, kind)
 			return
 		}
-		c.s.cfg.Fallback.Refused(c.ctx, Refusal{Call: c.id, Turn: t.id, Stage: StageModel, Reason: kind, Started: true}, c)
+		c.s.refuse(c.ctx, Refusal{Call: c.id, Turn: t.id, Stage: StageModel, Reason: kind, Started: true}, c)
 		c.endTurn(t, TurnFailed, StageModel, kind)
 		return
 	}
@@ -358,7 +358,7 @@ func (c *Call) endPartial(t *turn, a *audioOut, r Refusal, disposition, kind str
 		c.endTurn(t, stages.Cancelled.String(), r.Stage, "")
 		return
 	}
-	c.s.cfg.Fallback.Refused(c.ctx, r, c)
+	c.s.refuse(c.ctx, r, c)
 	c.endTurn(t, disposition, r.Stage, kind)
 }
 

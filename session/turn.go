@@ -109,7 +109,7 @@ func (c *Call) finished(t *turn, st string, disp stages.Disposition, err error) 
 		c.endTurn(t, stages.Cancelled.String(), st, "")
 		return false
 	case err != nil:
-		c.s.cfg.Fallback.Refused(c.ctx, Refusal{Call: c.id, Turn: t.id, Stage: st, Reason: kind, Started: true}, c)
+		c.s.refuse(c.ctx, Refusal{Call: c.id, Turn: t.id, Stage: st, Reason: kind, Started: true}, c)
 		c.endTurn(t, TurnFailed, st, kind)
 		return false
 	}
@@ -182,7 +182,7 @@ func (c *Call) admit(t *turn, st *stage, job stages.Job, seg int) (stages.Dispos
 	// said by endPartial, once the audio before it has played.
 	hearing := seg > 1 && !job.Deadline.IsZero()
 	if d.Refusal() && !hearing {
-		c.s.cfg.Fallback.Refused(c.ctx, Refusal{Call: c.id, Turn: t.id, Stage: st.name, Disposition: d}, c)
+		c.s.refuse(c.ctx, Refusal{Call: c.id, Turn: t.id, Stage: st.name, Disposition: d}, c)
 	}
 	if d != stages.Admitted {
 		return d, nil

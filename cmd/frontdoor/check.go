@@ -74,6 +74,7 @@ func checkFlags(fs *flag.FlagSet, rules ...flagRule) error {
 var serveRules = append(stageRules("session", "recognize", "model", "synth", "callback", "handoff"),
 	flagRule{"callback-lease", positive},
 	flagRule{"cleanup-timeout", nonNegative},
+	flagRule{"shed-refusal-rate", nonNegative},
 	flagRule{"drain-timeout", nonNegative},
 	flagRule{"quarantine-after", nonNegative},
 	flagRule{"audio-max-frame", nonNegative},

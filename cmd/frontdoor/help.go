@@ -57,7 +57,7 @@ var serveFlagGroup = map[string]string{
 	"recognize-url": "backends", "recognize-model": "backends", "recognize-api-key-env": "backends",
 	"backend-stall-timeout": "backends",
 	// fallback
-	"data-dir": "fallback",
+	"data-dir": "fallback", "shed-refusal-rate": "fallback",
 	// observability
 	"log-format": "observability", "log-level": "observability", "log-caller-content": "observability", "cpuprofile": "observability",
 }

@@ -37,6 +37,7 @@ type serveSettings struct {
 	session, recognize, model, synth stages.Limits
 	cleanupTimeout, drainTimeout     time.Duration
 	segmentGrace                     time.Duration
+	shedRate                         float64
 	pace                             bool
 	backend                          string
 	backends                         backends.Config
@@ -63,6 +64,7 @@ func serveFlags(fs *flag.FlagSet) *serveSettings {
 	stageFlags(fs, "recognize", &s.recognize, session.DefaultRecognizeLimits, s.adapt)
 	stageFlags(fs, "model", &s.model, session.DefaultModelLimits, s.adapt)
 	stageFlags(fs, "synth", &s.synth, session.DefaultSynthesisLimits, s.adapt)
+	fs.Float64Var(&s.shedRate, "shed-refusal-rate", 0, "the shedding rule: past this many refusals a second (over the last second), a refused caller is still told why, with the prompt's sentence, but offered no callback or person, so a refusal costs one sentence and no wait for an answer (0: never; docs/SECURITY.md)")
 	fs.DurationVar(&s.segmentGrace, "synth-segment-grace", session.DefaultSegmentGrace, "a reply's later sentences: how long past the end of the audio already queued before it one may still wait for a synthesis slot (the silence a caller may hear between sentences); the first sentence waits at most -synth-max-wait from the turn's Born")
 	fs.DurationVar(&s.cleanupTimeout, "cleanup-timeout", 2*time.Second, "after cancel, how long a backend may take to confirm it stopped before its lease is reported overdue (it stays held)")
 	fs.BoolVar(&s.pace, "pace", true, "release reply audio in real time (20 ms frames), so a barge-in stops what was not yet played")
@@ -275,6 +277,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Session: set.session, Recognize: set.recognize, Model: set.model, Synthesis: set.synth,
 		CleanupTimeout: set.cleanupTimeout,
 		SegmentGrace:   set.segmentGrace,
+		ShedRate:       set.shedRate,
 		Pace:           set.pace,
 		ModelBackend:   be.Model, Synthesizer: be.Synthesizer, Recognizer: be.Recognizer,
 		Answers:        be.Answers,

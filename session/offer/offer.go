@@ -97,8 +97,8 @@ func (o *Offers) Wait() { o.wg.Wait() }
 // Refused implements session.Fallback.
 func (o *Offers) Refused(ctx context.Context, r session.Refusal, out session.Sender) {
 	avail := o.svc.Available()
-	if r.Final {
-		avail = nil // the call is ending: no question it cannot answer
+	if r.Final || r.Shed {
+		avail = nil // the call is ending, or refusals are being shed: no question to wait on
 	}
 	p := prompt.Of(r.Outcome(), avail)
 	keypad := false
