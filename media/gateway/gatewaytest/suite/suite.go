@@ -229,7 +229,10 @@ func RunConn(t *testing.T, st Setup) {
 			t.Fatalf("clear progress %+v", progress)
 		}
 	}
-	if u2 == nil || !u2.Cleared || u2.Played <= 0 || u2.Played >= u2.Sent || u2.Sent >= 3*time.Second {
+	// Played may equal Sent: on a loaded machine the sender can fall behind
+	// real time, and then all that went out has played when the clear comes
+	// (the Tracker reports it so); the rest of u2 is still cut.
+	if u2 == nil || !u2.Cleared || u2.Played <= 0 || u2.Played > u2.Sent || u2.Sent >= 3*time.Second {
 		t.Fatalf("clear progress %+v", progress)
 	}
 	if caps.Clear {
