@@ -27,32 +27,7 @@ func TestTenantCapsAudioSocketListener(t *testing.T) {
 	defer cancel()
 	checkTenantCaps(t, r, func(tenant string) capsCall {
 		h := NewAudioSocketHandler(r.Engine, GatewayConfig{AudioSocketTenant: tenant})
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		sctx, stop := context.WithCancel(context.Background()) // no Caller: the listener's tenant
-		var wg sync.WaitGroup
-		wg.Go(func() {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close()
-			h.ServeAudioSocket(sctx, c, 8000)
-		})
-		t.Cleanup(func() { stop(); ln.Close(); wg.Wait() })
-		conn, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		g, err := gatewaytest.New(ctx, audiosocket.NewLink(conn), audiosocket.Codec{}, gatewaytest.Options{
-			Start: gateway.Start{StreamID: "40325b1a-8664-4d3a-8e4e-5e7b2b8d6d1c", CallID: "call-1"}, Speed: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(g.Close)
-		return gatewayCall{g}
+		return audioSocketCall(ctx, t, h, context.Background()) // no Caller: the listener's tenant
 	})
 }
 

@@ -10,7 +10,6 @@ import (
 	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/media/g711"
-	"github.com/frontdoorhq/frontdoor/media/pcm"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/espeak"
 	"github.com/frontdoorhq/frontdoor/session/backend/pocketsphinx"
@@ -35,20 +34,7 @@ func answerRecognizer(t testing.TB) *pocketsphinx.Recognizer {
 // telephone line carries it (µ-law, decoded).
 func sayVoice(t testing.TB, voice, text string, rate int) []int16 {
 	t.Helper()
-	sy, err := espeak.New(espeak.Options{Voice: voice})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []int16
-	if err := sy.Synthesize(context.Background(), text, func(a backend.Audio) error {
-		out = append(out, a.Samples...)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if out, err = pcm.Resample(out, espeak.Rate, rate); err != nil {
-		t.Fatal(err)
-	}
+	out := espeakAt(t, voice, text, rate)
 	if rate == 8000 {
 		out = g711.DecodeMulaw(nil, g711.EncodeMulaw(nil, out))
 	}

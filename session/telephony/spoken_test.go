@@ -79,7 +79,13 @@ func (s *spokenServer) url(path string) string {
 // say returns espeak-ng's en-us voice saying text, at rate.
 func say(t *testing.T, text string, rate int) []int16 {
 	t.Helper()
-	sy, err := espeak.New(espeak.Options{Voice: "en-us"})
+	return espeakAt(t, "en-us", text, rate)
+}
+
+// espeakAt is text said by espeak-ng's voice, resampled to rate.
+func espeakAt(t testing.TB, voice, text string, rate int) []int16 {
+	t.Helper()
+	sy, err := espeak.New(espeak.Options{Voice: voice})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -119,33 +119,41 @@ func TestTenantCapsAudioSocket(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	checkTenantCaps(t, r, func(tenant string) capsCall {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		sctx, stop := context.WithCancel(session.WithCaller(context.Background(), session.Caller{Tenant: tenant}))
-		var wg sync.WaitGroup
-		wg.Go(func() {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close()
-			r.audio.ServeAudioSocket(sctx, c, 8000)
-		})
-		t.Cleanup(func() { stop(); ln.Close(); wg.Wait() })
-		conn, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		g, err := gatewaytest.New(ctx, audiosocket.NewLink(conn), audiosocket.Codec{}, gatewaytest.Options{
-			Start: gateway.Start{StreamID: "40325b1a-8664-4d3a-8e4e-5e7b2b8d6d1c", CallID: "call-1"}, Speed: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(g.Close)
-		return gatewayCall{g}
+		return audioSocketCall(ctx, t, r.audio, session.WithCaller(context.Background(), session.Caller{Tenant: tenant}))
 	})
+}
+
+// audioSocketCall serves one AudioSocket connection with h on a loopback
+// listener, its call's context derived from base, and dials it as
+// Asterisk would; everything ends when the test does.
+func audioSocketCall(ctx context.Context, t *testing.T, h *GatewayHandler, base context.Context) capsCall {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(base)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		h.ServeAudioSocket(sctx, c, 8000)
+	})
+	t.Cleanup(func() { stop(); ln.Close(); wg.Wait() })
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gatewaytest.New(ctx, audiosocket.NewLink(conn), audiosocket.Codec{}, gatewaytest.Options{
+		Start: gateway.Start{StreamID: "40325b1a-8664-4d3a-8e4e-5e7b2b8d6d1c", CallID: "call-1"}, Speed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	return gatewayCall{g}
 }
 
 // sipCapsCall is a SIP call (sip.Dial) whose request URI names its tenant.
