@@ -228,7 +228,11 @@ func (n *nativeCaller) say(ctx context.Context, t *testing.T, speech []int16, si
 
 func (n *nativeCaller) heard() time.Duration { n.mu.Lock(); defer n.mu.Unlock(); return n.got }
 func (n *nativeCaller) ended() bool          { n.mu.Lock(); defer n.mu.Unlock(); return n.err != nil }
-func (n *nativeCaller) reasons() []string    { n.mu.Lock(); defer n.mu.Unlock(); return append([]string(nil), n.why...) }
+func (n *nativeCaller) reasons() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]string(nil), n.why...)
+}
 
 func (n *nativeCaller) hangup(context.Context, *testing.T) {
 	n.c.Send(map[string]any{"type": "hangup"})
