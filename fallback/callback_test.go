@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
+
 	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/stages"
@@ -24,7 +26,7 @@ func testConfig(dir string) fallback.Config {
 	return cfg
 }
 
-func newService(t *testing.T, cfg fallback.Config, clock stages.Clock, opts ...fallback.Option) *fallback.Service {
+func newService(t *testing.T, cfg fallback.Config, clock clock.Clock, opts ...fallback.Option) *fallback.Service {
 	t.Helper()
 	cfg.Clock = clock
 	s, err := fallback.New(context.Background(), cfg, nil, nil, opts...)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
+
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -27,7 +29,7 @@ type claimQueue struct {
 	c             *stages.Controller // the gate's, for views and draining
 	d             *stages.Dispatcher
 	g             stages.ClaimGate
-	clock         stages.Clock
+	clock         clock.Clock
 	onExpire      func(ids []string) // called without the Service's lock, from the gate's timer
 	expiredLocked func(ids []string) // called at the end of an operation, under it
 
@@ -38,7 +40,7 @@ type claimQueue struct {
 	stopped bool
 }
 
-func newClaimQueue(l stages.Limits, clock stages.Clock) (*claimQueue, error) {
+func newClaimQueue(l stages.Limits, clock clock.Clock) (*claimQueue, error) {
 	c, err := stages.New(l)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
+
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -23,8 +25,8 @@ type Config struct {
 	// tenant and one number may book per period (zero: no caps).
 	Bookings BookingLimits
 	// Clock drives both queues' expiry and claim leases; nil is
-	// stages.SystemClock. Serve passes the engine's clock, tests a manual one.
-	Clock stages.Clock
+	// clock.System. Serve passes the engine's clock, tests a manual one.
+	Clock clock.Clock
 }
 
 // DefaultConfig returns settings that make a fresh server usable at once.

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
+
 	"github.com/coder/websocket"
 
 	"github.com/frontdoorhq/frontdoor/fallback"
@@ -87,7 +89,7 @@ func (a *agentClient) waitList(ok func(agentMsg) bool) agentMsg {
 	}
 }
 
-func handoffServer(t *testing.T, clock stages.Clock) (*fallback.Service, *httptest.Server) {
+func handoffServer(t *testing.T, clock clock.Clock) (*fallback.Service, *httptest.Server) {
 	t.Helper()
 	s := newService(t, testConfig(t.TempDir()), clock)
 	srv := httptest.NewServer(s.AgentHandler(nil))

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
+
 	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -23,7 +25,7 @@ import (
 type Service struct {
 	cfg   Config
 	log   *slog.Logger
-	clock stages.Clock
+	clock clock.Clock
 	store CallbackStore
 	own   bool // the store was opened by New and is closed by Close
 
@@ -87,7 +89,7 @@ func New(ctx context.Context, cfg Config, synth Synthesizer, log *slog.Logger, o
 	}
 	s := &Service{cfg: cfg, log: log.With("component", "fallback"), clock: cfg.Clock, synth: synth, rendering: map[string]*renderFlight{}}
 	if s.clock == nil {
-		s.clock = stages.SystemClock
+		s.clock = clock.System
 	}
 	s.counter, s.refused = newBookings(cfg.Bookings, s.clock), map[string]uint64{}
 	for _, o := range opts {
@@ -187,7 +189,7 @@ func (s *Service) CallbackStage() *stages.Controller { return s.cbq.c }
 func (s *Service) HandoffStage() *stages.Controller { return s.hq.c }
 
 // Clock returns the clock of the service's stages and timers.
-func (s *Service) Clock() stages.Clock { return s.clock }
+func (s *Service) Clock() clock.Clock { return s.clock }
 
 // Store returns the callback store.
 func (s *Service) Store() CallbackStore { return s.store }

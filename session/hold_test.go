@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
+
 	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
@@ -20,7 +22,7 @@ import (
 // timer of its own.
 type offerFallback struct {
 	Prompts
-	clock    stages.Clock
+	clock    clock.Clock
 	window   time.Duration
 	blocking bool
 
@@ -35,7 +37,7 @@ func (f *offerFallback) Refused(ctx context.Context, r Refusal, out Sender) {
 		return
 	}
 	if f.blocking {
-		t := stages.NewTimer(f.clock, f.window)
+		t := clock.NewTimer(f.clock, f.window)
 		defer t.Stop()
 		select {
 		case <-t.C:

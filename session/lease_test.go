@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
+
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
@@ -30,7 +32,7 @@ func TestLostLeaseStopsWork(t *testing.T) {
 	const ttl = 500 * time.Millisecond
 	var model *redisstage.Store
 	r := newRig(t, func(c *Config, s *stub.Settings) {
-		c.NewGate = func(name string, l stages.Limits, clk stages.Clock) (stages.Gate, error) {
+		c.NewGate = func(name string, l stages.Limits, clk clock.Clock) (stages.Gate, error) {
 			opt := redisstage.Options{LeaseTTL: 30 * time.Second, Warmup: -1}
 			if name == StageModel {
 				opt.LeaseTTL = ttl
@@ -104,7 +106,7 @@ func TestLostSynthesisLeaseSilencesReply(t *testing.T) {
 	const ttl = 500 * time.Millisecond
 	r := newRig(t, func(c *Config, s *stub.Settings) {
 		c.Pace = true
-		c.NewGate = func(name string, l stages.Limits, clk stages.Clock) (stages.Gate, error) {
+		c.NewGate = func(name string, l stages.Limits, clk clock.Clock) (stages.Gate, error) {
 			opt := redisstage.Options{LeaseTTL: 30 * time.Second, Warmup: -1}
 			if name == StageSynthesis {
 				opt.LeaseTTL = ttl
@@ -154,7 +156,7 @@ func TestLostSessionLeaseEndsCall(t *testing.T) {
 	rdb := srv.Client(t)
 	const ttl = 500 * time.Millisecond
 	r := newRig(t, func(c *Config, s *stub.Settings) {
-		c.NewGate = func(name string, l stages.Limits, clk stages.Clock) (stages.Gate, error) {
+		c.NewGate = func(name string, l stages.Limits, clk clock.Clock) (stages.Gate, error) {
 			opt := redisstage.Options{LeaseTTL: 30 * time.Second, Warmup: -1}
 			if name == StageSession {
 				opt.LeaseTTL = ttl

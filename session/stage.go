@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
+
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -21,7 +23,7 @@ type stage struct {
 	view    stages.View
 	timeout time.Duration // cleanup timeout
 	op      time.Duration // bound of one gate operation (Config.StoreTimeout)
-	clock   stages.Clock
+	clock   clock.Clock
 	log     *slog.Logger
 	m       *metrics
 
@@ -153,7 +155,7 @@ type watch struct {
 
 	mu       sync.Mutex
 	at       time.Time
-	timer    stages.Timer
+	timer    clock.Timer
 	late     bool
 	finished bool
 }
@@ -178,7 +180,7 @@ func (w *watch) expire() {
 	w.s.overdue.Add(1)
 	w.s.m.overdueTotal.WithLabelValues(w.s.name).Inc()
 	w.s.log.Warn("cleanup overdue: lease still held", "stage", w.s.name, "job", w.id,
-		"cancelled_ago", stages.Since(w.s.clock, w.at).Round(time.Millisecond), "cleanup_timeout", w.s.timeout)
+		"cancelled_ago", clock.Since(w.s.clock, w.at).Round(time.Millisecond), "cleanup_timeout", w.s.timeout)
 	w.s.cleanupLate()
 }
 
@@ -192,7 +194,7 @@ func (w *watch) returned() {
 	if w.late {
 		w.s.overdue.Add(-1)
 		w.s.log.Warn("overdue cleanup confirmed: lease released", "stage", w.s.name, "job", w.id,
-			"cleanup", stages.Since(w.s.clock, w.at).Round(time.Millisecond))
+			"cleanup", clock.Since(w.s.clock, w.at).Round(time.Millisecond))
 		w.s.cleanupConfirmed()
 	} else if !w.at.IsZero() {
 		w.s.cleanupOnTime()
@@ -216,14 +218,14 @@ func (s *Engine) AddView(name string, v stages.View) {
 // stages.WithPolicy) driven by a stages.Dispatcher on clock. An error of
 // the dispatcher's Take goes to log; its count is in the stage's snapshot
 // (TakeErrors) and in /metrics.
-func LocalGate(l stages.Limits, clock stages.Clock, log *slog.Logger, opts ...stages.Option) (stages.Gate, error) {
-	if clock == nil {
-		clock = stages.SystemClock
+func LocalGate(l stages.Limits, clk clock.Clock, log *slog.Logger, opts ...stages.Option) (stages.Gate, error) {
+	if clk == nil {
+		clk = clock.System
 	}
 	c, err := stages.New(l, opts...)
 	if err != nil {
 		return nil, err
 	}
 	onErr := func(err error) { log.Error("stage could not take waiting work", "err", err) }
-	return stages.LocalGate(stages.NewDispatcher(c, clock, stages.OnTakeError(onErr))), nil
+	return stages.LocalGate(stages.NewDispatcher(c, clk, stages.OnTakeError(onErr))), nil
 }

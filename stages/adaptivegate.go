@@ -3,6 +3,7 @@ package stages
 import (
 	"context"
 	"fmt"
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,7 +40,7 @@ type AdaptiveStatus struct {
 type AdaptiveGate struct {
 	Gate
 	lim      SlotLimiter
-	clock    Clock
+	clk      clock.Clock
 	op       time.Duration
 	onChange func(LimitChange)
 	changes  atomic.Uint64
@@ -58,7 +59,7 @@ var (
 // to the bounds): a replica joining a fleet starts from the fleet's limit.
 // onChange, if not nil, is told of every move this gate makes; it must not
 // call back into the gate.
-func NewAdaptiveGate(ctx context.Context, g Gate, cfg AdaptiveConfig, clock Clock, onChange func(LimitChange)) (*AdaptiveGate, error) {
+func NewAdaptiveGate(ctx context.Context, g Gate, cfg AdaptiveConfig, clk clock.Clock, onChange func(LimitChange)) (*AdaptiveGate, error) {
 	lim, ok := g.(SlotLimiter)
 	if !ok {
 		return nil, fmt.Errorf("%w: %T has no runtime slot limit", ErrAdaptive, g)
@@ -67,10 +68,10 @@ func NewAdaptiveGate(ctx context.Context, g Gate, cfg AdaptiveConfig, clock Cloc
 	if err != nil {
 		return nil, err
 	}
-	if clock == nil {
-		clock = SystemClock
+	if clk == nil {
+		clk = clock.System
 	}
-	a := &AdaptiveGate{Gate: g, lim: lim, clock: clock, op: time.Second, onChange: onChange, rule: rule}
+	a := &AdaptiveGate{Gate: g, lim: lim, clk: clk, op: time.Second, onChange: onChange, rule: rule}
 	sn, err := g.Snapshot(ctx)
 	if err != nil {
 		return nil, err
@@ -94,7 +95,7 @@ func NewAdaptiveGate(ctx context.Context, g Gate, cfg AdaptiveConfig, clock Cloc
 func (a *AdaptiveGate) Observe(latency time.Duration, overloaded bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	now := a.clock.Now()
+	now := a.clk.Now()
 	demand := 0
 	cur := a.rule.Limit()
 	if a.rule.due(now) {

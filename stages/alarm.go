@@ -1,13 +1,17 @@
 package stages
 
-import "time"
+import (
+	"time"
+
+	"github.com/frontdoorhq/frontdoor/media/clock"
+)
 
 // Alarm is one pending wake-up at a deadline that moves: the head of a queue
 // changes, so its expiry timer is re-armed, and a call from a superseded
 // timer must be ignored. The zero Alarm is disarmed. An Alarm is not safe for
 // concurrent use: its owner guards it with the lock that guards the queue.
 type Alarm struct {
-	timer    Timer
+	timer    clock.Timer
 	deadline time.Time
 	seq      uint64
 }
@@ -15,7 +19,7 @@ type Alarm struct {
 // Set arms the alarm to call fire at deadline, reading the delay on clock
 // from now, unless it is already armed for that deadline. fire receives the
 // arming's sequence number, to be checked with Fired under the owner's lock.
-func (a *Alarm) Set(clock Clock, deadline, now time.Time, fire func(seq uint64)) {
+func (a *Alarm) Set(clk clock.Clock, deadline, now time.Time, fire func(seq uint64)) {
 	if a.timer != nil && a.deadline.Equal(deadline) {
 		return
 	}
@@ -23,7 +27,7 @@ func (a *Alarm) Set(clock Clock, deadline, now time.Time, fire func(seq uint64))
 	a.deadline = deadline
 	a.seq++
 	seq := a.seq
-	a.timer = clock.AfterFunc(deadline.Sub(now), func() { fire(seq) })
+	a.timer = clk.AfterFunc(deadline.Sub(now), func() { fire(seq) })
 }
 
 // Clear disarms the alarm.

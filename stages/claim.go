@@ -37,7 +37,7 @@ func ClaimOnly() DispatcherOption { return func(d *Dispatcher) { d.claim = true 
 func (d *Dispatcher) Claim(want string) (Disposition, string, error) {
 	d.mu.Lock()
 	defer d.unlock()
-	now := d.clock.Now()
+	now := d.clk.Now()
 	d.pump(now) // expire heads past their deadline first
 	if want != "" {
 		if pos, ok := d.c.Position(want); !ok {

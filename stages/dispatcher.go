@@ -2,6 +2,7 @@ package stages
 
 import (
 	"context"
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -17,8 +18,8 @@ import (
 // A Dispatcher starts no goroutine of its own: its only timer is the head's
 // deadline, and Stop ends it.
 type Dispatcher struct {
-	c     *Controller
-	clock Clock
+	c   *Controller
+	clk clock.Clock
 
 	takeErr    func(error)
 	takeErrors atomic.Uint64
@@ -57,12 +58,12 @@ func OnResolve(f func(id string, d Disposition)) DispatcherOption {
 	return func(d *Dispatcher) { d.onResolve = f }
 }
 
-// NewDispatcher returns a Dispatcher for c. A nil clock is SystemClock.
-func NewDispatcher(c *Controller, clock Clock, opts ...DispatcherOption) *Dispatcher {
-	if clock == nil {
-		clock = SystemClock
+// NewDispatcher returns a Dispatcher for c. A nil clock is clock.System.
+func NewDispatcher(c *Controller, clk clock.Clock, opts ...DispatcherOption) *Dispatcher {
+	if clk == nil {
+		clk = clock.System
 	}
-	d := &Dispatcher{c: c, clock: clock, waiting: make(map[string]*Ticket)}
+	d := &Dispatcher{c: c, clk: clk, waiting: make(map[string]*Ticket)}
 	for _, o := range opts {
 		o(d)
 	}
@@ -76,7 +77,7 @@ func (d *Dispatcher) TakeErrors() uint64 { return d.takeErrors.Load() }
 func (d *Dispatcher) Controller() *Controller { return d.c }
 
 // Clock returns d's clock.
-func (d *Dispatcher) Clock() Clock { return d.clock }
+func (d *Dispatcher) Clock() clock.Clock { return d.clk }
 
 // Ticket is queued work waiting for its outcome.
 type Ticket struct {
@@ -122,7 +123,7 @@ func (t *Ticket) Lost() <-chan struct{} { return nil }
 func (d *Dispatcher) Submit(job Job) (*Ticket, Disposition, error) {
 	d.mu.Lock()
 	defer d.unlock()
-	now := d.clock.Now()
+	now := d.clk.Now()
 	disp, err := d.c.Offer(job, now)
 	if err != nil || disp != Queued {
 		return nil, disp, err
@@ -137,7 +138,7 @@ func (d *Dispatcher) Submit(job Job) (*Ticket, Disposition, error) {
 func (d *Dispatcher) Release(id string) (Disposition, error) {
 	d.mu.Lock()
 	defer d.unlock()
-	now := d.clock.Now()
+	now := d.clk.Now()
 	disp, err := d.c.releaseAt(id, false, now)
 	if err == nil {
 		d.pump(now)
@@ -150,7 +151,7 @@ func (d *Dispatcher) Release(id string) (Disposition, error) {
 func (d *Dispatcher) ReleaseFailed(id string) (Disposition, error) {
 	d.mu.Lock()
 	defer d.unlock()
-	now := d.clock.Now()
+	now := d.clk.Now()
 	disp, err := d.c.releaseAt(id, true, now)
 	if err == nil {
 		d.pump(now)
@@ -163,7 +164,7 @@ func (d *Dispatcher) ReleaseFailed(id string) (Disposition, error) {
 func (d *Dispatcher) Rotate(owner string, generation uint64) error {
 	d.mu.Lock()
 	defer d.unlock()
-	now := d.clock.Now()
+	now := d.clk.Now()
 	d.c.mu.Lock()
 	err := d.c.rotate(owner, generation, now, d.cancelled(now))
 	d.c.mu.Unlock()
@@ -178,7 +179,7 @@ func (d *Dispatcher) Rotate(owner string, generation uint64) error {
 func (d *Dispatcher) Forget(owner string) {
 	d.mu.Lock()
 	defer d.unlock()
-	now := d.clock.Now()
+	now := d.clk.Now()
 	d.c.mu.Lock()
 	d.c.forget(owner, now, d.cancelled(now))
 	d.c.mu.Unlock()
@@ -190,7 +191,7 @@ func (d *Dispatcher) Forget(owner string) {
 func (d *Dispatcher) Cancel(id string) (Disposition, error) {
 	d.mu.Lock()
 	defer d.unlock()
-	now := d.clock.Now()
+	now := d.clk.Now()
 	disp, err := d.c.Cancel(id, now)
 	if err == nil {
 		if t := d.waiting[id]; t != nil {
@@ -202,13 +203,13 @@ func (d *Dispatcher) Cancel(id string) (Disposition, error) {
 }
 
 // Close closes admission (see Controller.Close). Queued work still runs.
-func (d *Dispatcher) Close() { d.c.setClosed(true, d.clock.Now()) }
+func (d *Dispatcher) Close() { d.c.setClosed(true, d.clk.Now()) }
 
 // Reopen opens admission again.
 func (d *Dispatcher) Reopen() {
 	d.mu.Lock()
 	defer d.unlock()
-	now := d.clock.Now()
+	now := d.clk.Now()
 	d.c.setClosed(false, now)
 	d.pump(now)
 }
@@ -222,7 +223,7 @@ func (d *Dispatcher) Stop() {
 	d.alarm.Clear()
 	if d.c.rec != nil { // a replay must know that expiry no longer fires
 		d.c.mu.Lock()
-		d.c.record(Operation{Op: OpStop, At: d.clock.Now()})
+		d.c.record(Operation{Op: OpStop, At: d.clk.Now()})
 		d.c.mu.Unlock()
 	}
 }
@@ -283,7 +284,7 @@ func (d *Dispatcher) arm(now time.Time) {
 		return
 	}
 	// Expiry is strictly after the deadline, so wake just past it.
-	d.alarm.Set(d.clock, expires.Add(time.Nanosecond), now, d.fire)
+	d.alarm.Set(d.clk, expires.Add(time.Nanosecond), now, d.fire)
 }
 
 // unlock releases d.mu, then tells OnResolve what was resolved under it.
@@ -306,5 +307,5 @@ func (d *Dispatcher) fire(seq uint64) {
 	if d.stopped || !d.alarm.Fired(seq) {
 		return
 	}
-	d.pump(d.clock.Now())
+	d.pump(d.clk.Now())
 }

@@ -2,6 +2,7 @@ package stages
 
 import (
 	"fmt"
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"testing"
 	"time"
 
@@ -198,5 +199,5 @@ func TestLoweredLimitDrains(t *testing.T) {
 // stoppedClock is a clock that never moves: its timers never fire.
 type stoppedClock struct{ t time.Time }
 
-func (c stoppedClock) Now() time.Time                      { return c.t }
-func (stoppedClock) AfterFunc(time.Duration, func()) Timer { return time.NewTimer(time.Hour) }
+func (c stoppedClock) Now() time.Time                            { return c.t }
+func (stoppedClock) AfterFunc(time.Duration, func()) clock.Timer { return time.NewTimer(time.Hour) }

@@ -45,7 +45,7 @@ func (d *Dispatcher) SetSlots(old, n int) (int, error) {
 	defer d.mu.Unlock()
 	got, err := d.c.SetSlots(old, n)
 	if err == nil {
-		d.pump(d.clock.Now())
+		d.pump(d.clk.Now())
 	}
 	return got, err
 }

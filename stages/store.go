@@ -3,6 +3,7 @@ package stages
 import (
 	"context"
 	"errors"
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"time"
 )
 
@@ -205,24 +206,24 @@ func (g localGate) Stop()                       { g.d.Stop() }
 
 // ViewOf shows c, whose work its owner offers and releases directly (such as
 // a fallback queue that admits on a human's claim), as a View.
-func ViewOf(c *Controller, clock Clock) View {
-	if clock == nil {
-		clock = SystemClock
+func ViewOf(c *Controller, clk clock.Clock) View {
+	if clk == nil {
+		clk = clock.System
 	}
-	return controllerView{c, clock}
+	return controllerView{c, clk}
 }
 
 type controllerView struct {
-	c     *Controller
-	clock Clock
+	c   *Controller
+	clk clock.Clock
 }
 
 func (v controllerView) Snapshot(context.Context) (Snapshot, error) {
-	return v.c.Snapshot(v.clock.Now()), nil
+	return v.c.Snapshot(v.clk.Now()), nil
 }
 
 func (v controllerView) Waiting(context.Context) ([]Waiter, error) {
-	return v.c.Waiting(v.clock.Now()), nil
+	return v.c.Waiting(v.clk.Now()), nil
 }
 
 // ViewFunc is a View known by its snapshots alone, such as a fleet-wide

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
+
 	"github.com/lmittmann/tint"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -204,7 +206,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// to report the server's CPU per call-second.
 	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
 	// One clock for the engine and the backends' timers.
-	clock := stages.SystemClock
+	clock := clock.System
 	bc.Clock = clock
 	bc.AnswerPhrases = fallback.AnswerPhrases
 	be, err := backends.New(bc, reg)

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
+
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
@@ -101,11 +103,11 @@ func (a *adaptSettings) apply(ls ...*stages.Limits) {
 // newGate wraps the gates of the stages given auto in an adaptive limit,
 // on whichever store newGate builds them (in process, or one limit in
 // Redis for the fleet), and logs every move of a limit.
-func (a *adaptSettings) newGate(newGate func(string, stages.Limits, stages.Clock) (stages.Gate, error), log *slog.Logger) func(string, stages.Limits, stages.Clock) (stages.Gate, error) {
+func (a *adaptSettings) newGate(newGate func(string, stages.Limits, clock.Clock) (stages.Gate, error), log *slog.Logger) func(string, stages.Limits, clock.Clock) (stages.Gate, error) {
 	if len(a.auto) == 0 {
 		return newGate
 	}
-	return func(name string, l stages.Limits, c stages.Clock) (stages.Gate, error) {
+	return func(name string, l stages.Limits, c clock.Clock) (stages.Gate, error) {
 		cfg := a.auto[name]
 		if cfg == nil {
 			return newGate(name, l, c)

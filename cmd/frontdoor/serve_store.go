@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/frontdoorhq/frontdoor/fallback"
@@ -72,8 +74,8 @@ func openFleet(set *storeSettings, policy stages.Policy, log *slog.Logger) (*fle
 // its own when Redis does not answer), else the in-process controller with
 // policy. It is what frontdoor serve wires; the conformance test of the
 // serve stack (serve_stack_test.go) runs on exactly these gates.
-func (f *fleet) newGate(policy stages.Policy, log *slog.Logger) func(string, stages.Limits, stages.Clock) (stages.Gate, error) {
-	return func(name string, l stages.Limits, c stages.Clock) (stages.Gate, error) {
+func (f *fleet) newGate(policy stages.Policy, log *slog.Logger) func(string, stages.Limits, clock.Clock) (stages.Gate, error) {
+	return func(name string, l stages.Limits, c clock.Clock) (stages.Gate, error) {
 		if f == nil {
 			return session.LocalGate(l, c, log.With("stage", name), stages.WithPolicy(policy))
 		}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
+
 	"github.com/coder/websocket"
 	pion "github.com/pion/webrtc/v4"
 
@@ -19,7 +21,6 @@ import (
 	mediartc "github.com/frontdoorhq/frontdoor/media/webrtc"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/internal/pcmu"
-	"github.com/frontdoorhq/frontdoor/stages"
 )
 
 // rtcInbox bounds caller events waiting for the call's reader: 2.5 s of
@@ -112,7 +113,7 @@ func serve(s *session.Engine, rc Config, log *slog.Logger, w http.ResponseWriter
 	if wait <= 0 {
 		wait = 15 * time.Second
 	}
-	timer := stages.NewTimer(s.Clock(), wait)
+	timer := clock.NewTimer(s.Clock(), wait)
 	defer timer.Stop()
 	select {
 	case <-peer.Open():

@@ -13,8 +13,8 @@ import (
 
 // DispatcherOptions tune a Dispatcher. Zero values take the defaults.
 type DispatcherOptions struct {
-	// Clock stamps offers and arms the head's deadline; SystemClock when nil.
-	Clock stages.Clock
+	// Clock stamps offers and arms the head's deadline; clock.System when nil.
+	Clock clock.Clock
 	// Poll is the backstop interval at which a replica with waiting work
 	// pumps the queue and reconciles its tickets, covering a missed
 	// pub/sub message or capacity that came back when a dead replica's
@@ -41,7 +41,7 @@ type DispatcherOptions struct {
 // Redis pub/sub channel the scripts publish to. It satisfies stages.Gate.
 type Dispatcher struct {
 	s     *Store
-	clock stages.Clock
+	clock clock.Clock
 	poll  time.Duration
 	renew time.Duration
 	grace time.Duration
@@ -70,7 +70,7 @@ var _ stages.Gate = (*Dispatcher)(nil)
 // event channel and one polling as a backstop, both ended by Stop.
 func NewDispatcher(s *Store, opt DispatcherOptions) *Dispatcher {
 	if opt.Clock == nil {
-		opt.Clock = stages.SystemClock
+		opt.Clock = clock.System
 	}
 	if opt.Poll <= 0 {
 		opt.Poll = 100 * time.Millisecond

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
+
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
@@ -48,7 +50,7 @@ type wowner struct {
 	held   []string // ids admitted to this owner
 }
 
-func newWorkload(t *testing.T, seed uint64, w *Writer, limits map[string]stages.Limits, clock *stagestest.Clock, dclock stages.Clock) *workload {
+func newWorkload(t *testing.T, seed uint64, w *Writer, limits map[string]stages.Limits, clock *stagestest.Clock, dclock clock.Clock) *workload {
 	wl := &workload{t: t, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), clock: clock}
 	names := make([]string, 0, len(limits))
 	for n := range limits {
@@ -208,7 +210,7 @@ type lateClock struct {
 	rng *rand.Rand
 }
 
-func (c lateClock) AfterFunc(d time.Duration, f func()) stages.Timer {
+func (c lateClock) AfterFunc(d time.Duration, f func()) clock.Timer {
 	return c.Clock.AfterFunc(d+time.Duration(c.rng.Int64N(int64(3*time.Millisecond))), f)
 }
 
@@ -225,16 +227,16 @@ func recordWorkloadOn(t *testing.T, seed uint64, limits map[string]stages.Limits
 func recordWorkloadWith(t *testing.T, seed uint64, limits map[string]stages.Limits, steps int, late bool, failed func(n int) bool) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	clock := stagestest.NewClock(t0)
-	w, err := NewWriter(&buf, WriterOptions{Origin: t0, Clock: clock})
+	clk := stagestest.NewClock(t0)
+	w, err := NewWriter(&buf, WriterOptions{Origin: t0, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var dclock stages.Clock = clock
+	var dclock clock.Clock = clk
 	if late {
-		dclock = lateClock{clock, rand.New(rand.NewPCG(seed, 1))}
+		dclock = lateClock{clk, rand.New(rand.NewPCG(seed, 1))}
 	}
-	wl := newWorkload(t, seed, w, limits, clock, dclock)
+	wl := newWorkload(t, seed, w, limits, clk, dclock)
 	wl.failed = failed
 	wl.run(steps)
 	if err := w.Close(); err != nil {
