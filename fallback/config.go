@@ -67,10 +67,10 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 
 // Validate reports settings that cannot work.
 func (c Config) Validate() error {
-	if _, err := stages.New(c.CallbackLimits()); err != nil {
+	if err := c.CallbackLimits().Validate(); err != nil {
 		return fmt.Errorf("fallback: callback stage: %w", err)
 	}
-	if _, err := stages.New(c.HandoffLimits()); err != nil {
+	if err := c.HandoffLimits().Validate(); err != nil {
 		return fmt.Errorf("fallback: handoff stage: %w", err)
 	}
 	if c.CallbackLease <= 0 {

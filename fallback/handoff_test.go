@@ -123,7 +123,7 @@ func TestHandoffClaimedAndAcknowledged(t *testing.T) {
 	if m := a.next("resolved"); m.Disposition != "completed" {
 		t.Fatalf("resolved %+v", m)
 	}
-	snap := s.HandoffStage().Snapshot(time.Now())
+	snap := s.Snapshot(prompt.KindHandoff)
 	if snap.Leased != 0 || snap.Queued != 0 || snap.Ledger.Completed != 1 {
 		t.Fatalf("stage: %+v", snap)
 	}
@@ -183,7 +183,7 @@ func TestHandoffAbandonedByDisconnectingAgent(t *testing.T) {
 	if out, _ := h.Wait(ctx); out.Disposition != stages.Completed || out.Agent != "dave" {
 		t.Fatalf("outcome %+v", out)
 	}
-	snap := s.HandoffStage().Snapshot(time.Now())
+	snap := s.Snapshot(prompt.KindHandoff)
 	if snap.Ledger.ReleasedCancelled != 1 || snap.Ledger.Completed != 1 || snap.Leased != 0 {
 		t.Fatalf("ledger %+v", snap.Ledger)
 	}
@@ -205,7 +205,7 @@ func TestHandoffAbandonedTooLateExpires(t *testing.T) {
 	if st := s.Stats(); st.HandoffsReturned != 0 || st.HandoffsAbandonedExpired != 1 {
 		t.Fatalf("stats %+v", st)
 	}
-	if snap := s.HandoffStage().Snapshot(time.Now()); snap.Queued != 0 || snap.Leased != 0 {
+	if snap := s.Snapshot(prompt.KindHandoff); snap.Queued != 0 || snap.Leased != 0 {
 		t.Fatalf("stage %+v", snap)
 	}
 }

@@ -153,8 +153,8 @@ func (s *Service) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
-	s.cbq.c.Close()
-	s.hq.c.Close()
+	s.cbq.g.Close()
+	s.hq.g.Close()
 	s.cancel()
 	s.renderMu.Lock()
 	s.renderClosed = true
@@ -180,13 +180,13 @@ func (s *Service) Close() error {
 	return nil
 }
 
-// CallbackStage returns the callback stage's controller, for /v1/stages
-// and metrics. Use it only to observe (Snapshot, Waiting) and to Close or
-// Reopen admission when draining.
-func (s *Service) CallbackStage() *stages.Controller { return s.cbq.c }
+// CallbackStage returns the callback stage's in-process gate, for
+// /v1/stages and metrics. Use it only to observe (Snapshot, Waiting) and to
+// Close or Reopen admission when draining.
+func (s *Service) CallbackStage() *stages.Local { return s.cbq.g }
 
-// HandoffStage returns the handoff stage's controller, as CallbackStage.
-func (s *Service) HandoffStage() *stages.Controller { return s.hq.c }
+// HandoffStage returns the handoff stage's in-process gate, as CallbackStage.
+func (s *Service) HandoffStage() *stages.Local { return s.hq.g }
 
 // Clock returns the clock of the service's stages and timers.
 func (s *Service) Clock() clock.Clock { return s.clock }

@@ -213,19 +213,14 @@ func (s *Engine) AddView(name string, v stages.View) {
 	s.mu.Unlock()
 }
 
-// LocalGate returns the in-process gate of one stage: a stages.Controller
-// with limits l (the frontdoor policy, unless opts choose a baseline with
-// stages.WithPolicy) driven by a stages.Dispatcher on clock. An error of
-// the dispatcher's Take goes to log; its count is in the stage's snapshot
-// (TakeErrors) and in /metrics.
+// LocalGate returns the in-process gate of one stage (stages.NewGate):
+// limits l (the frontdoor policy, unless opts choose a baseline with
+// stages.WithPolicy), its time owned on clk. An error of its take goes to
+// log; its count is in the stage's snapshot (TakeErrors) and in /metrics.
 func LocalGate(l stages.Limits, clk clock.Clock, log *slog.Logger, opts ...stages.Option) (stages.Gate, error) {
-	if clk == nil {
-		clk = clock.System
-	}
-	c, err := stages.New(l, opts...)
+	g, err := stages.NewGate(l, clk, log, opts...)
 	if err != nil {
 		return nil, err
 	}
-	onErr := func(err error) { log.Error("stage could not take waiting work", "err", err) }
-	return stages.LocalGate(stages.NewDispatcher(c, clk, stages.OnTakeError(onErr))), nil
+	return g, nil
 }

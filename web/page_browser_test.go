@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/fallback/prompt"
+
 	"github.com/chromedp/chromedp"
 	"github.com/coder/websocket"
 
@@ -302,7 +304,7 @@ func TestBrowser(t *testing.T) {
 		if got := eval[string](tb, `document.getElementById('call-state').textContent`); !strings.HasPrefix(got, "callback booked") {
 			t.Errorf("call state %q after the callback, want callback booked", got)
 		}
-		if n := r.svc.CallbackStage().Snapshot(time.Now()).Queued; n != 1 {
+		if n := r.svc.Snapshot(prompt.KindCallback).Queued; n != 1 {
 			t.Errorf("callback queue holds %d, want the booked callback", n)
 		}
 		tb.screenshot("offer-callback-booked")

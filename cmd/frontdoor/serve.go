@@ -217,7 +217,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	for _, n := range be.Notes {
 		log.Info(n)
 	}
-	if set.policy != stages.Frontdoor {
+	if set.policy.Baseline() {
 		log.Warn("baseline admission policy: for measurement only, not for callers", "policy", set.policy)
 	}
 	log.Info("backends", "model", be.ModelName, "synth", be.SynthName, "recognize", be.RecognizeName)

@@ -126,7 +126,8 @@ func (a *adaptSettings) newGate(newGate func(string, stages.Limits, clock.Clock)
 			g.Stop()
 			return nil, fmt.Errorf("adaptive %s limit: %w", name, err)
 		}
-		st := ag.Status().Config
+		sn, _ := ag.Snapshot(context.Background()) // the adaptive status is this gate's own, even when the store errs
+		st := sn.Adaptive.Config
 		slog.Info("adaptive stage limit", "min", st.Min, "max", st.Max, "initial", st.Initial, "window", st.Window)
 		return ag, nil
 	}

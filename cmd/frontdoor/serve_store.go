@@ -51,7 +51,7 @@ func openFleet(set *storeSettings, policy stages.Policy, log *slog.Logger) (*fle
 	if set == nil || set.url == "" {
 		return nil, nil
 	}
-	if policy != stages.Frontdoor {
+	if policy.Baseline() {
 		return nil, fmt.Errorf("-store runs the frontdoor policy only; -policy %s is in-process", policy)
 	}
 	opt, err := redis.ParseURL(set.url)

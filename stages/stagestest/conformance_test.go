@@ -3,36 +3,38 @@ package stagestest_test
 import (
 	"testing"
 
+	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
+
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
 
 func TestLocalConformance(t *testing.T) {
-	stagestest.RunStore(t, func(t *testing.T, l stages.Limits) stages.Store {
-		c, err := stages.New(l)
+	stagestest.RunStore(t, func(t *testing.T, l stages.Limits) admit.Store {
+		c, err := admit.New(l)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return stages.Local(c)
+		return admit.LocalStore(c)
 	})
 }
 
 func TestLocalGateConformance(t *testing.T) {
 	stagestest.RunGate(t, func(t *testing.T, l stages.Limits, clock *stagestest.Clock) stages.Gate {
-		c, err := stages.New(l)
+		c, err := admit.New(l)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return stages.LocalGate(stages.NewDispatcher(c, clock))
+		return admit.LocalGate(admit.NewDispatcher(c, clock))
 	})
 }
 
 func TestLocalClaimGateConformance(t *testing.T) {
 	stagestest.RunClaimGate(t, func(t *testing.T, l stages.Limits, clock *stagestest.Clock) stages.ClaimGate {
-		c, err := stages.New(l)
+		c, err := admit.New(l)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return stages.LocalClaimGate(stages.NewDispatcher(c, clock, stages.ClaimOnly()))
+		return admit.LocalClaimGate(admit.NewDispatcher(c, clock, admit.ClaimOnly()))
 	})
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
+
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -19,7 +21,7 @@ func BenchmarkCycleTraced(b *testing.B) {
 	}
 	defer w.Close()
 	l := stages.Limits{Slots: 1, Waiting: 64, MaxAge: time.Hour, Tombstones: 1024}
-	c, err := stages.New(l, w.Stage("model", l, stages.Frontdoor, true))
+	c, err := admit.New(l, w.Stage("model", l, admit.Frontdoor, true))
 	if err != nil {
 		b.Fatal(err)
 	}

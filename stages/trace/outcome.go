@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
+
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -298,7 +300,7 @@ func (t *tracker) cancelJob(j *job, now time.Time) {
 		}
 		j.cancelled = now
 		t.out.Cancelled++
-		if t.policy == stages.ReleaseOnCancel {
+		if t.policy == admit.ReleaseOnCancel {
 			j.returned = true
 			t.leased--
 		}

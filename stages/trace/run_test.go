@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
+
 	"github.com/frontdoorhq/frontdoor/media/clock"
 
 	"github.com/frontdoorhq/frontdoor/stages"
@@ -35,8 +37,8 @@ type workload struct {
 
 type wstage struct {
 	name    string
-	d       *stages.Dispatcher
-	tickets map[string]*stages.Ticket
+	d       *admit.Dispatcher
+	tickets map[string]*admit.Ticket
 	held    map[string]time.Time // admitted work -> its release time
 	owners  []*wowner
 	n       int
@@ -59,11 +61,11 @@ func newWorkload(t *testing.T, seed uint64, w *Writer, limits map[string]stages.
 	slices.Sort(names)
 	for _, name := range names {
 		l := limits[name]
-		c, err := stages.New(l, w.Stage(name, l, stages.Frontdoor, true))
+		c, err := admit.New(l, w.Stage(name, l, admit.Frontdoor, true))
 		if err != nil {
 			t.Fatal(err)
 		}
-		st := &wstage{name: name, d: stages.NewDispatcher(c, dclock), tickets: map[string]*stages.Ticket{}, held: map[string]time.Time{}}
+		st := &wstage{name: name, d: admit.NewDispatcher(c, dclock), tickets: map[string]*admit.Ticket{}, held: map[string]time.Time{}}
 		for i := range 6 {
 			st.owners = append(st.owners, &wowner{id: fmt.Sprint("call-", i)})
 		}
