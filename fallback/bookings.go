@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/media/clock"
-
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 
 	"github.com/frontdoorhq/frontdoor/media/clock"
-
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 

@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	"github.com/frontdoorhq/frontdoor/media/clock"
-
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 

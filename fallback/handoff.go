@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/media/clock"
-
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 

@@ -8,12 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/media/clock"
-
 	"github.com/coder/websocket"
 
 	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/fallback/prompt"
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )

@@ -10,12 +10,10 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/frontdoorhq/frontdoor/media/clock"
-
-	"github.com/frontdoorhq/frontdoor/fallback/prompt"
-
 	lru "github.com/hashicorp/golang-lru/v2"
 
+	"github.com/frontdoorhq/frontdoor/fallback/prompt"
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/media/clock"
-
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage/redistest"
 )

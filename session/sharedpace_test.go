@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/media/clock"
-
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"

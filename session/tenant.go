@@ -7,10 +7,9 @@ import (
 	"net/netip"
 	"sync"
 
-	"github.com/frontdoorhq/frontdoor/media/clock"
-
 	"golang.org/x/time/rate"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 

@@ -7,11 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/fallback/prompt"
-
 	"github.com/chromedp/chromedp"
 	"github.com/coder/websocket"
 
+	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/session/backend/pocketsphinx"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/stages"

@@ -7,10 +7,9 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/frontdoorhq/frontdoor/media/clock"
-
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/trace"

@@ -11,13 +11,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/media/clock"
-
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/frontdoorhq/frontdoor/session/telephony"
-
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/session/telephony"
 )
 
 // Config configures a Guard. Zero values take the defaults noted.

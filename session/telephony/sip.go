@@ -9,10 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/media/clock"
-
 	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/media"
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/media/gateway"
 	"github.com/frontdoorhq/frontdoor/media/sip"
 	"github.com/frontdoorhq/frontdoor/session"

@@ -11,18 +11,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/session"
-	"github.com/frontdoorhq/frontdoor/session/offer"
-
 	"github.com/coder/websocket"
 
 	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/media/twilio"
 	"github.com/frontdoorhq/frontdoor/media/twilio/twiliotest"
+	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
+	"github.com/frontdoorhq/frontdoor/session/offer"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 

@@ -11,12 +11,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/media/clock"
-
 	"github.com/coder/websocket"
 	pion "github.com/pion/webrtc/v4"
 
 	"github.com/frontdoorhq/frontdoor/media"
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/media/g711"
 	mediartc "github.com/frontdoorhq/frontdoor/media/webrtc"
 	"github.com/frontdoorhq/frontdoor/session"

@@ -5,9 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
-
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage/redistest"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"

@@ -6,9 +6,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
-
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
 )
 
 // waitingArg is the waiting bound as the scripts take it: with "f" after it

@@ -3,9 +3,8 @@ package stagestest_test
 import (
 	"testing"
 
-	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
-
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
 
@@ -19,22 +18,24 @@ func TestLocalConformance(t *testing.T) {
 	})
 }
 
+// The in-process gates are run as a server builds them: through the public
+// constructors.
 func TestLocalGateConformance(t *testing.T) {
 	stagestest.RunGate(t, func(t *testing.T, l stages.Limits, clock *stagestest.Clock) stages.Gate {
-		c, err := admit.New(l)
+		g, err := stages.NewGate(l, clock, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return admit.LocalGate(admit.NewDispatcher(c, clock))
+		return g
 	})
 }
 
 func TestLocalClaimGateConformance(t *testing.T) {
 	stagestest.RunClaimGate(t, func(t *testing.T, l stages.Limits, clock *stagestest.Clock) stages.ClaimGate {
-		c, err := admit.New(l)
+		g, err := stages.NewClaimGate(l, clock, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return admit.LocalClaimGate(admit.NewDispatcher(c, clock, admit.ClaimOnly()))
+		return g
 	})
 }

@@ -3,9 +3,8 @@ package trace
 import (
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
-
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
 )
 
 // AdaptiveReplay is a stage replayed under an adaptive slot limit. The

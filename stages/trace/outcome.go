@@ -5,9 +5,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
-
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
 )
 
 // Outcomes are a stage's results over a trace: what happened to the work

@@ -9,9 +9,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
-
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
 )
 
 // DefaultLimits are the limits of a stage whose trace does not give them

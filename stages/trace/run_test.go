@@ -11,11 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
-
 	"github.com/frontdoorhq/frontdoor/media/clock"
-
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
 
