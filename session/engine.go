@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/frontdoorhq/frontdoor/media"
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
@@ -61,12 +62,12 @@ type Config struct {
 	TracerProvider trace.TracerProvider
 	// Clock drives the stages' expiry and every timer of the calls (nil:
 	// the system clock).
-	Clock stages.Clock
+	Clock clock.Clock
 	// NewGate builds each stage's gate (nil: LocalGate, the in-process
 	// frontdoor policy). stage is "session", "recognize", "model" or
 	// "synthesis". The server closes each gate on its own replica for a
 	// drain or a quarantine (stages.Guard), and stops it on Close.
-	NewGate func(stage string, l stages.Limits, clock stages.Clock) (stages.Gate, error)
+	NewGate func(stage string, l stages.Limits, clock clock.Clock) (stages.Gate, error)
 	// StoreTimeout bounds each operation of a call on a stage's gate (a
 	// round trip to the store in fleet mode): an offer that takes longer
 	// fails closed, and a cleanup (Release, Forget, Cancel) that takes
@@ -193,11 +194,11 @@ func New(cfg Config) (*Engine, error) {
 		cfg.Registry = prometheus.NewRegistry()
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = stages.SystemClock
+		cfg.Clock = clock.System
 	}
 	if cfg.NewGate == nil {
 		log := cfg.Logger
-		cfg.NewGate = func(name string, l stages.Limits, c stages.Clock) (stages.Gate, error) {
+		cfg.NewGate = func(name string, l stages.Limits, c clock.Clock) (stages.Gate, error) {
 			return LocalGate(l, c, log.With("stage", name))
 		}
 	}
@@ -261,7 +262,7 @@ func (s *Engine) stageList() []*stage {
 
 // Clock returns the clock the engine's stages and calls run on
 // (Config.Clock), for the transports' own timers.
-func (s *Engine) Clock() stages.Clock { return s.cfg.Clock }
+func (s *Engine) Clock() clock.Clock { return s.cfg.Clock }
 
 // CountProtocolError counts a transport's protocol error of kind code in
 // frontdoor_protocol_errors_total, beside the engine's own.

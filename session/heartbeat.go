@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/media/clock"
 )
 
 // Heartbeat configures the WebSocket pings that find dead peers. A peer that
@@ -60,7 +60,7 @@ func (s *Engine) StartHeartbeat(p Pinger, dead func(), log *slog.Logger) (stop f
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		tick := stages.NewTicker(s.cfg.Clock, h.Interval)
+		tick := clock.NewTicker(s.cfg.Clock, h.Interval)
 		defer tick.Stop()
 		for {
 			select {

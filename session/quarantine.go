@@ -6,9 +6,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/frontdoorhq/frontdoor/media/clock"
 
-	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Backend quarantine (Config.QuarantineAfter). A backend whose cleanups
@@ -76,7 +76,7 @@ func (s *stage) cleanupConfirmed() {
 	s.q.on, s.q.streak = false, 0
 	s.m.quarantined.WithLabelValues(s.name).Set(0)
 	s.log.Warn("backend quarantine lifted: every overdue cleanup confirmed", "stage", s.name,
-		"quarantined_for", stages.Since(s.clock, s.q.since).Round(time.Millisecond))
+		"quarantined_for", clock.Since(s.clock, s.q.since).Round(time.Millisecond))
 }
 
 // quarantineMetrics are the quarantine's series.

@@ -10,9 +10,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
-	"github.com/frontdoorhq/frontdoor/stages"
 )
 
 // TestQuarantine: a model backend whose cleanups go overdue twice in a row
@@ -101,7 +101,7 @@ func TestQuarantineStreak(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reg := prometheus.NewRegistry()
-			st := &stage{name: StageModel, log: slog.New(slog.NewTextHandler(io.Discard, nil)), m: newMetrics(reg), timeout: time.Second, clock: stages.SystemClock}
+			st := &stage{name: StageModel, log: slog.New(slog.NewTextHandler(io.Discard, nil)), m: newMetrics(reg), timeout: time.Second, clock: clock.System}
 			st.m.quarantineMetrics = newQuarantineMetrics(reg)
 			st.q.after = tc.after
 			for _, c := range tc.steps {

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -105,7 +106,7 @@ func (c TenantCaps) burst() int {
 type LocalTenants struct {
 	caps  TenantCaps
 	max   int // tenants remembered; idle ones are forgotten past it
-	clock stages.Clock
+	clock clock.Clock
 
 	mu      sync.Mutex
 	tenants map[string]*localTenant
@@ -118,15 +119,15 @@ type localTenant struct {
 
 // NewLocalTenants returns in-process tenant caps. maxTenants bounds the
 // tenants remembered (0: 10000); clock paces turns (nil:
-// stages.SystemClock).
-func NewLocalTenants(caps TenantCaps, maxTenants int, clock stages.Clock) *LocalTenants {
+// clock.System).
+func NewLocalTenants(caps TenantCaps, maxTenants int, clk clock.Clock) *LocalTenants {
 	if maxTenants <= 0 {
 		maxTenants = 10000
 	}
-	if clock == nil {
-		clock = stages.SystemClock
+	if clk == nil {
+		clk = clock.System
 	}
-	return &LocalTenants{caps: caps, max: maxTenants, clock: clock, tenants: map[string]*localTenant{}}
+	return &LocalTenants{caps: caps, max: maxTenants, clock: clk, tenants: map[string]*localTenant{}}
 }
 
 // EnterCall implements TenantLimits.

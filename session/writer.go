@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session/backend"
-	"github.com/frontdoorhq/frontdoor/stages"
 )
 
 // writerLinger is how long the call's writer waits for a next frame
@@ -21,18 +21,18 @@ const writerLinger = time.Second
 // timer reads it too; the outbound queue's mutex orders one run before
 // the next.
 type writerState struct {
-	clock   stages.Clock // the engine's (Config.Clock)
-	lastGen uint64       // generation of the last frame written
+	clock   clock.Clock // the engine's (Config.Clock)
+	lastGen uint64      // generation of the last frame written
 	lastAt  time.Time
 	pc      pacer
-	due     *stages.ChanTimer // the pacer's wait; nil until audio is paced
-	held    heldFrame         // the frame to write first when a parked writer runs again
-	shared  bool              // this run is on the shared pacer: no wait for a frame
+	due     *clock.ChanTimer // the pacer's wait; nil until audio is paced
+	held    heldFrame        // the frame to write first when a parked writer runs again
+	shared  bool             // this run is on the shared pacer: no wait for a frame
 
 	// The idle timer is armed once per run and not per wait: a wait
 	// notes when it began, and a timer that fires for an earlier wait is
 	// armed again for what is left of this one (idleFor).
-	idle      *stages.ChanTimer
+	idle      *clock.ChanTimer
 	idleArmed bool // idle is pending, or its value is not yet received
 	waitStart time.Time
 
@@ -53,7 +53,7 @@ func (w *writerState) wait() <-chan time.Time {
 	w.waitStart = w.clock.Now()
 	switch {
 	case w.idle == nil:
-		w.idle = stages.NewTimer(w.clock, writerLinger)
+		w.idle = clock.NewTimer(w.clock, writerLinger)
 	case !w.idleArmed:
 		w.idle.Reset(writerLinger)
 	}
@@ -349,7 +349,7 @@ func (c *Call) waitDue(ctx context.Context, due time.Time) (reached bool, err er
 func (w *writerState) armAt(due time.Time) bool {
 	if w.due == nil {
 		// A due already passed fires at once, and the wait returns.
-		w.due = stages.NewTimerAt(w.clock, due)
+		w.due = clock.NewTimerAt(w.clock, due)
 		return true
 	}
 	return w.due.ResetAt(due)
@@ -398,16 +398,16 @@ func (c *Call) recycle(f frame, written bool) {
 // armed again, and the writer disarms it when it stops, so an idle call
 // holds none. The clock is the engine's.
 type stallWatch struct {
-	clock   stages.Clock
+	clock   clock.Clock
 	timeout time.Duration
 	slow    func() // at timeout: the call ends as a slow reader
 	drop    func() // at twice the timeout: the connection is dropped
 
 	mu     sync.Mutex
-	since  time.Time    // start of the write in progress; zero: none
-	marked bool         // the write in progress was marked slow
-	t      stages.Timer // the pending check; nil: none
-	epoch  uint64       // the pending check's; a check of another epoch was disarmed
+	since  time.Time   // start of the write in progress; zero: none
+	marked bool        // the write in progress was marked slow
+	t      clock.Timer // the pending check; nil: none
+	epoch  uint64      // the pending check's; a check of another epoch was disarmed
 }
 
 // begin notes the start of a write and arms the check if none is pending.
