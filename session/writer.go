@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -276,7 +277,7 @@ func (c *Call) parkUntil(ctx context.Context, f frame, due time.Time) (dropped b
 // writeNow writes f, due now, and notes what it wrote.
 func (c *Call) writeNow(ctx context.Context, f frame) error {
 	w := &c.w
-	if _, ok := f.msg.(*AudioStartMsg); ok {
+	if _, ok := f.msg.(*wire.AudioStartMsg); ok {
 		w.pc.reset()
 	}
 	if im := f.interrupted; im != nil {
