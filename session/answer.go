@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 )
 
 // Spoken answers to an offer. While a call's offer waits for its answer
@@ -142,7 +143,7 @@ func (c *Call) recognizeAnswer(u backend.Audio) (string, error) {
 // answers, as recognize does a turn's: an answer goes to the Fallback; in
 // a conversation anything else goes on as a speech turn.
 func (c *Call) answerHeard(text string, u backend.Audio, admitted bool, spoke time.Time) {
-	var ev ClientEvent
+	var ev wire.ClientEvent
 	var ok bool
 	if c.caps.Answer != nil {
 		ev, ok = c.caps.Answer(c.ctx, text)
@@ -163,7 +164,7 @@ func (c *Call) asTurn(u backend.Audio, spoke time.Time) {
 	if c.s.cfg.Recognizer == nil {
 		return
 	}
-	if pe := c.enqueue(TurnRequest{}, &u, spoke); pe != nil {
+	if pe := c.enqueue(wire.TurnRequest{}, &u, spoke); pe != nil {
 		c.badInput(pe)
 	}
 }
@@ -172,4 +173,4 @@ func (c *Call) asTurn(u backend.Audio, spoke time.Time) {
 // for an utterance of a refused call that answers nothing: given back to
 // its Message with the call's Sender, it asks again or ends the wait. No
 // client message decodes to it.
-const EventUnanswered EventKind = "unanswered"
+const EventUnanswered wire.EventKind = "unanswered"

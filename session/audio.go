@@ -8,6 +8,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/media/pcm"
 	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 )
 
 // audioOut converts one turn's synthesized audio to the call's format and
@@ -54,7 +55,7 @@ func (a *audioOut) emit(ctx context.Context, au backend.Audio) error {
 			}
 			a.rs = rs
 		}
-		msg := &AudioStartMsg{Type: "audio_start", Turn: a.id, Generation: a.announce(), Encoding: string(a.enc), Rate: a.rate}
+		msg := &wire.AudioStartMsg{Type: "audio_start", Turn: a.id, Generation: a.announce(), Encoding: string(a.enc), Rate: a.rate}
 		if err := a.c.push(ctx, frame{gen: a.gen, premise: a.premise, turn: a.t, msg: msg}); err != nil {
 			return err
 		}
@@ -98,7 +99,7 @@ func (a *audioOut) finish(ctx context.Context) error {
 	if err := a.flush(ctx, true); err != nil {
 		return err
 	}
-	return a.c.push(ctx, frame{gen: a.gen, premise: a.premise, turn: a.t, end: true, msg: &AudioEndMsg{Type: "audio_end", Turn: a.id, Generation: a.announce(),
+	return a.c.push(ctx, frame{gen: a.gen, premise: a.premise, turn: a.t, end: true, msg: &wire.AudioEndMsg{Type: "audio_end", Turn: a.id, Generation: a.announce(),
 		AudioMS: a.synthUS / 1000}})
 }
 
@@ -132,13 +133,13 @@ func (a *audioOut) announce() uint64 {
 // (premise.go), even while it was being rendered. Its frames are encoded
 // once per rendering and format and shared by every call (prompts.go),
 // whatever each call's frame length.
-func (c *Call) SendAudio(ctx context.Context, turn string, prompt *PromptMsg, au backend.Audio) error {
+func (c *Call) SendAudio(ctx context.Context, turn string, prompt *wire.PromptMsg, au backend.Audio) error {
 	c.mu.Lock()
 	f, span := c.format, c.span
 	c.mu.Unlock()
 	premise := c.spoken.Load()
-	if prompt != nil && prompt.premise != 0 {
-		premise = prompt.premise
+	if prompt != nil && prompt.Premise() != 0 {
+		premise = prompt.Premise()
 	}
 	a := &audioOut{c: c, id: turn, format: f, span: span, premise: premise}
 	if turn == "" {

@@ -7,6 +7,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/frontdoorhq/frontdoor/media"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 )
 
 // AudioLimits bound the caller audio of one call, on every transport
@@ -36,10 +37,6 @@ const DefaultAudioWindow = 10 * time.Second
 // a third of a second of 48 kHz PCM16, a second at 16 kHz.
 const DefaultMaxAudioFrame = 32 << 10
 
-// CodeAudioRate is the ErrorMsg code sent before a call is closed (1008)
-// for sending audio faster than AudioLimits.MaxRate.
-const CodeAudioRate = "audio_rate"
-
 // ErrAudioRate ends a call whose caller sends audio faster than its limit.
 var ErrAudioRate = errors.New("session: caller audio over its rate")
 
@@ -58,7 +55,7 @@ func (c *Call) audioAllowed(b []byte) bool {
 		maxFrame = DefaultMaxAudioFrame
 	}
 	if len(b) > maxFrame {
-		c.badInput(protoErr(CodeTooLarge, "audio frame of %d bytes over the %d-byte limit", len(b), maxFrame))
+		c.badInput(wire.Errorf(wire.CodeTooLarge, "audio frame of %d bytes over the %d-byte limit", len(b), maxFrame))
 		return false
 	}
 	if c.audio.lim == nil {
@@ -70,8 +67,8 @@ func (c *Call) audioAllowed(b []byte) bool {
 	if c.audio.lim.AllowN(c.s.cfg.Clock.Now(), len(b)) {
 		return true
 	}
-	c.s.m.protocolErrs.WithLabelValues(CodeAudioRate).Inc()
-	_ = c.Send(c.ctx, &ErrorMsg{Type: "error", Code: CodeAudioRate,
+	c.s.m.protocolErrs.WithLabelValues(wire.CodeAudioRate).Inc()
+	_ = c.Send(c.ctx, &wire.ErrorMsg{Type: "error", Code: wire.CodeAudioRate,
 		Message: "caller audio faster than its limit: send it in real time"})
 	c.stop(ErrAudioRate)
 	return false

@@ -9,6 +9,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 )
 
 // TestAudioLimits: a caller audio frame over the size limit is answered
@@ -22,7 +23,7 @@ func TestAudioLimits(t *testing.T) {
 	if err := c.Conn.Write(c.Ctx, websocket.MessageBinary, make([]byte, 1001)); err != nil {
 		t.Fatal(err)
 	}
-	if m := c.Expect("error"); m.Code != CodeTooLarge {
+	if m := c.Expect("error"); m.Code != wire.CodeTooLarge {
 		t.Fatalf("oversized audio frame: %+v", m)
 	}
 	c.Send(map[string]any{"type": "turn", "id": "t1", "text": "still here"})
@@ -35,7 +36,7 @@ func TestAudioLimits(t *testing.T) {
 			break // closed by the server
 		}
 	}
-	if m := c.Expect("error"); m.Code != CodeAudioRate {
+	if m := c.Expect("error"); m.Code != wire.CodeAudioRate {
 		t.Fatalf("fast audio: %+v, want audio_rate", m)
 	}
 	_, err := c.Read()

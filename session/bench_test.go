@@ -10,6 +10,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -44,23 +45,23 @@ func BenchmarkBargeIn(b *testing.B) {
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := range b.N {
-		tr.in <- ClientEvent{Kind: EventTurn, Type: "turn", Turn: TurnRequest{ID: "t" + itoa(i), Text: "x"}}
+		tr.in <- wire.ClientEvent{Kind: wire.EventTurn, Type: "turn", Turn: wire.TurnRequest{ID: "t" + itoa(i), Text: "x"}}
 		for audio := 0; audio < 3; {
 			if _, ok := (<-tr.out).([]byte); ok {
 				audio++
 			}
 		}
 		sent.Store(time.Now().UnixNano())
-		tr.in <- ClientEvent{Kind: EventBargeIn, Type: "barge_in"}
+		tr.in <- wire.ClientEvent{Kind: wire.EventBargeIn, Type: "barge_in"}
 		for {
-			if _, ok := (<-tr.out).(*InterruptedMsg); ok {
+			if _, ok := (<-tr.out).(*wire.InterruptedMsg); ok {
 				lat = append(lat, time.Duration(time.Now().UnixNano()-sent.Load()))
 				break
 			}
 		}
 	}
 	b.StopTimer()
-	tr.in <- ClientEvent{Kind: EventHangup}
+	tr.in <- wire.ClientEvent{Kind: wire.EventHangup}
 	go func() {
 		for range tr.out {
 		}

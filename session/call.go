@@ -12,6 +12,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -124,7 +125,7 @@ func (c *Call) Keypad() func(offered []string) []string { return c.caps.Keypad }
 // Send queues msg for the caller, in order with every other message of
 // the call and ahead of audio still queued (Sender). A message that says
 // the call's state changed cuts the prompt audio spoken for the old state.
-func (c *Call) Send(ctx context.Context, msg any) error {
+func (c *Call) Send(ctx context.Context, msg wire.Message) error {
 	return c.push(ctx, frame{msg: msg, bump: changesPremise(msg)})
 }
 
@@ -273,7 +274,7 @@ func (c *Call) end(cause error, admitted bool, io *sync.WaitGroup, ioCancel cont
 		c.log.Warn("forget", "stage", StageSession, "err", err)
 	}
 	c.observeReleased()
-	if status == ClosePolicy { // the caller broke a rule: its handshake gets closeGrace
+	if status == wire.ClosePolicy { // the caller broke a rule: its handshake gets closeGrace
 		grace := clock.NewTimer(c.s.cfg.Clock, closeGrace)
 		defer grace.Stop()
 		select {
@@ -293,24 +294,24 @@ func (c *Call) end(cause error, admitted bool, io *sync.WaitGroup, ioCancel cont
 	c.observeEnd(end)
 }
 
-func closeStatus(cause error) (CloseStatus, string) {
+func closeStatus(cause error) (wire.CloseStatus, string) {
 	switch {
 	case errors.Is(cause, errRefused):
-		return CloseTryLater, "try again later"
+		return wire.CloseTryLater, "try again later"
 	case errors.Is(cause, errSessionLost):
-		return CloseTryLater, "session lease lost"
+		return wire.CloseTryLater, "session lease lost"
 	case errors.Is(cause, ErrSlowReader):
-		return ClosePolicy, "slow reader"
+		return wire.ClosePolicy, "slow reader"
 	case errors.Is(cause, errGoingAway):
-		return CloseGoingAway, "server shutting down"
+		return wire.CloseGoingAway, "server shutting down"
 	case errors.Is(cause, ErrRateLimited):
-		return ClosePolicy, "rate limited"
+		return wire.ClosePolicy, "rate limited"
 	case errors.Is(cause, ErrAudioRate):
-		return ClosePolicy, "audio rate"
+		return wire.ClosePolicy, "audio rate"
 	case errors.Is(cause, ErrTransferred):
-		return CloseTryLater, "transferred to a person"
+		return wire.CloseTryLater, "transferred to a person"
 	}
-	return CloseNormal, ""
+	return wire.CloseNormal, ""
 }
 
 func endName(cause error) string {
@@ -361,7 +362,7 @@ func (c *Call) admitSession(ctx context.Context) bool {
 	}
 	pos, _, _ := tk.Position(ctx)
 	if pos > 0 {
-		_ = c.Send(ctx, &SessionMsg{Type: "session", Disposition: stages.Queued, Session: c.id, Position: pos})
+		_ = c.Send(ctx, &wire.SessionMsg{Type: "session", Disposition: stages.Queued, Session: c.id, Position: pos})
 		c.s.refuse(ctx, Refusal{Call: c.id, Stage: StageSession, Disposition: stages.Queued, Position: pos}, c)
 	}
 	tick := clock.NewTicker(c.s.cfg.Clock, c.s.cfg.QueueUpdate)
@@ -373,7 +374,7 @@ func (c *Call) admitSession(ctx context.Context) bool {
 		case <-tick.C:
 			if p, ok, _ := tk.Position(ctx); ok && p != pos {
 				pos = p
-				_ = c.Send(ctx, &SessionMsg{Type: "session", Disposition: stages.Queued, Session: c.id, Position: pos})
+				_ = c.Send(ctx, &wire.SessionMsg{Type: "session", Disposition: stages.Queued, Session: c.id, Position: pos})
 			}
 		case <-ctx.Done():
 			if _, err := st.cancel(ctx, c.id); err != nil {
@@ -392,7 +393,7 @@ func (c *Call) admitSession(ctx context.Context) bool {
 		c.advance(phaseAdmitted)
 		c.sessLost = tk.Lost()
 		c.mu.Unlock()
-		_ = c.Send(ctx, &SessionMsg{Type: "session", Disposition: stages.Admitted, Session: c.id})
+		_ = c.Send(ctx, &wire.SessionMsg{Type: "session", Disposition: stages.Admitted, Session: c.id})
 		return true
 	default:
 		c.refuseSession(ctx, d)
@@ -426,7 +427,7 @@ func (c *Call) rotate(ctx context.Context, st *stage, gen uint64) error {
 func (c *Call) refuseSession(ctx context.Context, d stages.Disposition) {
 	c.log.Info("session refused", "disposition", d)
 	c.observeRefusal(d)
-	_ = c.Send(ctx, &SessionMsg{Type: "session", Disposition: d, Session: c.id})
+	_ = c.Send(ctx, &wire.SessionMsg{Type: "session", Disposition: d, Session: c.id})
 	if c.leaveTenant != nil {
 		c.leaveTenant() // a refused caller holds no slot of its tenant while it hears why
 	}
@@ -458,7 +459,7 @@ func (c *Call) readLoop(ctx context.Context, io *sync.WaitGroup) {
 			err = c.readEvent(ctx)
 		}
 		if err != nil {
-			var pe *ProtocolError
+			var pe *wire.ProtocolError
 			if !errors.As(err, &pe) {
 				c.stop(fmt.Errorf("%w: %w", errGone, err)) // err may say why (ErrTransferred)
 				return
@@ -498,7 +499,7 @@ func (c *Call) readNative(ctx context.Context) (text bool, err error) {
 //
 //go:noinline
 func (c *Call) handleMessage(binary bool, data []byte) error {
-	ev, err := DecodeMessage(binary, data)
+	ev, err := wire.DecodeMessage(binary, data)
 	if err != nil {
 		return err
 	}
@@ -506,66 +507,66 @@ func (c *Call) handleMessage(binary bool, data []byte) error {
 	return nil
 }
 
-func (c *Call) badInput(pe *ProtocolError) {
+func (c *Call) badInput(pe *wire.ProtocolError) {
 	c.s.m.protocolErrs.WithLabelValues(pe.Code).Inc()
-	_ = c.Send(c.ctx, &ErrorMsg{Type: "error", Code: pe.Code, Message: pe.Message})
+	_ = c.Send(c.ctx, &wire.ErrorMsg{Type: "error", Code: pe.Code, Message: pe.Message})
 }
 
-func (c *Call) handle(ev ClientEvent) {
+func (c *Call) handle(ev wire.ClientEvent) {
 	c.mu.Lock()
 	first := !c.greeted
 	c.greeted = true
 	admitted := c.phase >= phaseAdmitted
 	c.mu.Unlock()
 	switch ev.Kind {
-	case EventHello:
+	case wire.EventHello:
 		if !first {
-			c.badInput(protoErr(CodeOutOfOrder, "hello must be the first message"))
+			c.badInput(wire.Errorf(wire.CodeOutOfOrder, "hello must be the first message"))
 			return
 		}
 		c.mu.Lock()
 		c.format, c.span = ev.Audio, spanOf(ev.FrameMS)
 		c.mu.Unlock()
-	case EventTurn:
+	case wire.EventTurn:
 		if !admitted {
-			c.badInput(protoErr(CodeNotAdmitted, "the session is not admitted yet"))
+			c.badInput(wire.Errorf(wire.CodeNotAdmitted, "the session is not admitted yet"))
 			return
 		}
 		if pe := c.enqueue(ev.Turn, nil, time.Time{}); pe != nil {
 			c.badInput(pe)
 		}
-	case EventSpeech:
+	case wire.EventSpeech:
 		switch {
 		case !admitted:
-			c.badInput(protoErr(CodeNotAdmitted, "the session is not admitted yet"))
+			c.badInput(wire.Errorf(wire.CodeNotAdmitted, "the session is not admitted yet"))
 		case c.s.cfg.Recognizer == nil:
-			c.badInput(protoErr(CodeUnsupported, "no recognizer: send turns as text"))
+			c.badInput(wire.Errorf(wire.CodeUnsupported, "no recognizer: send turns as text"))
 		default:
 			sp := ev.Speech
 			if pe := c.enqueue(ev.Turn, &sp, ev.SpeechEnd); pe != nil {
 				c.badInput(pe)
 			}
 		}
-	case EventBargeIn:
+	case wire.EventBargeIn:
 		if admitted {
 			c.bargeIn()
 		}
-	case EventHangup:
+	case wire.EventHangup:
 		c.stop(errHangup)
-	case EventAudio:
+	case wire.EventAudio:
 		if c.audioAllowed(ev.Data) {
 			c.hear(ev.Data, admitted)
 		}
-	case EventOther:
+	case wire.EventOther:
 		if !c.s.cfg.Fallback.Message(c.ctx, c.id, ev, c) {
-			c.badInput(protoErr(CodeUnknownType, "unknown message type %q", ev.Type))
+			c.badInput(wire.Errorf(wire.CodeUnknownType, "unknown message type %q", ev.Type))
 		}
 	}
 }
 
 // enqueue adds a turn behind the call's running and waiting turns. A
 // speech turn is born when the caller stopped speaking.
-func (c *Call) enqueue(r TurnRequest, speech *backend.Audio, spoke time.Time) *ProtocolError {
+func (c *Call) enqueue(r wire.TurnRequest, speech *backend.Audio, spoke time.Time) *wire.ProtocolError {
 	if !c.allowTurn() {
 		return nil // the call is ending: rate_limited
 	}
@@ -580,10 +581,10 @@ func (c *Call) enqueue(r TurnRequest, speech *backend.Audio, spoke time.Time) *P
 		return nil
 	}
 	if c.inflight[r.ID] {
-		return protoErr(CodeDuplicate, "turn %q is still in progress", r.ID)
+		return wire.Errorf(wire.CodeDuplicate, "turn %q is still in progress", r.ID)
 	}
 	if len(c.inflight) >= c.s.cfg.MaxTurnsInFlight {
-		return protoErr(CodeTooManyTurns, "at most %d turns in flight per call", c.s.cfg.MaxTurnsInFlight)
+		return wire.Errorf(wire.CodeTooManyTurns, "at most %d turns in flight per call", c.s.cfg.MaxTurnsInFlight)
 	}
 	c.seq++
 	if r.ID == "" {
@@ -626,7 +627,7 @@ func (c *Call) bargeIn() {
 	c.mu.Unlock()
 	c.s.m.bargeIns.Inc()
 	c.observeBargeIn(gen, len(cancelled))
-	msg := &InterruptedMsg{Type: "interrupted", Generation: gen, Cancelled: cancelled}
+	msg := &wire.InterruptedMsg{Type: "interrupted", Generation: gen, Cancelled: cancelled}
 	_ = c.push(c.ctx, frame{msg: msg, interrupted: msg, speaking: speaking, bargeAt: at})
 	// The old generation's work is cancelled in the stages and stops
 	// after `interrupted` is queued, so that its cancelled dispositions
@@ -716,14 +717,14 @@ func (c *Call) hear(b []byte, admitted bool) {
 		c.mu.Unlock()
 		l, err := newListener(f)
 		if err != nil {
-			c.badInput(protoErr(CodeBadField, "caller audio: %v", err))
+			c.badInput(wire.Errorf(wire.CodeBadField, "caller audio: %v", err))
 			return
 		}
 		c.ears = l
 	}
 	start, utts, ago, err := c.ears.feed(b)
 	if err != nil {
-		c.badInput(protoErr(CodeBadField, "caller audio: %v", err))
+		c.badInput(wire.Errorf(wire.CodeBadField, "caller audio: %v", err))
 		return
 	}
 	if start && admitted {
@@ -745,7 +746,7 @@ func (c *Call) hear(b []byte, admitted bool) {
 		if c.listening() && c.takeAnswer(u, admitted, now.Add(-ago[i])) || !admitted {
 			continue
 		}
-		if pe := c.enqueue(TurnRequest{}, &u, now.Add(-ago[i])); pe != nil {
+		if pe := c.enqueue(wire.TurnRequest{}, &u, now.Add(-ago[i])); pe != nil {
 			c.badInput(pe)
 		}
 	}

@@ -1,5 +1,5 @@
-// Package session runs voice calls: the WebSocket protocol, the call and its
-// turns, generations and barge-in, and the HTTP server of frontdoor serve.
+// Package session runs voice calls: the call and its turns, generations
+// and barge-in, in the protocol of package session/wire.
 //
 // An Engine admits each call through the session stage, then each turn's
 // model request and synthesis job through their own stages (package stages).

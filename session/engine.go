@@ -18,6 +18,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -335,7 +336,7 @@ func (s *Engine) Start(ctx context.Context, t Transport, caps Capabilities, ende
 	undo := holdCallEnd(ctx)
 	call := s.newCall(t, caps)
 	if call == nil {
-		t.Close(CloseTryLater, "server closed")
+		t.Close(wire.CloseTryLater, "server closed")
 		undo()
 		return false
 	}
@@ -356,7 +357,7 @@ func (s *Engine) Start(ctx context.Context, t Transport, caps Capabilities, ende
 func (s *Engine) Run(ctx context.Context, t Transport, caps Capabilities) {
 	c := s.newCall(t, caps)
 	if c == nil {
-		t.Close(CloseTryLater, "server closed")
+		t.Close(wire.CloseTryLater, "server closed")
 		return
 	}
 	defer s.endCall(c)

@@ -11,6 +11,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 )
 
 func TestNormalTurn(t *testing.T) {
@@ -93,7 +94,7 @@ func TestTurnsQueueInOrder(t *testing.T) {
 				t.Fatalf("t2 spoke before t1 ended: %v", sessiontest.Types(all))
 			}
 		case "error":
-			if m.Code != CodeDuplicate {
+			if m.Code != wire.CodeDuplicate {
 				t.Fatalf("error %+v", m)
 			}
 		}
@@ -112,7 +113,7 @@ func TestTooManyTurns(t *testing.T) {
 	for _, id := range []string{"a", "b", "c"} {
 		c.Send(map[string]any{"type": "turn", "id": id, "text": "x"})
 	}
-	if m := c.Expect("error"); m.Code != CodeTooManyTurns {
+	if m := c.Expect("error"); m.Code != wire.CodeTooManyTurns {
 		t.Fatalf("%+v", m)
 	}
 }
@@ -134,12 +135,12 @@ func TestBackendFailure(t *testing.T) {
 	c.Send(map[string]any{"type": "turn", "id": "t1", "text": "x"})
 	all := c.Until(sessiontest.IsType("turn_end"))
 	d, p, end := sessiontest.LastOf(all, "disposition"), sessiontest.LastOf(all, "prompt"), sessiontest.LastOf(all, "turn_end")
-	if d.Disposition != "failed" || d.Error != "unavailable" || p.Reason != TurnFailed ||
-		end.Disposition != TurnFailed || end.Stage != StageModel || end.Error != "unavailable" {
+	if d.Disposition != "failed" || d.Error != "unavailable" || p.Reason != wire.TurnFailed ||
+		end.Disposition != wire.TurnFailed || end.Stage != StageModel || end.Error != "unavailable" {
 		t.Fatalf("%v %+v %+v %+v", sessiontest.Types(all), d, p, end)
 	}
 	// The backend had started: the prompt says it failed while working.
-	if want := prompt.Of(prompt.Outcome{Stage: StageModel, Reason: TurnFailed, Started: true}, nil).Text; p.Text != want {
+	if want := prompt.Of(prompt.Outcome{Stage: StageModel, Reason: wire.TurnFailed, Started: true}, nil).Text; p.Text != want {
 		t.Fatalf("prompt %q, want %q", p.Text, want)
 	}
 	if s := r.stage(StageModel); s.Leased != 0 {

@@ -9,6 +9,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
@@ -141,7 +142,7 @@ func TestHelloFrameMSRefused(t *testing.T) {
 		for _, x := range m {
 			admitted = admitted || x.Type == "session"
 		}
-		if e := m[len(m)-1]; e.Code != CodeBadField {
+		if e := m[len(m)-1]; e.Code != wire.CodeBadField {
 			t.Fatalf("frame_ms %s: %+v, want error bad_field", v, e)
 		}
 	}
@@ -339,7 +340,7 @@ type audioPrompts struct {
 }
 
 func (f audioPrompts) Refused(ctx context.Context, r Refusal, out Sender) {
-	pm := &PromptMsg{Type: "prompt", Reason: reason(r), Stage: r.Stage, Text: PromptText(r)}
+	pm := &wire.PromptMsg{Type: "prompt", Reason: reason(r), Stage: r.Stage, Text: PromptText(r)}
 	if out.Send(ctx, pm) == nil {
 		_ = out.SendAudio(ctx, r.Turn, pm, f.audio)
 	}

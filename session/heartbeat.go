@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/media/clock"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 )
 
 // Heartbeat configures the WebSocket pings that find dead peers. A peer that
@@ -77,7 +78,7 @@ func (s *Engine) StartHeartbeat(p Pinger, dead func(), log *slog.Logger) (stop f
 			case ctx.Err() != nil:
 				return
 			case errors.Is(err, context.DeadlineExceeded):
-				s.m.protocolErrs.WithLabelValues(CodeHeartbeat).Inc()
+				s.m.protocolErrs.WithLabelValues(wire.CodeHeartbeat).Inc()
 				log.Info("peer did not answer a ping: closing", "timeout", h.timeout())
 				dead()
 				return
@@ -91,7 +92,3 @@ func (s *Engine) StartHeartbeat(p Pinger, dead func(), log *slog.Logger) (stop f
 		<-done
 	}
 }
-
-// CodeHeartbeat counts (frontdoor_protocol_errors_total) connections closed
-// because their peer did not answer a ping.
-const CodeHeartbeat = "heartbeat_timeout"

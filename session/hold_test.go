@@ -11,6 +11,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
@@ -30,8 +31,8 @@ type offerFallback struct {
 }
 
 func (f *offerFallback) Refused(ctx context.Context, r Refusal, out Sender) {
-	_ = out.Send(ctx, &PromptMsg{Type: "prompt", Reason: reason(r), Stage: r.Stage, Text: PromptText(r)})
-	_ = out.Send(ctx, &OfferMsg{Type: "offer", Kinds: []prompt.Kind{prompt.KindCallback}})
+	_ = out.Send(ctx, &wire.PromptMsg{Type: "prompt", Reason: reason(r), Stage: r.Stage, Text: PromptText(r)})
+	_ = out.Send(ctx, &wire.OfferMsg{Type: "offer", Kinds: []prompt.Kind{prompt.KindCallback}})
 	if r.Stage != StageSession || r.Disposition == stages.Queued {
 		return
 	}
@@ -85,14 +86,14 @@ func TestRefusalHeldParked(t *testing.T) {
 			first := dial(context.Background()) // takes the one session slot
 			defer close(first.in)
 			for m := range first.out {
-				if s, ok := m.(*SessionMsg); ok && s.Disposition == stages.Admitted {
+				if s, ok := m.(*wire.SessionMsg); ok && s.Disposition == stages.Admitted {
 					break
 				}
 			}
 			queued := dial(context.Background()) // and the one place in its queue
 			defer close(queued.in)
 			for m := range queued.out {
-				if s, ok := m.(*SessionMsg); ok && s.Disposition == stages.Queued {
+				if s, ok := m.(*wire.SessionMsg); ok && s.Disposition == stages.Queued {
 					break
 				}
 			}
@@ -102,7 +103,7 @@ func TestRefusalHeldParked(t *testing.T) {
 			for i := range trs {
 				trs[i] = dial(acme)
 				for m := range trs[i].out {
-					if _, ok := m.(*OfferMsg); ok {
+					if _, ok := m.(*wire.OfferMsg); ok {
 						break
 					}
 				}
@@ -127,7 +128,7 @@ func TestRefusalHeldParked(t *testing.T) {
 				// full) instead of being refused for its tenant.
 				next := dial(acme)
 				m := <-next.out
-				if s, ok := m.(*SessionMsg); !ok || s.Disposition != stages.Overloaded {
+				if s, ok := m.(*wire.SessionMsg); !ok || s.Disposition != stages.Overloaded {
 					t.Fatalf("acme's next call got %#v, want session overloaded (the refused hold no tenant slot)", m)
 				}
 				trs = append(trs, next)
@@ -145,7 +146,7 @@ func TestRefusalHeldParked(t *testing.T) {
 			for _, tr := range trs {
 				select {
 				case s := <-tr.closed:
-					if s != CloseTryLater {
+					if s != wire.CloseTryLater {
 						t.Fatalf("closed %d, want 1013", s)
 					}
 				case <-time.After(5 * time.Second):

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/media/clock"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 )
 
 // testLinger is a writer's idle wait that the test fires.
@@ -60,7 +61,7 @@ func TestReaderHandOverKeepsOrder(t *testing.T) {
 	c.Send(map[string]any{"type": "turn", "id": "t1", "text": "hello"})
 	for i := range n {
 		m := c.Expect("error")
-		if want := `unknown message type "x` + itoa(i) + `"`; m.Code != CodeUnknownType || m.Message != want {
+		if want := `unknown message type "x` + itoa(i) + `"`; m.Code != wire.CodeUnknownType || m.Message != want {
 			t.Fatalf("error %d: %s %q, want %q", i, m.Code, m.Message, want)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -21,17 +22,17 @@ func TestBadInput(t *testing.T) {
 	})
 	a := r.Admitted()
 	for _, tc := range []struct{ in, code string }{
-		{`{`, CodeBadJSON},
-		{`[1,2]`, CodeBadJSON},
-		{`{"id":"x"}`, CodeBadField},
-		{`{"type":"dance"}`, CodeUnknownType},
-		{`{"type":"turn"}`, CodeBadField},
-		{`{"type":"turn","id":"x","text":7}`, CodeBadField},
-		{`{"type":"turn","id":"x","age_ms":-5}`, CodeBadField},
-		{`{"type":"turn","id":"x","age_ms":99999999999}`, CodeBadField},
-		{`{"type":"turn","id":"x","text":"` + strings.Repeat("a", MaxTurnText+1) + `"}`, CodeTooLarge},
-		{`{"type":"hello","audio":{"encoding":"mp3","rate":8000}}`, CodeBadField},
-		{`{"type":"hello","audio":{"encoding":"pcm16","rate":8000}}`, CodeOutOfOrder},
+		{`{`, wire.CodeBadJSON},
+		{`[1,2]`, wire.CodeBadJSON},
+		{`{"id":"x"}`, wire.CodeBadField},
+		{`{"type":"dance"}`, wire.CodeUnknownType},
+		{`{"type":"turn"}`, wire.CodeBadField},
+		{`{"type":"turn","id":"x","text":7}`, wire.CodeBadField},
+		{`{"type":"turn","id":"x","age_ms":-5}`, wire.CodeBadField},
+		{`{"type":"turn","id":"x","age_ms":99999999999}`, wire.CodeBadField},
+		{`{"type":"turn","id":"x","text":"` + strings.Repeat("a", wire.MaxTurnText+1) + `"}`, wire.CodeTooLarge},
+		{`{"type":"hello","audio":{"encoding":"mp3","rate":8000}}`, wire.CodeBadField},
+		{`{"type":"hello","audio":{"encoding":"pcm16","rate":8000}}`, wire.CodeOutOfOrder},
 	} {
 		a.SendRaw(tc.in)
 		if m := a.Expect("error"); m.Code != tc.code {
@@ -47,11 +48,11 @@ func TestBadInput(t *testing.T) {
 	b := r.Dial()
 	b.Expect("prompt")
 	b.Send(map[string]any{"type": "turn", "id": "early", "text": "x"})
-	if m := b.Expect("error"); m.Code != CodeNotAdmitted {
+	if m := b.Expect("error"); m.Code != wire.CodeNotAdmitted {
 		t.Fatalf("early turn %+v", m)
 	}
 	// A message over the read limit closes the connection (1009).
-	big := strings.Repeat("x", MaxMessageBytes+1)
+	big := strings.Repeat("x", wire.MaxMessageBytes+1)
 	_ = a.Conn.Write(a.Ctx, websocket.MessageText, []byte(big))
 	for {
 		if _, err := a.Read(); err != nil {

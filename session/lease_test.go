@@ -15,6 +15,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage/redistest"
@@ -61,7 +62,7 @@ func TestLostLeaseStopsWork(t *testing.T) {
 	pauseRedis(t, rdb)
 	end := sessiontest.LastOf(a.Until(sessiontest.IsType("turn_end")), "turn_end")
 	unpauseRedis(t, rdb)
-	if end.Disposition != TurnFailed || end.Stage != StageModel || end.Error != "unavailable" {
+	if end.Disposition != wire.TurnFailed || end.Stage != StageModel || end.Error != "unavailable" {
 		t.Fatalf("turn_end after a lost lease: %+v", end)
 	}
 
@@ -126,7 +127,7 @@ func TestLostSynthesisLeaseSilencesReply(t *testing.T) {
 		t.Fatal(err)
 	}
 	all := a.Until(sessiontest.IsType("turn_end"))
-	if end := all[len(all)-1]; end.Disposition != TurnFailed || end.Stage != StageSynthesis || end.Error != "unavailable" {
+	if end := all[len(all)-1]; end.Disposition != wire.TurnFailed || end.Stage != StageSynthesis || end.Error != "unavailable" {
 		t.Fatalf("turn_end after a lost synthesis lease: %v", sessiontest.Types(all))
 	}
 	// Read on until the call closes after a hangup: no frame of t1 after
@@ -176,7 +177,7 @@ func TestLostSessionLeaseEndsCall(t *testing.T) {
 	pauseRedis(t, rdb) // until the call has ended
 	p := a.Expect("prompt")
 	want := PromptText(Refusal{Stage: StageSession, Reason: "unavailable"})
-	if p.Stage != StageSession || p.Reason != TurnFailed || p.Text != want {
+	if p.Stage != StageSession || p.Reason != wire.TurnFailed || p.Text != want {
 		t.Fatalf("prompt %+v, want %q", p, want)
 	}
 	for {

@@ -10,6 +10,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/memline"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -48,7 +49,7 @@ func call(t *testing.T, e *session.Engine) *memline.Line {
 	if m := l.Until(t, sessiontest.IsType("session")); m[len(m)-1].Disposition != "admitted" {
 		t.Fatalf("session %+v", m[len(m)-1])
 	}
-	t.Cleanup(func() { l.Close(session.CloseNormal, "") })
+	t.Cleanup(func() { l.Close(wire.CloseNormal, "") })
 	return l
 }
 
@@ -134,7 +135,7 @@ func TestMemSessionWaitExpires(t *testing.T) {
 		})
 		call(t, e)
 		l := memline.New()
-		t.Cleanup(func() { l.Close(session.CloseNormal, "") })
+		t.Cleanup(func() { l.Close(wire.CloseNormal, "") })
 		if !e.Start(context.Background(), l, session.Capabilities{Name: "memory"}, nil) {
 			t.Fatal("the engine refused to start a call")
 		}
@@ -151,7 +152,7 @@ func TestMemSessionWaitExpires(t *testing.T) {
 			t.Fatalf("after the maximum wait: %q, want expired", got)
 		}
 		synctest.Wait()
-		if status, _, closed := l.Closed(); !closed || status != session.CloseTryLater {
+		if status, _, closed := l.Closed(); !closed || status != wire.CloseTryLater {
 			t.Fatalf("closed %v with %d, want 1013", closed, status)
 		}
 		if s := stageOf(t, e, session.StageSession); s.Leased != 1 || s.Queued != 0 {

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -432,7 +433,7 @@ func (c *Call) endReason(t *turn, disposition, st string) string {
 			return reasonCallEnded
 		}
 		return reasonCancelled
-	case TurnFailed:
+	case wire.TurnFailed:
 		if t.silenced.Load() {
 			return reasonLeaseLost
 		}
@@ -519,7 +520,7 @@ func (c *Call) observeTurnEnd(t *turn, disposition, st, kind string) {
 		attrs = append(attrs, attrHeard.Int64(heard))
 	}
 	o.span.SetAttributes(attrs...)
-	if disposition == TurnFailed {
+	if disposition == wire.TurnFailed {
 		o.span.SetStatus(codes.Error, "backend failed: "+kind)
 	}
 	o.span.End(trace.WithTimestamp(now))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/media/clock"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 )
 
 // Errors of the outbound queue.
@@ -57,19 +58,19 @@ func (l OutboundLimits) withDefaults() OutboundLimits {
 // (premise.go).
 type frame struct {
 	gen     uint64
-	premise uint64 // prompt audio: the call's premise when it was queued; 0 otherwise
-	bump    bool   // a message that changes the call's state: the premise moves as it is queued
-	pooled  bool   // audio is a pooled buffer (framebuf.go), given back once written or dropped
-	msg     any    // a *Msg value; nil for audio
-	audio   []byte // binary audio
-	turn    *turn  // the turn an audio frame (or audio_end) belongs to
-	end     bool   // audio_end: the turn's audio is all written
-	ms      int64  // audio duration in microseconds
+	premise uint64       // prompt audio: the call's premise when it was queued; 0 otherwise
+	bump    bool         // a message that changes the call's state: the premise moves as it is queued
+	pooled  bool         // audio is a pooled buffer (framebuf.go), given back once written or dropped
+	msg     wire.Message // nil for audio
+	audio   []byte       // binary audio
+	turn    *turn        // the turn an audio frame (or audio_end) belongs to
+	end     bool         // audio_end: the turn's audio is all written
+	ms      int64        // audio duration in microseconds
 	size    int
 	seq     uint64 // a stream-lane frame's place in the lane (outbound.queued)
 
-	interrupted *InterruptedMsg // set for an interrupted frame
-	speaking    *turn           // the turn speaking when the barge-in came
+	interrupted *wire.InterruptedMsg // set for an interrupted frame
+	speaking    *turn                // the turn speaking when the barge-in came
 	bargeAt     time.Time
 }
 
@@ -87,7 +88,7 @@ func frameUnits(f *frame) int {
 // keep their order among themselves and are paced.
 func (f *frame) control() bool {
 	switch f.msg.(type) {
-	case nil, *AudioStartMsg, *AudioEndMsg:
+	case nil, *wire.AudioStartMsg, *wire.AudioEndMsg:
 		return false
 	}
 	return true
@@ -118,7 +119,7 @@ type outbound struct {
 	space  chan struct{} // cap 1: frames were removed
 	done   chan struct{} // closed by close
 
-	// Barriers (audioBefore) of control messages written ahead of audio
+	// Barriers (wire.Barrier) of control messages written ahead of audio
 	// queued before them: queued counts the stream-lane frames queued so
 	// far (a frame's seq), handed is the last of them whose write is
 	// over; each barrier closes once handed reaches its at. Under mu.
@@ -147,8 +148,8 @@ type outbound struct {
 	cut      atomic.Int64 // prompt frames dropped because their premise ended
 }
 
-// barrier is a control message's audioBefore, waiting for the stream-lane
-// frames queued before it.
+// barrier is a control message's wire.Barrier, waiting for the
+// stream-lane frames queued before it.
 type barrier struct {
 	at uint64 // the seq of the last frame queued before the message
 	ch chan struct{}
@@ -193,7 +194,7 @@ func (o *outbound) push(ctx context.Context, f frame) error {
 			return errOutClosed
 		}
 		if ctl && len(o.ctl) < o.lim.Frames {
-			if _, ok := f.msg.(*OfferMsg); ok && o.premise != nil {
+			if _, ok := f.msg.(*wire.OfferMsg); ok && o.premise != nil {
 				// An offer belongs to the prompt just before it: it is
 				// queued only while that prompt's premise holds, and is
 				// written only while it still does (premise.go).
@@ -209,11 +210,8 @@ func (o *outbound) push(ctx context.Context, f frame) error {
 				// The message overtakes the audio queued so far; a
 				// transport that follows it with audio of its own
 				// waits for that audio to be handed over first.
-				if o.handed == o.queued {
-					b.ch = closedBarrier
-				} else {
-					b.ch = make(chan struct{})
-					o.barriers = append(o.barriers, barrier{at: o.queued, ch: b.ch})
+				if ch := b.Arm(o.handed != o.queued); ch != nil {
+					o.barriers = append(o.barriers, barrier{at: o.queued, ch: ch})
 				}
 			}
 			if f.bump && o.premise != nil {
@@ -222,9 +220,9 @@ func (o *outbound) push(ctx context.Context, f frame) error {
 				// prompt's audio and close it before it has this message
 				// to write first.
 				p := o.premise.Add(1)
-				if pm, ok := f.msg.(*PromptMsg); ok && o.spoken != nil {
+				if pm, ok := f.msg.(*wire.PromptMsg); ok && o.spoken != nil {
 					o.spoken.Store(p)
-					pm.premise = p
+					pm.SetPremise(p)
 				}
 			}
 			o.ctl = append(o.ctl, f)
@@ -551,4 +549,18 @@ func (o *outbound) grow() {
 		q[i] = o.q[(o.head+i)%len(o.q)]
 	}
 	o.q, o.head, o.grown = q, 0, o.clock.Now()
+}
+
+// barrierOf returns msg's barrier, for the messages a transport may follow
+// with audio of its own (wire.Barrier).
+func barrierOf(msg wire.Message) *wire.Barrier {
+	switch m := msg.(type) {
+	case *wire.OfferMsg:
+		return &m.Barrier
+	case *wire.FallbackMsg:
+		return &m.Barrier
+	case *wire.ErrorMsg:
+		return &m.Barrier
+	}
+	return nil
 }

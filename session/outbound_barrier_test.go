@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/frontdoorhq/frontdoor/media/clock"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 )
 
 // A control message a transport may follow with audio of its own (offer,
@@ -36,24 +37,24 @@ func TestOutboundAudioBefore(t *testing.T) {
 		}
 	}
 
-	early := &OfferMsg{Type: "offer"}
+	early := &wire.OfferMsg{Type: "offer"}
 	if err := o.push(ctx, frame{msg: early}); err != nil {
 		t.Fatal(err)
 	}
 	if !isClosed(early.AudioBefore()) {
 		t.Fatal("an offer queued behind no audio waits for some")
 	}
-	if !isClosed((&FallbackMsg{}).AudioBefore()) {
+	if !isClosed((&wire.FallbackMsg{}).AudioBefore()) {
 		t.Fatal("a message no call queued waits for audio")
 	}
 
 	audio(3)
-	offer := &OfferMsg{Type: "offer"}
+	offer := &wire.OfferMsg{Type: "offer"}
 	if err := o.push(ctx, frame{msg: offer}); err != nil {
 		t.Fatal(err)
 	}
 	audio(2)
-	answer := &FallbackMsg{Type: "callback"}
+	answer := &wire.FallbackMsg{Type: "callback"}
 	if err := o.push(ctx, frame{msg: answer}); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestOutboundAudioBefore(t *testing.T) {
 	}
 
 	audio(2)
-	failed := &ErrorMsg{Type: "error"}
+	failed := &wire.ErrorMsg{Type: "error"}
 	if err := o.push(ctx, frame{msg: failed}); err != nil {
 		t.Fatal(err)
 	}

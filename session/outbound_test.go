@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/media/clock"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 )
 
 // The ring grows on demand: an idle call holds no frames, frames come out
@@ -90,13 +91,13 @@ func TestOutboundOfferNeedsItsPrompt(t *testing.T) {
 	o := newOutbound(OutboundLimits{}, &gen, clock.System)
 	o.premise, o.spoken = &premise, &spoken
 	ctx := context.Background()
-	offer := func() error { return o.push(ctx, frame{msg: &OfferMsg{Type: "offer"}}) }
-	pm := &PromptMsg{Type: "prompt"}
+	offer := func() error { return o.push(ctx, frame{msg: &wire.OfferMsg{Type: "offer"}}) }
+	pm := &wire.PromptMsg{Type: "prompt"}
 	if err := o.push(ctx, frame{msg: pm, bump: true}); err != nil {
 		t.Fatal(err)
 	}
-	if pm.premise != 2 || spoken.Load() != 2 {
-		t.Fatalf("prompt queued with premise %d, spoken %d; want 2", pm.premise, spoken.Load())
+	if pm.Premise() != 2 || spoken.Load() != 2 {
+		t.Fatalf("prompt queued with premise %d, spoken %d; want 2", pm.Premise(), spoken.Load())
 	}
 	if err := offer(); err != nil {
 		t.Fatalf("offer after its prompt: %v", err)
@@ -106,7 +107,7 @@ func TestOutboundOfferNeedsItsPrompt(t *testing.T) {
 	}
 	// The call's state changes (an answer, a session outcome): an offer
 	// of the prompt before is not made.
-	if err := o.push(ctx, frame{msg: &FallbackMsg{Type: "callback"}, bump: true}); err != nil {
+	if err := o.push(ctx, frame{msg: &wire.FallbackMsg{Type: "callback"}, bump: true}); err != nil {
 		t.Fatal(err)
 	}
 	if err := offer(); !errors.Is(err, ErrPremiseGone) {

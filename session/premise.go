@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 
+	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -28,11 +29,11 @@ import (
 // state changed, voiding what was said for the state before: the
 // session's outcome (not a new place in the queue), a new prompt, the
 // answer to an offer.
-func changesPremise(msg any) bool {
+func changesPremise(msg wire.Message) bool {
 	switch m := msg.(type) {
-	case *SessionMsg:
+	case *wire.SessionMsg:
 		return m.Disposition != stages.Queued
-	case *PromptMsg, *FallbackMsg:
+	case *wire.PromptMsg, *wire.FallbackMsg:
 		return true
 	}
 	return false
@@ -66,7 +67,7 @@ func (c *Call) cutPrompt(ctx context.Context, f frame) (bool, error) {
 			return true, err
 		}
 	}
-	if m, ok := f.msg.(*AudioEndMsg); ok {
+	if m, ok := f.msg.(*wire.AudioEndMsg); ok {
 		m.AudioMS, m.Cut = w.promptUS/1000, true
 	}
 	return true, c.send(ctx, f)

@@ -11,6 +11,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media/g711"
 	"github.com/frontdoorhq/frontdoor/media/pcm"
 	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -53,14 +54,14 @@ type Sender interface {
 	// Send queues a message. A PromptMsg, a FallbackMsg or a session
 	// outcome changes the call's state: prompt audio spoken for the state
 	// before is cut (premise.go).
-	Send(ctx context.Context, msg any) error
+	Send(ctx context.Context, msg wire.Message) error
 	// SendAudio queues prompt audio (audio_start, binary frames,
 	// audio_end) in the call's format, spoken for prompt, a PromptMsg
 	// already sent (nil: the last one sent). Prompt audio belongs to no
 	// generation, so a barge-in does not cut it; a change of the call's
 	// state since prompt was sent does, even one made while the audio was
 	// being rendered.
-	SendAudio(ctx context.Context, turn string, prompt *PromptMsg, a backend.Audio) error
+	SendAudio(ctx context.Context, turn string, prompt *wire.PromptMsg, a backend.Audio) error
 	// Keypad is the call's transport's declared keypad
 	// (Capabilities.Keypad); nil when the caller answers with messages.
 	Keypad() func(offered []string) []string
@@ -84,7 +85,7 @@ type Fallback interface {
 	// Message is given client messages of types the session does not know
 	// (such as "callback" or "handoff"). It reports false if it does not
 	// know them either; the caller then gets an unknown_type error.
-	Message(ctx context.Context, call string, ev ClientEvent, out Sender) bool
+	Message(ctx context.Context, call string, ev wire.ClientEvent, out Sender) bool
 	// SpeaksPrompts reports whether the Fallback sends its prompts as
 	// audio itself. When it does not (Prompts), transports without a text
 	// channel (Twilio) speak the prompt text with the synthesizer.
@@ -93,7 +94,7 @@ type Fallback interface {
 	// transport declared no Capabilities.Answer: when the utterance
 	// answers the call's open offer ("a person, please"), it returns the
 	// answer, which the call gives to Message instead of the model.
-	SpokenAnswer(call, transcript string) (ClientEvent, bool)
+	SpokenAnswer(call, transcript string) (wire.ClientEvent, bool)
 	// Listening reports whether the call's offer waits for an answer in
 	// words: the call's utterances then go to the answer recognizer
 	// (Config.Answers) first, and for a refused call are heard at all.
@@ -110,17 +111,19 @@ type Prompts struct{}
 
 // Refused implements Fallback.
 func (Prompts) Refused(ctx context.Context, r Refusal, out Sender) {
-	_ = out.Send(ctx, &PromptMsg{Type: "prompt", Reason: reason(r), Stage: r.Stage, Text: PromptText(r)})
+	_ = out.Send(ctx, &wire.PromptMsg{Type: "prompt", Reason: reason(r), Stage: r.Stage, Text: PromptText(r)})
 }
 
 // Message implements Fallback.
-func (Prompts) Message(context.Context, string, ClientEvent, Sender) bool { return false }
+func (Prompts) Message(context.Context, string, wire.ClientEvent, Sender) bool { return false }
 
 // SpeaksPrompts implements Fallback: Prompts sends text only.
 func (Prompts) SpeaksPrompts() bool { return false }
 
 // SpokenAnswer implements Fallback: Prompts offers nothing to answer.
-func (Prompts) SpokenAnswer(string, string) (ClientEvent, bool) { return ClientEvent{}, false }
+func (Prompts) SpokenAnswer(string, string) (wire.ClientEvent, bool) {
+	return wire.ClientEvent{}, false
+}
 
 // Listening implements Fallback: Prompts offers nothing to answer.
 func (Prompts) Listening(string) bool { return false }
@@ -130,7 +133,7 @@ func (Prompts) CallEnded(string) {}
 
 func reason(r Refusal) string {
 	if r.Disposition == 0 {
-		return TurnFailed
+		return wire.TurnFailed
 	}
 	return r.Disposition.String()
 }
@@ -303,7 +306,7 @@ func (c *Call) sendPrompt(ctx context.Context, id string, premise uint64, p *enc
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	start := &AudioStartMsg{Type: "audio_start", Turn: id, Generation: c.gen.Load(), Encoding: string(p.enc), Rate: p.rate}
+	start := &wire.AudioStartMsg{Type: "audio_start", Turn: id, Generation: c.gen.Load(), Encoding: string(p.enc), Rate: p.rate}
 	if err := c.push(ctx, frame{premise: premise, msg: start}); err != nil {
 		return err
 	}
@@ -313,6 +316,6 @@ func (c *Call) sendPrompt(ctx context.Context, id string, premise uint64, p *enc
 			return err
 		}
 	}
-	end := &AudioEndMsg{Type: "audio_end", Turn: id, Generation: c.gen.Load(), AudioMS: p.synthUS / 1000}
+	end := &wire.AudioEndMsg{Type: "audio_end", Turn: id, Generation: c.gen.Load(), AudioMS: p.synthUS / 1000}
 	return c.push(ctx, frame{premise: premise, end: true, msg: end})
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
@@ -50,7 +51,7 @@ func (g *gateTransport) SendAudio(ctx context.Context, b []byte) error {
 }
 
 // Send counts nothing and keeps the messages for the test.
-func (g *gateTransport) Send(ctx context.Context, msg any) error {
+func (g *gateTransport) Send(ctx context.Context, msg wire.Message) error {
 	select {
 	case g.out <- msg:
 	default: // a test that reads no messages does not hold the writer
@@ -70,7 +71,7 @@ func pacedCalls(t testing.TB, r *rig, n int) ([]*Call, []*gateTransport) {
 		trs[i] = tr
 		wg.Go(func() { r.Engine.Run(context.Background(), tr, Capabilities{}) })
 		for m := range tr.out {
-			if s, ok := m.(*SessionMsg); ok && s.Disposition == stages.Admitted {
+			if s, ok := m.(*wire.SessionMsg); ok && s.Disposition == stages.Admitted {
 				break
 			}
 		}
@@ -98,9 +99,9 @@ func pacedCalls(t testing.TB, r *rig, n int) ([]*Call, []*gateTransport) {
 }
 
 // speak has c speak a of prompt audio, as a Fallback does.
-func speak(t testing.TB, c *Call, a backend.Audio) *PromptMsg {
+func speak(t testing.TB, c *Call, a backend.Audio) *wire.PromptMsg {
 	t.Helper()
-	pm := &PromptMsg{Type: "prompt", Text: "busy"}
+	pm := &wire.PromptMsg{Type: "prompt", Text: "busy"}
 	if err := c.Send(context.Background(), pm); err != nil {
 		t.Fatal(err)
 	}
@@ -278,18 +279,18 @@ func TestSharedPacerKick(t *testing.T) {
 		}
 	}
 	drain()
-	if err := c.Send(context.Background(), &ErrorMsg{Type: "error", Code: "x"}); err != nil {
+	if err := c.Send(context.Background(), &wire.ErrorMsg{Type: "error", Code: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	sessiontest.WaitFor(t, "the error written while parked", func() bool {
 		select {
 		case m := <-tr.out:
-			return m.(*ErrorMsg).Code == "x"
+			return m.(*wire.ErrorMsg).Code == "x"
 		default:
 			return false
 		}
 	})
-	if err := c.Send(context.Background(), &FallbackMsg{Type: "fallback"}); err != nil {
+	if err := c.Send(context.Background(), &wire.FallbackMsg{Type: "fallback"}); err != nil {
 		t.Fatal(err)
 	}
 	var got []any
@@ -297,10 +298,10 @@ func TestSharedPacerKick(t *testing.T) {
 		got = append(got, drain()...)
 		return len(got) == 2
 	})
-	if _, ok := got[0].(*FallbackMsg); !ok {
+	if _, ok := got[0].(*wire.FallbackMsg); !ok {
 		t.Fatalf("first %T, want the fallback message", got[0])
 	}
-	if e, ok := got[1].(*AudioEndMsg); !ok || !e.Cut {
+	if e, ok := got[1].(*wire.AudioEndMsg); !ok || !e.Cut {
 		t.Fatalf("then %#v, want audio_end cut", got[1])
 	}
 	for range 60 {

@@ -12,6 +12,14 @@ import (
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
+// Stage names as they appear in the protocol, metrics and /v1/stages.
+const (
+	StageSession   = "session"
+	StageRecognize = "recognize"
+	StageModel     = "model"
+	StageSynthesis = "synthesis"
+)
+
 // stage is one named admission stage of the server: the gate its work is
 // submitted to, the view /v1/stages reads, and the bookkeeping a gate does
 // not keep: which cancelled leases are overdue, quarantine and drain.

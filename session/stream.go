@@ -9,6 +9,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/segment"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -41,8 +42,8 @@ type spokenSeg struct {
 // heardAt is what of t's reply the caller heard once us of its audio had
 // played: every sentence before us whole, the one us stops in cut at the
 // same share of its words as of its audio.
-func (t *turn) heardAt(us int64) *Heard {
-	h := &Heard{Turn: t.id, AudioMS: max(us, 0) / 1000}
+func (t *turn) heardAt(us int64) *wire.Heard {
+	h := &wire.Heard{Turn: t.id, AudioMS: max(us, 0) / 1000}
 	if us <= 0 {
 		return h
 	}
@@ -246,7 +247,7 @@ func (c *Call) writeReply(ctx context.Context, t *turn, hist []backend.Message, 
 			t.appendReply(delta)
 			token()
 			c.observeToken(t)
-			if err := c.push(ctx, frame{gen: t.gen, msg: &textMsg{Type: "text", Turn: t.id, Generation: t.gen, Delta: delta}}); err != nil {
+			if err := c.push(ctx, frame{gen: t.gen, msg: &wire.TextMsg{Type: "text", Turn: t.id, Generation: t.gen, Delta: delta}}); err != nil {
 				return err
 			}
 			// What is spoken is bounded as the kept reply is (maxReply):
@@ -322,19 +323,19 @@ func (c *Call) endReply(t *turn, a *audioOut, n int, refused stages.Disposition,
 		return
 	case failed != "" && !heardSome:
 		c.s.refuse(c.ctx, Refusal{Call: c.id, Turn: t.id, Stage: StageSynthesis, Reason: failed, Started: true}, c)
-		c.endTurn(t, TurnFailed, StageSynthesis, failed)
+		c.endTurn(t, wire.TurnFailed, StageSynthesis, failed)
 		return
 	case failed != "":
-		c.endPartial(t, a, Refusal{Call: c.id, Turn: t.id, Stage: StageSynthesis, Reason: failed, Started: true}, TurnFailed, failed)
+		c.endPartial(t, a, Refusal{Call: c.id, Turn: t.id, Stage: StageSynthesis, Reason: failed, Started: true}, wire.TurnFailed, failed)
 		return
 	case m.err != nil:
 		kind := string(backend.KindOf(m.err))
 		if heardSome {
-			c.endPartial(t, a, Refusal{Call: c.id, Turn: t.id, Stage: StageModel, Reason: kind, Started: true}, TurnFailed, kind)
+			c.endPartial(t, a, Refusal{Call: c.id, Turn: t.id, Stage: StageModel, Reason: kind, Started: true}, wire.TurnFailed, kind)
 			return
 		}
 		c.s.refuse(c.ctx, Refusal{Call: c.id, Turn: t.id, Stage: StageModel, Reason: kind, Started: true}, c)
-		c.endTurn(t, TurnFailed, StageModel, kind)
+		c.endTurn(t, wire.TurnFailed, StageModel, kind)
 		return
 	}
 	if !c.finishAudio(t, a) {

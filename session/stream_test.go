@@ -12,6 +12,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
@@ -352,7 +353,7 @@ func TestStreamedModelFailsMidReply(t *testing.T) {
 	model.write(t, q, " And the")
 	close(model.scripts[q])
 	all := a.Until(sessiontest.IsType("turn_end"))
-	if end := all[len(all)-1]; end.Disposition != TurnFailed || end.Stage != StageModel || end.Error != "unavailable" {
+	if end := all[len(all)-1]; end.Disposition != wire.TurnFailed || end.Stage != StageModel || end.Error != "unavailable" {
 		t.Fatalf("turn_end %+v", end)
 	}
 	p := sessiontest.LastOf(all, "prompt")

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/frontdoorhq/frontdoor/media/clock"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -207,10 +208,6 @@ var ErrRateLimited = errors.New("session: tenant over its turn rate")
 // the same way (`error` rate_limited, close 1008).
 var ErrTenantFull = fmt.Errorf("%w: at its cap of calls at once", ErrRateLimited)
 
-// CodeRateLimited is the ErrorMsg code sent before a call is closed (1008)
-// for its tenant's turn rate or cap of calls at once.
-const CodeRateLimited = "rate_limited"
-
 type tenantHeldKey struct{}
 
 // WithTenantHeld tells the engine that the layer in front (package
@@ -242,8 +239,8 @@ func (c *Call) enterTenant(ctx context.Context) bool {
 		context.AfterFunc(c.ctx, c.leaveTenant)
 		return true
 	case errors.Is(err, ErrTenantFull):
-		c.s.m.protocolErrs.WithLabelValues(CodeRateLimited).Inc()
-		_ = c.Send(ctx, &ErrorMsg{Type: "error", Code: CodeRateLimited, Message: "your tenant is at its cap of calls at once"})
+		c.s.m.protocolErrs.WithLabelValues(wire.CodeRateLimited).Inc()
+		_ = c.Send(ctx, &wire.ErrorMsg{Type: "error", Code: wire.CodeRateLimited, Message: "your tenant is at its cap of calls at once"})
 		c.stop(ErrTenantFull)
 	default:
 		c.log.Error("tenant calls", "tenant", tenant, "err", err)
@@ -261,8 +258,8 @@ func (c *Call) allowTurn() bool {
 	if c.turnAllowed() {
 		return true
 	}
-	c.s.m.protocolErrs.WithLabelValues(CodeRateLimited).Inc()
-	_ = c.Send(c.ctx, &ErrorMsg{Type: "error", Code: CodeRateLimited, Message: "your tenant is over its turns per minute"})
+	c.s.m.protocolErrs.WithLabelValues(wire.CodeRateLimited).Inc()
+	_ = c.Send(c.ctx, &wire.ErrorMsg{Type: "error", Code: wire.CodeRateLimited, Message: "your tenant is over its turns per minute"})
 	c.stop(ErrRateLimited)
 	return false
 }

@@ -3,20 +3,8 @@ package session
 import (
 	"context"
 	"time"
-)
 
-// CloseStatus is the reason a call's connection ends, in WebSocket terms;
-// transports without close codes map it to their own ending.
-type CloseStatus int
-
-// Close statuses a call ends with.
-const (
-	CloseNormal    CloseStatus = 1000 // hangup
-	CloseGoingAway CloseStatus = 1001 // server shutdown after the drain timeout
-	ClosePolicy    CloseStatus = 1008 // the caller stopped reading
-	CloseTooBig    CloseStatus = 1009 // a message over the read limit
-	CloseTryLater  CloseStatus = 1013 // refused or expired by the session stage
-	CloseInternal  CloseStatus = 1011
+	"github.com/frontdoorhq/frontdoor/session/wire"
 )
 
 // Transport carries one call: typed client events in, server messages and
@@ -24,21 +12,21 @@ const (
 // Transport; Twilio Media Streams and WebRTC data channels are others,
 // driving the same Call through Engine.Run or Engine.Start.
 type Transport interface {
-	// Recv blocks for the next client event. A *ProtocolError is bad input:
+	// Recv blocks for the next client event. A *wire.ProtocolError is bad input:
 	// the call answers it with an `error` message and calls Recv again. Any
 	// other error means the caller is gone. Only the call's reader calls it.
-	Recv(ctx context.Context) (ClientEvent, error)
-	// Send writes one server message, a pointer to a struct that marshals
-	// to its JSON in docs/PROTOCOL.md (a *SessionMsg, *AudioStartMsg, ...;
-	// the types a transport may act on are exported, the rest not). Only
-	// the call's single writer calls Send and SendAudio.
-	Send(ctx context.Context, msg any) error
+	Recv(ctx context.Context) (wire.ClientEvent, error)
+	// Send writes one server message (a *wire.SessionMsg,
+	// *wire.AudioStartMsg, ...: each marshals to its JSON in
+	// docs/PROTOCOL.md). Only the call's single writer calls Send and
+	// SendAudio.
+	Send(ctx context.Context, msg wire.Message) error
 	// SendAudio writes one frame of reply audio in the format announced by
 	// the preceding AudioStartMsg.
 	SendAudio(ctx context.Context, audio []byte) error
 	// Close ends the connection and makes a blocked Recv return. It may
 	// be called more than once.
-	Close(status CloseStatus, reason string)
+	Close(status wire.CloseStatus, reason string)
 }
 
 // Capabilities are what a transport can do beyond the Transport contract.
@@ -80,7 +68,7 @@ type Capabilities struct {
 	// Fallback as if the caller had sent it, instead of to the model. It
 	// is the keypad's answer in words, with the keypad's consent and
 	// bounds.
-	Answer func(ctx context.Context, transcript string) (ClientEvent, bool)
+	Answer func(ctx context.Context, transcript string) (wire.ClientEvent, bool)
 	// Listening, when set with Answer, reports whether the transport's
 	// menu waits for an answer in words (the Fallback's Listening is
 	// asked otherwise): the call's utterances then go to the answer

@@ -8,38 +8,39 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
 // chanTransport is a Transport over channels: what another wire protocol
 // (Twilio, WebRTC) looks like to a Call.
 type chanTransport struct {
-	in     chan ClientEvent
+	in     chan wire.ClientEvent
 	out    chan any
-	closed chan CloseStatus
+	closed chan wire.CloseStatus
 	done   chan struct{}
 	once   sync.Once
 }
 
 func newChanTransport() *chanTransport {
-	return &chanTransport{in: make(chan ClientEvent, 8), out: make(chan any, 1024), closed: make(chan CloseStatus, 1), done: make(chan struct{})}
+	return &chanTransport{in: make(chan wire.ClientEvent, 8), out: make(chan any, 1024), closed: make(chan wire.CloseStatus, 1), done: make(chan struct{})}
 }
 
-func (c *chanTransport) Recv(ctx context.Context) (ClientEvent, error) {
+func (c *chanTransport) Recv(ctx context.Context) (wire.ClientEvent, error) {
 	select {
 	case ev, ok := <-c.in:
 		if !ok {
-			return ClientEvent{}, context.Canceled
+			return wire.ClientEvent{}, context.Canceled
 		}
 		return ev, nil
 	case <-ctx.Done():
-		return ClientEvent{}, ctx.Err()
+		return wire.ClientEvent{}, ctx.Err()
 	case <-c.done:
-		return ClientEvent{}, context.Canceled
+		return wire.ClientEvent{}, context.Canceled
 	}
 }
 
-func (c *chanTransport) Send(ctx context.Context, msg any) error {
+func (c *chanTransport) Send(ctx context.Context, msg wire.Message) error {
 	c.out <- msg
 	return nil
 }
@@ -49,7 +50,7 @@ func (c *chanTransport) SendAudio(ctx context.Context, b []byte) error {
 	return nil
 }
 
-func (c *chanTransport) Close(s CloseStatus, _ string) {
+func (c *chanTransport) Close(s wire.CloseStatus, _ string) {
 	c.once.Do(func() { close(c.done) })
 	select {
 	case c.closed <- s:
@@ -78,26 +79,26 @@ func TestSpeechTurnOverTransport(t *testing.T) {
 			return nil
 		}
 	}
-	if m, ok := next().(*SessionMsg); !ok || m.Disposition != stages.Admitted {
+	if m, ok := next().(*wire.SessionMsg); !ok || m.Disposition != stages.Admitted {
 		t.Fatalf("session %#v", m)
 	}
-	tr.in <- ClientEvent{Kind: EventSpeech, Speech: backend.Audio{Rate: 8000, Samples: make([]int16, 8000)},
+	tr.in <- wire.ClientEvent{Kind: wire.EventSpeech, Speech: backend.Audio{Rate: 8000, Samples: make([]int16, 8000)},
 		SpeechEnd: time.Now()}
 	var transcript string
 	var audio int
 	for {
 		switch m := next().(type) {
-		case *transcriptMsg:
+		case *wire.TranscriptMsg:
 			transcript = m.Text
 		case []byte:
 			audio += len(m)
-		case *turnEndMsg:
+		case *wire.TurnEndMsg:
 			if m.Disposition != "completed" || transcript != "heard 1000 ms" || audio == 0 {
 				t.Fatalf("turn_end %+v transcript %q audio %d", m, transcript, audio)
 			}
-			tr.in <- ClientEvent{Kind: EventHangup}
+			tr.in <- wire.ClientEvent{Kind: wire.EventHangup}
 			<-done
-			if s := <-tr.closed; s != CloseNormal {
+			if s := <-tr.closed; s != wire.CloseNormal {
 				t.Fatalf("closed with %d", s)
 			}
 			if v := r.stage(StageRecognize); v.Ledger.Completed != 1 {

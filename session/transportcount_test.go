@@ -13,6 +13,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -30,7 +31,7 @@ func transportRoutes(r **rig) sessiontest.Routes {
 				if err != nil {
 					return
 				}
-				c.SetReadLimit(MaxMessageBytes)
+				c.SetReadLimit(wire.MaxMessageBytes)
 				(*r).Engine.Run(req.Context(), NativeTransport(c), Capabilities{})
 			}),
 		}
@@ -153,7 +154,7 @@ func TestCallsByTransport(t *testing.T) {
 		t.Fatalf("hangup close %v", err)
 	}
 	r.waitCalls("the hangup", map[string]int{"native": 1, TransportOther: 1})
-	b.SendRaw(`{"type":"turn","id":"big","text":"` + strings.Repeat("x", MaxMessageBytes) + `"}`)
+	b.SendRaw(`{"type":"turn","id":"big","text":"` + strings.Repeat("x", wire.MaxMessageBytes) + `"}`)
 	if _, err := b.Read(); websocket.CloseStatus(err) != websocket.StatusMessageTooBig {
 		t.Fatalf("oversize close %v, want 1009", err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -64,7 +65,7 @@ func (t *turn) replyText() string {
 // written, and the words of each sentence synthesized before it, the
 // sentence it stopped in cut at the same share of its audio (transports
 // that report playback can do better: heardUpTo).
-func (t *turn) heard() *Heard { return t.heardAt(t.sentUS.Load()) }
+func (t *turn) heard() *wire.Heard { return t.heardAt(t.sentUS.Load()) }
 
 func (c *Call) jobID(t *turn, stage string) string {
 	return fmt.Sprintf("%s/%d/%s", c.id, t.seq, stage)
@@ -110,7 +111,7 @@ func (c *Call) finished(t *turn, st string, disp stages.Disposition, err error) 
 		return false
 	case err != nil:
 		c.s.refuse(c.ctx, Refusal{Call: c.id, Turn: t.id, Stage: st, Reason: kind, Started: true}, c)
-		c.endTurn(t, TurnFailed, st, kind)
+		c.endTurn(t, wire.TurnFailed, st, kind)
 		return false
 	}
 	return true
@@ -203,7 +204,7 @@ func (c *Call) admit(t *turn, st *stage, job stages.Job, seg int) (stages.Dispos
 
 func (c *Call) sendDisposition(t *turn, st string, seg int, d stages.Disposition, pos int, kind string) {
 	c.observeDisposition(t, st, d, pos, kind)
-	_ = c.Send(c.ctx, &dispositionMsg{Type: "disposition", Stage: st, Turn: t.id, Generation: t.gen,
+	_ = c.Send(c.ctx, &wire.DispositionMsg{Type: "disposition", Stage: st, Turn: t.id, Generation: t.gen,
 		Segment: seg, Disposition: d, Position: pos, Error: kind})
 }
 
@@ -214,7 +215,7 @@ func (c *Call) endTurn(t *turn, disposition, st, kind string) {
 	c.mu.Unlock()
 	c.s.m.turns.WithLabelValues(disposition).Inc()
 	c.observeTurnEnd(t, disposition, st, kind)
-	_ = c.Send(c.ctx, &turnEndMsg{Type: "turn_end", Turn: t.id, Generation: t.gen, Disposition: disposition, Stage: st, Error: kind})
+	_ = c.Send(c.ctx, &wire.TurnEndMsg{Type: "turn_end", Turn: t.id, Generation: t.gen, Disposition: disposition, Stage: st, Error: kind})
 }
 
 // recognize takes a speech turn through the recognition stage; the
@@ -236,10 +237,10 @@ func (c *Call) recognize(t *turn, job stages.Job) bool {
 		return false
 	}
 	t.text = text
-	_ = c.push(t.ctx, frame{gen: t.gen, msg: &transcriptMsg{Type: "transcript", Turn: t.id, Generation: t.gen, Text: text}})
+	_ = c.push(t.ctx, frame{gen: t.gen, msg: &wire.TranscriptMsg{Type: "transcript", Turn: t.id, Generation: t.gen, Text: text}})
 	// The transport's menu hears answers in words where it has one; the
 	// Fallback otherwise.
-	var ev ClientEvent
+	var ev wire.ClientEvent
 	var ok bool
 	if c.caps.Answer != nil {
 		ev, ok = c.caps.Answer(t.ctx, text)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 )
 
 // writerLinger is how long the call's writer waits for a next frame
@@ -276,7 +277,7 @@ func (c *Call) parkUntil(ctx context.Context, f frame, due time.Time) (dropped b
 // writeNow writes f, due now, and notes what it wrote.
 func (c *Call) writeNow(ctx context.Context, f frame) error {
 	w := &c.w
-	if _, ok := f.msg.(*AudioStartMsg); ok {
+	if _, ok := f.msg.(*wire.AudioStartMsg); ok {
 		w.pc.reset()
 	}
 	if im := f.interrupted; im != nil {

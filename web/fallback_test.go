@@ -9,6 +9,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -37,21 +38,21 @@ func (f *offerFallback) Refused(ctx context.Context, r session.Refusal, out sess
 	} else {
 		p = prompt.For(r.Stage, r.Disposition, f.svc.Available())
 	}
-	_ = out.Send(ctx, &session.PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text})
+	_ = out.Send(ctx, &wire.PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text})
 	if len(p.Offer) == 0 || r.Disposition == stages.Queued {
 		return
 	}
 	f.mu.Lock()
 	f.turns[r.Call] = r.Turn
 	f.mu.Unlock()
-	_ = out.Send(ctx, map[string]any{"type": "offer", "kinds": p.Offer})
+	_ = out.Send(ctx, &wire.OfferMsg{Type: "offer", Kinds: p.Offer})
 }
 
-func (f *offerFallback) Message(ctx context.Context, call string, ev session.ClientEvent, out session.Sender) bool {
+func (f *offerFallback) Message(ctx context.Context, call string, ev wire.ClientEvent, out session.Sender) bool {
 	f.mu.Lock()
 	turn := f.turns[call]
 	f.mu.Unlock()
-	reply := func(v any) { _ = out.Send(ctx, v) }
+	reply := func(v wire.Message) { _ = out.Send(ctx, v) }
 	switch ev.Type {
 	case "callback":
 		var m struct {
@@ -62,30 +63,30 @@ func (f *offerFallback) Message(ctx context.Context, call string, ev session.Cli
 		res, err := f.svc.RequestCallback(ctx, fallback.CallbackRequest{Call: call, Turn: turn, Number: m.Number, Consent: m.Consent})
 		switch {
 		case errors.Is(err, fallback.ErrConsent), errors.Is(err, fallback.ErrNumber), errors.Is(err, fallback.ErrRequest):
-			reply(&session.ErrorMsg{Type: "error", Code: session.CodeBadField, Message: err.Error()})
+			reply(&wire.ErrorMsg{Type: "error", Code: wire.CodeBadField, Message: err.Error()})
 		case err != nil:
-			reply(map[string]any{"type": "callback", "disposition": "failed", "text": "We could not record your callback request."})
+			reply(&wire.FallbackMsg{Type: "callback", Disposition: stages.Failed})
 		default:
-			reply(map[string]any{"type": "callback", "disposition": res.Disposition, "ticket": res.Ref})
+			reply(&wire.FallbackMsg{Type: "callback", Disposition: res.Disposition, Ref: res.Ref})
 		}
 	case "handoff":
 		h, d, err := f.svc.RequestHandoff(ctx, fallback.HandoffRequest{Call: call, Turn: turn, Summary: "caller asked for a person"})
 		if err != nil {
-			reply(&session.ErrorMsg{Type: "error", Code: session.CodeBadField, Message: err.Error()})
+			reply(&wire.ErrorMsg{Type: "error", Code: wire.CodeBadField, Message: err.Error()})
 			return true
 		}
 		if h == nil {
-			reply(map[string]any{"type": "handoff", "disposition": d})
+			reply(&wire.FallbackMsg{Type: "handoff", Disposition: d})
 			return true
 		}
-		reply(map[string]any{"type": "handoff", "disposition": d, "ticket": h.Ref})
+		reply(&wire.FallbackMsg{Type: "handoff", Disposition: d, Ref: h.Ref})
 		f.wg.Go(func() {
 			o, err := h.Wait(ctx)
 			if err != nil {
 				h.Cancel() // the caller left
 				return
 			}
-			reply(map[string]any{"type": "handoff", "disposition": o.Disposition, "ticket": h.Ref, "agent": o.Agent})
+			reply(&wire.FallbackMsg{Type: "handoff", Disposition: o.Disposition, Ref: h.Ref, Agent: o.Agent})
 		})
 	default:
 		return false
@@ -100,8 +101,8 @@ func (f *offerFallback) SpeaksPrompts() bool { return false }
 
 // SpokenAnswer implements session.Fallback: this one takes no answer in
 // words.
-func (f *offerFallback) SpokenAnswer(string, string) (session.ClientEvent, bool) {
-	return session.ClientEvent{}, false
+func (f *offerFallback) SpokenAnswer(string, string) (wire.ClientEvent, bool) {
+	return wire.ClientEvent{}, false
 }
 
 // Listening implements session.Fallback: this one takes no answer in words.

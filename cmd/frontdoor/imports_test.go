@@ -32,7 +32,11 @@ var importRules = []struct {
 	{from: "fallback/prompt", forbidden: []string{"fallback", "session", "media", "web", "cmd"}, allow: []string{"fallback/prompt"}},
 	// The call engine imports no transport and no fallback queue: only the
 	// sentences it must say when it refuses work.
-	{from: "session", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/backend", "session/internal/pcmu", "session/segment", "fallback/prompt"}},
+	{from: "session", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/backend", "session/internal/pcmu", "session/segment", "session/wire", "fallback/prompt"}},
+	// The native protocol's types: below the engine, which speaks them
+	// to every transport; the transports may import it (they are not
+	// forbidden it above).
+	{from: "session/wire", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/wire", "session/backend", "fallback/prompt"}},
 	// Leaves: the sentence splitter and the rehearsal agent know nothing
 	// of the module.
 	{from: "session/segment", forbidden: []string{"stages", "session", "fallback", "media", "web", "cmd"}, allow: []string{"session/segment"}},

@@ -12,6 +12,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 )
 
 // Name is the transport's name, its calls' in the engine's counts
@@ -41,7 +42,7 @@ func Handler(e *session.Engine, o Options) http.Handler {
 			log.Debug("websocket accept", "err", err)
 			return
 		}
-		c.SetReadLimit(session.MaxMessageBytes)
+		c.SetReadLimit(wire.MaxMessageBytes)
 		// Identities and sizes only at debug: never a message's content.
 		log.Debug("native: websocket accepted", "origin", r.Header.Get("Origin"))
 		t := &WebSocket{Conn: c, log: log}
@@ -100,16 +101,16 @@ const maxKeptRead = 4 << 10
 
 // Recv implements session.Transport. (A call's reader does the same in
 // two steps of its own, with Capabilities.ReadNative.)
-func (w *WebSocket) Recv(ctx context.Context) (session.ClientEvent, error) {
+func (w *WebSocket) Recv(ctx context.Context) (wire.ClientEvent, error) {
 	typ, data, err := w.Conn.Read(w.ioContext(ctx))
 	if err != nil {
-		return session.ClientEvent{}, err
+		return wire.ClientEvent{}, err
 	}
-	return session.DecodeMessage(typ == websocket.MessageBinary, data)
+	return wire.DecodeMessage(typ == websocket.MessageBinary, data)
 }
 
 // Send implements session.Transport.
-func (w *WebSocket) Send(ctx context.Context, msg any) error {
+func (w *WebSocket) Send(ctx context.Context, msg wire.Message) error {
 	b, err := json.Marshal(msg)
 	if err != nil {
 		return fmt.Errorf("native: encode %T: %w", msg, err)
@@ -123,7 +124,7 @@ func (w *WebSocket) SendAudio(ctx context.Context, audio []byte) error {
 }
 
 // Close implements session.Transport.
-func (w *WebSocket) Close(status session.CloseStatus, reason string) {
+func (w *WebSocket) Close(status wire.CloseStatus, reason string) {
 	if w.log != nil {
 		w.log.Debug("native: closing websocket", "status", int(status), "reason", reason)
 	}

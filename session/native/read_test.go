@@ -11,7 +11,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 )
 
 // socketPair returns the server's WebSocket (read limit as the handler
@@ -25,7 +25,7 @@ func socketPair(tb testing.TB) (*WebSocket, *websocket.Conn) {
 			tb.Error(err)
 			return
 		}
-		c.SetReadLimit(session.MaxMessageBytes)
+		c.SetReadLimit(wire.MaxMessageBytes)
 		accepted <- c
 	}))
 	tb.Cleanup(srv.Close)
@@ -62,7 +62,7 @@ func TestReadNativeReusesBuffer(t *testing.T) {
 				return
 			}
 		}
-		_ = cl.Write(ctx, websocket.MessageBinary, make([]byte, session.MaxMessageBytes+1))
+		_ = cl.Write(ctx, websocket.MessageBinary, make([]byte, wire.MaxMessageBytes+1))
 	}()
 	var last []byte
 	for i, m := range msgs {

@@ -7,6 +7,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 )
 
 // Answers in words to an offer made to a caller who answers with messages
@@ -74,33 +75,33 @@ func (o *Offers) isDone(st *offerState) bool {
 
 // SpokenAnswer implements session.Fallback: what a transcript answers to
 // the call's open offer (see above).
-func (o *Offers) SpokenAnswer(call, transcript string) (session.ClientEvent, bool) {
+func (o *Offers) SpokenAnswer(call, transcript string) (wire.ClientEvent, bool) {
 	o.mu.Lock()
 	st := o.calls[call]
 	asked := st != nil && st.handoff != nil
 	o.mu.Unlock()
 	if st == nil || asked || o.isDone(st) {
-		return session.ClientEvent{}, false
+		return wire.ClientEvent{}, false
 	}
 	kind := fallback.SpokenAnswer(transcript)
 	switch {
 	case fallback.Declines(transcript):
-		return session.ClientEvent{Kind: session.EventOther, Type: typeDecline, Data: []byte(`{"type":"decline","spoken":true}`)}, true
+		return wire.ClientEvent{Kind: wire.EventOther, Type: typeDecline, Data: []byte(`{"type":"decline","spoken":true}`)}, true
 	case kind == prompt.KindHandoff && slices.Contains(st.kinds, prompt.KindHandoff):
-		return session.ClientEvent{Kind: session.EventOther, Type: string(prompt.KindHandoff), Data: []byte(`{"type":"handoff","spoken":true}`)}, true
+		return wire.ClientEvent{Kind: wire.EventOther, Type: string(prompt.KindHandoff), Data: []byte(`{"type":"handoff","spoken":true}`)}, true
 	case kind == prompt.KindCallback && slices.Contains(st.kinds, prompt.KindCallback):
-		return session.ClientEvent{Kind: session.EventUnanswered, Type: missNoNumber}, true
+		return wire.ClientEvent{Kind: session.EventUnanswered, Type: missNoNumber}, true
 	case st.session:
-		return session.ClientEvent{Kind: session.EventUnanswered, Type: missUnheard}, true
+		return wire.ClientEvent{Kind: session.EventUnanswered, Type: missUnheard}, true
 	}
-	return session.ClientEvent{}, false
+	return wire.ClientEvent{}, false
 }
 
 // say sends the prompt of StageOffer for reason, offering what of kinds
 // its row allows, and speaks it.
 func (o *Offers) say(ctx context.Context, st *offerState, reason string, kinds []prompt.Kind, out session.Sender) {
 	p := prompt.Of(prompt.Outcome{Stage: prompt.StageOffer, Reason: reason}, kinds)
-	pm := &session.PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text}
+	pm := &wire.PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text}
 	_ = out.Send(ctx, pm)
 	o.speak(ctx, st.said, pm, out)
 }
@@ -139,7 +140,7 @@ func (o *Offers) decline(ctx context.Context, call string, out session.Sender) {
 	pending := st != nil && st.handoff == nil
 	o.mu.Unlock()
 	if !pending || o.isDone(st) {
-		_ = out.Send(ctx, &session.ErrorMsg{Type: "error", Code: session.CodeOutOfOrder, Message: "no offer to decline"})
+		_ = out.Send(ctx, &wire.ErrorMsg{Type: "error", Code: wire.CodeOutOfOrder, Message: "no offer to decline"})
 		return
 	}
 	o.say(ctx, st, prompt.ReasonDeclined, nil, out)

@@ -11,6 +11,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -111,7 +112,7 @@ func (o *Offers) Refused(ctx context.Context, r session.Refusal, out session.Sen
 			p = prompt.Of(r.Outcome(), keys)
 		}
 	}
-	pm := &session.PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text}
+	pm := &wire.PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text}
 	_ = out.Send(ctx, pm)
 	if len(p.Offer) == 0 || r.Disposition == stages.Queued {
 		o.speak(ctx, r.Turn, pm, out)
@@ -127,7 +128,7 @@ func (o *Offers) Refused(ctx context.Context, r session.Refusal, out session.Sen
 	o.calls[r.Call] = st
 	o.mu.Unlock()
 	offer := func() bool {
-		if err := out.Send(ctx, &session.OfferMsg{Type: "offer", Kinds: p.Offer}); errors.Is(err, session.ErrPremiseGone) {
+		if err := out.Send(ctx, &wire.OfferMsg{Type: "offer", Kinds: p.Offer}); errors.Is(err, session.ErrPremiseGone) {
 			// The call's state changed since the prompt: its offer is
 			// not made, and there is nothing to answer.
 			o.mu.Lock()
@@ -173,7 +174,7 @@ func (o *Offers) Refused(ctx context.Context, r session.Refusal, out session.Sen
 // cached by package fallback, when the call can take audio. It is spoken
 // for pm's premise: cut if the call's state changed since pm, even while
 // it was rendered.
-func (o *Offers) speak(ctx context.Context, turn string, pm *session.PromptMsg, out session.Sender) {
+func (o *Offers) speak(ctx context.Context, turn string, pm *wire.PromptMsg, out session.Sender) {
 	// The rendering's bound is a context deadline for the synthesizer's
 	// process or socket: on the wall clock, as I/O deadlines are.
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -188,7 +189,7 @@ func (o *Offers) speak(ctx context.Context, turn string, pm *session.PromptMsg, 
 // Message implements session.Fallback: `callback` {consent, number},
 // `handoff` {} and `decline` {}, and the misses SpokenAnswer returns
 // (session.EventUnanswered).
-func (o *Offers) Message(ctx context.Context, call string, ev session.ClientEvent, out session.Sender) bool {
+func (o *Offers) Message(ctx context.Context, call string, ev wire.ClientEvent, out session.Sender) bool {
 	if ev.Kind == session.EventUnanswered {
 		o.missed(ctx, call, ev.Type, out)
 		return true
@@ -204,10 +205,10 @@ func (o *Offers) Message(ctx context.Context, call string, ev session.ClientEven
 	st := o.calls[call]
 	o.mu.Unlock()
 	fail := func(code, msg string) {
-		_ = out.Send(ctx, &session.ErrorMsg{Type: "error", Code: code, Message: msg})
+		_ = out.Send(ctx, &wire.ErrorMsg{Type: "error", Code: code, Message: msg})
 	}
 	if st == nil {
-		fail(session.CodeOutOfOrder, "no offer to answer")
+		fail(wire.CodeOutOfOrder, "no offer to answer")
 		return true
 	}
 	if isSynthetic(ev.Data) {
@@ -224,25 +225,25 @@ func (o *Offers) Message(ctx context.Context, call string, ev session.ClientEven
 			Number  string `json:"number"`
 		}
 		if err := json.Unmarshal(ev.Data, &m); err != nil {
-			fail(session.CodeBadField, "callback: "+err.Error())
+			fail(wire.CodeBadField, "callback: "+err.Error())
 			return true
 		}
 		res, err := o.svc.RequestCallback(ctx, fallback.CallbackRequest{Call: call, Turn: st.turn, Number: m.Number, Consent: m.Consent,
 			Tenant: session.CallerFrom(ctx).Tenant, Source: session.CallerFrom(ctx).Source})
 		switch {
 		case errors.Is(err, fallback.ErrConsent), errors.Is(err, fallback.ErrNumber), errors.Is(err, fallback.ErrRequest):
-			fail(session.CodeBadField, err.Error())
+			fail(wire.CodeBadField, err.Error())
 			return true
 		case err != nil:
 			p := prompt.Failed(prompt.StageCallback, nil)
-			pm := &session.PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text}
+			pm := &wire.PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text}
 			_ = out.Send(ctx, pm)
 			o.speak(ctx, st.turn, pm, out)
 		default:
-			_ = out.Send(ctx, &session.FallbackMsg{Type: "callback", Disposition: res.Disposition, Ref: res.Ref})
+			_ = out.Send(ctx, &wire.FallbackMsg{Type: "callback", Disposition: res.Disposition, Ref: res.Ref})
 			if res.Disposition != stages.Queued {
 				p := prompt.For(prompt.StageCallback, res.Disposition, nil)
-				_ = out.Send(ctx, &session.PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text})
+				_ = out.Send(ctx, &wire.PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text})
 			}
 		}
 		st.done()
@@ -254,13 +255,13 @@ func (o *Offers) Message(ctx context.Context, call string, ev session.ClientEven
 		h, d, err := o.svc.RequestHandoff(ctx, fallback.HandoffRequest{Call: call, Turn: st.turn, Summary: "the caller asked for a person after a refusal",
 			Tenant: session.CallerFrom(ctx).Tenant, Source: session.CallerFrom(ctx).Source})
 		if err != nil {
-			fail(session.CodeBadField, err.Error())
+			fail(wire.CodeBadField, err.Error())
 			return true
 		}
 		if h == nil {
-			_ = out.Send(ctx, &session.FallbackMsg{Type: "handoff", Disposition: d})
+			_ = out.Send(ctx, &wire.FallbackMsg{Type: "handoff", Disposition: d})
 			p := prompt.For(prompt.StageHandoff, d, nil)
-			_ = out.Send(ctx, &session.PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text})
+			_ = out.Send(ctx, &wire.PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text})
 			st.done()
 			return true
 		}
@@ -268,11 +269,11 @@ func (o *Offers) Message(ctx context.Context, call string, ev session.ClientEven
 		st.handoff = h
 		o.mu.Unlock()
 		pos, _ := h.Position()
-		_ = out.Send(ctx, &session.FallbackMsg{Type: "handoff", Disposition: d, Ref: h.Ref, Position: pos})
+		_ = out.Send(ctx, &wire.FallbackMsg{Type: "handoff", Disposition: d, Ref: h.Ref, Position: pos})
 		if m.Spoken {
 			// Asked for in words: the answer is confirmed in words.
 			p := prompt.For(prompt.StageHandoff, d, nil)
-			pm := &session.PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text}
+			pm := &wire.PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text}
 			_ = out.Send(ctx, pm)
 			o.speak(ctx, st.turn, pm, out)
 		}
@@ -283,10 +284,10 @@ func (o *Offers) Message(ctx context.Context, call string, ev session.ClientEven
 				h.Cancel() // the caller left
 				return
 			}
-			_ = out.Send(ctx, &session.FallbackMsg{Type: "handoff", Disposition: oc.Disposition, Ref: h.Ref, Agent: oc.Agent})
+			_ = out.Send(ctx, &wire.FallbackMsg{Type: "handoff", Disposition: oc.Disposition, Ref: h.Ref, Agent: oc.Agent})
 			if oc.Disposition != stages.Completed {
 				p := prompt.For(prompt.StageHandoff, oc.Disposition, nil)
-				_ = out.Send(ctx, &session.PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text})
+				_ = out.Send(ctx, &wire.PromptMsg{Type: "prompt", Reason: p.Reason, Stage: p.Stage, Text: p.Text})
 			}
 		})
 	}

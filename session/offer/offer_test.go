@@ -11,6 +11,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -46,8 +47,8 @@ func withOffersPrompt(t *testing.T, frames int) (func(*session.Config, *stub.Set
 // the prompt as audio, is offered a callback or a person, books a callback
 // (durably, with a ticket) and is then closed with 1013.
 func TestOffersSessionRefused(t *testing.T) {
-	wire, after, _ := withOffers(t)
-	r := newRig(t, wire, after, func(c *session.Config, s *stub.Settings) {
+	fb, after, _ := withOffers(t)
+	r := newRig(t, fb, after, func(c *session.Config, s *stub.Settings) {
 		c.Session = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 5 * time.Second}
 	})
 	r.Admitted()
@@ -70,7 +71,7 @@ func TestOffersSessionRefused(t *testing.T) {
 		t.Fatalf("prompt without audio: %v", sessiontest.Types(all))
 	}
 	c.Send(map[string]any{"type": "callback", "consent": false, "number": "+15550123"})
-	if m := c.Expect("error"); m.Code != session.CodeBadField {
+	if m := c.Expect("error"); m.Code != wire.CodeBadField {
 		t.Fatalf("callback without consent: %+v", m)
 	}
 	c.Send(map[string]any{"type": "callback", "consent": true, "number": "+1 555 0123"})
@@ -86,8 +87,8 @@ func TestOffersSessionRefused(t *testing.T) {
 // TestOffersPromptAudioWhileSynthesisFull: the prompt of a refused turn is
 // heard as audio even while the synthesis stage is saturated.
 func TestOffersPromptAudioWhileSynthesisFull(t *testing.T) {
-	wire, after, _ := withOffers(t)
-	r := newRig(t, wire, after, func(c *session.Config, s *stub.Settings) {
+	fb, after, _ := withOffers(t)
+	r := newRig(t, fb, after, func(c *session.Config, s *stub.Settings) {
 		c.Synthesis = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 5 * time.Second}
 		// a's reply holds the only slot for 5 s, far longer than the
 		// test, so that b still holds the only waiting place when c asks.
@@ -145,7 +146,7 @@ func TestOffersOfferWithPrompt(t *testing.T) {
 	c.Send(map[string]any{"type": "turn", "id": "t1", "text": "x"})
 	all := c.Until(sessiontest.IsType("offer"))
 	p, o := sessiontest.LastOf(all, "prompt"), sessiontest.LastOf(all, "offer")
-	if p.Reason != session.TurnFailed || len(o.Kinds) != 2 || sessiontest.LastOf(all, "audio_start").Type != "" {
+	if p.Reason != wire.TurnFailed || len(o.Kinds) != 2 || sessiontest.LastOf(all, "audio_start").Type != "" {
 		t.Fatalf("want prompt, then offer before any audio: %v", sessiontest.Types(all))
 	}
 	c.Send(map[string]any{"type": "callback", "consent": true, "number": "+15550123"})
@@ -183,8 +184,8 @@ func TestOffersSyntheticRefused(t *testing.T) {
 		{"real callback", map[string]any{"type": "callback", "consent": true, "number": "+15550123"}, "callback", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			wire, after, svc := withOffers(t)
-			r := newRig(t, wire, after, func(c *session.Config, s *stub.Settings) {
+			fb, after, svc := withOffers(t)
+			r := newRig(t, fb, after, func(c *session.Config, s *stub.Settings) {
 				c.Session = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 5 * time.Second}
 			})
 			r.Admitted()

@@ -28,6 +28,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media/gateway/vonage"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/internal/pcmu"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 )
 
 // GatewayDialects are the WebSocket dialects a GatewayHandler serves, each
@@ -478,8 +479,8 @@ func (l *gatewayLine) played(utt string) bool {
 // a person took is not hung up: closing the socket lets the gateway's
 // next step (the dialplan after Dial or AudioSocket, the next verb)
 // transfer it.
-func (l *gatewayLine) hangup(status session.CloseStatus, reason string, transfer bool) {
-	if !transfer && l.conn.Capabilities().Hangup && (status == session.CloseNormal || status == session.CloseTryLater) {
+func (l *gatewayLine) hangup(status wire.CloseStatus, reason string, transfer bool) {
+	if !transfer && l.conn.Capabilities().Hangup && (status == wire.CloseNormal || status == wire.CloseTryLater) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		err := l.conn.Hangup(ctx)
 		cancel()

@@ -6,7 +6,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/media/gateway"
-	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 )
 
 // line is a phone media connection as a call sees it: what every gateway
@@ -47,7 +47,7 @@ type line interface {
 	// one, then the connection's close with status. transfer: a person
 	// took the call, which must go on at the gateway (its next step
 	// transfers it), so only the connection closes.
-	hangup(status session.CloseStatus, reason string, transfer bool)
+	hangup(status wire.CloseStatus, reason string, transfer bool)
 }
 
 // lineStart is what a stream's start says about the call.

@@ -14,6 +14,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -180,17 +181,17 @@ func (m *phoneMenu) reserve(kinds []prompt.Kind) []prompt.Kind {
 }
 
 // noteSent follows the call's messages that the menu depends on.
-func (t *phoneCall) noteSent(msg any) {
+func (t *phoneCall) noteSent(msg wire.Message) {
 	m := t.menu
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	switch v := msg.(type) {
-	case *session.SessionMsg:
+	case *wire.SessionMsg:
 		m.call = v.Session
 		m.admitted = m.admitted || v.Disposition == stages.Admitted
-	case *session.AudioStartMsg:
+	case *wire.AudioStartMsg:
 		m.replied = true
-	case *session.PromptMsg:
+	case *wire.PromptMsg:
 		// A callback the store failed to take is answered with this
 		// prompt alone (its audio is the Fallback's): the answer is over.
 		if m.state == menuAnswered && v.Reason == prompt.ReasonFailed && v.Stage == string(m.chosen) {
@@ -202,7 +203,7 @@ func (t *phoneCall) noteSent(msg any) {
 // offered opens the menu for an `offer` of the keys reserved for it: only
 // those the caller can use. With no usable key a refused call ends as it
 // would have without an offer.
-func (t *phoneCall) offered(o *session.OfferMsg) {
+func (t *phoneCall) offered(o *wire.OfferMsg) {
 	m := t.menu
 	m.mu.Lock()
 	if m.fb == nil || m.state != menuOffering || m.call == "" {
@@ -300,26 +301,26 @@ func (t *phoneCall) decline(why string) {
 // declines it. Keys at other times are ignored. A key stops the rest of
 // the menu: a clear, unless other audio (a reply the conversation went on
 // with) was queued after the menu, which a clear would cut as well.
-func (t *phoneCall) pressed(ctx context.Context, digit string) (session.ClientEvent, bool) {
+func (t *phoneCall) pressed(ctx context.Context, digit string) (wire.ClientEvent, bool) {
 	m := t.menu
 	m.mu.Lock()
 	if m.state != menuOpen {
 		m.mu.Unlock()
-		return session.ClientEvent{}, false
+		return wire.ClientEvent{}, false
 	}
-	var ev session.ClientEvent
+	var ev wire.ClientEvent
 	switch {
 	case digit == keyCallback && m.callback:
 		m.chosen = prompt.KindCallback
 		data, _ := json.Marshal(map[string]any{"type": "callback", "consent": true, "number": m.number})
-		ev = session.ClientEvent{Kind: session.EventOther, Type: string(prompt.KindCallback), Data: data}
+		ev = wire.ClientEvent{Kind: wire.EventOther, Type: string(prompt.KindCallback), Data: data}
 	case digit == keyHandoff && m.handoff:
 		m.chosen = prompt.KindHandoff
-		ev = session.ClientEvent{Kind: session.EventOther, Type: string(prompt.KindHandoff), Data: []byte(`{"type":"handoff"}`)}
+		ev = wire.ClientEvent{Kind: wire.EventOther, Type: string(prompt.KindHandoff), Data: []byte(`{"type":"handoff"}`)}
 	default:
 		m.mu.Unlock()
 		t.decline("other key")
-		return session.ClientEvent{}, false
+		return wire.ClientEvent{}, false
 	}
 	m.state = menuAnswered
 	if m.timer != nil {
@@ -346,7 +347,7 @@ func (t *phoneCall) pressed(ctx context.Context, digit string) (session.ClientEv
 // model as usual; in a refused call (no conversation) the menu is said
 // again once, and a second miss ends the call with the prompt that says
 // nothing was arranged (missed).
-func (t *phoneCall) spokenAnswer(ctx context.Context, transcript string) (session.ClientEvent, bool) {
+func (t *phoneCall) spokenAnswer(ctx context.Context, transcript string) (wire.ClientEvent, bool) {
 	kind := fallback.SpokenAnswer(transcript)
 	declines := fallback.Declines(transcript)
 	m := t.menu
@@ -360,12 +361,12 @@ func (t *phoneCall) spokenAnswer(ctx context.Context, transcript string) (sessio
 		t.log.Info(t.msg("spoken answer"), "kind", typeDecline)
 		t.say("offer-declined", prompt.Of(prompt.Outcome{Stage: prompt.StageOffer, Reason: prompt.ReasonDeclined}, nil).Text, nil, nil)
 		t.decline("said no thanks")
-		return session.ClientEvent{}, false
+		return wire.ClientEvent{}, false
 	case open && !offered && !admitted:
 		t.missed()
-		return session.ClientEvent{}, false
+		return wire.ClientEvent{}, false
 	case !offered:
-		return session.ClientEvent{}, false
+		return wire.ClientEvent{}, false
 	}
 	key := keyCallback
 	if kind == prompt.KindHandoff {
@@ -434,7 +435,7 @@ const maxMisses = 2
 // session refusal, so that the TwiML after <Connect> transfers the call.
 // A cancelled handoff was withdrawn here (the hold ended) or with the call,
 // and whoever withdrew it speaks.
-func (t *phoneCall) answered(f *session.FallbackMsg) {
+func (t *phoneCall) answered(f *wire.FallbackMsg) {
 	m := t.menu
 	m.mu.Lock()
 	if (m.state != menuAnswered && m.state != menuHolding) || string(m.chosen) != f.Type ||
@@ -469,7 +470,7 @@ func (t *phoneCall) answered(f *session.FallbackMsg) {
 		then = func(bool) {
 			t.bg.Go(func() {
 				t.log.Info(t.msg("handed to a person: closing for the transfer"))
-				t.Close(session.CloseTryLater, "transferred to a person")
+				t.Close(wire.CloseTryLater, "transferred to a person")
 			})
 		}
 	}
@@ -508,8 +509,8 @@ func (t *phoneCall) holdEnded() {
 // (the handoff queue could not be asked, say): nothing was established,
 // the caller hears so, and a refused call ends (a conversation goes on).
 // Errors about the stream itself are not the answer's.
-func (t *phoneCall) answerFailed(e *session.ErrorMsg) {
-	if (e.Code != session.CodeBadField && e.Code != session.CodeOutOfOrder) ||
+func (t *phoneCall) answerFailed(e *wire.ErrorMsg) {
+	if (e.Code != wire.CodeBadField && e.Code != wire.CodeOutOfOrder) ||
 		strings.HasPrefix(e.Message, t.start.protocol+":") || strings.HasPrefix(e.Message, "caller audio:") {
 		return
 	}
@@ -531,7 +532,7 @@ func (t *phoneCall) answerFailed(e *session.ErrorMsg) {
 // caller still holding for a person when a refused call ends (the offer
 // window ran out; the handoff is withdrawn with the call) hears that the
 // search stopped.
-func (t *phoneCall) menuClosing(status session.CloseStatus) {
+func (t *phoneCall) menuClosing(status wire.CloseStatus) {
 	m := t.menu
 	m.mu.Lock()
 	holding := m.state == menuHolding && !m.midcall
@@ -543,7 +544,7 @@ func (t *phoneCall) menuClosing(status session.CloseStatus) {
 	}
 	m.state = menuDone
 	m.mu.Unlock()
-	if holding && status == session.CloseTryLater {
+	if holding && status == wire.CloseTryLater {
 		p := prompt.For(prompt.StageHandoff, stages.Expired, nil)
 		t.log.Info(t.msg("handoff hold ended with the call"))
 		t.say("handoff-expired", p.Text, nil, nil)

@@ -22,6 +22,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -301,7 +302,7 @@ func TestSayAfterTheWritersUtterance(t *testing.T) {
 	barrier := make(chan struct{})
 	queued := make(chan bool, 1)
 	pc.say("callback-queued", text, barrier, func(ok bool) { queued <- ok })
-	if err := pc.Send(ctx, &session.AudioStartMsg{Type: "audio_start", Turn: "t1", Encoding: string(media.Mulaw), Rate: 8000}); err != nil {
+	if err := pc.Send(ctx, &wire.AudioStartMsg{Type: "audio_start", Turn: "t1", Encoding: string(media.Mulaw), Rate: 8000}); err != nil {
 		t.Fatal(err)
 	}
 	if err := pc.SendAudio(ctx, frame); err != nil {
@@ -317,7 +318,7 @@ func TestSayAfterTheWritersUtterance(t *testing.T) {
 		runtime.Gosched()
 		time.Sleep(time.Millisecond)
 	}
-	if err := pc.Send(ctx, &session.AudioEndMsg{Type: "audio_end", Turn: "t1"}); err != nil {
+	if err := pc.Send(ctx, &wire.AudioEndMsg{Type: "audio_end", Turn: "t1"}); err != nil {
 		t.Fatal(err)
 	}
 	if ok := <-queued; !ok {
@@ -329,6 +330,6 @@ func TestSayAfterTheWritersUtterance(t *testing.T) {
 	if end < 0 || say < 0 || say < end {
 		t.Fatalf("line order %v: want all of t1~2 and its end, then callback-queued~1", got)
 	}
-	pc.Close(session.CloseNormal, "")
+	pc.Close(wire.CloseNormal, "")
 	pc.wait()
 }

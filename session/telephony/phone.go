@@ -12,6 +12,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/internal/pcmu"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 )
 
 // phoneCall carries a Call over a line. Session events have no place on a
@@ -92,32 +93,32 @@ func (t *phoneCall) wait() {
 
 // Recv implements Transport. The first event is a hello declaring the
 // line's format, the format of both directions.
-func (t *phoneCall) Recv(ctx context.Context) (session.ClientEvent, error) {
+func (t *phoneCall) Recv(ctx context.Context) (wire.ClientEvent, error) {
 	if !t.hello {
 		t.hello = true
-		return session.ClientEvent{Kind: session.EventHello, Type: "hello", Audio: t.start.format}, nil
+		return wire.ClientEvent{Kind: wire.EventHello, Type: "hello", Audio: t.start.format}, nil
 	}
 	for {
 		ev, err := t.line.read(ctx)
 		if err != nil {
-			var pe *session.ProtocolError
+			var pe *wire.ProtocolError
 			if errors.As(err, &pe) {
-				return session.ClientEvent{}, err
+				return wire.ClientEvent{}, err
 			}
 			if t.handedOff.Load() { // the stream ends because a person took the call
-				return session.ClientEvent{}, fmt.Errorf("%w: %w", session.ErrTransferred, err)
+				return wire.ClientEvent{}, fmt.Errorf("%w: %w", session.ErrTransferred, err)
 			}
-			return session.ClientEvent{}, err
+			return wire.ClientEvent{}, err
 		}
 		switch ev.kind {
 		case lineMedia:
 			if t.handedOff.Load() {
 				continue // the call is a person's now
 			}
-			return session.ClientEvent{Kind: session.EventAudio, Type: "media", Data: ev.audio}, nil
+			return wire.ClientEvent{Kind: wire.EventAudio, Type: "media", Data: ev.audio}, nil
 		case lineStop:
 			t.log.Info(t.msg("stop"))
-			return session.ClientEvent{Kind: session.EventHangup, Type: "hangup"}, nil
+			return wire.ClientEvent{Kind: wire.EventHangup, Type: "hangup"}, nil
 		case lineDTMF:
 			digit := ev.digit
 			if len(digit) > 4 {
@@ -138,10 +139,10 @@ func (t *phoneCall) Recv(ctx context.Context) (session.ClientEvent, error) {
 }
 
 // Send implements Transport.
-func (t *phoneCall) Send(ctx context.Context, msg any) error {
+func (t *phoneCall) Send(ctx context.Context, msg wire.Message) error {
 	t.noteSent(msg)
 	switch m := msg.(type) {
-	case *session.AudioStartMsg:
+	case *wire.AudioStartMsg:
 		if t.handedOff.Load() {
 			return nil // no utterance: its audio and end are dropped
 		}
@@ -159,7 +160,7 @@ func (t *phoneCall) Send(ctx context.Context, msg any) error {
 		}
 		t.byTurn[m.Turn] = t.utt
 		t.mu.Unlock()
-	case *session.AudioEndMsg:
+	case *wire.AudioEndMsg:
 		defer t.releaseFloor() // once its end is on the line, or it failed
 		t.mu.Lock()
 		utt, conv := t.utt, t.conv
@@ -174,24 +175,24 @@ func (t *phoneCall) Send(ctx context.Context, msg any) error {
 			}
 		}
 		t.endUtterance(utt)
-	case *session.PromptMsg:
+	case *wire.PromptMsg:
 		t.log.Info(t.msg("prompt"), "stage", m.Stage, "reason", m.Reason, "text", m.Text)
 		if !t.speaks {
 			t.speak(m.Text)
 		}
-	case *session.InterruptedMsg:
+	case *wire.InterruptedMsg:
 		heard := int64(-1)
 		if m.Heard != nil {
 			heard = m.Heard.AudioMS
 		}
 		t.log.Info(t.msg("interrupted"), "generation", m.Generation, "cancelled", m.Cancelled, "heard_ms", heard)
-	case *session.SessionMsg:
+	case *wire.SessionMsg:
 		t.log.Info(t.msg("session"), "disposition", m.Disposition, "position", m.Position)
-	case *session.OfferMsg:
+	case *wire.OfferMsg:
 		t.offered(m)
-	case *session.FallbackMsg:
+	case *wire.FallbackMsg:
 		t.answered(m)
-	case *session.ErrorMsg:
+	case *wire.ErrorMsg:
 		t.log.Debug(t.msg("error"), "code", m.Code, "message", m.Message)
 		t.answerFailed(m)
 	default:
@@ -333,14 +334,14 @@ func (t *phoneCall) Interrupt(ctx context.Context, turn string) (time.Duration, 
 // keypad menu also closes a conversation this way when a person took the
 // call. Prompts asked for once Close began are not started: the rendering
 // Close waits for is all there will be.
-func (t *phoneCall) Close(status session.CloseStatus, reason string) {
+func (t *phoneCall) Close(status wire.CloseStatus, reason string) {
 	t.once.Do(func() {
 		close(t.stopped)
 		t.menuClosing(status)
 		t.mu.Lock()
 		t.closing = true
 		t.mu.Unlock()
-		if status == session.CloseTryLater {
+		if status == wire.CloseTryLater {
 			t.waitPlayed(5 * time.Second)
 		}
 		t.line.hangup(status, reason, t.handedOff.Load())

@@ -13,6 +13,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media/gateway"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
@@ -75,7 +76,7 @@ func (l *orderLine) played(utt string) bool {
 }
 func (l *orderLine) buffered() time.Duration { return 0 }
 func (l *orderLine) lead() time.Duration     { return 0 }
-func (l *orderLine) hangup(session.CloseStatus, string, bool) {
+func (l *orderLine) hangup(wire.CloseStatus, string, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var heard []string
@@ -148,7 +149,7 @@ func TestKeypadConfirmationEndedConcurrently(t *testing.T) {
 	closed := make(chan struct{})
 	go func() {
 		defer close(closed)
-		pc.Close(session.CloseTryLater, "try again later")
+		pc.Close(wire.CloseTryLater, "try again later")
 	}()
 	select {
 	case heard := <-l.hung:

@@ -16,6 +16,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media/sip"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/internal/pcmu"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 )
 
 // SIPHandler answers the calls of a media/sip server (frontdoor serve
@@ -256,7 +257,7 @@ func (l *sipLine) played(utt string) bool    { return l.track.Progress(utt).Done
 // hangup sends the BYE (bounded by media/sip: 5 s for its answer); a call
 // the caller ended is not hung up again. There is no transfer: the keypad
 // offers no handoff (sipCapabilities).
-func (l *sipLine) hangup(session.CloseStatus, string, bool) {
+func (l *sipLine) hangup(wire.CloseStatus, string, bool) {
 	_ = l.call.Hangup(context.Background())
 }
 

@@ -20,6 +20,7 @@ import (
 	mediartc "github.com/frontdoorhq/frontdoor/media/webrtc"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/internal/pcmu"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 )
 
 // rtcInbox bounds caller events waiting for the call's reader: 2.5 s of
@@ -127,7 +128,7 @@ func serve(s *session.Engine, rc Config, log *slog.Logger, w http.ResponseWriter
 }
 
 type rtcItem struct {
-	ev  session.ClientEvent
+	ev  wire.ClientEvent
 	err error
 }
 
@@ -173,7 +174,7 @@ func (t *rtcTransport) signals(ctx context.Context) {
 
 func (t *rtcTransport) signalError(ctx context.Context, err error) {
 	t.s.CountProtocolError("webrtc_signal")
-	b, _ := json.Marshal(&session.ErrorMsg{Type: "error", Code: session.CodeBadField, Message: err.Error()})
+	b, _ := json.Marshal(&wire.ErrorMsg{Type: "error", Code: wire.CodeBadField, Message: err.Error()})
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	_ = t.ws.Write(wctx, websocket.MessageText, b)
@@ -190,12 +191,12 @@ func (t *rtcTransport) push(it rtcItem) {
 // onAudio runs on pion's track reader: the packet goes to the call's reader
 // as µ-law, the format its hello declared.
 func (t *rtcTransport) onAudio(pcm []int16) {
-	t.push(rtcItem{ev: session.ClientEvent{Kind: session.EventAudio, Type: "audio", Data: g711.EncodeMulaw(nil, pcm)}})
+	t.push(rtcItem{ev: wire.ClientEvent{Kind: wire.EventAudio, Type: "audio", Data: g711.EncodeMulaw(nil, pcm)}})
 }
 
 func (t *rtcTransport) onEvent(data []byte) {
-	ev, err := session.DecodeText(data)
-	if err == nil && ev.Kind == session.EventHello {
+	ev, err := wire.DecodeText(data)
+	if err == nil && ev.Kind == wire.EventHello {
 		return // the format is the track's, declared by the transport
 	}
 	t.push(rtcItem{ev: ev, err: err})
@@ -214,26 +215,26 @@ func (t *rtcTransport) onState(st pion.PeerConnectionState) {
 
 // Recv implements session.Transport. The first event is a hello declaring 8 kHz
 // µ-law (PCMU) both ways.
-func (t *rtcTransport) Recv(ctx context.Context) (session.ClientEvent, error) {
+func (t *rtcTransport) Recv(ctx context.Context) (wire.ClientEvent, error) {
 	if !t.hello {
 		t.hello = true
-		return session.ClientEvent{Kind: session.EventHello, Type: "hello", Audio: media.Telephony}, nil
+		return wire.ClientEvent{Kind: wire.EventHello, Type: "hello", Audio: media.Telephony}, nil
 	}
 	select {
 	case it := <-t.in:
 		return it.ev, it.err
 	case <-t.gone:
-		return session.ClientEvent{}, errGone
+		return wire.ClientEvent{}, errGone
 	case <-ctx.Done():
-		return session.ClientEvent{}, ctx.Err()
+		return wire.ClientEvent{}, ctx.Err()
 	}
 }
 
 // Send implements session.Transport: every event goes on the data channel; audio
 // brackets also frame the track's utterances.
-func (t *rtcTransport) Send(ctx context.Context, msg any) error {
+func (t *rtcTransport) Send(ctx context.Context, msg wire.Message) error {
 	switch m := msg.(type) {
-	case *session.AudioStartMsg:
+	case *wire.AudioStartMsg:
 		conv, err := pcmu.NewConverter(m.Encoding, m.Rate)
 		if err != nil {
 			return err
@@ -244,7 +245,7 @@ func (t *rtcTransport) Send(ctx context.Context, msg any) error {
 		m2 := *m
 		m2.Encoding, m2.Rate = string(media.Mulaw), 8000 // what the track carries
 		msg = &m2
-	case *session.AudioEndMsg:
+	case *wire.AudioEndMsg:
 		t.mu.Lock()
 		conv := t.conv
 		t.conv = nil
@@ -310,9 +311,9 @@ func (t *rtcTransport) Interrupt(_ context.Context, turn string) (time.Duration,
 
 // Close implements session.Transport. A refused caller's prompt audio, if any, is
 // let play out (bounded) before the peer closes.
-func (t *rtcTransport) Close(status session.CloseStatus, reason string) {
+func (t *rtcTransport) Close(status wire.CloseStatus, reason string) {
 	t.once.Do(func() {
-		if status == session.CloseTryLater {
+		if status == wire.CloseTryLater {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			_ = pcmu.WaitBuffered(ctx, t.s.Clock(), t.peer.Buffered, 0)
 			cancel()

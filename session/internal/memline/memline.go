@@ -13,8 +13,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 )
 
 // ErrClosed is what Recv, Send and Say return once the line is closed.
@@ -25,38 +25,38 @@ var ErrClosed = errors.New("memline: closed")
 // call sends wait in an unbounded log until the caller reads them, so the
 // engine never blocks on a test that reads late.
 type Line struct {
-	in     chan session.ClientEvent
+	in     chan wire.ClientEvent
 	closed chan struct{}
 
 	mu     sync.Mutex
 	log    []sessiontest.Msg
 	read   int           // the caller's place in log
 	more   chan struct{} // closed and replaced when log grows or the line closes
-	status session.CloseStatus
+	status wire.CloseStatus
 	reason string
 	once   sync.Once
 }
 
 // New returns an open Line.
 func New() *Line {
-	return &Line{in: make(chan session.ClientEvent), closed: make(chan struct{}), more: make(chan struct{})}
+	return &Line{in: make(chan wire.ClientEvent), closed: make(chan struct{}), more: make(chan struct{})}
 }
 
 // Recv implements session.Transport: the caller's next event.
-func (l *Line) Recv(ctx context.Context) (session.ClientEvent, error) {
+func (l *Line) Recv(ctx context.Context) (wire.ClientEvent, error) {
 	select {
 	case ev := <-l.in:
 		return ev, nil
 	case <-l.closed:
-		return session.ClientEvent{}, ErrClosed
+		return wire.ClientEvent{}, ErrClosed
 	case <-ctx.Done():
-		return session.ClientEvent{}, ctx.Err()
+		return wire.ClientEvent{}, ctx.Err()
 	}
 }
 
 // Send implements session.Transport: msg is kept as the caller would read
 // its JSON.
-func (l *Line) Send(_ context.Context, msg any) error {
+func (l *Line) Send(_ context.Context, msg wire.Message) error {
 	b, err := json.Marshal(msg)
 	if err != nil {
 		return err
@@ -88,7 +88,7 @@ func (l *Line) add(m sessiontest.Msg) error {
 }
 
 // Close implements session.Transport.
-func (l *Line) Close(status session.CloseStatus, reason string) {
+func (l *Line) Close(status wire.CloseStatus, reason string) {
 	l.once.Do(func() {
 		l.mu.Lock()
 		l.status, l.reason = status, reason
@@ -100,7 +100,7 @@ func (l *Line) Close(status session.CloseStatus, reason string) {
 }
 
 // Closed reports whether the call closed the line, and with what.
-func (l *Line) Closed() (session.CloseStatus, string, bool) {
+func (l *Line) Closed() (wire.CloseStatus, string, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	select {
@@ -116,7 +116,7 @@ func (l *Line) Closed() (session.CloseStatus, string, bool) {
 // once the call has closed the line.
 func (l *Line) Say(t testing.TB, msg string) error {
 	t.Helper()
-	ev, err := session.DecodeText([]byte(msg))
+	ev, err := wire.DecodeText([]byte(msg))
 	if err != nil {
 		t.Fatalf("memline: %s: %v", msg, err)
 	}
