@@ -38,11 +38,11 @@ var (
 	_ callbackQueue = fleetCallbacks{}
 )
 
-func (s localCallbacks) room() bool { return s.cbq.room() && !s.cb.hasBacklog() }
+func (s localCallbacks) room() bool { return s.cbq.Room() && !s.cb.hasBacklog() }
 
-func (s localCallbacks) view() stages.View { return stages.ViewOf(s.cbq.c, s.clock) }
+func (s localCallbacks) view() stages.View { return stages.ViewOf(s.cbq.Controller(), s.clock) }
 
-func (s localCallbacks) snapshot() stages.Snapshot { return s.cbq.c.Snapshot(s.clock.Now()) }
+func (s localCallbacks) snapshot() stages.Snapshot { return s.cbq.Controller().Snapshot(s.clock.Now()) }
 
 // sweep and refresh: the stage's own timers expire callbacks and leases.
 func (localCallbacks) sweep(context.Context, time.Time)   {}

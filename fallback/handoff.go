@@ -78,7 +78,7 @@ func (h *Handoff) Position() (int, bool) {
 	return h.s.hos.position(st)
 }
 
-func (s localHandoffs) position(st *hstate) (int, bool) { return s.hq.position(st.job) }
+func (s localHandoffs) position(st *hstate) (int, bool) { return s.hq.Position(st.job) }
 
 // Cancel withdraws the handoff because the caller left. It resolves as
 // Cancelled unless it already resolved; an agent holding it is told.
@@ -91,7 +91,7 @@ func (s localHandoffs) cancel(h *Handoff) {
 	if st == nil {
 		return
 	}
-	s.hq.cancel(st.job, h.Ref)
+	s.hq.Cancel(st.job, h.Ref)
 	if st.agent != nil {
 		st.agent.send(agentMessage{Type: "resolved", Ref: h.Ref, Disposition: stages.Cancelled})
 	}
@@ -170,7 +170,7 @@ func (s localHandoffs) request(ctx context.Context, req HandoffRequest, ref stri
 	now := s.clock.Now()
 	h := &Handoff{Ref: ref, Call: req.Call, Turn: req.Turn, Summary: req.Summary, Born: now, s: s.Service, done: make(chan struct{})}
 	st := &hstate{h: h, job: jobID(h.Ref, 0)}
-	d, err := s.hq.offer(stages.Job{ID: st.job, Owner: h.Ref, Born: now})
+	d, err := s.hq.Offer(stages.Job{ID: st.job, Owner: h.Ref, Born: now})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -260,7 +260,7 @@ func (s *Service) claimHandoffLocked(a *agent, ref string) (*hstate, error) {
 		}
 		want = st.job
 	}
-	d, id, err := s.hq.claim(want)
+	d, id, err := s.hq.Claim(want)
 	if err != nil {
 		return nil, err
 	}
@@ -278,7 +278,7 @@ func (s *Service) claimHandoffLocked(a *agent, ref string) (*hstate, error) {
 	t, _, _ := strings.Cut(id, "/")
 	st := s.ho.byRef[t]
 	if st == nil || st.job != id { // cannot happen: every job has a state
-		s.hq.cancel(id, t)
+		s.hq.Cancel(id, t)
 		return nil, ErrHandoffUnknown
 	}
 	st.agent = a
@@ -296,7 +296,7 @@ func (s *Service) ackHandoffLocked(a *agent, ref string) error {
 	if st.agent != a {
 		return ErrHandoffNotYours
 	}
-	if _, err := s.hq.release(st.job, ref); err != nil {
+	if _, err := s.hq.Release(st.job, ref); err != nil {
 		return err
 	}
 	s.resolveLocked(st, HandoffOutcome{Disposition: stages.Completed, Agent: a.id})
@@ -310,11 +310,11 @@ func (s *Service) ackHandoffLocked(a *agent, ref string) error {
 // when too old, Overloaded or Closed otherwise): never both.
 func (s *Service) abandonLocked(st *hstate) {
 	ref := st.h.Ref
-	s.hq.cancel(st.job, ref)
+	s.hq.Cancel(st.job, ref)
 	st.agent = nil
 	st.attempt++
 	st.job = jobID(ref, st.attempt)
-	d, err := s.hq.offer(stages.Job{ID: st.job, Owner: ref, Born: st.h.Born})
+	d, err := s.hq.Offer(stages.Job{ID: st.job, Owner: ref, Born: st.h.Born})
 	switch {
 	case err == nil && d == stages.Queued:
 		s.ho.returned.Add(1)

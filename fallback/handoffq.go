@@ -46,11 +46,11 @@ var (
 	_ handoffQueue = fleetHandoffs{}
 )
 
-func (s localHandoffs) room() bool { return s.hq.room() }
+func (s localHandoffs) room() bool { return s.hq.Room() }
 
-func (s localHandoffs) view() stages.View { return stages.ViewOf(s.hq.c, s.clock) }
+func (s localHandoffs) view() stages.View { return stages.ViewOf(s.hq.Controller(), s.clock) }
 
-func (s localHandoffs) snapshot() stages.Snapshot { return s.hq.c.Snapshot(s.clock.Now()) }
+func (s localHandoffs) snapshot() stages.Snapshot { return s.hq.Controller().Snapshot(s.clock.Now()) }
 
 // The stage's own timer expires handoffs; nobody else decides them.
 func (localHandoffs) watch(context.Context) <-chan struct{} { return nil }

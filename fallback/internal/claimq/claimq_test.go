@@ -1,4 +1,4 @@
-package fallback
+package claimq
 
 import (
 	"testing"
@@ -13,12 +13,12 @@ import (
 // Redis (stages/redisstage).
 func TestClaimQueueConformance(t *testing.T) {
 	stagestest.RunClaimGate(t, func(t *testing.T, l stages.Limits, clock *stagestest.Clock) stages.ClaimGate {
-		q, err := newClaimQueue(l, clock)
+		q, err := New(l, clock)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var expired []string
-		q.onExpire = func(ids []string) { expired = append(expired, ids...) }
+		q.OnExpire = func(ids []string) { expired = append(expired, ids...) }
 		t.Cleanup(func() {
 			s := q.c.Snapshot(clock.Now())
 			if uint64(len(expired)) != s.Ledger.Expired {

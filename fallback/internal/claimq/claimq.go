@@ -1,4 +1,6 @@
-package fallback
+// Package claimq is one fallback queue as fallback.Service uses it in
+// process: a stages.ClaimGate adapted to the Service's locking.
+package claimq
 
 import (
 	"context"
@@ -8,7 +10,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
-// claimQueue is one fallback queue as the Service uses it: a
+// Queue is one fallback queue as the Service uses it: a
 // stages.ClaimGate (the in-process Dispatcher made ClaimOnly), whose take
 // is a human's claim and whose timer expires the head at its deadline, and
 // the Pending of each piece of work it holds. Admission, bounds, expiry and
@@ -21,15 +23,17 @@ import (
 // Expiry is learnt through the gate's OnResolve, outside its lock. Every
 // operation of this queue is made under the Service's lock for that queue
 // (cb.mu, ho.mu): ids that expire during one are collected and handed to
-// expiredLocked as it ends, by the caller that holds that lock; ids the
-// gate's timer expires otherwise go to onExpire, which takes the lock.
-type claimQueue struct {
-	c             *stages.Controller // the gate's, for views and draining
-	d             *stages.Dispatcher
-	g             stages.ClaimGate
-	clock         stages.Clock
-	onExpire      func(ids []string) // called without the Service's lock, from the gate's timer
-	expiredLocked func(ids []string) // called at the end of an operation, under it
+// ExpiredLocked as it ends, by the caller that holds that lock; ids the
+// gate's timer expires otherwise go to OnExpire, which takes the lock.
+// Set both before the first operation.
+type Queue struct {
+	OnExpire      func(ids []string) // called without the Service's lock, from the gate's timer
+	ExpiredLocked func(ids []string) // called at the end of an operation, under it
+
+	c     *stages.Controller // the gate's, for views and draining
+	d     *stages.Dispatcher
+	g     stages.ClaimGate
+	clock stages.Clock
 
 	mu      sync.Mutex
 	busy    int      // operations in progress
@@ -38,19 +42,20 @@ type claimQueue struct {
 	stopped bool
 }
 
-func newClaimQueue(l stages.Limits, clock stages.Clock) (*claimQueue, error) {
+// New returns an empty queue with limits l on clock.
+func New(l stages.Limits, clock stages.Clock) (*Queue, error) {
 	c, err := stages.New(l)
 	if err != nil {
 		return nil, err
 	}
-	q := &claimQueue{c: c, clock: clock, pending: map[string]stages.Pending{}}
+	q := &Queue{c: c, clock: clock, pending: map[string]stages.Pending{}}
 	q.d = stages.NewDispatcher(c, clock, stages.ClaimOnly(), stages.OnResolve(q.resolved))
 	q.g = stages.LocalClaimGate(q.d)
 	return q, nil
 }
 
 // resolved is the gate's OnResolve.
-func (q *claimQueue) resolved(id string, d stages.Disposition) {
+func (q *Queue) resolved(id string, d stages.Disposition) {
 	q.mu.Lock()
 	if d != stages.Admitted {
 		delete(q.pending, id)
@@ -65,32 +70,32 @@ func (q *claimQueue) resolved(id string, d stages.Disposition) {
 		return
 	}
 	q.mu.Unlock()
-	if q.onExpire != nil {
-		q.onExpire([]string{id})
+	if q.OnExpire != nil {
+		q.OnExpire([]string{id})
 	}
 }
 
 // begin and end bracket an operation; end hands what expired meanwhile to
-// expiredLocked.
-func (q *claimQueue) begin() {
+// ExpiredLocked.
+func (q *Queue) begin() {
 	q.mu.Lock()
 	q.busy++
 	q.mu.Unlock()
 }
 
-func (q *claimQueue) end() {
+func (q *Queue) end() {
 	q.mu.Lock()
 	q.busy--
 	out := q.expired
 	q.expired = nil
 	q.mu.Unlock()
-	if len(out) > 0 && q.expiredLocked != nil {
-		q.expiredLocked(out)
+	if len(out) > 0 && q.ExpiredLocked != nil {
+		q.ExpiredLocked(out)
 	}
 }
 
-// offer queues job; refused work leaves nothing behind.
-func (q *claimQueue) offer(job stages.Job) (stages.Disposition, error) {
+// Offer queues job; refused work leaves nothing behind.
+func (q *Queue) Offer(job stages.Job) (stages.Disposition, error) {
 	ctx := context.Background() // an in-process gate never waits
 	q.begin()
 	defer q.end()
@@ -117,14 +122,14 @@ func (q *claimQueue) offer(job stages.Job) (stages.Disposition, error) {
 	return d, err
 }
 
-// room reports whether an offer now would find a waiting place.
-func (q *claimQueue) room() bool {
+// Room reports whether an offer now would find a waiting place.
+func (q *Queue) Room() bool {
 	s := q.c.Snapshot(q.clock.Now())
 	return !s.Closed && s.Queued < s.Limits.Waiting
 }
 
-// position is id's place among waiting work, 1 next.
-func (q *claimQueue) position(id string) (int, bool) {
+// Position is id's place among waiting work, 1 next.
+func (q *Queue) Position(id string) (int, bool) {
 	q.mu.Lock()
 	p := q.pending[id]
 	q.mu.Unlock()
@@ -135,18 +140,18 @@ func (q *claimQueue) position(id string) (int, bool) {
 	return n, ok
 }
 
-// claim takes the head of the queue: (Admitted, id) with a lease, or Busy,
+// Claim takes the head of the queue: (Admitted, id) with a lease, or Busy,
 // Empty or Closed. With want set, it admits only if want is the head
 // (fairness: the longest waiting caller goes first) and otherwise returns
 // Queued to say want waits behind others.
-func (q *claimQueue) claim(want string) (stages.Disposition, string, error) {
+func (q *Queue) Claim(want string) (stages.Disposition, string, error) {
 	q.begin()
 	defer q.end()
 	return q.g.Claim(context.Background(), want)
 }
 
-// release returns id's lease. Work that is done with is forgotten.
-func (q *claimQueue) release(id, owner string) (stages.Disposition, error) {
+// Release returns id's lease. Work that is done with is forgotten.
+func (q *Queue) Release(id, owner string) (stages.Disposition, error) {
 	ctx := context.Background()
 	q.begin()
 	defer q.end()
@@ -158,11 +163,11 @@ func (q *claimQueue) release(id, owner string) (stages.Disposition, error) {
 	return d, err
 }
 
-// cancel withdraws id: queued work leaves the queue; active work is
+// Cancel withdraws id: queued work leaves the queue; active work is
 // cancelled and, since a human claim holds no backend to wait for, its
 // lease is released at once. It returns the state before cancellation
 // when that was terminal, else Cancelled.
-func (q *claimQueue) cancel(id, owner string) stages.Disposition {
+func (q *Queue) Cancel(id, owner string) stages.Disposition {
 	ctx := context.Background()
 	q.begin()
 	defer q.end()
@@ -187,10 +192,14 @@ func (q *claimQueue) cancel(id, owner string) stages.Disposition {
 	return d
 }
 
-// stop ends the gate's timer; nothing expires afterwards.
-func (q *claimQueue) stop() {
+// Stop ends the gate's timer; nothing expires afterwards.
+func (q *Queue) Stop() {
 	q.mu.Lock()
 	q.stopped = true
 	q.mu.Unlock()
 	q.g.Stop()
 }
+
+// Controller is the gate's controller, for views, snapshots and draining
+// (Close, Reopen); admission goes through the Queue.
+func (q *Queue) Controller() *stages.Controller { return q.c }
