@@ -127,7 +127,7 @@ func (s *Service) RequestCallback(ctx context.Context, req CallbackRequest) (Cal
 }
 
 // localCallbacks is the callback queue of one process: the callback stage
-// (a claim gate, claimq.go) over the CallbackStore, re-filled from the
+// (a claim gate, internal/claimq) over the CallbackStore, re-filled from the
 // store at start-up. Its methods are the Service's, serialized by cb.mu.
 type localCallbacks struct{ *Service }
 

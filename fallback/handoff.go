@@ -157,7 +157,7 @@ func (s *Service) RequestHandoff(ctx context.Context, req HandoffRequest) (*Hand
 }
 
 // localHandoffs is the handoff queue of one process: the handoff stage (a
-// claim gate, claimq.go) and the callers and agents connected here. Its
+// claim gate, internal/claimq) and the callers and agents connected here. Its
 // methods are the Service's, serialized by ho.mu.
 type localHandoffs struct{ *Service }
 

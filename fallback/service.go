@@ -50,7 +50,7 @@ type Service struct {
 
 	failures atomic.Uint64 // fallbacks that failed after being attempted
 
-	counter   BookingCounter // Config.Bookings: bookings.go
+	counter   BookingCounter // Config.Bookings: package booking
 	refusedMu sync.Mutex
 	refused   map[string]uint64 // bookings refused, by bound
 }
