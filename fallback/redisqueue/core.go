@@ -70,6 +70,17 @@ local function relist(k, from, to)
   end
 end
 
+-- overShare counts and reports an offer of ticket t refused because its
+-- tenant tn already has share tickets waiting (share 0: no share).
+local function overShare(t, tn, share)
+  if tn == '' or share <= 0 or redis.call('EXISTS', P .. 't:' .. t) == 1 then return false end
+  if tonumber(redis.call('HGET', P .. 'tw', tn) or '0') < share then return false end
+  count('offered')
+  count('refused_overloaded')
+  count('refused_overshare')
+  return true
+end
+
 -- enqueue appends ticket t as pending unless the waiting bound is reached.
 -- fields is a flat list of record field, value pairs. 1, or -4 when full,
 -- or -1 when the ticket exists.

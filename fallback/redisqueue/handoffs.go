@@ -109,15 +109,8 @@ func parseEntry(v any) (fallback.HandoffEntry, bool) {
 // ARGV[1] prefix, [2] ticket, [3] bound, [4] call, [5] turn, [6] summary,
 // [7] born, [8] ttl ms, [9] tenant, [10] the tenant's share (0: none).
 var enqueueHandoff = handoffScript(`
-local tn, share = ARGV[9], tonumber(ARGV[10])
-if tn ~= '' and share > 0 and redis.call('EXISTS', P .. 't:' .. ARGV[2]) == 0 and
-    tonumber(redis.call('HGET', P .. 'tw', tn) or '0') >= share then
-  count('offered')
-  count('refused_overloaded')
-  count('refused_overshare')
-  return {-4, false}
-end
-local r = enqueue(ARGV[2], tonumber(ARGV[3]), {'call', ARGV[4], 'turn', ARGV[5], 'summary', ARGV[6], 'born', ARGV[7], 'tenant', tn})
+if overShare(ARGV[2], ARGV[9], tonumber(ARGV[10])) then return {-4, false} end
+local r = enqueue(ARGV[2], tonumber(ARGV[3]), {'call', ARGV[4], 'turn', ARGV[5], 'summary', ARGV[6], 'born', ARGV[7], 'tenant', ARGV[9]})
 if r < 0 then return {r, false} end
 redis.call('ZADD', A, nowms() + tonumber(ARGV[8]), ARGV[2])
 changed()
