@@ -24,6 +24,8 @@ import (
 // the gate, and the timer that expires waiting work at its deadline. A
 // Pending learns of claims made through this gate; a claim made by another
 // replica is what fallback.Service learns by its poll.
+//
+// Its operations are serialized in this process, each one or two scripts.
 type ClaimGate struct {
 	q      gateQueue
 	clock  stages.Clock
@@ -67,6 +69,11 @@ func newClaimGate(q gateQueue, l stages.Limits, clock stages.Clock, holder strin
 	return &ClaimGate{q: q, clock: clock, limits: l, holder: holder, owners: map[string]*gateOwner{}, work: map[string]*gateWork{}}
 }
 
+// gateTimeout bounds the Redis round trip of an expiry timer, which has no
+// caller's context; a context deadline is on the wall clock, which the
+// network stack keeps.
+const gateTimeout = 2 * time.Second
+
 type gateOwner struct {
 	gen uint64
 	ids map[string]struct{}
@@ -81,7 +88,7 @@ type gateWork struct {
 	p         *gatePending
 }
 
-// Submit implements stages.Gate: the handoff joins the queue, unless its
+// Submit implements stages.Gate: the work joins the queue, unless its
 // owner has moved past its generation (Stale) or it is past its deadline
 // (Expired), the queue is full or its tenant holds its share (Overloaded).
 func (g *ClaimGate) Submit(ctx context.Context, job stages.Job) (stages.Pending, stages.Disposition, error) {
@@ -118,11 +125,14 @@ func (g *ClaimGate) Submit(ctx context.Context, job stages.Job) (stages.Pending,
 	return w.p, stages.Queued, nil
 }
 
-// expire ends waiting work at its deadline, in the queue and here.
+// expire ends waiting work at its deadline, in the queue and here. A
+// Redis round trip it waits for is bounded as the fleet's steps are.
 func (g *ClaimGate) expire(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), gateTimeout)
+	defer cancel()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.expireLocked(context.Background(), id)
+	g.expireLocked(ctx, id)
 }
 
 func (g *ClaimGate) expireLocked(ctx context.Context, id string) {
@@ -179,7 +189,9 @@ func (g *ClaimGate) Claim(ctx context.Context, want string) (stages.Disposition,
 		w.p.resolveLocked(stages.Admitted, now)
 	} else {
 		// Submitted by another replica: the claim is held here all the same.
-		g.work[id] = &gateWork{id: id, attempt: attempt, timer: noTimer{}, p: &gatePending{g: g, id: id, done: closed()}}
+		w := &gateWork{id: id, attempt: attempt, timer: noTimer{}, p: &gatePending{g: g, id: id, done: make(chan struct{})}}
+		w.p.resolveLocked(stages.Admitted, now)
+		g.work[id] = w
 	}
 	return stages.Admitted, id, nil
 }
@@ -332,11 +344,10 @@ func (p *gatePending) resolveLocked(d stages.Disposition, at time.Time) {
 // Done implements stages.Pending.
 func (p *gatePending) Done() <-chan struct{} { return p.done }
 
-// Result implements stages.Pending.
+// Result implements stages.Pending. d and at are written before done is
+// closed, and never after.
 func (p *gatePending) Result() (stages.Disposition, time.Time) {
 	<-p.done
-	p.g.mu.Lock()
-	defer p.g.mu.Unlock()
 	return p.d, p.at
 }
 
@@ -363,9 +374,3 @@ func (p *gatePending) Lost() <-chan struct{} { return nil }
 type noTimer struct{}
 
 func (noTimer) Stop() bool { return false }
-
-func closed() chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}
