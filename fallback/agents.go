@@ -86,7 +86,7 @@ func (s localHandoffs) list(context.Context) ([]handoffView, bool) {
 func (s *Service) listLocked() []handoffView {
 	now := s.clock.Now()
 	out := make([]handoffView, 0, len(s.ho.byRef))
-	waiting, _ := s.hq.g.Waiting(context.Background()) // in process: never fails
+	waiting, _ := s.hq.Gate().Waiting(context.Background()) // in process: never fails
 	for _, w := range waiting {
 		t := w.Owner
 		if st := s.ho.byRef[t]; st != nil {

@@ -128,7 +128,7 @@ func (s *Service) RequestCallback(ctx context.Context, req CallbackRequest) (Cal
 }
 
 // localCallbacks is the callback queue of one process: the callback stage
-// (a claim gate, claimq.go) over the CallbackStore, re-filled from the
+// (a claim gate, internal/claimq) over the CallbackStore, re-filled from the
 // store at start-up. Its methods are the Service's, serialized by cb.mu.
 type localCallbacks struct{ *Service }
 
@@ -147,7 +147,7 @@ func (s localCallbacks) request(ctx context.Context, req CallbackRequest, number
 	now := s.clock.Now()
 	ref := newRef("cb_")
 	id := jobID(ref, 0)
-	d, err := s.cbq.offer(stages.Job{ID: id, Owner: ref, Born: now})
+	d, err := s.cbq.Offer(stages.Job{ID: id, Owner: ref, Born: now})
 	if err != nil {
 		return s.notEstablished(req, err)
 	}
@@ -157,7 +157,7 @@ func (s localCallbacks) request(ctx context.Context, req CallbackRequest, number
 	}
 	got, created, err := s.store.Accept(ctx, Callback{Ref: ref, Call: req.Call, Turn: req.Turn, Number: number, Accepted: now})
 	if err != nil || !created {
-		s.cbq.cancel(id, ref)
+		s.cbq.Cancel(id, ref)
 		if errors.Is(err, ErrQueueFull) { // the store's own (fleet-wide) bound
 			s.log.Info("callback refused", "call", req.Call, "turn", req.Turn, "disposition", stages.Overloaded, "bound", "store")
 			return CallbackResult{Disposition: stages.Overloaded}, nil
@@ -210,13 +210,13 @@ func (s *Service) restore(ctx context.Context) error {
 		now := s.clock.Now()
 		if c.LeaseUntil.After(now) {
 			id := jobID(c.Ref, c.Attempt)
-			if d, _ := s.cbq.offer(stages.Job{ID: id, Owner: c.Ref, Born: c.Accepted}); d == stages.Queued {
-				if d, got, _ := s.cbq.claim(id); d == stages.Admitted && got == id {
+			if d, _ := s.cbq.Offer(stages.Job{ID: id, Owner: c.Ref, Born: c.Accepted}); d == stages.Queued {
+				if d, got, _ := s.cbq.Claim(id); d == stages.Admitted && got == id {
 					s.cb.jobs[c.Ref] = id
 					s.armLeaseLocked(c.Ref, c.Attempt, c.LeaseUntil.Sub(now))
 					continue
 				}
-				s.cbq.cancel(id, c.Ref)
+				s.cbq.Cancel(id, c.Ref)
 			}
 		}
 		if err := s.store.Return(ctx, c.Ref, c.Attempt, now); err != nil && !errors.Is(err, ErrLeaseLost) {
@@ -244,12 +244,12 @@ func (s *Service) refillLocked(ctx context.Context) {
 		if _, ok := s.cb.jobs[c.Ref]; ok {
 			continue
 		}
-		if !s.cbq.room() {
+		if !s.cbq.Room() {
 			s.cb.backlog = true
 			return
 		}
 		id := jobID(c.Ref, c.Attempt)
-		d, err := s.cbq.offer(stages.Job{ID: id, Owner: c.Ref, Born: c.Accepted})
+		d, err := s.cbq.Offer(stages.Job{ID: id, Owner: c.Ref, Born: c.Accepted})
 		switch {
 		case err != nil:
 			s.log.Error("callback refill", "ticket", c.Ref, "err", err)

@@ -38,11 +38,11 @@ var (
 	_ callbackQueue = fleetCallbacks{}
 )
 
-func (s localCallbacks) room() bool { return s.cbq.room() && !s.cb.hasBacklog() }
+func (s localCallbacks) room() bool { return s.cbq.Room() && !s.cb.hasBacklog() }
 
-func (s localCallbacks) view() stages.View { return s.cbq.g }
+func (s localCallbacks) view() stages.View { return s.cbq.Gate() }
 
-func (s localCallbacks) snapshot() stages.Snapshot { return s.cbq.snapshot() }
+func (s localCallbacks) snapshot() stages.Snapshot { return s.cbq.Snapshot() }
 
 // sweep and refresh: the stage's own timers expire callbacks and leases.
 func (localCallbacks) sweep(context.Context, time.Time)   {}

@@ -30,9 +30,18 @@
 // fleetCallbacks; handoffQueue: localHandoffs or fleetHandoffs), and asks
 // it without knowing which.
 //
-// The caller-facing sentences are package fallback/prompt's table, keyed by stage,
-// reason and whether the stage's backend had started; docs/PROMPTS.md is
-// generated from it. PromptAudio renders those sentences once, outside the
-// synthesis stage, and serves them from a cache so that a prompt is heard
-// even while synthesis is the overloaded stage.
+// The caller-facing sentences are package fallback/prompt's table, keyed by
+// stage, reason and whether the stage's backend had started; docs/PROMPTS.md
+// is generated from it. PromptAudio renders those sentences once, outside the
+// synthesis stage, and serves them from a cache (fallback/promptaudio) so
+// that a prompt is heard even while synthesis is the overloaded stage.
+//
+// What the Service is built from has a package of its own, each below it:
+// the durable record of callbacks and its SQLite store (callbackstore), the
+// booking caps and their in-process counter (booking), prompt audio
+// (promptaudio), and the in-process claim gate adapted to the Service's
+// locks (internal/claimq). What is built on it has one too: the operators'
+// HTTP API (callbackapi) and the fleet's Redis queues (redisqueue). The
+// names of the record, the caps and prompt audio are kept here as aliases,
+// so that a caller of the Service names one package.
 package fallback

@@ -74,6 +74,9 @@ type HandoffEntry struct {
 	Agent string
 	// Attempt counts claims; it fences a claim that was taken over.
 	Attempt int
+	// Tenant, when known, is whose share of the queue the handoff uses
+	// while it waits (enforced where the queue is given a share).
+	Tenant string
 }
 
 // HandoffQueue is the handoff queue shared by every process of a fleet

@@ -27,7 +27,7 @@ func (s fleetHandoffs) request(ctx context.Context, req HandoffRequest, ref stri
 	}
 	now := s.clock.Now()
 	qctx, cancel := context.WithTimeout(ctx, fleetTimeout)
-	e, d, err := s.hfq.Enqueue(qctx, HandoffEntry{Ref: ref, Call: req.Call, Turn: req.Turn, Summary: req.Summary, Born: now})
+	e, d, err := s.hfq.Enqueue(qctx, HandoffEntry{Ref: ref, Call: req.Call, Turn: req.Turn, Summary: req.Summary, Born: now, Tenant: req.Tenant})
 	cancel()
 	if err != nil {
 		// Fail closed: never a handoff nobody can see.

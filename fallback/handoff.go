@@ -79,7 +79,7 @@ func (h *Handoff) Position() (int, bool) {
 	return h.s.hos.position(st)
 }
 
-func (s localHandoffs) position(st *hstate) (int, bool) { return s.hq.position(st.job) }
+func (s localHandoffs) position(st *hstate) (int, bool) { return s.hq.Position(st.job) }
 
 // Cancel withdraws the handoff because the caller left. It resolves as
 // Cancelled unless it already resolved; an agent holding it is told.
@@ -92,7 +92,7 @@ func (s localHandoffs) cancel(h *Handoff) {
 	if st == nil {
 		return
 	}
-	s.hq.cancel(st.job, h.Ref)
+	s.hq.Cancel(st.job, h.Ref)
 	if st.agent != nil {
 		st.agent.send(agentMessage{Type: "resolved", Ref: h.Ref, Disposition: stages.Cancelled})
 	}
@@ -158,7 +158,7 @@ func (s *Service) RequestHandoff(ctx context.Context, req HandoffRequest) (*Hand
 }
 
 // localHandoffs is the handoff queue of one process: the handoff stage (a
-// claim gate, claimq.go) and the callers and agents connected here. Its
+// claim gate, internal/claimq) and the callers and agents connected here. Its
 // methods are the Service's, serialized by ho.mu.
 type localHandoffs struct{ *Service }
 
@@ -171,7 +171,7 @@ func (s localHandoffs) request(ctx context.Context, req HandoffRequest, ref stri
 	now := s.clock.Now()
 	h := &Handoff{Ref: ref, Call: req.Call, Turn: req.Turn, Summary: req.Summary, Born: now, s: s.Service, done: make(chan struct{})}
 	st := &hstate{h: h, job: jobID(h.Ref, 0)}
-	d, err := s.hq.offer(stages.Job{ID: st.job, Owner: h.Ref, Born: now})
+	d, err := s.hq.Offer(stages.Job{ID: st.job, Owner: h.Ref, Born: now})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -261,7 +261,7 @@ func (s *Service) claimHandoffLocked(a *agent, ref string) (*hstate, error) {
 		}
 		want = st.job
 	}
-	d, id, err := s.hq.claim(want)
+	d, id, err := s.hq.Claim(want)
 	if err != nil {
 		return nil, err
 	}
@@ -279,7 +279,7 @@ func (s *Service) claimHandoffLocked(a *agent, ref string) (*hstate, error) {
 	t, _, _ := strings.Cut(id, "/")
 	st := s.ho.byRef[t]
 	if st == nil || st.job != id { // cannot happen: every job has a state
-		s.hq.cancel(id, t)
+		s.hq.Cancel(id, t)
 		return nil, ErrHandoffUnknown
 	}
 	st.agent = a
@@ -297,7 +297,7 @@ func (s *Service) ackHandoffLocked(a *agent, ref string) error {
 	if st.agent != a {
 		return ErrHandoffNotYours
 	}
-	if _, err := s.hq.release(st.job, ref); err != nil {
+	if _, err := s.hq.Release(st.job, ref); err != nil {
 		return err
 	}
 	s.resolveLocked(st, HandoffOutcome{Disposition: stages.Completed, Agent: a.id})
@@ -311,11 +311,11 @@ func (s *Service) ackHandoffLocked(a *agent, ref string) error {
 // when too old, Overloaded or Closed otherwise): never both.
 func (s *Service) abandonLocked(st *hstate) {
 	ref := st.h.Ref
-	s.hq.cancel(st.job, ref)
+	s.hq.Cancel(st.job, ref)
 	st.agent = nil
 	st.attempt++
 	st.job = jobID(ref, st.attempt)
-	d, err := s.hq.offer(stages.Job{ID: st.job, Owner: ref, Born: st.h.Born})
+	d, err := s.hq.Offer(stages.Job{ID: st.job, Owner: ref, Born: st.h.Born})
 	switch {
 	case err == nil && d == stages.Queued:
 		s.ho.returned.Add(1)

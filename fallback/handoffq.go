@@ -46,11 +46,11 @@ var (
 	_ handoffQueue = fleetHandoffs{}
 )
 
-func (s localHandoffs) room() bool { return s.hq.room() }
+func (s localHandoffs) room() bool { return s.hq.Room() }
 
-func (s localHandoffs) view() stages.View { return s.hq.g }
+func (s localHandoffs) view() stages.View { return s.hq.Gate() }
 
-func (s localHandoffs) snapshot() stages.Snapshot { return s.hq.snapshot() }
+func (s localHandoffs) snapshot() stages.Snapshot { return s.hq.Snapshot() }
 
 // The stage's own timer expires handoffs; nobody else decides them.
 func (localHandoffs) watch(context.Context) <-chan struct{} { return nil }

@@ -34,7 +34,7 @@ func (s localCallbacks) claim(ctx context.Context, operator string) (Callback, e
 	defer s.cb.mu.Unlock()
 	defer s.refillLocked(ctx)
 	for {
-		d, id, err := s.cbq.claim("")
+		d, id, err := s.cbq.Claim("")
 		if err != nil {
 			return Callback{}, err
 		}
@@ -52,7 +52,7 @@ func (s localCallbacks) claim(ctx context.Context, operator string) (Callback, e
 			// Claimed or finished by another process on the same file,
 			// or the store failed: drop it from the stage; a pending row
 			// comes back by refill.
-			s.cbq.cancel(id, ref)
+			s.cbq.Cancel(id, ref)
 			delete(s.cb.jobs, ref)
 			s.cb.backlog = true
 			if errors.Is(err, ErrNotLive) || errors.Is(err, ErrNotFound) {
@@ -89,10 +89,10 @@ func (s localCallbacks) finish(ctx context.Context, ref string, attempt int, to 
 		delete(s.cb.leases, ref)
 	}
 	if id, ok := s.cb.jobs[ref]; ok {
-		if st, _ := s.cbq.g.State(id); st == stages.Active {
-			s.cbq.release(id, ref)
+		if st, _ := s.cbq.Gate().State(id); st == stages.Active {
+			s.cbq.Release(id, ref)
 		} else {
-			s.cbq.cancel(id, ref)
+			s.cbq.Cancel(id, ref)
 		}
 		delete(s.cb.jobs, ref)
 	}
@@ -133,7 +133,7 @@ func (s *Service) leaseExpired(ref string, attempt int) {
 	}
 	s.cb.leasesReturned.Add(1)
 	if id, ok := s.cb.jobs[ref]; ok {
-		s.cbq.cancel(id, ref)
+		s.cbq.Cancel(id, ref)
 		delete(s.cb.jobs, ref)
 	}
 	c, err := s.store.Get(s.ctx, ref)
@@ -143,7 +143,7 @@ func (s *Service) leaseExpired(ref string, attempt int) {
 		return
 	}
 	id := jobID(ref, c.Attempt)
-	d, err := s.cbq.offer(stages.Job{ID: id, Owner: ref, Born: c.Accepted})
+	d, err := s.cbq.Offer(stages.Job{ID: id, Owner: ref, Born: c.Accepted})
 	switch {
 	case err == nil && d == stages.Queued:
 		s.cb.jobs[ref] = id
@@ -154,4 +154,10 @@ func (s *Service) leaseExpired(ref string, attempt int) {
 		s.cb.backlog = true
 		s.log.Warn("callback claim lease ran out; waiting for room in the queue", "ticket", ref, "disposition", d, "err", err)
 	}
+}
+
+// RedactedCallback is c with its number redacted, for lists and logs.
+func RedactedCallback(c Callback) Callback {
+	c.Number = Redact(c.Number)
+	return c
 }

@@ -10,10 +10,12 @@ import (
 	"sync"
 	"sync/atomic"
 
-	lru "github.com/hashicorp/golang-lru/v2"
-
+	"github.com/frontdoorhq/frontdoor/fallback/booking"
+	"github.com/frontdoorhq/frontdoor/fallback/internal/claimq"
 	"github.com/frontdoorhq/frontdoor/fallback/prompt"
+	"github.com/frontdoorhq/frontdoor/fallback/promptaudio"
 	"github.com/frontdoorhq/frontdoor/media/clock"
+
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -28,10 +30,10 @@ type Service struct {
 	own   bool // the store was opened by New and is closed by Close
 
 	cbs callbackQueue // localCallbacks, or fleetCallbacks over cq
-	cbq *claimQueue   // localCallbacks' stage
+	cbq *claimq.Queue // localCallbacks' stage
 	cb  callbacks     // localCallbacks' state
 	hos handoffQueue  // localHandoffs, or fleetHandoffs over hfq
-	hq  *claimQueue   // localHandoffs' stage
+	hq  *claimq.Queue // localHandoffs' stage
 	ho  handoffs      // the callers and agents of this process
 
 	// Fleet mode: the queues are shared by every process and bound
@@ -40,12 +42,7 @@ type Service struct {
 	hfq   HandoffQueue
 	fleet fleetState
 
-	synth Synthesizer
-	audio *lru.Cache[string, Audio]
-
-	renderMu     sync.Mutex
-	rendering    map[string]*renderFlight
-	renderClosed bool
+	prompts *promptaudio.Cache
 
 	ctx    context.Context // ends at Close; owns background work
 	cancel context.CancelFunc
@@ -54,7 +51,7 @@ type Service struct {
 
 	failures atomic.Uint64 // fallbacks that failed after being attempted
 
-	counter   BookingCounter // Config.Bookings: bookings.go
+	counter   BookingCounter // Config.Bookings: package booking
 	refusedMu sync.Mutex
 	refused   map[string]uint64 // bookings refused, by bound
 }
@@ -71,9 +68,6 @@ func WithStore(st CallbackStore) Option { return func(s *Service) { s.store = st
 // claims every caller's handoff.
 func WithHandoffQueue(q HandoffQueue) Option { return func(s *Service) { s.hfq = q } }
 
-// PromptCacheSize is the number of rendered prompts kept by PromptAudio.
-const PromptCacheSize = 512
-
 // New opens the callback store, re-fills the callback stage from it, and
 // starts rendering every fixed prompt in the background with synth (which
 // may be nil: PromptAudio then reports ErrNoSynthesizer). log may be nil.
@@ -85,22 +79,19 @@ func New(ctx context.Context, cfg Config, synth Synthesizer, log *slog.Logger, o
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Service{cfg: cfg, log: log.With("component", "fallback"), clock: cfg.Clock, synth: synth, rendering: map[string]*renderFlight{}}
+	s := &Service{cfg: cfg, log: log.With("component", "fallback"), clock: cfg.Clock}
 	if s.clock == nil {
 		s.clock = clock.System
 	}
-	s.counter, s.refused = newBookings(cfg.Bookings, s.clock), map[string]uint64{}
+	s.counter, s.refused = booking.NewCounter(cfg.Bookings, s.clock), map[string]uint64{}
 	for _, o := range opts {
 		o(s)
 	}
 	var err error
-	if s.cbq, err = newClaimQueue(cfg.CallbackLimits(), s.clock); err != nil {
+	if s.cbq, err = claimq.New(cfg.CallbackLimits(), s.clock); err != nil {
 		return nil, err
 	}
-	if s.hq, err = newClaimQueue(cfg.HandoffLimits(), s.clock); err != nil {
-		return nil, err
-	}
-	if s.audio, err = lru.New[string, Audio](PromptCacheSize); err != nil {
+	if s.hq, err = claimq.New(cfg.HandoffLimits(), s.clock); err != nil {
 		return nil, err
 	}
 	if s.store == nil {
@@ -114,12 +105,13 @@ func New(ctx context.Context, cfg Config, synth Synthesizer, log *slog.Logger, o
 		s.store, s.own = st, true
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.prompts = promptaudio.New(synth, s.log)
 	s.cb.init()
 	s.ho.init()
-	s.cbq.onExpire = s.callbacksExpired
-	s.cbq.expiredLocked = s.expireCallbacksLocked
-	s.hq.onExpire = s.handoffsExpired
-	s.hq.expiredLocked = s.handoffsExpiredLocked
+	s.cbq.OnExpire = s.callbacksExpired
+	s.cbq.ExpiredLocked = s.expireCallbacksLocked
+	s.hq.OnExpire = s.handoffsExpired
+	s.hq.ExpiredLocked = s.handoffsExpiredLocked
 	s.cbs, s.hos = localCallbacks{s}, localHandoffs{s}
 	if s.hfq != nil {
 		s.hos = fleetHandoffs{s}
@@ -134,13 +126,6 @@ func New(ctx context.Context, cfg Config, synth Synthesizer, log *slog.Logger, o
 	if s.cq != nil || s.hfq != nil {
 		s.startFleet()
 	}
-	if synth != nil {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.warm(s.ctx)
-		}()
-	}
 	return s, nil
 }
 
@@ -151,14 +136,12 @@ func (s *Service) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
-	s.cbq.g.Close()
-	s.hq.g.Close()
+	s.cbq.Gate().Close()
+	s.hq.Gate().Close()
 	s.cancel()
-	s.renderMu.Lock()
-	s.renderClosed = true
-	s.renderMu.Unlock()
-	s.cbq.stop()
-	s.hq.stop()
+	s.prompts.Close()
+	s.cbq.Stop()
+	s.hq.Stop()
 	s.cb.stopTimers()
 	s.ho.closeAgents()
 	s.hos.close()
@@ -167,7 +150,7 @@ func (s *Service) Close() error {
 		if st.agent != nil {
 			st.agent.send(agentMessage{Type: "resolved", Ref: st.h.Ref, Disposition: stages.Closed})
 		}
-		s.hq.cancel(st.job, st.h.Ref)
+		s.hq.Cancel(st.job, st.h.Ref)
 		s.resolveLocked(st, HandoffOutcome{Disposition: stages.Closed})
 	}
 	s.ho.mu.Unlock()
@@ -178,13 +161,13 @@ func (s *Service) Close() error {
 	return nil
 }
 
-// CallbackStage returns the callback stage's in-process gate, for
-// /v1/stages and metrics. Use it only to observe (Snapshot, Waiting) and to
-// Close or Reopen admission when draining.
-func (s *Service) CallbackStage() *stages.Local { return s.cbq.g }
+// CallbackStage returns the callback stage's controller, for /v1/stages
+// and metrics. Use it only to observe (Snapshot, Waiting) and to Close or
+// Reopen admission when draining.
+func (s *Service) CallbackStage() *stages.Local { return s.cbq.Gate() }
 
-// HandoffStage returns the handoff stage's in-process gate, as CallbackStage.
-func (s *Service) HandoffStage() *stages.Local { return s.hq.g }
+// HandoffStage returns the handoff stage's controller, as CallbackStage.
+func (s *Service) HandoffStage() *stages.Local { return s.hq.Gate() }
 
 // Clock returns the clock of the service's stages and timers.
 func (s *Service) Clock() clock.Clock { return s.clock }

@@ -2,89 +2,42 @@ package fallback
 
 import (
 	"context"
-	"errors"
-	"time"
+
+	"github.com/frontdoorhq/frontdoor/fallback/callbackstore"
 )
 
-// Status is the state of a stored callback.
-type Status string
+// The callback record and its store are package fallback/callbackstore's.
+// Their names are kept here as aliases, as os keeps fs.FileMode, so that a
+// caller of the Service names one package.
+type (
+	Status        = callbackstore.Status
+	Callback      = callbackstore.Callback
+	CallbackStore = callbackstore.Store
+	SQLiteStore   = callbackstore.SQLite
+)
 
-// Callback states. Pending and Claimed are live; the rest are terminal.
+// Callback states (callbackstore's).
 const (
-	StatusPending   Status = "pending"   // accepted, waiting for an operator
-	StatusClaimed   Status = "claimed"   // an operator holds a lease on it
-	StatusCompleted Status = "completed" // the operator called back
-	StatusFailed    Status = "failed"    // the operator tried and gave up
-	StatusExpired   Status = "expired"   // nobody claimed it within -callback-max-wait
+	StatusPending   = callbackstore.StatusPending
+	StatusClaimed   = callbackstore.StatusClaimed
+	StatusCompleted = callbackstore.StatusCompleted
+	StatusFailed    = callbackstore.StatusFailed
+	StatusExpired   = callbackstore.StatusExpired
 )
 
-// Live reports whether s is pending or claimed.
-func (s Status) Live() bool { return s == StatusPending || s == StatusClaimed }
+// DatabaseFile is the callback database's name inside the data directory.
+const DatabaseFile = callbackstore.DatabaseFile
 
-// Callback is one durable callback request.
-type Callback struct {
-	// Ref is the callback's reference, which the caller is told and an
-	// operator quotes: "ticket" on the wire and in the store, for the
-	// clients that read it, but no admission ticket (stages.Ticket).
-	Ref      string    `json:"ticket"`
-	Call     string    `json:"call"`
-	Turn     string    `json:"turn"`
-	Number   string    `json:"number"` // E.164; redact before logging (Redact)
-	Status   Status    `json:"status"`
-	Accepted time.Time `json:"accepted"` // when the store accepted it; its age counts from here
-	// Attempt counts claims. It is the fencing token of the current claim:
-	// Complete and Fail with an older attempt are refused (ErrLeaseLost).
-	Attempt    int       `json:"attempt"`
-	Operator   string    `json:"operator,omitempty"`
-	LeaseUntil time.Time `json:"lease_until,omitzero"`
-	Updated    time.Time `json:"updated"`
-	Note       string    `json:"note,omitempty"` // completion note or failure reason
-}
-
-// Store errors. Implementations wrap them so callers can use errors.Is.
+// Store errors (callbackstore's).
 var (
-	ErrNotFound  = errors.New("fallback: no such callback")
-	ErrNotLive   = errors.New("fallback: callback is not in the required state")
-	ErrLeaseLost = errors.New("fallback: claim superseded (lease expired or attempt mismatch)")
-	// ErrQueueFull is Accept's refusal by a store that bounds pending
-	// callbacks itself (fleet-wide, such as redisqueue.CallbackStore.Bound):
-	// the caller is told Overloaded, as by a full callback stage.
-	ErrQueueFull = errors.New("fallback: callback queue full")
+	ErrNotFound  = callbackstore.ErrNotFound
+	ErrNotLive   = callbackstore.ErrNotLive
+	ErrLeaseLost = callbackstore.ErrLeaseLost
+	ErrQueueFull = callbackstore.ErrQueueFull
 )
 
-// CallbackStore is the durable record of callbacks. Every method that
-// returns nil has made its change durable: Accept returning nil is what
-// lets the caller hear that a callback is booked. Implementations must be
-// safe for concurrent use. The SQLite store (OpenSQLite) is the default.
-//
-// With a plain store the callback stage's bound is the Service's
-// stages.Controller, re-filled from the store at start-up: a bound per
-// process. A store shared by a fleet is also the queue (CallbackQueue,
-// such as redisqueue.CallbackStore) and bounds the fleet's callbacks
-// itself: its Accept refuses with ErrQueueFull.
-type CallbackStore interface {
-	// Accept records c as pending unless a callback for (c.Call, c.Turn)
-	// exists; it returns the stored callback and whether it was created.
-	Accept(ctx context.Context, c Callback) (Callback, bool, error)
-	// Find returns the callback for (call, turn), if there is one.
-	Find(ctx context.Context, call, turn string) (Callback, bool, error)
-	// Get returns the callback with ref.
-	Get(ctx context.Context, ref string) (Callback, error)
-	// List returns callbacks with one of statuses (all when empty), oldest
-	// accepted first, at most limit of them (no limit when <= 0).
-	List(ctx context.Context, limit int, statuses ...Status) ([]Callback, error)
-	// Claim moves a pending callback to claimed by operator until the
-	// lease ends, and increments its Attempt. ErrNotLive if not pending.
-	Claim(ctx context.Context, ref, operator string, now, until time.Time) (Callback, error)
-	// Return moves a claimed callback back to pending if attempt is still
-	// its current attempt (a lease that ran out). ErrLeaseLost otherwise.
-	Return(ctx context.Context, ref string, attempt int, now time.Time) error
-	// Finish moves a claimed callback to StatusCompleted or StatusFailed
-	// with note. attempt 0 skips the fencing check (operator override);
-	// otherwise it must be the current attempt (ErrLeaseLost).
-	Finish(ctx context.Context, ref string, attempt int, to Status, note string, now time.Time) (Callback, error)
-	// Expire moves a pending callback to expired.
-	Expire(ctx context.Context, ref string, now time.Time) error
-	// Close releases the store.
-	Close() error
+// OpenSQLite opens (creating if needed) the callback database in dir: the
+// default CallbackStore (callbackstore.OpenSQLite).
+func OpenSQLite(ctx context.Context, dir string) (*SQLiteStore, error) {
+	return callbackstore.OpenSQLite(ctx, dir)
 }

@@ -28,6 +28,9 @@ type (
 	Snapshot = admit.Snapshot
 	// Ledger counts every piece of work a stage has seen, by outcome.
 	Ledger = admit.Ledger
+	// Waiter is one piece of queued work as Gate.Waiting lists it; a
+	// gate built outside stages (fallback/redisqueue) names it to implement Gate.
+	Waiter = admit.Waiter
 	// Job is one unit of work offered to a stage.
 	Job = admit.Job
 	// Limits bound a stage; Limits.Validate checks them.
@@ -79,6 +82,9 @@ var (
 	// ErrFenced: a lease was lost and may be someone else's; its stale
 	// holder may neither release nor renew it.
 	ErrFenced = admit.ErrFenced
+	// ErrUnavailable: the store could not decide (Redis down or slow);
+	// the server refuses the work closed, never stale.
+	ErrUnavailable = admit.ErrUnavailable
 )
 
 // NewGate returns the in-process gate of one stage: a controller with

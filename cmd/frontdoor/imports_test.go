@@ -30,6 +30,13 @@ var importRules = []struct {
 	// own, adapted at the composition root; nothing under session.
 	{from: "fallback", forbidden: []string{"session", "web", "cmd"}},
 	{from: "fallback/prompt", forbidden: []string{"fallback", "session", "media", "web", "cmd"}, allow: []string{"fallback/prompt"}},
+	// What the Service is built from sits below it: the callback record,
+	// the booking caps, prompt audio and the claim queue import no other
+	// part of fallback (but the prompt table).
+	{from: "fallback/callbackstore", forbidden: []string{"stages", "fallback", "session", "media", "web", "cmd"}, allow: []string{"fallback/callbackstore"}},
+	{from: "fallback/booking", forbidden: []string{"fallback", "session", "media", "web", "cmd"}, allow: []string{"fallback/booking"}},
+	{from: "fallback/promptaudio", forbidden: []string{"fallback", "session", "media", "web", "cmd"}, allow: []string{"fallback/promptaudio", "fallback/prompt"}},
+	{from: "fallback/internal/claimq", forbidden: []string{"fallback", "session", "media", "web", "cmd"}, allow: []string{"fallback/internal/claimq"}},
 	// The call engine imports no transport and no fallback queue: only the
 	// sentences it must say when it refuses work.
 	{from: "session", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/backend", "session/internal/pcmu", "session/segment", "session/wire", "fallback/prompt"}},

@@ -21,6 +21,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/cmd/frontdoor/backends"
 	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/fallback/callbackapi"
 	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session"
@@ -271,8 +272,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer page.Close()
 	handlers := page.Routes()
 	handlers["GET /v1/agents"] = svc.AgentHandler(set.guard.agentAccept())
-	handlers["/v1/callbacks"] = svc.CallbackHandler()
-	handlers["/v1/callbacks/"] = svc.CallbackHandler()
+	handlers["/v1/callbacks"] = callbackapi.Handler(svc)
+	handlers["/v1/callbacks/"] = callbackapi.Handler(svc)
 	set.adapt.apply(&set.session, &set.recognize, &set.model, &set.synth) // -stage-order
 	scfg := session.Config{
 		Session: set.session, Recognize: set.recognize, Model: set.model, Synthesis: set.synth,

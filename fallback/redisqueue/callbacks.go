@@ -45,6 +45,18 @@ type CallbackStore struct {
 	mu          sync.Mutex
 	journal     map[string]fallback.Callback // by ticket
 	republished atomic.Uint64
+
+	// A tenant's share of the pending callbacks (0: none), and each
+	// ticket's tenant until it is accepted: set by CallbackGate.
+	tenantWaiting int
+	tenants       map[string]string
+}
+
+// tenant is the tenant c is counted under (CallbackGate's jobs only).
+func (s *CallbackStore) tenant(c fallback.Callback) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tenants[c.Ref]
 }
 
 var _ fallback.CallbackQueue = (*CallbackStore)(nil)
@@ -53,7 +65,7 @@ var _ fallback.CallbackQueue = (*CallbackStore)(nil)
 // fleet; "callbacks" is the usual name) with the callback limits of cfg,
 // which every replica must share. It does not contact Redis.
 func NewCallbackStore(rdb redis.UniversalClient, name string, cfg fallback.Config) *CallbackStore {
-	return &CallbackStore{rdb: rdb, prefix: "fdcb:{" + name + "}:", cfg: cfg, journal: map[string]fallback.Callback{}}
+	return &CallbackStore{rdb: rdb, prefix: "fdcb:{" + name + "}:", cfg: cfg, journal: map[string]fallback.Callback{}, tenants: map[string]string{}}
 }
 
 // Close does nothing: the client belongs to the caller.
@@ -82,14 +94,16 @@ func fromHash(m map[string]string) (fallback.Callback, bool) {
 }
 
 // ARGV[1] prefix, [2] ticket, [3] call key, [4] call, [5] turn, [6] number,
-// [7] accepted, [8] bound on pending callbacks (0: none).
+// [7] accepted, [8] bound on pending callbacks (0: none), [9] tenant, [10]
+// the tenant's share (0: none).
 var acceptScript = script(`
 local existing = redis.call('GET', P .. 'ct:' .. ARGV[3])
 if existing then return {0, redis.call('HGETALL', P .. 't:' .. existing)} end
+if overShare(ARGV[2], ARGV[9], tonumber(ARGV[10])) then return {-4, {}} end
 local k = P .. 't:' .. ARGV[2]
 local lm = ARGV[7] .. ' ' .. ARGV[2]
 local r = enqueue(ARGV[2], tonumber(ARGV[8]), {'call', ARGV[4], 'turn', ARGV[5], 'number', ARGV[6],
-  'born', ARGV[7], 'lease', '0', 'updated', ARGV[7], 'note', '', 'lm', lm})
+  'born', ARGV[7], 'lease', '0', 'updated', ARGV[7], 'note', '', 'lm', lm, 'tenant', ARGV[9]})
 if r < 0 then return {r, {}} end
 redis.call('SET', P .. 'ct:' .. ARGV[3], ARGV[2])
 redis.call('ZADD', P .. 'l:pending', 0, lm)
@@ -104,7 +118,7 @@ func (s *CallbackStore) Accept(ctx context.Context, c fallback.Callback) (fallba
 		return fallback.Callback{}, false, fmt.Errorf("fallback: accept callback: empty ticket, call, turn or time")
 	}
 	v, err := acceptScript.Run(ctx, s.rdb, nil, s.prefix, c.Ref, callKey(c.Call, c.Turn), c.Call, c.Turn, c.Number,
-		ns(c.Accepted), s.cfg.CallbackQueue).Slice()
+		ns(c.Accepted), s.cfg.CallbackQueue, s.tenant(c), s.tenantWaiting).Slice()
 	if err != nil {
 		return fallback.Callback{}, false, s.unavailable("accept", err)
 	}
@@ -269,19 +283,31 @@ func (s *CallbackStore) List(ctx context.Context, limit int, statuses ...fallbac
 // attempt that must be current (0: any), [5] now, [6] target status, [7]
 // note or operator, [8] lease until, [9] claim slots. It returns a code
 // (1 done, -1 no such ticket, -2 not in the state op needs, -3 attempt
-// superseded, -5 every claim slot busy, -6 nothing waiting) and the record.
+// superseded, -5 every claim slot busy, -6 nothing waiting, -7 not the
+// head) and the record. Nothing waiting is told before busy slots, as by
+// the in-process queue. head claims t only when it is the head; cancel
+// (CallbackGate's) ends a live callback as cancelled.
 var transitionScript = script(`
 local op, t, want, now = ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
 if op == 'next' then
-  if redis.call('SCARD', H) >= tonumber(ARGV[9]) then return {-5, {}} end
   local head = redis.call('ZRANGE', Q, 0, 0)
   if #head == 0 then return {-6, {}} end
+  if redis.call('SCARD', H) >= tonumber(ARGV[9]) then return {-5, {}} end
   t = string.sub(head[1], 29)
 end
 local k = P .. 't:' .. t
 local st = redis.call('HGET', k, 'status')
 if not st then return {-1, {}} end
-if op == 'claim' or op == 'next' then
+if op == 'cancel' then
+  if st ~= 'pending' and st ~= 'claimed' then return {-2, redis.call('HGETALL', k)} end
+  finish(t, 'cancelled', 'cancelled_queued', 'cancelled_active,released_cancelled', 0)
+  redis.call('HSET', k, 'updated', now)
+  return {1, redis.call('HGETALL', k)}
+end
+if op == 'head' and st == 'pending' and redis.call('ZRANGE', Q, 0, 0)[1] ~= redis.call('HGET', k, 'qm') then
+  return {-7, redis.call('HGETALL', k)}
+end
+if op == 'claim' or op == 'next' or op == 'head' then
   if st ~= 'pending' then return {-2, redis.call('HGETALL', k)} end
   if redis.call('SCARD', H) >= tonumber(ARGV[9]) then return {-5, redis.call('HGETALL', k)} end
   take(t, ARGV[7])
@@ -300,7 +326,7 @@ if op == 'return' then
   requeue(t, 'released_cancelled')
   redis.call('HSET', k, 'lease', '0', 'updated', now)
 else
-  finish(t, ARGV[6], '', 'completed', 0)
+  finish(t, ARGV[6], '', (ARGV[6] == 'failed') and 'failed' or 'completed', 0)
   redis.call('HSET', k, 'note', ARGV[7], 'lease', '0', 'updated', now)
 end
 return {1, redis.call('HGETALL', k)}
@@ -326,6 +352,8 @@ func (s *CallbackStore) transition(ctx context.Context, op, ref string, attempt 
 		return fallback.Callback{}, fmt.Errorf("%w: %d claims held in the fleet", fallback.ErrSlotsBusy, s.cfg.CallbackSlots)
 	case -6:
 		return fallback.Callback{}, fallback.ErrNoneWaiting
+	case -7:
+		return cur, errNotHead
 	}
 	return cur, nil
 }

@@ -302,6 +302,14 @@ func TestCallbackClaimByTicketKeepsOrder(t *testing.T) {
 	if strings.Join(got, ",") != "cb_1,cb_2,cb_4" {
 		t.Fatalf("next after claiming cb_3: %v", got)
 	}
+	// Nothing waits: none waiting, though every slot is held (as in
+	// process, and as stagestest.RunClaimGate asks of every claim gate).
+	if _, err := st.Next(ctx, "op", now); !errors.Is(err, fallback.ErrNoneWaiting) {
+		t.Fatalf("claim with nothing waiting: %v", err)
+	}
+	if _, _, err := st.Accept(ctx, fallback.Callback{Ref: "cb_5", Call: "cb_5", Turn: "t", Number: "+15550100", Accepted: now}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := st.Next(ctx, "op", now); !errors.Is(err, fallback.ErrSlotsBusy) {
 		t.Fatalf("fifth claim with 4 slots: %v", err)
 	}

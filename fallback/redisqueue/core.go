@@ -21,6 +21,8 @@ import (
 //	P.."h"      claimed tickets: a set, its size is the claim slots used
 //	P.."t:"..T  the ticket's record: status, attempt, holder, sid, qm, born...
 //	P.."n"      the ledger: counters named as stages.Ledger's fields
+//	P.."tw"     waiting tickets by tenant (a record's "tenant" field), for
+//	            a tenant's share of the queue (stages.Limits.TenantWaiting)
 //
 // A waiting ticket is either undelivered (after the group's last-delivered
 // id: XREADGROUP ">" hands it out) or returned (in the pending entries list
@@ -38,6 +40,14 @@ local P = ARGV[1]
 local S, Q, H, N, G = P .. 's', P .. 'q', P .. 'h', P .. 'n', 'claims'
 
 local function count(field, n) redis.call('HINCRBY', N, field, n or 1) end
+
+-- tenantWaiting moves the count of waiting tickets of record k's tenant
+-- by n; a tenant with none waiting leaves the hash.
+local function tenantWaiting(k, n)
+  local tn = redis.call('HGET', k, 'tenant')
+  if not tn or tn == '' then return end
+  if redis.call('HINCRBY', P .. 'tw', tn, n) <= 0 then redis.call('HDEL', P .. 'tw', tn) end
+end
 
 local function pad(id)
   local ms, seq = string.match(id, '^(%d+)-(%d+)$')
@@ -60,6 +70,17 @@ local function relist(k, from, to)
   end
 end
 
+-- overShare counts and reports an offer of ticket t refused because its
+-- tenant tn already has share tickets waiting (share 0: no share).
+local function overShare(t, tn, share)
+  if tn == '' or share <= 0 or redis.call('EXISTS', P .. 't:' .. t) == 1 then return false end
+  if tonumber(redis.call('HGET', P .. 'tw', tn) or '0') < share then return false end
+  count('offered')
+  count('refused_overloaded')
+  count('refused_overshare')
+  return true
+end
+
 -- enqueue appends ticket t as pending unless the waiting bound is reached.
 -- fields is a flat list of record field, value pairs. 1, or -4 when full,
 -- or -1 when the ticket exists.
@@ -77,6 +98,7 @@ local function enqueue(t, bound, fields)
   redis.call('ZADD', Q, 0, m)
   redis.call('HSET', k, 'ticket', t, 'status', 'pending', 'attempt', 0, 'holder', '', 'sid', id, 'qm', m, 'delivered', '0')
   if #fields > 0 then redis.call('HSET', k, unpack(fields)) end
+  tenantWaiting(k, 1)
   count('queued')
   return 1
 end
@@ -103,6 +125,7 @@ local function take(t, holder)
   end
   redis.call('XCLAIM', S, G, 'claimed', 0, sid, 'JUSTID')
   redis.call('ZREM', Q, redis.call('HGET', k, 'qm'))
+  tenantWaiting(k, -1)
   redis.call('SADD', H, t)
   redis.call('HINCRBY', k, 'attempt', 1)
   redis.call('HSET', k, 'status', 'claimed', 'holder', holder)
@@ -117,6 +140,7 @@ local function requeue(t, how)
   redis.call('XCLAIM', S, G, 'returned', 0, redis.call('HGET', k, 'sid'), 'JUSTID')
   redis.call('SREM', H, t)
   redis.call('ZADD', Q, 0, redis.call('HGET', k, 'qm'))
+  tenantWaiting(k, 1)
   redis.call('HSET', k, 'status', 'pending', 'holder', '')
   relist(k, 'claimed', 'pending')
   count(how)
@@ -133,6 +157,7 @@ local function finish(t, to, qfield, hfield, keepms)
   local sid = redis.call('HGET', k, 'sid')
   if st == 'pending' then
     redis.call('ZREM', Q, redis.call('HGET', k, 'qm'))
+    tenantWaiting(k, -1)
     count(qfield)
   elseif st == 'claimed' then
     redis.call('SREM', H, t)
@@ -227,10 +252,12 @@ func ledgerOf(m map[string]string) stages.Ledger {
 		CancelledQueued:   n("cancelled_queued"),
 		CancelledActive:   n("cancelled_active"),
 		Completed:         n("completed"),
+		Failed:            n("failed"),
 		ReleasedCancelled: n("released_cancelled"),
 		Lost:              n("lost"),
 	}
-	l.Refused.Overloaded, l.Refused.Closed = n("refused_overloaded"), n("refused_closed")
+	l.Refused.Overloaded, l.Refused.OverShare, l.Refused.Closed = n("refused_overloaded"), n("refused_overshare"), n("refused_closed")
+	l.Refused.Stale, l.Refused.Expired = n("refused_stale"), n("refused_expired")
 	return l
 }
 

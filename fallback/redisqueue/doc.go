@@ -9,6 +9,11 @@
 // worker died is taken back with XAUTOCLAIM once idle for the claim's TTL
 // and put back at its place, and its old attempt is fenced, so no ticket a
 // caller was promised is lost. docs/FLEET.md has the failure model.
+//
+// Both queues are also claim gates (ClaimGate: NewHandoffGate,
+// NewCallbackGate), on the same scripts, so that the contract every claim
+// gate keeps (stagestest.RunClaimGate) runs on the queues fallback uses in
+// fleet mode, against a real redis-server.
 package redisqueue
 
 import "errors"

@@ -33,6 +33,9 @@ type HandoffQueue struct {
 	prefix string
 	cfg    fallback.Config
 	ttl    time.Duration
+	// tenantWaiting is a tenant's share of the waiting handoffs (0: no
+	// share), set by NewHandoffGate from stages.Limits.TenantWaiting.
+	tenantWaiting int
 }
 
 var _ fallback.HandoffQueue = (*HandoffQueue)(nil)
@@ -99,14 +102,15 @@ func parseEntry(v any) (fallback.HandoffEntry, bool) {
 	attempt, _ := strconv.Atoi(m["attempt"])
 	return fallback.HandoffEntry{
 		Ref: m["ticket"], Call: m["call"], Turn: m["turn"], Summary: m["summary"], Born: unns(m["born"]),
-		State: fallback.HandoffState(m["status"]), Position: int(p), Agent: m["holder"], Attempt: attempt,
+		State: fallback.HandoffState(m["status"]), Position: int(p), Agent: m["holder"], Attempt: attempt, Tenant: m["tenant"],
 	}, true
 }
 
 // ARGV[1] prefix, [2] ticket, [3] bound, [4] call, [5] turn, [6] summary,
-// [7] born, [8] ttl ms.
+// [7] born, [8] ttl ms, [9] tenant, [10] the tenant's share (0: none).
 var enqueueHandoff = handoffScript(`
-local r = enqueue(ARGV[2], tonumber(ARGV[3]), {'call', ARGV[4], 'turn', ARGV[5], 'summary', ARGV[6], 'born', ARGV[7]})
+if overShare(ARGV[2], ARGV[9], tonumber(ARGV[10])) then return {-4, false} end
+local r = enqueue(ARGV[2], tonumber(ARGV[3]), {'call', ARGV[4], 'turn', ARGV[5], 'summary', ARGV[6], 'born', ARGV[7], 'tenant', ARGV[9]})
 if r < 0 then return {r, false} end
 redis.call('ZADD', A, nowms() + tonumber(ARGV[8]), ARGV[2])
 changed()
@@ -118,7 +122,7 @@ func (q *HandoffQueue) Enqueue(ctx context.Context, e fallback.HandoffEntry) (fa
 	if e.Ref == "" || e.Call == "" || e.Born.IsZero() {
 		return e, 0, fmt.Errorf("redisqueue: enqueue handoff: empty ticket, call or time")
 	}
-	v, err := enqueueHandoff.Run(ctx, q.rdb, nil, q.prefix, e.Ref, q.cfg.HandoffQueue, e.Call, e.Turn, e.Summary, ns(e.Born), q.ttl.Milliseconds()).Slice()
+	v, err := enqueueHandoff.Run(ctx, q.rdb, nil, q.prefix, e.Ref, q.cfg.HandoffQueue, e.Call, e.Turn, e.Summary, ns(e.Born), q.ttl.Milliseconds(), e.Tenant, q.tenantWaiting).Slice()
 	if err != nil {
 		return e, 0, q.unavailable("enqueue", err)
 	}
@@ -172,9 +176,10 @@ func (q *HandoffQueue) Claim(ctx context.Context, agent, ref string, now time.Ti
 	return e, nil
 }
 
-// ARGV[1] prefix, [2] op (ack, release), [3] ticket, [4] attempt, [5]
-// cutoff (born before it: expired on release), [6] keep ms.
+// ARGV[1] prefix, [2] op (ack, fail, release), [3] ticket, [4] attempt,
+// [5] cutoff (born before it: expired on release), [6] keep ms.
 // Codes: 1 done (queued again, for release), 2 released and expired, -3 lost.
+// fail is an ack counted failed (HandoffGate.ReleaseFailed).
 var settleHandoff = handoffScript(`
 local t = ARGV[3]
 local k = P .. 't:' .. t
@@ -182,8 +187,9 @@ if redis.call('HGET', k, 'status') ~= 'claimed' or redis.call('HGET', k, 'attemp
   return {-3, entry(t)}
 end
 local code = 1
-if ARGV[2] == 'ack' then
-  finish(t, 'completed', '', 'completed', tonumber(ARGV[6]))
+if ARGV[2] == 'ack' or ARGV[2] == 'fail' then
+  local to = (ARGV[2] == 'ack') and 'completed' or 'failed'
+  finish(t, to, '', to, tonumber(ARGV[6]))
   redis.call('ZREM', A, t)
 else
   requeue(t, 'released_cancelled')

@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/fallback/callbackapi"
 )
 
 func main() {
@@ -31,8 +32,8 @@ func main() {
 	}
 	defer s.Close()
 	mux := http.NewServeMux()
-	mux.Handle("/v1/callbacks", s.CallbackHandler())
-	mux.Handle("/v1/callbacks/", s.CallbackHandler())
+	mux.Handle("/v1/callbacks", callbackapi.Handler(s))
+	mux.Handle("/v1/callbacks/", callbackapi.Handler(s))
 	mux.HandleFunc("POST /accept", func(w http.ResponseWriter, r *http.Request) {
 		var req fallback.CallbackRequest
 		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&req); err != nil {

@@ -1,4 +1,4 @@
-package fallback
+package claimq
 
 import (
 	"testing"
@@ -13,14 +13,14 @@ import (
 // Redis (stages/redisstage).
 func TestClaimQueueConformance(t *testing.T) {
 	stagestest.RunClaimGate(t, func(t *testing.T, l stages.Limits, clock *stagestest.Clock) stages.ClaimGate {
-		q, err := newClaimQueue(l, clock)
+		q, err := New(l, clock)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var expired []string
-		q.onExpire = func(ids []string) { expired = append(expired, ids...) }
+		q.OnExpire = func(ids []string) { expired = append(expired, ids...) }
 		t.Cleanup(func() {
-			s := q.snapshot()
+			s := q.Snapshot()
 			if uint64(len(expired)) != s.Ledger.Expired {
 				t.Errorf("told of %d expiries, the ledger counts %d", len(expired), s.Ledger.Expired)
 			}

@@ -1,4 +1,6 @@
-package fallback
+// Package claimq is one fallback queue as fallback.Service uses it in
+// process: a stages.ClaimGate adapted to the Service's locking.
+package claimq
 
 import (
 	"context"
@@ -9,7 +11,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
-// claimQueue is one fallback queue as the Service uses it: a
+// Queue is one fallback queue as the Service uses it: a
 // stages.ClaimGate (the in-process Dispatcher made ClaimOnly), whose take
 // is a human's claim and whose timer expires the head at its deadline, and
 // the Pending of each piece of work it holds. Admission, bounds, expiry and
@@ -22,13 +24,15 @@ import (
 // Expiry is learnt through the gate's OnResolve, outside its lock. Every
 // operation of this queue is made under the Service's lock for that queue
 // (cb.mu, ho.mu): ids that expire during one are collected and handed to
-// expiredLocked as it ends, by the caller that holds that lock; ids the
-// gate's timer expires otherwise go to onExpire, which takes the lock.
-type claimQueue struct {
-	g             *stages.Local // the in-process ClaimGate, also for views and draining
-	clock         clock.Clock
-	onExpire      func(ids []string) // called without the Service's lock, from the gate's timer
-	expiredLocked func(ids []string) // called at the end of an operation, under it
+// ExpiredLocked as it ends, by the caller that holds that lock; ids the
+// gate's timer expires otherwise go to OnExpire, which takes the lock.
+// Set both before the first operation.
+type Queue struct {
+	OnExpire      func(ids []string) // called without the Service's lock, from the gate's timer
+	ExpiredLocked func(ids []string) // called at the end of an operation, under it
+
+	g     *stages.Local // the in-process ClaimGate, also for views and draining
+	clock clock.Clock
 
 	mu      sync.Mutex
 	busy    int      // operations in progress
@@ -37,8 +41,9 @@ type claimQueue struct {
 	stopped bool
 }
 
-func newClaimQueue(l stages.Limits, clock clock.Clock) (*claimQueue, error) {
-	q := &claimQueue{clock: clock, pending: map[string]stages.Pending{}}
+// New returns an empty queue with limits l on clock.
+func New(l stages.Limits, clock clock.Clock) (*Queue, error) {
+	q := &Queue{clock: clock, pending: map[string]stages.Pending{}}
 	g, err := stages.NewClaimGate(l, clock, q.resolved)
 	if err != nil {
 		return nil, err
@@ -48,7 +53,7 @@ func newClaimQueue(l stages.Limits, clock clock.Clock) (*claimQueue, error) {
 }
 
 // resolved is the gate's OnResolve.
-func (q *claimQueue) resolved(id string, d stages.Disposition) {
+func (q *Queue) resolved(id string, d stages.Disposition) {
 	q.mu.Lock()
 	if d != stages.Admitted {
 		delete(q.pending, id)
@@ -63,32 +68,32 @@ func (q *claimQueue) resolved(id string, d stages.Disposition) {
 		return
 	}
 	q.mu.Unlock()
-	if q.onExpire != nil {
-		q.onExpire([]string{id})
+	if q.OnExpire != nil {
+		q.OnExpire([]string{id})
 	}
 }
 
 // begin and end bracket an operation; end hands what expired meanwhile to
-// expiredLocked.
-func (q *claimQueue) begin() {
+// ExpiredLocked.
+func (q *Queue) begin() {
 	q.mu.Lock()
 	q.busy++
 	q.mu.Unlock()
 }
 
-func (q *claimQueue) end() {
+func (q *Queue) end() {
 	q.mu.Lock()
 	q.busy--
 	out := q.expired
 	q.expired = nil
 	q.mu.Unlock()
-	if len(out) > 0 && q.expiredLocked != nil {
-		q.expiredLocked(out)
+	if len(out) > 0 && q.ExpiredLocked != nil {
+		q.ExpiredLocked(out)
 	}
 }
 
-// offer queues job; refused work leaves nothing behind.
-func (q *claimQueue) offer(job stages.Job) (stages.Disposition, error) {
+// Offer queues job; refused work leaves nothing behind.
+func (q *Queue) Offer(job stages.Job) (stages.Disposition, error) {
 	ctx := context.Background() // an in-process gate never waits
 	q.begin()
 	defer q.end()
@@ -115,20 +120,14 @@ func (q *claimQueue) offer(job stages.Job) (stages.Disposition, error) {
 	return d, err
 }
 
-// room reports whether an offer now would find a waiting place.
-func (q *claimQueue) room() bool {
-	s := q.snapshot()
+// Room reports whether an offer now would find a waiting place.
+func (q *Queue) Room() bool {
+	s := q.Snapshot()
 	return !s.Closed && s.Queued < s.Limits.Waiting
 }
 
-// snapshot is the gate's snapshot (an in-process gate never fails).
-func (q *claimQueue) snapshot() stages.Snapshot {
-	s, _ := q.g.Snapshot(context.Background())
-	return s
-}
-
-// position is id's place among waiting work, 1 next.
-func (q *claimQueue) position(id string) (int, bool) {
+// Position is id's place among waiting work, 1 next.
+func (q *Queue) Position(id string) (int, bool) {
 	q.mu.Lock()
 	p := q.pending[id]
 	q.mu.Unlock()
@@ -139,18 +138,18 @@ func (q *claimQueue) position(id string) (int, bool) {
 	return n, ok
 }
 
-// claim takes the head of the queue: (Admitted, id) with a lease, or Busy,
+// Claim takes the head of the queue: (Admitted, id) with a lease, or Busy,
 // Empty or Closed. With want set, it admits only if want is the head
 // (fairness: the longest waiting caller goes first) and otherwise returns
 // Queued to say want waits behind others.
-func (q *claimQueue) claim(want string) (stages.Disposition, string, error) {
+func (q *Queue) Claim(want string) (stages.Disposition, string, error) {
 	q.begin()
 	defer q.end()
 	return q.g.Claim(context.Background(), want)
 }
 
-// release returns id's lease. Work that is done with is forgotten.
-func (q *claimQueue) release(id, owner string) (stages.Disposition, error) {
+// Release returns id's lease. Work that is done with is forgotten.
+func (q *Queue) Release(id, owner string) (stages.Disposition, error) {
 	ctx := context.Background()
 	q.begin()
 	defer q.end()
@@ -162,11 +161,11 @@ func (q *claimQueue) release(id, owner string) (stages.Disposition, error) {
 	return d, err
 }
 
-// cancel withdraws id: queued work leaves the queue; active work is
+// Cancel withdraws id: queued work leaves the queue; active work is
 // cancelled and, since a human claim holds no backend to wait for, its
 // lease is released at once. It returns the state before cancellation
 // when that was terminal, else Cancelled.
-func (q *claimQueue) cancel(id, owner string) stages.Disposition {
+func (q *Queue) Cancel(id, owner string) stages.Disposition {
 	ctx := context.Background()
 	q.begin()
 	defer q.end()
@@ -191,10 +190,20 @@ func (q *claimQueue) cancel(id, owner string) stages.Disposition {
 	return d
 }
 
-// stop ends the gate's timer; nothing expires afterwards.
-func (q *claimQueue) stop() {
+// Stop ends the gate's timer; nothing expires afterwards.
+func (q *Queue) Stop() {
 	q.mu.Lock()
 	q.stopped = true
 	q.mu.Unlock()
 	q.g.Stop()
+}
+
+// Gate is the queue's in-process gate, for views and draining (Close,
+// Reopen); admission goes through the Queue.
+func (q *Queue) Gate() *stages.Local { return q.g }
+
+// Snapshot is the gate's snapshot (an in-process gate never fails).
+func (q *Queue) Snapshot() stages.Snapshot {
+	s, _ := q.g.Snapshot(context.Background())
+	return s
 }

@@ -1,18 +1,36 @@
-package fallback
+// Package callbackapi is the operators' HTTP API of the callback queue:
+// list, claim, complete and fail callbacks (JSON), on a fallback.Service.
+package callbackapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/frontdoorhq/frontdoor/fallback"
 )
 
-// maxBody bounds an operator request's body.
-const maxBody = 4096
+// Request bounds.
+const (
+	maxBody     = 4096 // an operator request's body
+	maxOperator = 128  // an operator's name
+)
 
-// CallbackHandler serves the operators' callback API (JSON):
+// Callbacks is what the API asks of the callback queue; *fallback.Service
+// implements it.
+type Callbacks interface {
+	ListCallbacks(ctx context.Context, limit int, statuses ...fallback.Status) ([]fallback.Callback, error)
+	ClaimCallback(ctx context.Context, operator string) (fallback.Callback, error)
+	FinishCallback(ctx context.Context, ref string, attempt int, to fallback.Status, note string) (fallback.Callback, error)
+}
+
+var _ Callbacks = (*fallback.Service)(nil)
+
+// Handler serves the operators' callback API (JSON) on s:
 //
 //	GET  /v1/callbacks?status=pending,claimed&limit=100  list, numbers redacted
 //	POST /v1/callbacks/claim             {"operator"}         200 {"callback"} with the full number; 204 none waiting; 409 slots busy
@@ -22,28 +40,25 @@ const maxBody = 4096
 // Errors are {"error": {"code", "message"}} with 400, 404 or 409. Mount it
 // at /v1/callbacks and /v1/callbacks/ on an operators-only listener or
 // behind authentication: a claim reveals a caller's number.
-func (s *Service) CallbackHandler() http.Handler {
+func Handler(s Callbacks) http.Handler {
+	a := api{s}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/callbacks", s.httpList)
-	mux.HandleFunc("POST /v1/callbacks/claim", s.httpClaim)
-	mux.HandleFunc("POST /v1/callbacks/{ticket}/complete", func(w http.ResponseWriter, r *http.Request) { s.httpFinish(w, r, StatusCompleted) })
-	mux.HandleFunc("POST /v1/callbacks/{ticket}/fail", func(w http.ResponseWriter, r *http.Request) { s.httpFinish(w, r, StatusFailed) })
+	mux.HandleFunc("GET /v1/callbacks", a.list)
+	mux.HandleFunc("POST /v1/callbacks/claim", a.claim)
+	mux.HandleFunc("POST /v1/callbacks/{ticket}/complete", func(w http.ResponseWriter, r *http.Request) { a.finish(w, r, fallback.StatusCompleted) })
+	mux.HandleFunc("POST /v1/callbacks/{ticket}/fail", func(w http.ResponseWriter, r *http.Request) { a.finish(w, r, fallback.StatusFailed) })
 	return mux
 }
 
-// RedactedCallback is c with its number redacted, for lists and logs.
-func RedactedCallback(c Callback) Callback {
-	c.Number = Redact(c.Number)
-	return c
-}
+type api struct{ s Callbacks }
 
-func (s *Service) httpList(w http.ResponseWriter, r *http.Request) {
-	var statuses []Status
+func (a api) list(w http.ResponseWriter, r *http.Request) {
+	var statuses []fallback.Status
 	if v := r.URL.Query().Get("status"); v != "" {
 		for _, st := range strings.Split(v, ",") {
-			switch Status(st) {
-			case StatusPending, StatusClaimed, StatusCompleted, StatusFailed, StatusExpired:
-				statuses = append(statuses, Status(st))
+			switch fallback.Status(st) {
+			case fallback.StatusPending, fallback.StatusClaimed, fallback.StatusCompleted, fallback.StatusFailed, fallback.StatusExpired:
+				statuses = append(statuses, fallback.Status(st))
 			default:
 				writeError(w, http.StatusBadRequest, "bad_status", "unknown status "+strconv.Quote(st))
 				return
@@ -59,36 +74,36 @@ func (s *Service) httpList(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	list, err := s.ListCallbacks(r.Context(), limit, statuses...)
+	list, err := a.s.ListCallbacks(r.Context(), limit, statuses...)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "store", err.Error())
 		return
 	}
-	out := make([]Callback, len(list))
+	out := make([]fallback.Callback, len(list))
 	for i, c := range list {
-		out[i] = RedactedCallback(c)
+		out[i] = fallback.RedactedCallback(c)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"callbacks": out})
 }
 
-func (s *Service) httpClaim(w http.ResponseWriter, r *http.Request) {
+func (a api) claim(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Operator string `json:"operator"`
 	}
 	if !readJSON(w, r, &req) {
 		return
 	}
-	if req.Operator == "" || len(req.Operator) > maxAgentID {
+	if req.Operator == "" || len(req.Operator) > maxOperator {
 		writeError(w, http.StatusBadRequest, "bad_operator", "operator required (1-128 bytes)")
 		return
 	}
-	c, err := s.ClaimCallback(r.Context(), req.Operator)
+	c, err := a.s.ClaimCallback(r.Context(), req.Operator)
 	switch {
-	case errors.Is(err, ErrNoneWaiting):
+	case errors.Is(err, fallback.ErrNoneWaiting):
 		w.WriteHeader(http.StatusNoContent)
-	case errors.Is(err, ErrSlotsBusy):
+	case errors.Is(err, fallback.ErrSlotsBusy):
 		writeError(w, http.StatusConflict, "slots_busy", err.Error())
-	case errors.Is(err, ErrClosed):
+	case errors.Is(err, fallback.ErrClosed):
 		writeError(w, http.StatusServiceUnavailable, "closed", err.Error())
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, "store", err.Error())
@@ -97,7 +112,7 @@ func (s *Service) httpClaim(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *Service) httpFinish(w http.ResponseWriter, r *http.Request, to Status) {
+func (a api) finish(w http.ResponseWriter, r *http.Request, to fallback.Status) {
 	var req struct {
 		Attempt int    `json:"attempt"`
 		Note    string `json:"note"`
@@ -107,19 +122,19 @@ func (s *Service) httpFinish(w http.ResponseWriter, r *http.Request, to Status) 
 		return
 	}
 	note := req.Note
-	if to == StatusFailed {
+	if to == fallback.StatusFailed {
 		note = req.Reason
 	}
-	c, err := s.FinishCallback(r.Context(), r.PathValue("ticket"), req.Attempt, to, note)
+	c, err := a.s.FinishCallback(r.Context(), r.PathValue("ticket"), req.Attempt, to, note)
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, fallback.ErrNotFound):
 		writeError(w, http.StatusNotFound, "not_found", err.Error())
-	case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrNotLive):
+	case errors.Is(err, fallback.ErrLeaseLost), errors.Is(err, fallback.ErrNotLive):
 		writeError(w, http.StatusConflict, "lease_lost", err.Error())
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, "store", err.Error())
 	default:
-		writeJSON(w, http.StatusOK, map[string]any{"callback": RedactedCallback(c)})
+		writeJSON(w, http.StatusOK, map[string]any{"callback": fallback.RedactedCallback(c)})
 	}
 }
 

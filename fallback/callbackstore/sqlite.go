@@ -1,4 +1,4 @@
-package fallback
+package callbackstore
 
 import (
 	"context"
@@ -17,12 +17,12 @@ import (
 // DatabaseFile is the callback database's name inside the data directory.
 const DatabaseFile = "callbacks.db"
 
-// SQLiteStore is the default CallbackStore: one SQLite file in WAL mode
+// SQLite is the default Store: one SQLite file in WAL mode
 // with synchronous=FULL, so a write that returned survives kill -9 and
 // power loss of the process. Several processes may open the same file
 // (the server and the `frontdoor callbacks` command): every change is one
 // conditional statement, so two claims of one callback cannot both win.
-type SQLiteStore struct {
+type SQLite struct {
 	db *sql.DB
 }
 
@@ -45,7 +45,7 @@ CREATE INDEX IF NOT EXISTS callbacks_status ON callbacks (status, accepted);
 `
 
 // OpenSQLite opens (creating if needed) the callback database in dir.
-func OpenSQLite(ctx context.Context, dir string) (*SQLiteStore, error) {
+func OpenSQLite(ctx context.Context, dir string) (*SQLite, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("fallback: data dir: %w", err)
 	}
@@ -72,11 +72,11 @@ func OpenSQLite(ctx context.Context, dir string) (*SQLiteStore, error) {
 		db.Close()
 		return nil, fmt.Errorf("fallback: %s: journal_mode %q, want wal: %v", path, mode, err)
 	}
-	return &SQLiteStore{db: db}, nil
+	return &SQLite{db: db}, nil
 }
 
 // Close closes the database.
-func (s *SQLiteStore) Close() error { return s.db.Close() }
+func (s *SQLite) Close() error { return s.db.Close() }
 
 const columns = `ticket, call, turn, number, status, accepted, attempt, operator, lease_until, updated, note`
 
@@ -98,8 +98,8 @@ func scanCallback(r scanner) (Callback, error) {
 	return c, nil
 }
 
-// Accept implements CallbackStore.
-func (s *SQLiteStore) Accept(ctx context.Context, c Callback) (Callback, bool, error) {
+// Accept implements Store.
+func (s *SQLite) Accept(ctx context.Context, c Callback) (Callback, bool, error) {
 	res, err := s.db.ExecContext(ctx, `INSERT INTO callbacks (ticket, call, turn, number, status, accepted, updated)
 		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (call, turn) DO NOTHING`,
 		c.Ref, c.Call, c.Turn, c.Number, string(StatusPending), c.Accepted.UnixNano(), c.Accepted.UnixNano())
@@ -117,8 +117,8 @@ func (s *SQLiteStore) Accept(ctx context.Context, c Callback) (Callback, bool, e
 	return got, n == 1, nil
 }
 
-// Find implements CallbackStore.
-func (s *SQLiteStore) Find(ctx context.Context, call, turn string) (Callback, bool, error) {
+// Find implements Store.
+func (s *SQLite) Find(ctx context.Context, call, turn string) (Callback, bool, error) {
 	c, err := scanCallback(s.db.QueryRowContext(ctx, `SELECT `+columns+` FROM callbacks WHERE call = ? AND turn = ?`, call, turn))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Callback{}, false, nil
@@ -129,8 +129,8 @@ func (s *SQLiteStore) Find(ctx context.Context, call, turn string) (Callback, bo
 	return c, true, nil
 }
 
-// Get implements CallbackStore.
-func (s *SQLiteStore) Get(ctx context.Context, ref string) (Callback, error) {
+// Get implements Store.
+func (s *SQLite) Get(ctx context.Context, ref string) (Callback, error) {
 	c, err := scanCallback(s.db.QueryRowContext(ctx, `SELECT `+columns+` FROM callbacks WHERE ticket = ?`, ref))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Callback{}, fmt.Errorf("%w: %q", ErrNotFound, ref)
@@ -141,8 +141,8 @@ func (s *SQLiteStore) Get(ctx context.Context, ref string) (Callback, error) {
 	return c, nil
 }
 
-// List implements CallbackStore.
-func (s *SQLiteStore) List(ctx context.Context, limit int, statuses ...Status) ([]Callback, error) {
+// List implements Store.
+func (s *SQLite) List(ctx context.Context, limit int, statuses ...Status) ([]Callback, error) {
 	q := `SELECT ` + columns + ` FROM callbacks`
 	var args []any
 	if len(statuses) > 0 {
@@ -177,7 +177,7 @@ func (s *SQLiteStore) List(ctx context.Context, limit int, statuses ...Status) (
 
 // update runs one conditional UPDATE ... RETURNING and tells a missing
 // ticket from one in the wrong state.
-func (s *SQLiteStore) update(ctx context.Context, op, ref string, notLive error, q string, args ...any) (Callback, error) {
+func (s *SQLite) update(ctx context.Context, op, ref string, notLive error, q string, args ...any) (Callback, error) {
 	c, err := scanCallback(s.db.QueryRowContext(ctx, q+` RETURNING `+columns, args...))
 	if err == nil {
 		return c, nil
@@ -192,16 +192,16 @@ func (s *SQLiteStore) update(ctx context.Context, op, ref string, notLive error,
 	return Callback{}, fmt.Errorf("%w: %s %q: status %s, attempt %d", notLive, op, ref, cur.Status, cur.Attempt)
 }
 
-// Claim implements CallbackStore.
-func (s *SQLiteStore) Claim(ctx context.Context, ref, operator string, now, until time.Time) (Callback, error) {
+// Claim implements Store.
+func (s *SQLite) Claim(ctx context.Context, ref, operator string, now, until time.Time) (Callback, error) {
 	return s.update(ctx, "claim", ref, ErrNotLive,
 		`UPDATE callbacks SET status = ?, attempt = attempt + 1, operator = ?, lease_until = ?, updated = ?
 		 WHERE ticket = ? AND status = ?`,
 		string(StatusClaimed), operator, until.UnixNano(), now.UnixNano(), ref, string(StatusPending))
 }
 
-// Return implements CallbackStore.
-func (s *SQLiteStore) Return(ctx context.Context, ref string, attempt int, now time.Time) error {
+// Return implements Store.
+func (s *SQLite) Return(ctx context.Context, ref string, attempt int, now time.Time) error {
 	_, err := s.update(ctx, "return", ref, ErrLeaseLost,
 		`UPDATE callbacks SET status = ?, operator = '', lease_until = 0, updated = ?
 		 WHERE ticket = ? AND status = ? AND attempt = ?`,
@@ -209,8 +209,8 @@ func (s *SQLiteStore) Return(ctx context.Context, ref string, attempt int, now t
 	return err
 }
 
-// Finish implements CallbackStore.
-func (s *SQLiteStore) Finish(ctx context.Context, ref string, attempt int, to Status, note string, now time.Time) (Callback, error) {
+// Finish implements Store.
+func (s *SQLite) Finish(ctx context.Context, ref string, attempt int, to Status, note string, now time.Time) (Callback, error) {
 	if to != StatusCompleted && to != StatusFailed {
 		return Callback{}, fmt.Errorf("fallback: finish %q: bad status %q", ref, to)
 	}
@@ -220,8 +220,8 @@ func (s *SQLiteStore) Finish(ctx context.Context, ref string, attempt int, to St
 		string(to), note, now.UnixNano(), ref, string(StatusClaimed), attempt, attempt)
 }
 
-// Expire implements CallbackStore.
-func (s *SQLiteStore) Expire(ctx context.Context, ref string, now time.Time) error {
+// Expire implements Store.
+func (s *SQLite) Expire(ctx context.Context, ref string, now time.Time) error {
 	_, err := s.update(ctx, "expire", ref, ErrNotLive,
 		`UPDATE callbacks SET status = ?, updated = ? WHERE ticket = ? AND status = ?`,
 		string(StatusExpired), now.UnixNano(), ref, string(StatusPending))

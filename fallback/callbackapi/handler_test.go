@@ -1,8 +1,7 @@
-package fallback_test
+package callbackapi_test
 
 import (
 	"encoding/json"
-	"flag"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,32 +9,21 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/fallback/callbackapi"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
 
-func TestConfigFlags(t *testing.T) {
-	cfg := fallback.DefaultConfig()
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	cfg.Flags(fs)
-	for _, name := range []string{"callback-slots", "callback-queue", "callback-max-wait", "callback-lease", "handoff-slots", "handoff-queue", "handoff-max-wait", "data-dir"} {
-		if fs.Lookup(name) == nil {
-			t.Errorf("flag -%s not registered", name)
-		}
-	}
-	if err := fs.Parse([]string{"-callback-queue", "7", "-handoff-max-wait", "90s"}); err != nil {
-		t.Fatal(err)
-	}
-	if cfg.CallbackQueue != 7 || cfg.HandoffMaxWait != 90*time.Second || cfg.CallbackMaxWait < time.Hour {
-		t.Fatalf("%+v", cfg)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-}
-
+// TestCallbackHTTP: the operators list (numbers redacted), claim (the full
+// number), and finish with the claim's attempt, over real HTTP.
 func TestCallbackHTTP(t *testing.T) {
-	s := newService(t, testConfig(t.TempDir()), stagestest.NewClock(epoch))
-	srv := httptest.NewServer(s.CallbackHandler())
+	cfg := fallback.DefaultConfig()
+	cfg.DataDir, cfg.Clock = t.TempDir(), stagestest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	s, err := fallback.New(t.Context(), cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	srv := httptest.NewServer(callbackapi.Handler(s))
 	defer srv.Close()
 	defer srv.Client().CloseIdleConnections()
 	post := func(path, body string) *http.Response {
@@ -49,7 +37,7 @@ func TestCallbackHTTP(t *testing.T) {
 	if resp := post("/v1/callbacks/claim", `{"operator":"op1"}`); resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("empty claim: %s", resp.Status)
 	}
-	a, _ := s.RequestCallback(t.Context(), request("c1", "t1", "+15550123"))
+	a, _ := s.RequestCallback(t.Context(), fallback.CallbackRequest{Call: "c1", Turn: "t1", Number: "+15550123", Consent: true})
 
 	resp, err := srv.Client().Get(srv.URL + "/v1/callbacks?status=pending")
 	if err != nil {
