@@ -11,6 +11,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/internal/listen"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -73,8 +74,8 @@ type Call struct {
 	// leaveTenant gives the call's tenant slot back (once); nil until
 	// the call entered its tenant (tenant.go).
 	leaveTenant func()
-	ears        *listener  // caller audio; the reader's own
-	audio       audioMeter // caller audio allowance; the reader's own
+	ears        *listen.Listener // caller audio; the reader's own
+	audio       audioMeter       // caller audio allowance; the reader's own
 }
 
 // phase is where a call is in its life. It only moves forward (advance),
@@ -713,14 +714,14 @@ func (c *Call) hear(b []byte, admitted bool) {
 		c.mu.Lock()
 		f := c.format
 		c.mu.Unlock()
-		l, err := newListener(f)
+		l, err := listen.New(f)
 		if err != nil {
 			c.badInput(protoErr(CodeBadField, "caller audio: %v", err))
 			return
 		}
 		c.ears = l
 	}
-	start, utts, ago, err := c.ears.feed(b)
+	start, utts, ago, err := c.ears.Feed(b)
 	if err != nil {
 		c.badInput(protoErr(CodeBadField, "caller audio: %v", err))
 		return

@@ -17,6 +17,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/internal/pace"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -102,7 +103,7 @@ type Config struct {
 	Pace     bool
 	PaceLead time.Duration
 	// perCallPacing: every writer paces prompt audio on its own timer, as
-	// before the shared pacer (sharedpace.go); for benchmarks beside it.
+	// before the shared pacer (package internal/pace); for benchmarks beside it.
 	perCallPacing bool
 	// SegmentGrace is how long past the end of the audio already queued
 	// for a reply its next sentence may still wait for synthesis: the
@@ -144,9 +145,9 @@ type Engine struct {
 	obs *observer // turn histograms and the tracer (observe.go)
 
 	session, recognize, model, synth *stage
-	ans                              answerGate   // spoken answers to offers (answer.go)
-	pacer                            *sharedPacer // prompt audio's (nil: not paced)
-	shed                             shedMeter    // the shedding rule's (shed.go)
+	ans                              answerGate  // spoken answers to offers (answer.go)
+	pacer                            *pace.Pacer // prompt audio's (nil: not paced)
+	shed                             shedMeter   // the shedding rule's (shed.go)
 
 	mu        sync.Mutex
 	extra     []*stage
@@ -222,7 +223,7 @@ func New(cfg Config) (*Engine, error) {
 		shed: shedMeter{rate: cfg.ShedRate}}
 	s.m = newMetrics(s.reg)
 	if cfg.Pace && !cfg.perCallPacing {
-		s.pacer = newSharedPacer(cfg.Clock, media.FrameDuration)
+		s.pacer = pace.New(cfg.Clock, media.FrameDuration)
 	}
 	s.obs = newObserver(cfg.TracerProvider, s.reg)
 	s.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "frontdoor_model_first_sentence_seconds",

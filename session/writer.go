@@ -125,7 +125,7 @@ type heldFrame struct {
 // check does the same for prompt audio once the call's state changed.
 //
 // shared: it runs on a worker of the engine's shared pacer
-// (sharedpace.go), resumed from a park. It then never waits: it parks
+// (package internal/pace), resumed from a park. It then never waits: it parks
 // again for its next prompt frame, stops as soon as its queue is empty
 // (the next push starts a writer), and hands a reply's frame that is not
 // due to a goroutine of its own. It reports parked when it parked (or
