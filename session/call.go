@@ -12,6 +12,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/internal/listen"
+	"github.com/frontdoorhq/frontdoor/session/tenant"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -248,7 +249,7 @@ func (c *Call) end(cause error, admitted bool, io *sync.WaitGroup, ioCancel cont
 	}
 
 	status, reason := closeStatus(cause)
-	if errors.Is(cause, errRefused) || errors.Is(cause, ErrRateLimited) || errors.Is(cause, ErrAudioRate) || errors.Is(cause, errSessionLost) {
+	if errors.Is(cause, errRefused) || errors.Is(cause, tenant.ErrRateLimited) || errors.Is(cause, ErrAudioRate) || errors.Is(cause, errSessionLost) {
 		c.out.close() // let the prompt (or the error) out first
 	} else {
 		c.out.discard()
@@ -303,7 +304,7 @@ func closeStatus(cause error) (CloseStatus, string) {
 		return ClosePolicy, "slow reader"
 	case errors.Is(cause, errGoingAway):
 		return CloseGoingAway, "server shutting down"
-	case errors.Is(cause, ErrRateLimited):
+	case errors.Is(cause, tenant.ErrRateLimited):
 		return ClosePolicy, "rate limited"
 	case errors.Is(cause, ErrAudioRate):
 		return ClosePolicy, "audio rate"
@@ -325,7 +326,7 @@ func endName(cause error) string {
 		return "going_away"
 	case errors.Is(cause, errHangup):
 		return "hangup"
-	case errors.Is(cause, ErrRateLimited):
+	case errors.Is(cause, tenant.ErrRateLimited):
 		return "rate_limited"
 	case errors.Is(cause, ErrAudioRate):
 		return "audio_rate"
@@ -349,7 +350,7 @@ func (c *Call) admitSession(ctx context.Context) bool {
 		c.refuseSession(ctx, stages.Closed)
 		return false
 	}
-	job := stages.Job{ID: c.id, Owner: c.id, Generation: 1, Born: c.s.cfg.Clock.Now(), Tenant: CallerFrom(ctx).Tenant}
+	job := stages.Job{ID: c.id, Owner: c.id, Generation: 1, Born: c.s.cfg.Clock.Now(), Tenant: tenant.CallerFrom(ctx).Tenant}
 	tk, d, err := st.submit(ctx, job)
 	if err != nil {
 		c.log.Error("session submit", "err", err)

@@ -18,6 +18,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/internal/pace"
+	"github.com/frontdoorhq/frontdoor/session/tenant"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -122,7 +123,7 @@ type Config struct {
 	QueueUpdate time.Duration
 	// Tenants caps each tenant's calls at once and turns on every
 	// transport (nil: no caps but a Caller's own AllowTurn; tenant.go).
-	Tenants TenantLimits
+	Tenants tenant.Limits
 }
 
 // Default stage limits: a fresh server takes a handful of calls at once and

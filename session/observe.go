@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/frontdoorhq/frontdoor/session/tenant"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -190,8 +191,8 @@ func (c *Call) observeStart(parent context.Context) {
 		return
 	}
 	attrs := []attribute.KeyValue{attrCallID.String(c.id)}
-	if tenant := CallerFrom(parent).Tenant; tenant != "" {
-		attrs = append(attrs, attrTenant.String(tenant))
+	if t := tenant.CallerFrom(parent).Tenant; t != "" {
+		attrs = append(attrs, attrTenant.String(t))
 	}
 	o.ctx, o.span = tr.Start(context.Background(), spanCall, trace.WithTimestamp(o.start),
 		trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))

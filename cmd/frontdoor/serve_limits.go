@@ -4,6 +4,7 @@ import (
 	"flag"
 
 	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/session/tenant"
 )
 
 // callerLimits are serve's flags for caller audio limits and backend
@@ -14,7 +15,7 @@ type callerLimits struct {
 	heartbeat  session.Heartbeat
 	// tenants are the guard's tenant caps (serve_guard.go), which the
 	// engine applies on every transport.
-	tenants session.TenantLimits
+	tenants tenant.Limits
 }
 
 func callerLimitFlags(fs *flag.FlagSet) *callerLimits {

@@ -9,6 +9,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
+	"github.com/frontdoorhq/frontdoor/session/tenant"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
 
@@ -19,7 +20,7 @@ import (
 // it rate_limited (one turn a minute, burst 1, on a clock that does not
 // move).
 func TestTenantCapsWebRTC(t *testing.T) {
-	lim := session.NewLocalTenants(session.TenantCaps{Sessions: 2, TurnsPerMinute: 1, TurnBurst: 1}, 0,
+	lim := tenant.NewLocal(tenant.Caps{Sessions: 2, TurnsPerMinute: 1, TurnBurst: 1}, 0,
 		stagestest.NewClock(time.Unix(1e9, 0)))
 	var r *rig
 	r = newRig(t, func(c *session.Config, s *stub.Settings) {
@@ -27,7 +28,7 @@ func TestTenantCapsWebRTC(t *testing.T) {
 		c.Recognizer = stub.NewRecognizer(stub.Settings{})
 	}, sessiontest.Routes(func() map[string]http.Handler {
 		return map[string]http.Handler{"GET /v1/webrtc-as/{tenant}": http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			ctx := session.WithCaller(req.Context(), session.Caller{Tenant: req.PathValue("tenant")})
+			ctx := tenant.WithCaller(req.Context(), tenant.Caller{Tenant: req.PathValue("tenant")})
 			Handler(r.Engine, Config{LoopbackOnly: true}).ServeHTTP(w, req.WithContext(ctx))
 		})}
 	}))
