@@ -70,7 +70,7 @@ func (c *Call) audioAllowed(b []byte) bool {
 	if c.audio.lim.AllowN(c.s.cfg.Clock.Now(), len(b)) {
 		return true
 	}
-	c.s.m.protocolErrs.WithLabelValues(CodeAudioRate).Inc()
+	c.s.m.ProtocolErrs.WithLabelValues(CodeAudioRate).Inc()
 	_ = c.Send(c.ctx, &ErrorMsg{Type: "error", Code: CodeAudioRate,
 		Message: "caller audio faster than its limit: send it in real time"})
 	c.stop(ErrAudioRate)

@@ -231,7 +231,7 @@ func (c *Call) start(parent context.Context, ended func()) {
 // session lease released.
 func (c *Call) end(cause error, admitted bool, io *sync.WaitGroup, ioCancel context.CancelFunc) {
 	if errors.Is(cause, ErrSlowReader) {
-		c.s.m.slowReaders.Inc()
+		c.s.m.SlowReaders.Inc()
 		c.log.Warn("caller not reading: closing (1008)", "queued_bytes_max", c.out.maxBytes.Load())
 	}
 
@@ -288,8 +288,8 @@ func (c *Call) end(cause error, admitted bool, io *sync.WaitGroup, ioCancel cont
 	io.Wait()
 	c.s.cfg.Fallback.CallEnded(c.id)
 	end := endName(cause)
-	c.s.m.calls.WithLabelValues(end).Inc()
-	c.s.m.noteOutbound(c.out.maxBytes.Load())
+	c.s.m.Calls.WithLabelValues(end).Inc()
+	c.s.m.NoteOutbound(c.out.maxBytes.Load())
 	c.log.Info("call ended", "end", end, "stale_suppressed", c.out.stale.Load())
 	c.observeEnd(end)
 }
@@ -413,7 +413,7 @@ func (c *Call) rotate(ctx context.Context, st *stage, gen uint64) error {
 		return nil
 	}
 	if err := st.rotate(ctx, c.id, gen); err != nil && !errors.Is(err, stages.ErrGeneration) {
-		c.s.m.rotateErrors.WithLabelValues(st.name).Inc()
+		c.s.m.RotateErrors.WithLabelValues(st.name).Inc()
 		return err
 	}
 	for {
@@ -508,7 +508,7 @@ func (c *Call) handleMessage(binary bool, data []byte) error {
 }
 
 func (c *Call) badInput(pe *ProtocolError) {
-	c.s.m.protocolErrs.WithLabelValues(pe.Code).Inc()
+	c.s.m.ProtocolErrs.WithLabelValues(pe.Code).Inc()
 	_ = c.Send(c.ctx, &ErrorMsg{Type: "error", Code: pe.Code, Message: pe.Message})
 }
 
@@ -625,7 +625,7 @@ func (c *Call) bargeIn() {
 		cancelled = append(cancelled, t.id)
 	}
 	c.mu.Unlock()
-	c.s.m.bargeIns.Inc()
+	c.s.m.BargeIns.Inc()
 	c.observeBargeIn(gen, len(cancelled))
 	msg := &InterruptedMsg{Type: "interrupted", Generation: gen, Cancelled: cancelled}
 	_ = c.push(c.ctx, frame{msg: msg, interrupted: msg, speaking: speaking, bargeAt: at})

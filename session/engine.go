@@ -17,6 +17,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/internal/metrics"
 	"github.com/frontdoorhq/frontdoor/session/internal/pace"
 	"github.com/frontdoorhq/frontdoor/session/tenant"
 	"github.com/frontdoorhq/frontdoor/stages"
@@ -142,7 +143,7 @@ type Engine struct {
 	cfg Config
 	log *slog.Logger
 	reg *prometheus.Registry
-	m   *metrics
+	m   *metrics.Metrics
 	obs *observer // turn histograms and the tracer (observe.go)
 
 	session, recognize, model, synth *stage
@@ -222,7 +223,7 @@ func New(cfg Config) (*Engine, error) {
 	cfg.Outbound = cfg.Outbound.withDefaults()
 	s := &Engine{cfg: cfg, log: cfg.Logger, reg: cfg.Registry, calls: map[*Call]struct{}{}, byName: map[string]int{}, ans: ans,
 		shed: shedMeter{rate: cfg.ShedRate}}
-	s.m = newMetrics(s.reg)
+	s.m = metrics.New(s.reg)
 	if cfg.Pace && !cfg.perCallPacing {
 		s.pacer = pace.New(cfg.Clock, media.FrameDuration)
 	}
@@ -249,9 +250,8 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.m.quarantineMetrics = newQuarantineMetrics(s.reg)
 	s.setupQuarantine(cfg.QuarantineAfter)
-	s.reg.MustRegister(newStageCollector(s), newTransportCollector(s), newLimitCollector(s))
+	metrics.Register(s.reg, scrapeSource{s})
 	return s, nil
 }
 
@@ -268,7 +268,7 @@ func (s *Engine) Clock() stages.Clock { return s.cfg.Clock }
 // CountProtocolError counts a transport's protocol error of kind code in
 // frontdoor_protocol_errors_total, beside the engine's own.
 func (s *Engine) CountProtocolError(code string) {
-	s.m.protocolErrs.WithLabelValues(code).Inc()
+	s.m.ProtocolErrs.WithLabelValues(code).Inc()
 }
 
 // Fallback returns what refused callers hear (Config.Fallback), for a
@@ -422,7 +422,7 @@ func (s *Engine) newCall(t Transport, caps Capabilities) *Call {
 	s.calls[c] = struct{}{}
 	s.byName[transportName(caps.Name)]++
 	s.callsWG.Add(1)
-	s.m.sessions.Inc()
+	s.m.Sessions.Inc()
 	return c
 }
 
@@ -431,7 +431,7 @@ func (s *Engine) endCall(c *Call) {
 	delete(s.calls, c)
 	s.byName[transportName(c.caps.Name)]--
 	s.mu.Unlock()
-	s.m.sessions.Dec()
+	s.m.Sessions.Dec()
 	s.callsWG.Done()
 }
 

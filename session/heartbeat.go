@@ -77,7 +77,7 @@ func (s *Engine) StartHeartbeat(p Pinger, dead func(), log *slog.Logger) (stop f
 			case ctx.Err() != nil:
 				return
 			case errors.Is(err, context.DeadlineExceeded):
-				s.m.protocolErrs.WithLabelValues(CodeHeartbeat).Inc()
+				s.m.ProtocolErrs.WithLabelValues(CodeHeartbeat).Inc()
 				log.Info("peer did not answer a ping: closing", "timeout", h.timeout())
 				dead()
 				return

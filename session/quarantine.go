@@ -6,8 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -49,7 +47,7 @@ func (s *stage) cleanupLate() {
 		return
 	}
 	s.q.on, s.q.since = true, s.clock.Now()
-	s.m.quarantined.WithLabelValues(s.name).Set(1)
+	s.m.Quarantined.WithLabelValues(s.name).Set(1)
 	s.log.Error("backend quarantined: its stage admits no new work until every overdue cleanup is confirmed",
 		"stage", s.name, "late_cleanups_in_a_row", s.q.streak, "overdue", s.overdue.Load(), "cleanup_timeout", s.timeout)
 }
@@ -74,26 +72,9 @@ func (s *stage) cleanupConfirmed() {
 		return
 	}
 	s.q.on, s.q.streak = false, 0
-	s.m.quarantined.WithLabelValues(s.name).Set(0)
+	s.m.Quarantined.WithLabelValues(s.name).Set(0)
 	s.log.Warn("backend quarantine lifted: every overdue cleanup confirmed", "stage", s.name,
 		"quarantined_for", stages.Since(s.clock, s.q.since).Round(time.Millisecond))
-}
-
-// quarantineMetrics are the quarantine's series.
-type quarantineMetrics struct {
-	quarantined       *prometheus.GaugeVec
-	quarantineRefused *prometheus.CounterVec
-}
-
-func newQuarantineMetrics(reg prometheus.Registerer) quarantineMetrics {
-	m := quarantineMetrics{
-		quarantined: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "frontdoor_stage_quarantined",
-			Help: "1 while the stage's backend is quarantined (too many overdue cleanups in a row)."}, []string{"stage"}),
-		quarantineRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "frontdoor_stage_quarantine_refused_total",
-			Help: "Work refused closed because its stage's backend is quarantined."}, []string{"stage"}),
-	}
-	reg.MustRegister(m.quarantined, m.quarantineRefused)
-	return m
 }
 
 // setupQuarantine gives the backend stages (recognize, model, synthesis)

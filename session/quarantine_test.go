@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/internal/metrics"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
@@ -101,8 +102,7 @@ func TestQuarantineStreak(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reg := prometheus.NewRegistry()
-			st := &stage{name: StageModel, log: slog.New(slog.NewTextHandler(io.Discard, nil)), m: newMetrics(reg), timeout: time.Second, clock: stages.SystemClock}
-			st.m.quarantineMetrics = newQuarantineMetrics(reg)
+			st := &stage{name: StageModel, log: slog.New(slog.NewTextHandler(io.Discard, nil)), m: metrics.New(reg), timeout: time.Second, clock: stages.SystemClock}
 			st.q.after = tc.after
 			for _, c := range tc.steps {
 				switch c {

@@ -57,7 +57,7 @@ func (s *Engine) refuse(ctx context.Context, r Refusal, out Sender) {
 	if r.Disposition != stages.Queued && !r.Final && r.Disposition != stages.Closed &&
 		r.Disposition != 0 && s.shed.refused(s.cfg.Clock.Now()) {
 		r.Shed = true
-		s.m.shedRefusals.Inc()
+		s.m.ShedRefusals.Inc()
 	}
 	s.cfg.Fallback.Refused(ctx, r, out)
 }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/session/internal/metrics"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -23,7 +24,7 @@ type stage struct {
 	op      time.Duration // bound of one gate operation (Config.StoreTimeout)
 	clock   stages.Clock
 	log     *slog.Logger
-	m       *metrics
+	m       *metrics.Metrics
 
 	overdue  atomic.Int64 // leases cancelled longer than timeout ago, still held
 	draining atomic.Bool  // closed on this replica (Drain)
@@ -49,7 +50,7 @@ func (s *stage) submit(ctx context.Context, job stages.Job) (stages.Pending, sta
 	defer cancel()
 	p, d, err := s.gate.Submit(ctx, job)
 	if d == stages.Closed && err == nil && s.quarantined() {
-		s.m.quarantineRefused.WithLabelValues(s.name).Inc()
+		s.m.QuarantineRefused.WithLabelValues(s.name).Inc()
 	}
 	return p, d, err
 }
@@ -176,7 +177,7 @@ func (w *watch) expire() {
 	}
 	w.late = true
 	w.s.overdue.Add(1)
-	w.s.m.overdueTotal.WithLabelValues(w.s.name).Inc()
+	w.s.m.OverdueTotal.WithLabelValues(w.s.name).Inc()
 	w.s.log.Warn("cleanup overdue: lease still held", "stage", w.s.name, "job", w.id,
 		"cancelled_ago", stages.Since(w.s.clock, w.at).Round(time.Millisecond), "cleanup_timeout", w.s.timeout)
 	w.s.cleanupLate()

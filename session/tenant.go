@@ -29,7 +29,7 @@ func (c *Call) enterTenant(ctx context.Context) bool {
 		context.AfterFunc(c.ctx, c.leaveTenant)
 		return true
 	case errors.Is(err, tenant.ErrFull):
-		c.s.m.protocolErrs.WithLabelValues(tenant.CodeRateLimited).Inc()
+		c.s.m.ProtocolErrs.WithLabelValues(tenant.CodeRateLimited).Inc()
 		_ = c.Send(ctx, &ErrorMsg{Type: "error", Code: tenant.CodeRateLimited, Message: "your tenant is at its cap of calls at once"})
 		c.stop(tenant.ErrFull)
 	default:
@@ -48,7 +48,7 @@ func (c *Call) allowTurn() bool {
 	if c.turnAllowed() {
 		return true
 	}
-	c.s.m.protocolErrs.WithLabelValues(tenant.CodeRateLimited).Inc()
+	c.s.m.ProtocolErrs.WithLabelValues(tenant.CodeRateLimited).Inc()
 	_ = c.Send(c.ctx, &ErrorMsg{Type: "error", Code: tenant.CodeRateLimited, Message: "your tenant is over its turns per minute"})
 	c.stop(tenant.ErrRateLimited)
 	return false

@@ -129,7 +129,7 @@ func (c *Call) reportStage(t *turn, st string, seg int, disp stages.Disposition,
 	switch {
 	case cancelled:
 	case err != nil:
-		c.s.m.backendErrors.WithLabelValues(st, kind).Inc()
+		c.s.m.BackendErrors.WithLabelValues(st, kind).Inc()
 		c.log.Warn("backend failed", "stage", st, "turn", t.id, "err", err)
 		c.s.backendOutcome(st, err)
 	default:
@@ -212,7 +212,7 @@ func (c *Call) endTurn(t *turn, disposition, st, kind string) {
 	c.mu.Lock()
 	delete(c.inflight, t.id)
 	c.mu.Unlock()
-	c.s.m.turns.WithLabelValues(disposition).Inc()
+	c.s.m.Turns.WithLabelValues(disposition).Inc()
 	c.observeTurnEnd(t, disposition, st, kind)
 	_ = c.Send(c.ctx, &turnEndMsg{Type: "turn_end", Turn: t.id, Generation: t.gen, Disposition: disposition, Stage: st, Error: kind})
 }

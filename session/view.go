@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/session/internal/metrics"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -60,7 +61,7 @@ func (s *Engine) Stages() StagesView {
 	for _, st := range s.stageList() {
 		sn, err := st.snapshot(ctx)
 		if err != nil {
-			s.m.viewErrors.WithLabelValues(st.name).Inc()
+			s.m.ViewErrors.WithLabelValues(st.name).Inc()
 		}
 		sv := StageView{
 			Name:             st.name,
@@ -138,12 +139,28 @@ func (v StagesView) Stage(name string) (StageView, bool) {
 	return StageView{}, false
 }
 
+// scrape is the engine as its metrics collectors read it.
+type scrapeSource struct{ s *Engine }
+
+func (c scrapeSource) ScrapeStages() []metrics.Stage {
+	var out []metrics.Stage
+	for _, st := range c.s.stageList() {
+		out = append(out, metrics.Stage{Name: st.name, Snapshot: c.s.snapshot(st), Overdue: st.overdue.Load()})
+	}
+	return out
+}
+
+func (c scrapeSource) TransportsSeen() map[string]int {
+	_, m := c.s.callCounts(true)
+	return m
+}
+
 // snapshot is st's snapshot for a scrape: the last seen (closed) while it
 // cannot be read, the read error counted.
 func (s *Engine) snapshot(st *stage) stages.Snapshot {
 	sn, err := st.snapshot(context.Background())
 	if err != nil {
-		s.m.viewErrors.WithLabelValues(st.name).Inc()
+		s.m.ViewErrors.WithLabelValues(st.name).Inc()
 	}
 	return sn
 }

@@ -292,7 +292,7 @@ func (c *Call) writeNow(ctx context.Context, f frame) error {
 		if w.lastGen != 0 && w.lastGen < im.Generation && w.lastAt.After(f.bargeAt) {
 			d = w.lastAt.Sub(f.bargeAt)
 		}
-		c.s.m.bargeToLast.Observe(d.Seconds())
+		c.s.m.BargeToLast.Observe(d.Seconds())
 	}
 	err := c.send(ctx, f)
 	c.recycle(f, true)
@@ -490,7 +490,7 @@ func (c *Call) stale(f frame) bool {
 		return false
 	}
 	c.out.stale.Add(1)
-	c.s.m.stale.Inc()
+	c.s.m.Stale.Inc()
 	return true
 }
 
