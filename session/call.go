@@ -12,6 +12,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/internal/listen"
+	"github.com/frontdoorhq/frontdoor/session/internal/observe"
 	"github.com/frontdoorhq/frontdoor/session/tenant"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
@@ -44,7 +45,7 @@ type Call struct {
 	ctx     context.Context
 	stopper context.CancelCauseFunc
 	history *backend.History
-	obs     callObs // its trace (observe.go)
+	obs     observe.Call // its log line and trace (package internal/observe)
 
 	mu        sync.Mutex
 	genCtx    context.Context // cancelled when the generation rotates
@@ -164,7 +165,7 @@ func (c *Call) start(parent context.Context, ended func()) {
 	c.genCtx, c.genCancel = context.WithCancel(ctx)
 	c.mu.Unlock()
 	c.gen.Store(1)
-	c.observeStart(parent)
+	c.obs.Start(c.s.obs, c.id, tenant.CallerFrom(parent).Tenant, c.log)
 
 	// The reader and writer use contexts of their own: a coder/websocket
 	// Read or Write whose context ends drops the connection, and the call
@@ -186,7 +187,7 @@ func (c *Call) start(parent context.Context, ended func()) {
 	var admitted bool
 	lead.Go(func() {
 		admitted = c.admitSession(ctx)
-		c.observeSession(admitted)
+		c.obs.Session(admitted)
 		if !admitted {
 			if !c.held() { // a held call stops when its hold ends (hold.go)
 				c.stop(errRefused)
@@ -273,7 +274,7 @@ func (c *Call) end(cause error, admitted bool, io *sync.WaitGroup, ioCancel cont
 	if err := c.s.session.forget(c.ctx, c.id); err != nil {
 		c.log.Warn("forget", "stage", StageSession, "err", err)
 	}
-	c.observeReleased()
+	c.obs.Released()
 	if status == ClosePolicy { // the caller broke a rule: its handshake gets closeGrace
 		grace := stages.NewTimer(c.s.cfg.Clock, closeGrace)
 		defer grace.Stop()
@@ -426,7 +427,7 @@ func (c *Call) rotate(ctx context.Context, st *stage, gen uint64) error {
 
 func (c *Call) refuseSession(ctx context.Context, d stages.Disposition) {
 	c.log.Info("session refused", "disposition", d)
-	c.observeRefusal(d)
+	c.obs.Refusal(d)
 	_ = c.Send(ctx, &SessionMsg{Type: "session", Disposition: d, Session: c.id})
 	if c.leaveTenant != nil {
 		c.leaveTenant() // a refused caller holds no slot of its tenant while it hears why
@@ -592,6 +593,7 @@ func (c *Call) enqueue(r TurnRequest, speech *backend.Audio, spoke time.Time) *P
 	}
 	t := &turn{id: r.ID, seq: c.seq, gen: c.gen.Load(), ctx: c.genCtx, born: born,
 		text: r.Text, speech: speech, format: c.format, span: c.span, done: make(chan struct{}), played: make(chan struct{})}
+	t.obs.Init(&c.obs, t.id, t.gen, t.born, speech != nil, t.ctx, &t.silenced)
 	c.inflight[r.ID] = true
 	c.pending = append(c.pending, t)
 	c.talkLocked()
@@ -626,7 +628,7 @@ func (c *Call) bargeIn() {
 	}
 	c.mu.Unlock()
 	c.s.m.BargeIns.Inc()
-	c.observeBargeIn(gen, len(cancelled))
+	c.obs.BargeIn(gen, len(cancelled))
 	msg := &InterruptedMsg{Type: "interrupted", Generation: gen, Cancelled: cancelled}
 	_ = c.push(c.ctx, frame{msg: msg, interrupted: msg, speaking: speaking, bargeAt: at})
 	// The old generation's work is cancelled in the stages and stops

@@ -18,6 +18,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/internal/metrics"
+	"github.com/frontdoorhq/frontdoor/session/internal/observe"
 	"github.com/frontdoorhq/frontdoor/session/internal/pace"
 	"github.com/frontdoorhq/frontdoor/session/tenant"
 	"github.com/frontdoorhq/frontdoor/stages"
@@ -144,7 +145,7 @@ type Engine struct {
 	log *slog.Logger
 	reg *prometheus.Registry
 	m   *metrics.Metrics
-	obs *observer // turn histograms and the tracer (observe.go)
+	obs *observe.Observer // turn histograms and the tracer
 
 	session, recognize, model, synth *stage
 	ans                              answerGate  // spoken answers to offers (answer.go)
@@ -227,7 +228,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Pace && !cfg.perCallPacing {
 		s.pacer = pace.New(cfg.Clock, media.FrameDuration)
 	}
-	s.obs = newObserver(cfg.TracerProvider, s.reg)
+	s.obs = observe.New(cfg.TracerProvider, s.reg, cfg.Clock, cfg.CleanupTimeout, StageSession, [3]string{StageRecognize, StageModel, StageSynthesis})
 	s.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "frontdoor_model_first_sentence_seconds",
 		Help: "The model's measured time from admission to a reply's first sentence (mean + 2 deviations; 0 until 8 turns were measured): the model stage admits a turn only until its Born + the synthesis max wait - this."},
 		func() float64 { return s.firstSentence.estimate().Seconds() }))

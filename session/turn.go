@@ -11,6 +11,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/internal/observe"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -41,7 +42,7 @@ type turn struct {
 	synthUS atomic.Int64 // audio produced by the synthesizer
 	sentUS  atomic.Int64 // audio written to the caller
 
-	obs turnObs // its log line and spans (observe.go)
+	obs observe.Turn // its log line and spans (package internal/observe)
 }
 
 func (t *turn) markPlayed() { t.playedOnce.Do(func() { close(t.played) }) }
@@ -156,7 +157,7 @@ func (s *Engine) backendOutcome(stage string, err error) {
 // sentences at the synthesis stage (0 elsewhere). Admitted, it also
 // returns the channel closed if the lease is lost (holdLease).
 func (c *Call) admit(t *turn, st *stage, job stages.Job, seg int) (stages.Disposition, <-chan struct{}) {
-	c.observeSubmit(t, st.name)
+	t.obs.Submit(st.name)
 	var tk stages.Pending
 	d := stages.Closed
 	err := c.rotate(t.ctx, st, t.gen)
@@ -202,7 +203,7 @@ func (c *Call) admit(t *turn, st *stage, job stages.Job, seg int) (stages.Dispos
 }
 
 func (c *Call) sendDisposition(t *turn, st string, seg int, d stages.Disposition, pos int, kind string) {
-	c.observeDisposition(t, st, d, pos, kind)
+	t.obs.Disposition(st, d, pos, kind)
 	_ = c.Send(c.ctx, &dispositionMsg{Type: "disposition", Stage: st, Turn: t.id, Generation: t.gen,
 		Segment: seg, Disposition: d, Position: pos, Error: kind})
 }
