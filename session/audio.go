@@ -78,7 +78,7 @@ func (a *audioOut) flush(ctx context.Context, all bool) error {
 	i := 0
 	for ; len(a.buf)-i >= n || (all && i < len(a.buf)); i += n {
 		s := a.buf[i:min(i+n, len(a.buf))]
-		dst, pooled := frameBuf(promptaudio.EncodedLen(a.enc, len(s)))
+		dst, pooled := promptaudio.FrameBuf(promptaudio.EncodedLen(a.enc, len(s)))
 		b := promptaudio.EncodeFrame(dst, a.enc, s)
 		f := frame{gen: a.gen, premise: a.premise, audio: b, pooled: pooled, turn: a.t, ms: int64(len(s)) * 1e6 / int64(a.rate)}
 		if err := a.c.push(ctx, f); err != nil {

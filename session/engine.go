@@ -17,6 +17,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/internal/meter"
 	"github.com/frontdoorhq/frontdoor/session/internal/metrics"
 	"github.com/frontdoorhq/frontdoor/session/internal/observe"
 	"github.com/frontdoorhq/frontdoor/session/internal/pace"
@@ -150,7 +151,7 @@ type Engine struct {
 	session, recognize, model, synth *stage
 	ans                              answerGate  // spoken answers to offers (answer.go)
 	pacer                            *pace.Pacer // prompt audio's (nil: not paced)
-	shed                             shedMeter   // the shedding rule's (shed.go)
+	shed                             meter.Shed  // the shedding rule's (shed.go)
 
 	mu        sync.Mutex
 	extra     []*stage
@@ -161,7 +162,7 @@ type Engine struct {
 	inTransit atomic.Int64 // turns past model admission not yet offered to synthesis
 	// firstSentence estimates the model's time to a reply's first
 	// sentence, which bounds the model stage's useful wait.
-	firstSentence firstSentence
+	firstSentence meter.FirstSentence
 	closed        bool
 }
 
@@ -223,7 +224,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	cfg.Outbound = cfg.Outbound.withDefaults()
 	s := &Engine{cfg: cfg, log: cfg.Logger, reg: cfg.Registry, calls: map[*Call]struct{}{}, byName: map[string]int{}, ans: ans,
-		shed: shedMeter{rate: cfg.ShedRate}}
+		shed: meter.Shed{Rate: cfg.ShedRate}}
 	s.m = metrics.New(s.reg)
 	if cfg.Pace && !cfg.perCallPacing {
 		s.pacer = pace.New(cfg.Clock, media.FrameDuration)
@@ -231,7 +232,7 @@ func New(cfg Config) (*Engine, error) {
 	s.obs = observe.New(cfg.TracerProvider, s.reg, cfg.Clock, cfg.CleanupTimeout, StageSession, [3]string{StageRecognize, StageModel, StageSynthesis})
 	s.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "frontdoor_model_first_sentence_seconds",
 		Help: "The model's measured time from admission to a reply's first sentence (mean + 2 deviations; 0 until 8 turns were measured): the model stage admits a turn only until its Born + the synthesis max wait - this."},
-		func() float64 { return s.firstSentence.estimate().Seconds() }))
+		func() float64 { return s.firstSentence.Estimate().Seconds() }))
 	var err error
 	mk := func(name string, idx int, l stages.Limits) *stage {
 		if err != nil {

@@ -233,7 +233,7 @@ func (c *Call) writeReply(ctx context.Context, t *turn, hist []backend.Message, 
 	first := func() { // the first sentence is complete: the model's pace
 		if !measured {
 			measured = true
-			c.s.firstSentence.observe(c.now().Sub(admitted), c.s.cfg.Synthesis.MaxAge)
+			c.s.firstSentence.Observe(c.now().Sub(admitted), c.s.cfg.Synthesis.MaxAge)
 		}
 	}
 	token := c.s.model.firstSignal() // the adaptive limit's signal: the first token (adaptive.go)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/internal/promptaudio"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -383,7 +384,7 @@ func (c *Call) send(ctx context.Context, f frame) error {
 // nothing of it (Capabilities.ReusableAudio). f.audio is not read after.
 func (c *Call) recycle(f frame, written bool) {
 	if f.pooled && (!written || c.caps.ReusableAudio) {
-		putFrameBuf(f.audio)
+		promptaudio.PutFrameBuf(f.audio)
 	}
 }
 

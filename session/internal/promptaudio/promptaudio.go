@@ -1,6 +1,7 @@
 // Package promptaudio encodes prompt audio once per rendering and call
 // format, into the 20 ms frames every call that speaks it slices from one
-// buffer, and holds the frame encoding reply audio shares with it.
+// buffer, and holds what reply audio shares with it: the frame encoding
+// and the pooled frame buffers (framebuf.go).
 package promptaudio
 
 import (
