@@ -17,6 +17,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/heartbeat"
 	"github.com/frontdoorhq/frontdoor/session/internal/meter"
 	"github.com/frontdoorhq/frontdoor/session/internal/metrics"
 	"github.com/frontdoorhq/frontdoor/session/internal/observe"
@@ -93,7 +94,7 @@ type Config struct {
 	// Heartbeat pings every WebSocket (/v1/session, /v1/twilio, the
 	// signalling socket of /v1/webrtc) to find dead peers (zero: no
 	// pings).
-	Heartbeat Heartbeat
+	Heartbeat heartbeat.Config
 	// Outbound bounds each call's queue to the caller.
 	Outbound OutboundLimits
 	// Audio bounds each call's caller audio: frame size and rate.

@@ -27,6 +27,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media/gateway/plivo"
 	"github.com/frontdoorhq/frontdoor/media/gateway/vonage"
 	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/session/heartbeat"
 	"github.com/frontdoorhq/frontdoor/session/internal/pcmu"
 	"github.com/frontdoorhq/frontdoor/session/tenant"
 )
@@ -78,7 +79,7 @@ type GatewayConfig struct {
 	// tenant, whose caps they count against ("": none).
 	AudioSocketTenant string
 	// AudioSocketIdle is how long an AudioSocket peer may send nothing
-	// before its connection is closed (0: session.DefaultHeartbeat's
+	// before its connection is closed (0: heartbeat.Default's
 	// bound, 25 s, the bound the WebSocket transports' pings keep).
 	AudioSocketIdle time.Duration
 	// OriginPatterns are the cross-origin hosts allowed to open the
@@ -215,7 +216,7 @@ func (h *GatewayHandler) audioSocketIdle() time.Duration {
 	if h.cfg.AudioSocketIdle > 0 {
 		return h.cfg.AudioSocketIdle
 	}
-	return session.DefaultHeartbeat.Bound()
+	return heartbeat.Default.Bound()
 }
 
 // NewAudioSocketHandler returns the handler of AudioSocket connections.
