@@ -23,6 +23,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/session/internal/observe"
 	"github.com/frontdoorhq/frontdoor/session/internal/pace"
 	"github.com/frontdoorhq/frontdoor/session/tenant"
+	"github.com/frontdoorhq/frontdoor/session/view"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -157,7 +158,7 @@ type Engine struct {
 	mu        sync.Mutex
 	extra     []*stage
 	calls     map[*Call]struct{}
-	byName    map[string]int // calls by transportName; a name stays at 0 once seen (its gauge)
+	byName    map[string]int // calls by view.TransportName; a name stays at 0 once seen (its gauge)
 	callsWG   sync.WaitGroup
 	draining  atomic.Bool
 	inTransit atomic.Int64 // turns past model admission not yet offered to synthesis
@@ -423,7 +424,7 @@ func (s *Engine) newCall(t Transport, caps Capabilities) *Call {
 	}
 	c := newCall(s, newID(), t, caps)
 	s.calls[c] = struct{}{}
-	s.byName[transportName(caps.Name)]++
+	s.byName[view.TransportName(caps.Name)]++
 	s.callsWG.Add(1)
 	s.m.Sessions.Inc()
 	return c
@@ -432,7 +433,7 @@ func (s *Engine) newCall(t Transport, caps Capabilities) *Call {
 func (s *Engine) endCall(c *Call) {
 	s.mu.Lock()
 	delete(s.calls, c)
-	s.byName[transportName(c.caps.Name)]--
+	s.byName[view.TransportName(c.caps.Name)]--
 	s.mu.Unlock()
 	s.m.Sessions.Dec()
 	s.callsWG.Done()

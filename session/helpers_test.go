@@ -13,6 +13,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
+	"github.com/frontdoorhq/frontdoor/session/view"
 )
 
 // rig is an engine with stub backends behind the native protocol and the
@@ -67,7 +68,7 @@ func testHandler(e *Engine, extra map[string]http.Handler) http.Handler {
 	return mux
 }
 
-func (r *rig) stage(name string) StageView {
+func (r *rig) stage(name string) view.Stage {
 	v, ok := r.Engine.Stages().Stage(name)
 	if !ok {
 		r.T.Fatalf("no stage %s", name)

@@ -10,6 +10,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/session/tenant"
+	"github.com/frontdoorhq/frontdoor/session/view"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
 
@@ -34,7 +35,7 @@ func TestTenantCapsWebRTC(t *testing.T) {
 	}))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	stage := func() session.StageView { v, _ := r.Engine.Stages().Stage(session.StageSession); return v }
+	stage := func() view.Stage { v, _ := r.Engine.Stages().Stage(session.StageSession); return v }
 	a := r.browserAt(ctx, "/v1/webrtc-as/acme")
 	a.wait("acme's first call admitted", has("session"))
 	r.browserAt(ctx, "/v1/webrtc-as/acme").wait("acme's second call admitted", has("session"))
