@@ -10,11 +10,13 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/media"
+	"github.com/frontdoorhq/frontdoor/session/audiolimit"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/internal/listen"
 	"github.com/frontdoorhq/frontdoor/session/internal/observe"
 	"github.com/frontdoorhq/frontdoor/session/tenant"
 	"github.com/frontdoorhq/frontdoor/stages"
+	"golang.org/x/time/rate"
 )
 
 // Why a call ended.
@@ -77,7 +79,7 @@ type Call struct {
 	// the call entered its tenant (tenant.go).
 	leaveTenant func()
 	ears        *listen.Listener // caller audio; the reader's own
-	audio       audioMeter       // caller audio allowance; the reader's own
+	audio       *rate.Limiter    // caller audio allowance (audiolimit.go); the reader's own
 }
 
 // phase is where a call is in its life. It only moves forward (advance),
@@ -250,7 +252,7 @@ func (c *Call) end(cause error, admitted bool, io *sync.WaitGroup, ioCancel cont
 	}
 
 	status, reason := closeStatus(cause)
-	if errors.Is(cause, errRefused) || errors.Is(cause, tenant.ErrRateLimited) || errors.Is(cause, ErrAudioRate) || errors.Is(cause, errSessionLost) {
+	if errors.Is(cause, errRefused) || errors.Is(cause, tenant.ErrRateLimited) || errors.Is(cause, audiolimit.ErrRate) || errors.Is(cause, errSessionLost) {
 		c.out.close() // let the prompt (or the error) out first
 	} else {
 		c.out.discard()
@@ -307,7 +309,7 @@ func closeStatus(cause error) (CloseStatus, string) {
 		return CloseGoingAway, "server shutting down"
 	case errors.Is(cause, tenant.ErrRateLimited):
 		return ClosePolicy, "rate limited"
-	case errors.Is(cause, ErrAudioRate):
+	case errors.Is(cause, audiolimit.ErrRate):
 		return ClosePolicy, "audio rate"
 	case errors.Is(cause, ErrTransferred):
 		return CloseTryLater, "transferred to a person"
@@ -329,7 +331,7 @@ func endName(cause error) string {
 		return "hangup"
 	case errors.Is(cause, tenant.ErrRateLimited):
 		return "rate_limited"
-	case errors.Is(cause, ErrAudioRate):
+	case errors.Is(cause, audiolimit.ErrRate):
 		return "audio_rate"
 	case errors.Is(cause, ErrTransferred):
 		return "transferred"

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/frontdoorhq/frontdoor/media"
+	"github.com/frontdoorhq/frontdoor/session/audiolimit"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/heartbeat"
 	"github.com/frontdoorhq/frontdoor/session/internal/meter"
@@ -99,7 +100,7 @@ type Config struct {
 	// Outbound bounds each call's queue to the caller.
 	Outbound OutboundLimits
 	// Audio bounds each call's caller audio: frame size and rate.
-	Audio AudioLimits
+	Audio audiolimit.Limits
 	// Pace releases reply audio in real time (each frame, of 20 ms or the
 	// caller's hello.audio.frame_ms, at its time on a clock aligned to the
 	// start of the reply), at most PaceLead ahead (0: 60ms),
