@@ -14,6 +14,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/internal/listen"
 	"github.com/frontdoorhq/frontdoor/session/internal/observe"
+	"github.com/frontdoorhq/frontdoor/session/internal/stall"
 	"github.com/frontdoorhq/frontdoor/session/tenant"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"golang.org/x/time/rate"
@@ -111,7 +112,7 @@ func newCall(s *Engine, id string, t Transport, caps Capabilities) *Call {
 	c.out = newOutbound(s.cfg.Outbound, &c.gen, s.cfg.Clock)
 	c.out.pacer = s.pacer
 	c.w.clock = s.cfg.Clock
-	c.w.stall = stallWatch{clock: s.cfg.Clock, timeout: c.out.lim.Timeout, slow: func() { c.stop(ErrSlowReader) }}
+	c.w.stall = stall.Watch{Clock: s.cfg.Clock, Timeout: c.out.lim.Timeout, Slow: func() { c.stop(ErrSlowReader) }}
 	c.premise.Store(1)
 	c.spoken.Store(1)
 	c.out.premise, c.out.spoken = &c.premise, &c.spoken
@@ -175,7 +176,7 @@ func (c *Call) start(parent context.Context, ended func()) {
 	ioCtx, ioCancel := context.WithCancel(parent)
 	var io sync.WaitGroup
 	// A write stalled for twice its timeout ends with the connection.
-	c.w.stall.drop = func() { c.abort(ioCancel) }
+	c.w.stall.Drop = func() { c.abort(ioCancel) }
 	c.out.serve(func(shared bool) bool { // the writer runs while there is something to write
 		parked, err := c.writeLoop(ioCtx, shared)
 		if err != nil {
