@@ -31,7 +31,7 @@ func (s *Engine) Stages() view.Stages {
 			CleanupPending:   sn.CleanupPending,
 			OldestCleanupMS:  sn.OldestCleanup.Milliseconds(),
 			CleanupOverdue:   st.overdue.Load(),
-			Quarantined:      st.quarantined(),
+			Quarantined:      st.q.On(),
 			OldestQueuedMS:   sn.OldestQueued.Milliseconds(),
 			Owners:           sn.Owners,
 			Ledger:           sn.Ledger,

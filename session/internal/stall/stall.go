@@ -1,5 +1,5 @@
-// Package stall is the watchdog over a call's writes: one timer a call
-// marks a write that takes too long slow, then drops the connection.
+// Package stall watches a call's writes with one timer: a write that
+// takes too long marks the caller slow, then drops the connection.
 package stall
 
 import (
