@@ -338,7 +338,7 @@ func (s *Engine) Readiness(ctx context.Context) Readiness {
 // request's context ends with its handler.
 func (s *Engine) Start(ctx context.Context, t Transport, caps Capabilities, ended func()) bool {
 	ctx = context.WithoutCancel(ctx)
-	undo := holdCallEnd(ctx)
+	undo := tenant.HoldCallEnd(ctx)
 	call := s.newCall(t, caps)
 	if call == nil {
 		t.Close(CloseTryLater, "server closed")
@@ -367,54 +367,6 @@ func (s *Engine) Run(ctx context.Context, t Transport, caps Capabilities) {
 	}
 	defer s.endCall(c)
 	c.run(ctx)
-}
-
-// WithCallEnd is for a handler in front of the server's (package
-// session/guard) that has something to undo once the call a request
-// started has ended, such as counting a tenant's calls at once: undo used
-// to run when the wrapped handler returned, but the native WebSocket
-// handler returns as soon as its call is accepted and the call runs on. It
-// returns the request's context to pass on and handlerDone, to be called
-// once when the wrapped handler has returned:
-//
-//	ctx, handlerDone := session.WithCallEnd(r.Context(), undo)
-//	next.ServeHTTP(w, r.WithContext(ctx))
-//	handlerDone()
-//
-// undo runs once, after handlerDone and after the end of the call the
-// handler left running, if any (the handlers that serve their call to its
-// end, such as Twilio's and WebRTC's, leave none).
-func WithCallEnd(ctx context.Context, undo func()) (context.Context, func()) {
-	e := &callEnd{undo: undo}
-	e.refs.Store(1)
-	return context.WithValue(ctx, callEndKey{}, e), e.done
-}
-
-type callEndKey struct{}
-
-// callEnd runs undo when its last holder is done: the handler, and the
-// call that outlives it.
-type callEnd struct {
-	refs atomic.Int32
-	undo func()
-}
-
-func (e *callEnd) done() {
-	if e.refs.Add(-1) == 0 && e.undo != nil {
-		e.undo()
-	}
-}
-
-// holdCallEnd makes a call that outlives its handler a holder of the
-// request's callEnd, if it has one; the call calls the function returned
-// when it has ended. It must be called before the handler returns.
-func holdCallEnd(ctx context.Context) func() {
-	e, ok := ctx.Value(callEndKey{}).(*callEnd)
-	if !ok {
-		return func() {}
-	}
-	e.refs.Add(1)
-	return e.done
 }
 
 func (s *Engine) newCall(t Transport, caps Capabilities) *Call {

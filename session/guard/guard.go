@@ -15,7 +15,6 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/session/telephony"
 
-	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/tenant"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
@@ -271,8 +270,8 @@ func (g *Guard) Handler(next http.Handler, l Side) http.Handler {
 		}
 		// The call counts against its tenant until it has ended, which
 		// may be after next returns (the native WebSocket handler returns
-		// once its call is accepted): session.WithCallEnd releases it then.
-		ctx, handlerDone := session.WithCallEnd(r.Context(), release)
+		// once its call is accepted): tenant.WithCallEnd releases it then.
+		ctx, handlerDone := tenant.WithCallEnd(r.Context(), release)
 		defer handlerDone()
 		if id.Tenant != "" {
 			ctx = tenant.WithHeld(ctx, id.Tenant)

@@ -1,6 +1,9 @@
 // Package tenant is who a call belongs to (Caller, carried in the request's
 // context) and the caps every tenant's calls and turns are held to
-// (Limits; Local in one process), on every transport.
+// (Limits; Local in one process), on every transport; and what the layer
+// in front (session/guard) hands the engine in a request's context beside
+// the Caller: a tenant already counted (WithHeld), something to undo when
+// the call ends (WithCallEnd).
 package tenant
 
 import (
@@ -9,6 +12,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/time/rate"
 
@@ -229,4 +233,52 @@ func WithHeld(ctx context.Context, tenant string) context.Context {
 func Held(ctx context.Context) string {
 	t, _ := ctx.Value(heldKey{}).(string)
 	return t
+}
+
+// WithCallEnd is for a handler in front of the server's (package
+// session/guard) that has something to undo once the call a request
+// started has ended, such as counting a tenant's calls at once: undo used
+// to run when the wrapped handler returned, but the native WebSocket
+// handler returns as soon as its call is accepted and the call runs on. It
+// returns the request's context to pass on and handlerDone, to be called
+// once when the wrapped handler has returned:
+//
+//	ctx, handlerDone := tenant.WithCallEnd(r.Context(), undo)
+//	next.ServeHTTP(w, r.WithContext(ctx))
+//	handlerDone()
+//
+// undo runs once, after handlerDone and after the end of the call the
+// handler left running, if any (the handlers that serve their call to its
+// end, such as Twilio's and WebRTC's, leave none).
+func WithCallEnd(ctx context.Context, undo func()) (context.Context, func()) {
+	e := &callEnd{undo: undo}
+	e.refs.Store(1)
+	return context.WithValue(ctx, callEndKey{}, e), e.done
+}
+
+type callEndKey struct{}
+
+// callEnd runs undo when its last holder is done: the handler, and the
+// call that outlives it.
+type callEnd struct {
+	refs atomic.Int32
+	undo func()
+}
+
+func (e *callEnd) done() {
+	if e.refs.Add(-1) == 0 && e.undo != nil {
+		e.undo()
+	}
+}
+
+// HoldCallEnd makes a call that outlives its handler a holder of the
+// request's callEnd, if it has one; the call calls the function returned
+// when it has ended. It must be called before the handler returns.
+func HoldCallEnd(ctx context.Context) func() {
+	e, ok := ctx.Value(callEndKey{}).(*callEnd)
+	if !ok {
+		return func() {}
+	}
+	e.refs.Add(1)
+	return e.done
 }
