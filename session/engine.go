@@ -65,7 +65,7 @@ type Config struct {
 	Registry *prometheus.Registry
 	// TracerProvider receives a trace per call: a span for the call, a
 	// child per turn, and children per stage wait and per lease
-	// (observe.go). nil: no spans are built at all.
+	// (package internal/observe). nil: no spans are built at all.
 	TracerProvider trace.TracerProvider
 	// Clock drives the stages' expiry and every timer of the calls (nil:
 	// the system clock).

@@ -60,7 +60,7 @@ type frame struct {
 	gen     uint64
 	premise uint64 // prompt audio: the call's premise when it was queued; 0 otherwise
 	bump    bool   // a message that changes the call's state: the premise moves as it is queued
-	pooled  bool   // audio is a pooled buffer (framebuf.go), given back once written or dropped
+	pooled  bool   // audio is a pooled buffer (promptaudio.FrameBuf), given back once written or dropped
 	msg     any    // a *Msg value; nil for audio
 	audio   []byte // binary audio
 	turn    *turn  // the turn an audio frame (or audio_end) belongs to

@@ -380,7 +380,7 @@ func (c *Call) send(ctx context.Context, f frame) error {
 	return nil
 }
 
-// recycle gives f's pooled audio buffer back (framebuf.go): always for a
+// recycle gives f's pooled audio buffer back (promptaudio.PutFrameBuf): always for a
 // frame never written, and for one written only if the transport keeps
 // nothing of it (Capabilities.ReusableAudio). f.audio is not read after.
 func (c *Call) recycle(f frame, written bool) {

@@ -32,7 +32,22 @@ var importRules = []struct {
 	{from: "fallback/prompt", forbidden: []string{"fallback", "session", "media", "web", "cmd"}, allow: []string{"fallback/prompt"}},
 	// The call engine imports no transport and no fallback queue: only the
 	// sentences it must say when it refuses work.
-	{from: "session", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/backend", "session/internal/pcmu", "session/segment", "fallback/prompt"}},
+	{from: "session", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: append([]string{"session/backend", "session/internal/pcmu", "session/segment", "fallback/prompt"}, engineParts...)},
+	// The engine's parts (engineParts) know nothing of the engine, of
+	// each other or of what sits on the engine: the engine calls them, and
+	// what they need of it they take as an interface or a value.
+	{from: "session/audiolimit", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/audiolimit", "session/backend"}},
+	{from: "session/heartbeat", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/heartbeat", "session/backend"}},
+	{from: "session/tenant", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/tenant", "session/backend"}},
+	{from: "session/view", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/view", "session/backend"}},
+	{from: "session/internal/listen", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/listen", "session/backend"}},
+	{from: "session/internal/meter", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/meter", "session/backend"}},
+	{from: "session/internal/metrics", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/metrics", "session/backend"}},
+	{from: "session/internal/observe", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/observe", "session/backend"}},
+	{from: "session/internal/pace", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/pace", "session/backend"}},
+	{from: "session/internal/promptaudio", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/promptaudio", "session/backend"}},
+	{from: "session/internal/quarantine", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/quarantine", "session/backend"}},
+	{from: "session/internal/stall", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/stall", "session/backend"}},
 	// Leaves: the sentence splitter and the rehearsal agent know nothing
 	// of the module.
 	{from: "session/segment", forbidden: []string{"stages", "session", "fallback", "media", "web", "cmd"}, allow: []string{"session/segment"}},
@@ -42,6 +57,23 @@ var importRules = []struct {
 	{from: "session/telephony", forbidden: []string{"session/native", "session/webrtc", "session/offer", "session/server"}},
 	{from: "session/offer", forbidden: []string{"session/native", "session/webrtc", "session/telephony", "session/server"}},
 	{from: "web", forbidden: []string{"session", "fallback", "cmd"}},
+}
+
+// engineParts are the packages the call engine was split into
+// (docs/ARCHITECTURE.md, "How session is split").
+var engineParts = []string{
+	"session/audiolimit",
+	"session/heartbeat",
+	"session/tenant",
+	"session/view",
+	"session/internal/listen",
+	"session/internal/meter",
+	"session/internal/metrics",
+	"session/internal/observe",
+	"session/internal/pace",
+	"session/internal/promptaudio",
+	"session/internal/quarantine",
+	"session/internal/stall",
 }
 
 // everywhere are the leaves every package may import, whatever its rule
