@@ -33,17 +33,18 @@ func TestPromptAudioWhileSynthesisSaturated(t *testing.T) {
 	rendered := synth.Started()
 
 	// A synthesis stage with its one slot and one waiting place taken.
-	synthesis, err := stages.New(stages.Limits{Slots: 1, Waiting: 1, MaxAge: time.Second})
+	ctx := context.Background()
+	synthesis, err := stages.NewGate(stages.Limits{Slots: 1, Waiting: 1, MaxAge: time.Second}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer synthesis.Stop()
 	now := time.Now()
-	synthesis.Rotate("call", 0, now)
+	synthesis.Rotate(ctx, "call", 0)
 	for _, id := range []string{"a", "b"} {
-		synthesis.Offer(stages.Job{ID: id, Owner: "call", Born: now}, now)
-		synthesis.Take(now)
+		synthesis.Submit(ctx, stages.Job{ID: id, Owner: "call", Born: now})
 	}
-	d, err := synthesis.Offer(stages.Job{ID: "c", Owner: "call", Born: now}, now)
+	_, d, err := synthesis.Submit(ctx, stages.Job{ID: "c", Owner: "call", Born: now})
 	if err != nil || d != stages.Overloaded {
 		t.Fatalf("synthesis stage not saturated: %v, %v", d, err)
 	}
@@ -59,7 +60,8 @@ func TestPromptAudioWhileSynthesisSaturated(t *testing.T) {
 	if synth.Started() != rendered {
 		t.Fatalf("prompt rendered again (%d -> %d): not from the cache", rendered, synth.Started())
 	}
-	if got := synthesis.Snapshot(now).Ledger.Refused.Overloaded; got != 1 {
+	if sn, _ := synthesis.Snapshot(ctx); sn.Ledger.Refused.Overloaded != 1 {
+		got := sn.Ledger.Refused.Overloaded
 		t.Fatalf("synthesis refusals %d", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -151,7 +152,7 @@ func (s *Service) BookingsRefused() map[string]uint64 {
 // bookings is the in-process BookingCounter.
 type bookings struct {
 	maxKeys int
-	clock   stages.Clock
+	clock   clock.Clock
 
 	mu     sync.Mutex
 	counts map[string]*window
@@ -162,7 +163,7 @@ type window struct {
 	n     int
 }
 
-func newBookings(lim BookingLimits, clock stages.Clock) *bookings {
+func newBookings(lim BookingLimits, clock clock.Clock) *bookings {
 	if lim.MaxKeys <= 0 {
 		lim.MaxKeys = 100000
 	}

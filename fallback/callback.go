@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -37,7 +38,7 @@ type CallbackResult struct {
 type callbacks struct {
 	mu      sync.Mutex        // serializes stage+store changes, so they agree
 	jobs    map[string]string // ref -> current job id in the controller
-	leases  map[string]stages.Timer
+	leases  map[string]clock.Timer
 	backlog bool // pending rows in the store that the queue had no room for
 
 	leasesReturned atomic.Uint64
@@ -45,7 +46,7 @@ type callbacks struct {
 
 func (c *callbacks) init() {
 	c.jobs = map[string]string{}
-	c.leases = map[string]stages.Timer{}
+	c.leases = map[string]clock.Timer{}
 }
 
 func (c *callbacks) hasBacklog() bool {

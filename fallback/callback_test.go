@@ -9,6 +9,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/fallback/prompt"
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
@@ -24,7 +25,7 @@ func testConfig(dir string) fallback.Config {
 	return cfg
 }
 
-func newService(t *testing.T, cfg fallback.Config, clock stages.Clock, opts ...fallback.Option) *fallback.Service {
+func newService(t *testing.T, cfg fallback.Config, clock clock.Clock, opts ...fallback.Option) *fallback.Service {
 	t.Helper()
 	cfg.Clock = clock
 	s, err := fallback.New(context.Background(), cfg, nil, nil, opts...)
@@ -69,7 +70,7 @@ func TestCallbackValidation(t *testing.T) {
 	if list, _ := s.ListCallbacks(ctx, 0); len(list) != 0 {
 		t.Fatalf("bad requests stored %d callbacks", len(list))
 	}
-	if got := s.CallbackStage().Snapshot(time.Now()).Ledger.Offered; got != 0 {
+	if got := s.Snapshot(prompt.KindCallback).Ledger.Offered; got != 0 {
 		t.Fatalf("bad requests reached the stage: offered %d", got)
 	}
 }
@@ -94,7 +95,7 @@ func TestCallbackQueueFullIsTruthfulRefusal(t *testing.T) {
 	if p.Text == prompt.For(prompt.StageCallback, stages.Queued, nil).Text {
 		t.Fatal("refusal prompt says the callback is booked")
 	}
-	if got := s.CallbackStage().Snapshot(time.Now()).Ledger.Refused.Overloaded; got != 1 {
+	if got := s.Snapshot(prompt.KindCallback).Ledger.Refused.Overloaded; got != 1 {
 		t.Fatalf("ledger refused overloaded = %d, want 1", got)
 	}
 	if list, _ := s.ListCallbacks(ctx, 0); len(list) != 2 {
@@ -113,7 +114,7 @@ func TestCallbackIdempotent(t *testing.T) {
 	if err != nil || b != a {
 		t.Fatalf("retry = %+v, %v; want %+v", b, err, a)
 	}
-	if got := s.CallbackStage().Snapshot(time.Now()).Queued; got != 1 {
+	if got := s.Snapshot(prompt.KindCallback).Queued; got != 1 {
 		t.Fatalf("queued %d, want 1", got)
 	}
 }
@@ -133,7 +134,7 @@ func TestCallbackSurvivesReopen(t *testing.T) {
 	s1.Close()
 
 	s2 := newService(t, testConfig(dir), clock)
-	snap := s2.CallbackStage().Snapshot(time.Now())
+	snap := s2.Snapshot(prompt.KindCallback)
 	if snap.Queued != 2 {
 		t.Fatalf("after restart the stage holds %d, want 2 (the bound must hold)", snap.Queued)
 	}
@@ -182,7 +183,7 @@ func TestCallbackClaimLeaseExpiryReturnsToQueue(t *testing.T) {
 	if err != nil || done.Status != fallback.StatusCompleted {
 		t.Fatalf("complete = %+v, %v", done, err)
 	}
-	snap := s.CallbackStage().Snapshot(time.Now())
+	snap := s.Snapshot(prompt.KindCallback)
 	if snap.Queued != 0 || snap.Leased != 0 || snap.Owners != 0 {
 		t.Fatalf("stage after completion: %+v", snap)
 	}
@@ -201,7 +202,7 @@ func TestCallbackExpiresUnclaimed(t *testing.T) {
 	if got.Status != fallback.StatusExpired {
 		t.Fatalf("status %s, want expired", got.Status)
 	}
-	if snap := s.CallbackStage().Snapshot(time.Now()); snap.Ledger.Expired != 1 || snap.Queued != 0 {
+	if snap := s.Snapshot(prompt.KindCallback); snap.Ledger.Expired != 1 || snap.Queued != 0 {
 		t.Fatalf("stage: %+v", snap)
 	}
 }
@@ -227,7 +228,7 @@ func TestCallbackStoreFailureIsNotEstablished(t *testing.T) {
 	if s.Stats().NotEstablished != 1 {
 		t.Fatal("failure not recorded")
 	}
-	if snap := s.CallbackStage().Snapshot(time.Now()); snap.Queued != 0 {
+	if snap := s.Snapshot(prompt.KindCallback); snap.Queued != 0 {
 		t.Fatalf("the failed callback still holds a place: %+v", snap)
 	}
 	p := prompt.Failed(prompt.StageCallback, s.Available())

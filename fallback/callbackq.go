@@ -40,9 +40,9 @@ var (
 
 func (s localCallbacks) room() bool { return s.cbq.room() && !s.cb.hasBacklog() }
 
-func (s localCallbacks) view() stages.View { return stages.ViewOf(s.cbq.c, s.clock) }
+func (s localCallbacks) view() stages.View { return s.cbq.g }
 
-func (s localCallbacks) snapshot() stages.Snapshot { return s.cbq.c.Snapshot(s.clock.Now()) }
+func (s localCallbacks) snapshot() stages.Snapshot { return s.cbq.snapshot() }
 
 // sweep and refresh: the stage's own timers expire callbacks and leases.
 func (localCallbacks) sweep(context.Context, time.Time)   {}

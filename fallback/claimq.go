@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -24,10 +25,8 @@ import (
 // expiredLocked as it ends, by the caller that holds that lock; ids the
 // gate's timer expires otherwise go to onExpire, which takes the lock.
 type claimQueue struct {
-	c             *stages.Controller // the gate's, for views and draining
-	d             *stages.Dispatcher
-	g             stages.ClaimGate
-	clock         stages.Clock
+	g             *stages.Local // the in-process ClaimGate, also for views and draining
+	clock         clock.Clock
 	onExpire      func(ids []string) // called without the Service's lock, from the gate's timer
 	expiredLocked func(ids []string) // called at the end of an operation, under it
 
@@ -38,14 +37,13 @@ type claimQueue struct {
 	stopped bool
 }
 
-func newClaimQueue(l stages.Limits, clock stages.Clock) (*claimQueue, error) {
-	c, err := stages.New(l)
+func newClaimQueue(l stages.Limits, clock clock.Clock) (*claimQueue, error) {
+	q := &claimQueue{clock: clock, pending: map[string]stages.Pending{}}
+	g, err := stages.NewClaimGate(l, clock, q.resolved)
 	if err != nil {
 		return nil, err
 	}
-	q := &claimQueue{c: c, clock: clock, pending: map[string]stages.Pending{}}
-	q.d = stages.NewDispatcher(c, clock, stages.ClaimOnly(), stages.OnResolve(q.resolved))
-	q.g = stages.LocalClaimGate(q.d)
+	q.g = g
 	return q, nil
 }
 
@@ -119,8 +117,14 @@ func (q *claimQueue) offer(job stages.Job) (stages.Disposition, error) {
 
 // room reports whether an offer now would find a waiting place.
 func (q *claimQueue) room() bool {
-	s := q.c.Snapshot(q.clock.Now())
+	s := q.snapshot()
 	return !s.Closed && s.Queued < s.Limits.Waiting
+}
+
+// snapshot is the gate's snapshot (an in-process gate never fails).
+func (q *claimQueue) snapshot() stages.Snapshot {
+	s, _ := q.g.Snapshot(context.Background())
+	return s
 }
 
 // position is id's place among waiting work, 1 next.
@@ -166,7 +170,7 @@ func (q *claimQueue) cancel(id, owner string) stages.Disposition {
 	ctx := context.Background()
 	q.begin()
 	defer q.end()
-	st, ok := q.c.State(id)
+	st, ok := q.g.State(id)
 	if !ok {
 		return 0
 	}

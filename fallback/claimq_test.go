@@ -20,7 +20,7 @@ func TestClaimQueueConformance(t *testing.T) {
 		var expired []string
 		q.onExpire = func(ids []string) { expired = append(expired, ids...) }
 		t.Cleanup(func() {
-			s := q.c.Snapshot(clock.Now())
+			s := q.snapshot()
 			if uint64(len(expired)) != s.Ledger.Expired {
 				t.Errorf("told of %d expiries, the ledger counts %d", len(expired), s.Ledger.Expired)
 			}

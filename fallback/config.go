@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -23,8 +24,8 @@ type Config struct {
 	// tenant and one number may book per period (zero: no caps).
 	Bookings BookingLimits
 	// Clock drives both queues' expiry and claim leases; nil is
-	// stages.SystemClock. Serve passes the engine's clock, tests a manual one.
-	Clock stages.Clock
+	// clock.System. Serve passes the engine's clock, tests a manual one.
+	Clock clock.Clock
 }
 
 // DefaultConfig returns settings that make a fresh server usable at once.
@@ -65,10 +66,10 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 
 // Validate reports settings that cannot work.
 func (c Config) Validate() error {
-	if _, err := stages.New(c.CallbackLimits()); err != nil {
+	if err := c.CallbackLimits().Validate(); err != nil {
 		return fmt.Errorf("fallback: callback stage: %w", err)
 	}
-	if _, err := stages.New(c.HandoffLimits()); err != nil {
+	if err := c.HandoffLimits().Validate(); err != nil {
 		return fmt.Errorf("fallback: handoff stage: %w", err)
 	}
 	if c.CallbackLease <= 0 {

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/fallback/prompt"
-
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -44,7 +44,7 @@ func (s *Service) startFleet() {
 		// Renewals have their own goroutine: a slow sweep or snapshot
 		// must not let this process's callers and claims run out.
 		s.wg.Go(func() {
-			t := stages.NewTicker(s.clock, s.hfq.TTL()/3)
+			t := clock.NewTicker(s.clock, s.hfq.TTL()/3)
 			defer t.Stop()
 			for {
 				select {
@@ -60,7 +60,7 @@ func (s *Service) startFleet() {
 
 func (s *Service) fleetLoop(ctx context.Context) {
 	changed := s.hos.watch(ctx)
-	poll := stages.NewTicker(s.clock, fleetPoll)
+	poll := clock.NewTicker(s.clock, fleetPoll)
 	defer poll.Stop()
 	var lastSweep, lastList time.Time
 	for {

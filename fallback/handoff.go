@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -105,8 +106,8 @@ type hstate struct {
 	agent   *agent // the agent holding the claim, nil while waiting
 
 	// Fleet mode: the caller's side of a handoff in the shared queue.
-	timer    stages.Timer // expires it at Born + HandoffMaxWait
-	position int          // last known place among waiting handoffs, 0 once claimed
+	timer    clock.Timer // expires it at Born + HandoffMaxWait
+	position int         // last known place among waiting handoffs, 0 once claimed
 }
 
 type handoffs struct {

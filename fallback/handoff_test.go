@@ -12,6 +12,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/fallback/prompt"
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
@@ -87,7 +88,7 @@ func (a *agentClient) waitList(ok func(agentMsg) bool) agentMsg {
 	}
 }
 
-func handoffServer(t *testing.T, clock stages.Clock) (*fallback.Service, *httptest.Server) {
+func handoffServer(t *testing.T, clock clock.Clock) (*fallback.Service, *httptest.Server) {
 	t.Helper()
 	s := newService(t, testConfig(t.TempDir()), clock)
 	srv := httptest.NewServer(s.AgentHandler(nil))
@@ -121,7 +122,7 @@ func TestHandoffClaimedAndAcknowledged(t *testing.T) {
 	if m := a.next("resolved"); m.Disposition != "completed" {
 		t.Fatalf("resolved %+v", m)
 	}
-	snap := s.HandoffStage().Snapshot(time.Now())
+	snap := s.Snapshot(prompt.KindHandoff)
 	if snap.Leased != 0 || snap.Queued != 0 || snap.Ledger.Completed != 1 {
 		t.Fatalf("stage: %+v", snap)
 	}
@@ -181,7 +182,7 @@ func TestHandoffAbandonedByDisconnectingAgent(t *testing.T) {
 	if out, _ := h.Wait(ctx); out.Disposition != stages.Completed || out.Agent != "dave" {
 		t.Fatalf("outcome %+v", out)
 	}
-	snap := s.HandoffStage().Snapshot(time.Now())
+	snap := s.Snapshot(prompt.KindHandoff)
 	if snap.Ledger.ReleasedCancelled != 1 || snap.Ledger.Completed != 1 || snap.Leased != 0 {
 		t.Fatalf("ledger %+v", snap.Ledger)
 	}
@@ -203,7 +204,7 @@ func TestHandoffAbandonedTooLateExpires(t *testing.T) {
 	if st := s.Stats(); st.HandoffsReturned != 0 || st.HandoffsAbandonedExpired != 1 {
 		t.Fatalf("stats %+v", st)
 	}
-	if snap := s.HandoffStage().Snapshot(time.Now()); snap.Queued != 0 || snap.Leased != 0 {
+	if snap := s.Snapshot(prompt.KindHandoff); snap.Queued != 0 || snap.Leased != 0 {
 		t.Fatalf("stage %+v", snap)
 	}
 }

@@ -48,9 +48,9 @@ var (
 
 func (s localHandoffs) room() bool { return s.hq.room() }
 
-func (s localHandoffs) view() stages.View { return stages.ViewOf(s.hq.c, s.clock) }
+func (s localHandoffs) view() stages.View { return s.hq.g }
 
-func (s localHandoffs) snapshot() stages.Snapshot { return s.hq.c.Snapshot(s.clock.Now()) }
+func (s localHandoffs) snapshot() stages.Snapshot { return s.hq.snapshot() }
 
 // The stage's own timer expires handoffs; nobody else decides them.
 func (localHandoffs) watch(context.Context) <-chan struct{} { return nil }

@@ -89,7 +89,7 @@ func (s localCallbacks) finish(ctx context.Context, ref string, attempt int, to 
 		delete(s.cb.leases, ref)
 	}
 	if id, ok := s.cb.jobs[ref]; ok {
-		if st, _ := s.cbq.c.State(id); st == stages.Active {
+		if st, _ := s.cbq.g.State(id); st == stages.Active {
 			s.cbq.release(id, ref)
 		} else {
 			s.cbq.cancel(id, ref)

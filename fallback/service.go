@@ -10,10 +10,10 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/frontdoorhq/frontdoor/fallback/prompt"
-
 	lru "github.com/hashicorp/golang-lru/v2"
 
+	"github.com/frontdoorhq/frontdoor/fallback/prompt"
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -23,7 +23,7 @@ import (
 type Service struct {
 	cfg   Config
 	log   *slog.Logger
-	clock stages.Clock
+	clock clock.Clock
 	store CallbackStore
 	own   bool // the store was opened by New and is closed by Close
 
@@ -87,7 +87,7 @@ func New(ctx context.Context, cfg Config, synth Synthesizer, log *slog.Logger, o
 	}
 	s := &Service{cfg: cfg, log: log.With("component", "fallback"), clock: cfg.Clock, synth: synth, rendering: map[string]*renderFlight{}}
 	if s.clock == nil {
-		s.clock = stages.SystemClock
+		s.clock = clock.System
 	}
 	s.counter, s.refused = newBookings(cfg.Bookings, s.clock), map[string]uint64{}
 	for _, o := range opts {
@@ -151,8 +151,8 @@ func (s *Service) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
-	s.cbq.c.Close()
-	s.hq.c.Close()
+	s.cbq.g.Close()
+	s.hq.g.Close()
 	s.cancel()
 	s.renderMu.Lock()
 	s.renderClosed = true
@@ -178,16 +178,16 @@ func (s *Service) Close() error {
 	return nil
 }
 
-// CallbackStage returns the callback stage's controller, for /v1/stages
-// and metrics. Use it only to observe (Snapshot, Waiting) and to Close or
-// Reopen admission when draining.
-func (s *Service) CallbackStage() *stages.Controller { return s.cbq.c }
+// CallbackStage returns the callback stage's in-process gate, for
+// /v1/stages and metrics. Use it only to observe (Snapshot, Waiting) and to
+// Close or Reopen admission when draining.
+func (s *Service) CallbackStage() *stages.Local { return s.cbq.g }
 
-// HandoffStage returns the handoff stage's controller, as CallbackStage.
-func (s *Service) HandoffStage() *stages.Controller { return s.hq.c }
+// HandoffStage returns the handoff stage's in-process gate, as CallbackStage.
+func (s *Service) HandoffStage() *stages.Local { return s.hq.g }
 
 // Clock returns the clock of the service's stages and timers.
-func (s *Service) Clock() stages.Clock { return s.clock }
+func (s *Service) Clock() clock.Clock { return s.clock }
 
 // Store returns the callback store.
 func (s *Service) Store() CallbackStore { return s.store }

@@ -6,19 +6,23 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/session/backend"
-	"github.com/frontdoorhq/frontdoor/stages"
 )
 
-// The engine's side of adaptive stage limits (stages.AdaptiveGate): it
-// feeds each stage's gate, when the gate is a stages.Observer, the latency
+// The engine's side of adaptive stage limits (stages.NewAdaptiveGate): it
+// feeds each stage's gate, when the gate is an observer, the latency
 // of the stage's useful signal measured from the lease (the model's first
 // token, each sentence's first audio, a recognition's result) and the
 // backend's overload errors (429, 503: backend.ErrOverloaded). A gate with
-// a fixed limit is not an Observer, and nothing is measured for it.
+// a fixed limit is not an observer, and nothing is measured for it.
+
+// latencyObserver is a gate with an adaptive limit (stages.NewAdaptiveGate's).
+type latencyObserver interface {
+	Observe(latency time.Duration, overloaded bool)
+}
 
 // observe feeds the stage's gate one latency, or an overload error.
 func (s *stage) observe(latency time.Duration, overloaded bool) {
-	if o, ok := s.gate.(stages.Observer); ok {
+	if o, ok := s.gate.(latencyObserver); ok {
 		o.Observe(latency, overloaded)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
@@ -39,7 +40,7 @@ func (o *observing) observed() []observation {
 
 func observingGates(gates map[string]*observing) func(*Config, *stub.Settings) {
 	return func(c *Config, _ *stub.Settings) {
-		c.NewGate = func(name string, l stages.Limits, clk stages.Clock) (stages.Gate, error) {
+		c.NewGate = func(name string, l stages.Limits, clk clock.Clock) (stages.Gate, error) {
 			g, err := LocalGate(l, clk, slog.New(slog.DiscardHandler))
 			if err != nil || name == StageSession {
 				return g, err

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/stages"
@@ -83,7 +84,7 @@ func BenchmarkBargeIn(b *testing.B) {
 func BenchmarkOutbound(b *testing.B) {
 	var gen atomic.Uint64
 	gen.Store(1)
-	o := newOutbound(OutboundLimits{}, &gen, stages.SystemClock)
+	o := newOutbound(OutboundLimits{}, &gen, clock.System)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan struct{})

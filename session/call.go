@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/media"
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session/audiolimit"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/internal/listen"
@@ -279,7 +280,7 @@ func (c *Call) end(cause error, admitted bool, io *sync.WaitGroup, ioCancel cont
 	}
 	c.obs.Released()
 	if status == ClosePolicy { // the caller broke a rule: its handshake gets closeGrace
-		grace := stages.NewTimer(c.s.cfg.Clock, closeGrace)
+		grace := clock.NewTimer(c.s.cfg.Clock, closeGrace)
 		defer grace.Stop()
 		select {
 		case <-closed:
@@ -369,7 +370,7 @@ func (c *Call) admitSession(ctx context.Context) bool {
 		_ = c.Send(ctx, &SessionMsg{Type: "session", Disposition: stages.Queued, Session: c.id, Position: pos})
 		c.s.refuse(ctx, Refusal{Call: c.id, Stage: StageSession, Disposition: stages.Queued, Position: pos}, c)
 	}
-	tick := stages.NewTicker(c.s.cfg.Clock, c.s.cfg.QueueUpdate)
+	tick := clock.NewTicker(c.s.cfg.Clock, c.s.cfg.QueueUpdate)
 	defer tick.Stop()
 	for waiting := true; waiting; {
 		select {

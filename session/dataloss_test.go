@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/stages"
@@ -24,7 +25,7 @@ func TestFleetDataLossCallsGoOn(t *testing.T) {
 	rdb := srv.Client(t)
 	var gates []stages.Gate
 	r := newRig(t, func(c *Config, s *stub.Settings) {
-		c.NewGate = func(name string, l stages.Limits, clk stages.Clock) (stages.Gate, error) {
+		c.NewGate = func(name string, l stages.Limits, clk clock.Clock) (stages.Gate, error) {
 			st, err := redisstage.New(rdb, name, l, redisstage.Options{LeaseTTL: ttl})
 			if err != nil {
 				return nil, err

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/frontdoorhq/frontdoor/media"
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session/audiolimit"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/heartbeat"
@@ -69,12 +70,12 @@ type Config struct {
 	TracerProvider trace.TracerProvider
 	// Clock drives the stages' expiry and every timer of the calls (nil:
 	// the system clock).
-	Clock stages.Clock
+	Clock clock.Clock
 	// NewGate builds each stage's gate (nil: LocalGate, the in-process
 	// frontdoor policy). stage is "session", "recognize", "model" or
 	// "synthesis". The server closes each gate on its own replica for a
 	// drain or a quarantine (stages.Guard), and stops it on Close.
-	NewGate func(stage string, l stages.Limits, clock stages.Clock) (stages.Gate, error)
+	NewGate func(stage string, l stages.Limits, clock clock.Clock) (stages.Gate, error)
 	// StoreTimeout bounds each operation of a call on a stage's gate (a
 	// round trip to the store in fleet mode): an offer that takes longer
 	// fails closed, and a cleanup (Release, Forget, Cancel) that takes
@@ -162,7 +163,7 @@ type Engine struct {
 	byName    map[string]int // calls by view.TransportName; a name stays at 0 once seen (its gauge)
 	callsWG   sync.WaitGroup
 	draining  atomic.Bool
-	inTransit atomic.Int64 // turns past model admission not yet offered to synthesis
+	inTransit transit // turns past model admission not yet offered to synthesis
 	// firstSentence estimates the model's time to a reply's first
 	// sentence, which bounds the model stage's useful wait.
 	firstSentence meter.FirstSentence
@@ -201,11 +202,11 @@ func New(cfg Config) (*Engine, error) {
 		cfg.Registry = prometheus.NewRegistry()
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = stages.SystemClock
+		cfg.Clock = clock.System
 	}
 	if cfg.NewGate == nil {
 		log := cfg.Logger
-		cfg.NewGate = func(name string, l stages.Limits, c stages.Clock) (stages.Gate, error) {
+		cfg.NewGate = func(name string, l stages.Limits, c clock.Clock) (stages.Gate, error) {
 			return LocalGate(l, c, log.With("stage", name))
 		}
 	}
@@ -268,7 +269,7 @@ func (s *Engine) stageList() []*stage {
 
 // Clock returns the clock the engine's stages and calls run on
 // (Config.Clock), for the transports' own timers.
-func (s *Engine) Clock() stages.Clock { return s.cfg.Clock }
+func (s *Engine) Clock() clock.Clock { return s.cfg.Clock }
 
 // CountProtocolError counts a transport's protocol error of kind code in
 // frontdoor_protocol_errors_total, beside the engine's own.
@@ -420,33 +421,65 @@ func (s *Engine) Drain(ctx context.Context) error {
 	}
 	done := make(chan struct{})
 	go func() { s.callsWG.Wait(); close(done) }()
-	tick := stages.NewTicker(s.cfg.Clock, 10*time.Millisecond)
-	defer tick.Stop()
-	synthOpen := true
-	for {
-		if synthOpen {
-			if s.inTransit.Load() == 0 {
-				s.synth.draining.Store(true)
-				synthOpen = false
-			}
-		}
+	// The synthesis stage closes when the last turn in transit hands off
+	// (s.inTransit signals each time the count reaches zero) or when the
+	// calls are gone, whichever comes first.
+	zero := s.inTransit.zero()
+	for s.inTransit.n.Load() != 0 {
 		select {
+		case <-zero:
 		case <-done:
 			s.synth.draining.Store(true)
 			return nil
-		case <-tick.C:
-			continue
 		case <-ctx.Done():
+			s.synth.draining.Store(true)
+			s.stopAll()
+			return ErrDrainTimeout
 		}
-		break
 	}
 	s.synth.draining.Store(true)
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	}
+	s.stopAll()
+	return ErrDrainTimeout
+}
+
+// stopAll tells every call in progress to end (1001).
+func (s *Engine) stopAll() {
 	s.mu.Lock()
 	for c := range s.calls {
 		c.stop(errGoingAway)
 	}
 	s.mu.Unlock()
-	return ErrDrainTimeout
+}
+
+// transit counts the turns past model admission not yet offered to
+// synthesis; a drain waits on it to reach zero instead of polling it.
+type transit struct {
+	n  atomic.Int64
+	mu sync.Mutex
+	ch chan struct{} // signalled (never closed) each time n reaches zero
+}
+
+func (t *transit) Add(delta int64) {
+	if t.n.Add(delta) == 0 {
+		select {
+		case t.zero() <- struct{}{}:
+		default: // a signal is pending already
+		}
+	}
+}
+
+func (t *transit) zero() chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ch == nil {
+		t.ch = make(chan struct{}, 1)
+	}
+	return t.ch
 }
 
 // Close refuses new calls, ends the ones in progress (1001), waits for them,

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage/redistest"
 )
@@ -17,7 +18,7 @@ import (
 func BenchmarkGateCycle(b *testing.B) {
 	lim := stages.Limits{Slots: 4, Waiting: 4, MaxAge: time.Minute}
 	b.Run("in-process", func(b *testing.B) {
-		a, err := LocalGate(lim, stages.SystemClock, slog.New(slog.DiscardHandler))
+		a, err := LocalGate(lim, clock.System, slog.New(slog.DiscardHandler))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -26,7 +27,7 @@ func BenchmarkGateCycle(b *testing.B) {
 	})
 	b.Run("redis", func(b *testing.B) {
 		srv := redistest.Start(b)
-		a, err := fleetGates(b, srv, nil)(StageModel, lim, stages.SystemClock)
+		a, err := fleetGates(b, srv, nil)(StageModel, lim, clock.System)
 		if err != nil {
 			b.Fatal(err)
 		}

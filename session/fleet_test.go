@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/stages"
@@ -14,9 +15,9 @@ import (
 
 // fleetGates builds every stage of a server on the Redis behind srv,
 // as frontdoor serve -store does; ready collects the gates for Config.Ready.
-func fleetGates(t testing.TB, srv *redistest.Server, ready *[]stages.Gate) func(string, stages.Limits, stages.Clock) (stages.Gate, error) {
+func fleetGates(t testing.TB, srv *redistest.Server, ready *[]stages.Gate) func(string, stages.Limits, clock.Clock) (stages.Gate, error) {
 	rdb := srv.Client(t)
-	return func(name string, l stages.Limits, c stages.Clock) (stages.Gate, error) {
+	return func(name string, l stages.Limits, c clock.Clock) (stages.Gate, error) {
 		st, err := redisstage.New(rdb, name, l, redisstage.Options{LeaseTTL: 2 * time.Second, Warmup: -1})
 		if err != nil {
 			return nil, err
@@ -88,12 +89,12 @@ func TestFleetBargeInCancelsWorkQueuedElsewhere(t *testing.T) {
 	srv := redistest.Start(t)
 	mk := fleetGates(t, srv, nil)
 	lim := stages.Limits{Slots: 1, Waiting: 4, MaxAge: 5 * time.Second}
-	a, err := mk(StageModel, lim, stages.SystemClock)
+	a, err := mk(StageModel, lim, clock.System)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Stop()
-	b, _ := mk(StageModel, lim, stages.SystemClock)
+	b, _ := mk(StageModel, lim, clock.System)
 	defer b.Stop()
 	ctx := context.Background()
 	for _, o := range []string{"other", "call"} {

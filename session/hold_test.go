@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/fallback/prompt"
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/session/tenant"
@@ -21,7 +22,7 @@ import (
 // timer of its own.
 type offerFallback struct {
 	Prompts
-	clock    stages.Clock
+	clock    clock.Clock
 	window   time.Duration
 	blocking bool
 
@@ -36,7 +37,7 @@ func (f *offerFallback) Refused(ctx context.Context, r Refusal, out Sender) {
 		return
 	}
 	if f.blocking {
-		t := stages.NewTimer(f.clock, f.window)
+		t := clock.NewTimer(f.clock, f.window)
 		defer t.Stop()
 		select {
 		case <-t.C:

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/media/clock"
 )
 
 // testLinger is a writer's idle wait that the test fires.
@@ -24,7 +24,7 @@ func (l *testLinger) release()               { l.released = true }
 func TestOutboundIdleWriterGivesRingBack(t *testing.T) {
 	var gen atomic.Uint64
 	gen.Store(1)
-	o := newOutbound(OutboundLimits{}, &gen, stages.SystemClock)
+	o := newOutbound(OutboundLimits{}, &gen, clock.System)
 	ctx := context.Background()
 	l := &testLinger{c: make(chan time.Time, 1)}
 	if err := o.push(ctx, frame{gen: 1}); err != nil {

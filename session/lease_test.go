@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/stages"
@@ -30,7 +31,7 @@ func TestLostLeaseStopsWork(t *testing.T) {
 	const ttl = 500 * time.Millisecond
 	var model *redisstage.Store
 	r := newRig(t, func(c *Config, s *stub.Settings) {
-		c.NewGate = func(name string, l stages.Limits, clk stages.Clock) (stages.Gate, error) {
+		c.NewGate = func(name string, l stages.Limits, clk clock.Clock) (stages.Gate, error) {
 			opt := redisstage.Options{LeaseTTL: 30 * time.Second, Warmup: -1}
 			if name == StageModel {
 				opt.LeaseTTL = ttl
@@ -104,7 +105,7 @@ func TestLostSynthesisLeaseSilencesReply(t *testing.T) {
 	const ttl = 500 * time.Millisecond
 	r := newRig(t, func(c *Config, s *stub.Settings) {
 		c.Pace = true
-		c.NewGate = func(name string, l stages.Limits, clk stages.Clock) (stages.Gate, error) {
+		c.NewGate = func(name string, l stages.Limits, clk clock.Clock) (stages.Gate, error) {
 			opt := redisstage.Options{LeaseTTL: 30 * time.Second, Warmup: -1}
 			if name == StageSynthesis {
 				opt.LeaseTTL = ttl
@@ -154,7 +155,7 @@ func TestLostSessionLeaseEndsCall(t *testing.T) {
 	rdb := srv.Client(t)
 	const ttl = 500 * time.Millisecond
 	r := newRig(t, func(c *Config, s *stub.Settings) {
-		c.NewGate = func(name string, l stages.Limits, clk stages.Clock) (stages.Gate, error) {
+		c.NewGate = func(name string, l stages.Limits, clk clock.Clock) (stages.Gate, error) {
 			opt := redisstage.Options{LeaseTTL: 30 * time.Second, Warmup: -1}
 			if name == StageSession {
 				opt.LeaseTTL = ttl

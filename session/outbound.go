@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/media"
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session/internal/pace"
-	"github.com/frontdoorhq/frontdoor/stages"
 )
 
 // Errors of the outbound queue.
@@ -101,7 +101,7 @@ func (f *frame) control() bool {
 // them. Each lane keeps its own order.
 type outbound struct {
 	lim     OutboundLimits
-	clock   stages.Clock   // the engine's: when the ring grew
+	clock   clock.Clock    // the engine's: when the ring grew
 	gen     *atomic.Uint64 // the call's current generation
 	premise *atomic.Uint64 // the call's current premise (nil: prompts are never cut)
 	spoken  *atomic.Uint64 // the premise of the last prompt message queued
@@ -155,7 +155,7 @@ type barrier struct {
 	ch chan struct{}
 }
 
-func newOutbound(lim OutboundLimits, gen *atomic.Uint64, clock stages.Clock) *outbound {
+func newOutbound(lim OutboundLimits, gen *atomic.Uint64, clock clock.Clock) *outbound {
 	lim = lim.withDefaults()
 	return &outbound{lim: lim, clock: clock, gen: gen,
 		ready: make(chan struct{}, 1), urgent: make(chan struct{}, 1), space: make(chan struct{}, 1), done: make(chan struct{})}

@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/media/clock"
 )
 
 // A control message a transport may follow with audio of its own (offer,
@@ -17,7 +17,7 @@ import (
 func TestOutboundAudioBefore(t *testing.T) {
 	var gen atomic.Uint64
 	gen.Store(1)
-	o := newOutbound(OutboundLimits{}, &gen, stages.SystemClock)
+	o := newOutbound(OutboundLimits{}, &gen, clock.System)
 	ctx := context.Background()
 	isClosed := func(c <-chan struct{}) bool {
 		select {

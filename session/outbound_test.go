@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/media/clock"
 )
 
 // The ring grows on demand: an idle call holds no frames, frames come out
@@ -17,7 +17,7 @@ import (
 func TestOutboundGrowsOnDemand(t *testing.T) {
 	var gen atomic.Uint64
 	gen.Store(1)
-	o := newOutbound(OutboundLimits{Frames: 100, Bytes: 1 << 20}, &gen, stages.SystemClock)
+	o := newOutbound(OutboundLimits{Frames: 100, Bytes: 1 << 20}, &gen, clock.System)
 	if o.q != nil {
 		t.Fatalf("idle queue holds a ring of %d frames", len(o.q))
 	}
@@ -87,7 +87,7 @@ func TestOutboundOfferNeedsItsPrompt(t *testing.T) {
 	gen.Store(1)
 	premise.Store(1)
 	spoken.Store(1)
-	o := newOutbound(OutboundLimits{}, &gen, stages.SystemClock)
+	o := newOutbound(OutboundLimits{}, &gen, clock.System)
 	o.premise, o.spoken = &premise, &spoken
 	ctx := context.Background()
 	offer := func() error { return o.push(ctx, frame{msg: &OfferMsg{Type: "offer"}}) }
@@ -132,7 +132,7 @@ func TestOutboundCountsAudioTime(t *testing.T) {
 
 	var gen atomic.Uint64
 	gen.Store(1)
-	o := newOutbound(OutboundLimits{Frames: 9}, &gen, stages.SystemClock)
+	o := newOutbound(OutboundLimits{Frames: 9}, &gen, clock.System)
 	ctx := context.Background()
 	ended, cancel := context.WithCancel(ctx)
 	cancel()
@@ -170,7 +170,7 @@ func TestOutboundCountsAudioTime(t *testing.T) {
 	}
 
 	// A frame of more units than the bound goes alone.
-	o = newOutbound(OutboundLimits{Frames: 2}, &gen, stages.SystemClock)
+	o = newOutbound(OutboundLimits{Frames: 2}, &gen, clock.System)
 	if err := push(ended, 120000); err != nil {
 		t.Fatalf("a 120 ms frame into an empty lane of 2 units: %v", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/pace"
@@ -21,7 +22,7 @@ type countingClock struct {
 	armed atomic.Int64
 }
 
-func (c *countingClock) AfterFunc(d time.Duration, f func()) stages.Timer {
+func (c *countingClock) AfterFunc(d time.Duration, f func()) clock.Timer {
 	c.armed.Add(1)
 	return c.Clock.AfterFunc(d, f)
 }

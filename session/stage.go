@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
+
 	"github.com/frontdoorhq/frontdoor/session/internal/metrics"
 	"github.com/frontdoorhq/frontdoor/session/internal/quarantine"
 	"github.com/frontdoorhq/frontdoor/stages"
@@ -23,7 +25,7 @@ type stage struct {
 	view    stages.View
 	timeout time.Duration // cleanup timeout
 	op      time.Duration // bound of one gate operation (Config.StoreTimeout)
-	clock   stages.Clock
+	clock   clock.Clock
 	log     *slog.Logger
 	m       *metrics.Metrics
 
@@ -156,7 +158,7 @@ type watch struct {
 
 	mu       sync.Mutex
 	at       time.Time
-	timer    stages.Timer
+	timer    clock.Timer
 	late     bool
 	finished bool
 }
@@ -181,7 +183,7 @@ func (w *watch) expire() {
 	w.s.overdue.Add(1)
 	w.s.m.OverdueTotal.WithLabelValues(w.s.name).Inc()
 	w.s.log.Warn("cleanup overdue: lease still held", "stage", w.s.name, "job", w.id,
-		"cancelled_ago", stages.Since(w.s.clock, w.at).Round(time.Millisecond), "cleanup_timeout", w.s.timeout)
+		"cancelled_ago", clock.Since(w.s.clock, w.at).Round(time.Millisecond), "cleanup_timeout", w.s.timeout)
 	w.s.q.Late()
 }
 
@@ -195,7 +197,7 @@ func (w *watch) returned() {
 	if w.late {
 		w.s.overdue.Add(-1)
 		w.s.log.Warn("overdue cleanup confirmed: lease released", "stage", w.s.name, "job", w.id,
-			"cleanup", stages.Since(w.s.clock, w.at).Round(time.Millisecond))
+			"cleanup", clock.Since(w.s.clock, w.at).Round(time.Millisecond))
 		w.s.q.Confirmed()
 	} else if !w.at.IsZero() {
 		w.s.q.OnTime()
@@ -214,19 +216,14 @@ func (s *Engine) AddView(name string, v stages.View) {
 	s.mu.Unlock()
 }
 
-// LocalGate returns the in-process gate of one stage: a stages.Controller
-// with limits l (the frontdoor policy, unless opts choose a baseline with
-// stages.WithPolicy) driven by a stages.Dispatcher on clock. An error of
-// the dispatcher's Take goes to log; its count is in the stage's snapshot
-// (TakeErrors) and in /metrics.
-func LocalGate(l stages.Limits, clock stages.Clock, log *slog.Logger, opts ...stages.Option) (stages.Gate, error) {
-	if clock == nil {
-		clock = stages.SystemClock
-	}
-	c, err := stages.New(l, opts...)
+// LocalGate returns the in-process gate of one stage (stages.NewGate):
+// limits l (the frontdoor policy, unless opts choose a baseline with
+// stages.WithPolicy), its time owned on clk. An error of its take goes to
+// log; its count is in the stage's snapshot (TakeErrors) and in /metrics.
+func LocalGate(l stages.Limits, clk clock.Clock, log *slog.Logger, opts ...stages.Option) (stages.Gate, error) {
+	g, err := stages.NewGate(l, clk, log, opts...)
 	if err != nil {
 		return nil, err
 	}
-	onErr := func(err error) { log.Error("stage could not take waiting work", "err", err) }
-	return stages.LocalGate(stages.NewDispatcher(c, clock, stages.OnTakeError(onErr))), nil
+	return g, nil
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/stages"
@@ -42,7 +43,7 @@ func (g *failingGate) Rotate(ctx context.Context, owner string, gen uint64) erro
 func TestStoreErrorsStayTrue(t *testing.T) {
 	model := &failingGate{}
 	r := newRig(t, func(c *Config, _ *stub.Settings) {
-		c.NewGate = func(name string, l stages.Limits, clk stages.Clock) (stages.Gate, error) {
+		c.NewGate = func(name string, l stages.Limits, clk clock.Clock) (stages.Gate, error) {
 			g, err := LocalGate(l, clk, slog.New(slog.DiscardHandler))
 			if name != StageModel || err != nil {
 				return g, err

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/internal/pace"
 	"github.com/frontdoorhq/frontdoor/session/internal/promptaudio"
 	"github.com/frontdoorhq/frontdoor/session/internal/stall"
-	"github.com/frontdoorhq/frontdoor/stages"
 )
 
 // writerLinger is how long the call's writer waits for a next frame
@@ -23,18 +23,18 @@ const writerLinger = time.Second
 // timer reads it too; the outbound queue's mutex orders one run before
 // the next.
 type writerState struct {
-	clock   stages.Clock // the engine's (Config.Clock)
-	lastGen uint64       // generation of the last frame written
+	clock   clock.Clock // the engine's (Config.Clock)
+	lastGen uint64      // generation of the last frame written
 	lastAt  time.Time
 	pc      pace.Due
-	due     *stages.ChanTimer // the pacer's wait; nil until audio is paced
-	held    heldFrame         // the frame to write first when a parked writer runs again
-	shared  bool              // this run is on the shared pacer: no wait for a frame
+	due     *clock.ChanTimer // the pacer's wait; nil until audio is paced
+	held    heldFrame        // the frame to write first when a parked writer runs again
+	shared  bool             // this run is on the shared pacer: no wait for a frame
 
 	// The idle timer is armed once per run and not per wait: a wait
 	// notes when it began, and a timer that fires for an earlier wait is
 	// armed again for what is left of this one (idleFor).
-	idle      *stages.ChanTimer
+	idle      *clock.ChanTimer
 	idleArmed bool // idle is pending, or its value is not yet received
 	waitStart time.Time
 
@@ -55,7 +55,7 @@ func (w *writerState) wait() <-chan time.Time {
 	w.waitStart = w.clock.Now()
 	switch {
 	case w.idle == nil:
-		w.idle = stages.NewTimer(w.clock, writerLinger)
+		w.idle = clock.NewTimer(w.clock, writerLinger)
 	case !w.idleArmed:
 		w.idle.Reset(writerLinger)
 	}
@@ -351,7 +351,7 @@ func (c *Call) waitDue(ctx context.Context, due time.Time) (reached bool, err er
 func (w *writerState) armAt(due time.Time) bool {
 	if w.due == nil {
 		// A due already passed fires at once, and the wait returns.
-		w.due = stages.NewTimerAt(w.clock, due)
+		w.due = clock.NewTimerAt(w.clock, due)
 		return true
 	}
 	return w.due.ResetAt(due)

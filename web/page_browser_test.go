@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/coder/websocket"
 
+	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/session/backend/pocketsphinx"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/stages"
@@ -302,7 +303,7 @@ func TestBrowser(t *testing.T) {
 		if got := eval[string](tb, `document.getElementById('call-state').textContent`); !strings.HasPrefix(got, "callback booked") {
 			t.Errorf("call state %q after the callback, want callback booked", got)
 		}
-		if n := r.svc.CallbackStage().Snapshot(time.Now()).Queued; n != 1 {
+		if n := r.svc.Snapshot(prompt.KindCallback).Queued; n != 1 {
 			t.Errorf("callback queue holds %d, want the booked callback", n)
 		}
 		tb.screenshot("offer-callback-booked")

@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/frontdoorhq/frontdoor/stages"
 	"go.uber.org/goleak"
 )
 
@@ -20,3 +21,6 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(rc)
 }
+
+// productPolicy is the zero stages.Policy: frontdoor, not a baseline.
+var productPolicy stages.Policy

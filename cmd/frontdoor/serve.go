@@ -22,6 +22,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/cmd/frontdoor/backends"
 	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/fallback/prompt"
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/offer"
@@ -204,7 +205,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// to report the server's CPU per call-second.
 	reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
 	// One clock for the engine and the backends' timers.
-	clock := stages.SystemClock
+	clock := clock.System
 	bc.Clock = clock
 	bc.AnswerPhrases = fallback.AnswerPhrases
 	be, err := backends.New(bc, reg)
@@ -215,7 +216,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	for _, n := range be.Notes {
 		log.Info(n)
 	}
-	if set.policy != stages.Frontdoor {
+	if set.policy.Baseline() {
 		log.Warn("baseline admission policy: for measurement only, not for callers", "policy", set.policy)
 	}
 	log.Info("backends", "model", be.ModelName, "synth", be.SynthName, "recognize", be.RecognizeName)

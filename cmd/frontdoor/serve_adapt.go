@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
@@ -101,11 +102,11 @@ func (a *adaptSettings) apply(ls ...*stages.Limits) {
 // newGate wraps the gates of the stages given auto in an adaptive limit,
 // on whichever store newGate builds them (in process, or one limit in
 // Redis for the fleet), and logs every move of a limit.
-func (a *adaptSettings) newGate(newGate func(string, stages.Limits, stages.Clock) (stages.Gate, error), log *slog.Logger) func(string, stages.Limits, stages.Clock) (stages.Gate, error) {
+func (a *adaptSettings) newGate(newGate func(string, stages.Limits, clock.Clock) (stages.Gate, error), log *slog.Logger) func(string, stages.Limits, clock.Clock) (stages.Gate, error) {
 	if len(a.auto) == 0 {
 		return newGate
 	}
-	return func(name string, l stages.Limits, c stages.Clock) (stages.Gate, error) {
+	return func(name string, l stages.Limits, c clock.Clock) (stages.Gate, error) {
 		cfg := a.auto[name]
 		if cfg == nil {
 			return newGate(name, l, c)
@@ -124,7 +125,8 @@ func (a *adaptSettings) newGate(newGate func(string, stages.Limits, stages.Clock
 			g.Stop()
 			return nil, fmt.Errorf("adaptive %s limit: %w", name, err)
 		}
-		st := ag.Status().Config
+		sn, _ := ag.Snapshot(context.Background()) // the adaptive status is this gate's own, even when the store errs
+		st := sn.Adaptive.Config
 		slog.Info("adaptive stage limit", "min", st.Min, "max", st.Max, "initial", st.Initial, "window", st.Window)
 		return ag, nil
 	}

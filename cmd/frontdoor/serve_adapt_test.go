@@ -58,7 +58,7 @@ func TestServeAdaptiveModelStage(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	srv, err := server.New(server.Config{Config: session.Config{
 		Model: stages.Limits{Slots: 2, Waiting: 16, MaxAge: time.Hour}, Clock: clock, Logger: log, Registry: reg,
-		NewGate:      a.newGate((*fleet)(nil).newGate(stages.Frontdoor, log), log),
+		NewGate:      a.newGate((*fleet)(nil).newGate(productPolicy, log), log),
 		ModelBackend: stub.NewModel(stub.Settings{}), Synthesizer: stub.NewSynthesizer(stub.Settings{}),
 	}})
 	if err != nil {
@@ -67,7 +67,9 @@ func TestServeAdaptiveModelStage(t *testing.T) {
 	defer srv.Close()
 	ctx := context.Background()
 	g := srv.Gate(session.StageModel)
-	o, ok := g.(stages.Observer)
+	o, ok := g.(interface {
+		Observe(latency time.Duration, overloaded bool)
+	})
 	if !ok {
 		t.Fatalf("the server's model gate %T does not take observations", g)
 	}

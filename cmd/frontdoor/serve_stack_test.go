@@ -32,7 +32,7 @@ func TestServeStackConformance(t *testing.T) {
 			if err := redis.Client(t).FlushAll(context.Background()).Err(); err != nil {
 				t.Fatal(err)
 			}
-			fl, err := openFleet(&storeSettings{url: redis.URL(0), leaseTTL: 300 * time.Millisecond, timeout: time.Second}, stages.Frontdoor, log)
+			fl, err := openFleet(&storeSettings{url: redis.URL(0), leaseTTL: 300 * time.Millisecond, timeout: time.Second}, productPolicy, log)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,7 +57,7 @@ func TestServeStackConformance(t *testing.T) {
 					fl := store.open(t)
 					srv, err := server.New(server.Config{Config: session.Config{
 						Model: l, Clock: clock, Logger: log, QuarantineAfter: quarantine,
-						NewGate:      auto.newGate(fl.newGate(stages.Frontdoor, log), log),
+						NewGate:      auto.newGate(fl.newGate(productPolicy, log), log),
 						ModelBackend: stub.NewModel(stub.Settings{}), Synthesizer: stub.NewSynthesizer(stub.Settings{}),
 					}})
 					if err != nil {

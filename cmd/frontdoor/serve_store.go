@@ -12,6 +12,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/fallback/redisqueue"
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/tenant"
 	"github.com/frontdoorhq/frontdoor/stages"
@@ -50,7 +51,7 @@ func openFleet(set *storeSettings, policy stages.Policy, log *slog.Logger) (*fle
 	if set == nil || set.url == "" {
 		return nil, nil
 	}
-	if policy != stages.Frontdoor {
+	if policy.Baseline() {
 		return nil, fmt.Errorf("-store runs the frontdoor policy only; -policy %s is in-process", policy)
 	}
 	opt, err := redis.ParseURL(set.url)
@@ -73,8 +74,8 @@ func openFleet(set *storeSettings, policy stages.Policy, log *slog.Logger) (*fle
 // its own when Redis does not answer), else the in-process controller with
 // policy. It is what frontdoor serve wires; the conformance test of the
 // serve stack (serve_stack_test.go) runs on exactly these gates.
-func (f *fleet) newGate(policy stages.Policy, log *slog.Logger) func(string, stages.Limits, stages.Clock) (stages.Gate, error) {
-	return func(name string, l stages.Limits, c stages.Clock) (stages.Gate, error) {
+func (f *fleet) newGate(policy stages.Policy, log *slog.Logger) func(string, stages.Limits, clock.Clock) (stages.Gate, error) {
+	return func(name string, l stages.Limits, c clock.Clock) (stages.Gate, error) {
 		if f == nil {
 			return session.LocalGate(l, c, log.With("stage", name), stages.WithPolicy(policy))
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/trace"
@@ -83,11 +84,11 @@ func openTrace(set *traceSettings, fl *fleet, reg prometheus.Registerer, log *sl
 
 // newGate builds the server's stages as fl.newGate does, each recorded
 // when r is set.
-func (r *traceRecording) newGate(fl *fleet, policy stages.Policy, log *slog.Logger) func(string, stages.Limits, stages.Clock) (stages.Gate, error) {
+func (r *traceRecording) newGate(fl *fleet, policy stages.Policy, log *slog.Logger) func(string, stages.Limits, clock.Clock) (stages.Gate, error) {
 	if r == nil {
 		return fl.newGate(policy, log)
 	}
-	return func(name string, l stages.Limits, c stages.Clock) (stages.Gate, error) {
+	return func(name string, l stages.Limits, c clock.Clock) (stages.Gate, error) {
 		return session.LocalGate(l, c, log.With("stage", name), stages.WithPolicy(policy), r.w.Stage(name, l, policy, true))
 	}
 }

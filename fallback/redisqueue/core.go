@@ -219,9 +219,8 @@ func flat(v any) map[string]string {
 // ledgerOf reads the ledger hash into a stages.Ledger.
 func ledgerOf(m map[string]string) stages.Ledger {
 	n := func(k string) uint64 { v, _ := strconv.ParseUint(m[k], 10, 64); return v }
-	return stages.Ledger{
+	l := stages.Ledger{
 		Offered:           n("offered"),
-		Refused:           stages.Refused{Overloaded: n("refused_overloaded"), Closed: n("refused_closed")},
 		Queued:            n("queued"),
 		Admitted:          n("admitted"),
 		Expired:           n("expired"),
@@ -231,6 +230,8 @@ func ledgerOf(m map[string]string) stages.Ledger {
 		ReleasedCancelled: n("released_cancelled"),
 		Lost:              n("lost"),
 	}
+	l.Refused.Overloaded, l.Refused.Closed = n("refused_overloaded"), n("refused_closed")
+	return l
 }
 
 var snapshotScript = script(`

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
+	"github.com/frontdoorhq/frontdoor/media/clock"
 
-	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/golang-jwt/jwt/v5"
 )
 
 // Role is what a token allows.
@@ -181,8 +181,8 @@ type JWT struct {
 	Audience string
 	Leeway   time.Duration
 	// Clock tells the time exp and nbf are checked at (nil:
-	// stages.SystemClock); guard.New gives it the guard's when unset.
-	Clock stages.Clock
+	// clock.System); guard.New gives it the guard's when unset.
+	Clock clock.Clock
 }
 
 // Claims are the claims a frontdoor JWT carries.

@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/media/clock"
 )
 
 // Call token errors. The guard answers each 403 before the upgrade.
@@ -48,9 +48,9 @@ const MaxCallTokenTTL = time.Hour
 type CallTokens struct {
 	Secret []byte
 	// Clock tells the time tokens are minted and redeemed at (nil:
-	// stages.SystemClock); guard.New gives it the guard's when unset, so
+	// clock.System); guard.New gives it the guard's when unset, so
 	// that expiry runs on the one clock of the server.
-	Clock stages.Clock
+	Clock clock.Clock
 	// MaxUsed bounds the used tokens remembered (0: 100000).
 	MaxUsed int
 	// Used, when set, remembers spent tokens instead of this process (in
@@ -84,7 +84,7 @@ func (ct *CallTokens) now() time.Time {
 	if ct.Clock != nil {
 		return ct.Clock.Now()
 	}
-	return stages.SystemClock.Now()
+	return clock.System.Now()
 }
 
 func (ct *CallTokens) sign(payload string) string {

@@ -13,10 +13,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session/telephony"
 
 	"github.com/frontdoorhq/frontdoor/session/tenant"
-	"github.com/frontdoorhq/frontdoor/stages"
 )
 
 // Config configures a Guard. Zero values take the defaults noted.
@@ -63,9 +63,9 @@ type Config struct {
 	Tenants tenant.Limits
 	// Clock paces the tenants' turns and, unless they have a clock of
 	// their own, tells CallTokens and a *JWT Auth the time (nil:
-	// stages.SystemClock); give it the engine's (session.Engine.Clock) so
+	// clock.System); give it the engine's (session.Engine.Clock) so
 	// that one clock runs the server.
-	Clock    stages.Clock
+	Clock    clock.Clock
 	Logger   *slog.Logger
 	Registry *prometheus.Registry // receives frontdoor_guard_refused_total (nil: none)
 }
@@ -106,7 +106,7 @@ func New(cfg Config) *Guard {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = stages.SystemClock
+		cfg.Clock = clock.System
 	}
 	// One clock for the guard: token expiry is read where turns are paced.
 	// Set before the guard serves, so no request reads them meanwhile.

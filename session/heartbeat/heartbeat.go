@@ -8,7 +8,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/media/clock"
 )
 
 // Config configures the WebSocket pings that find dead peers. A peer that
@@ -48,11 +48,11 @@ type Pinger interface {
 	Ping(ctx context.Context) error
 }
 
-// Start pings p every h.Interval on clock until the returned stop is
+// Start pings p every h.Interval on clk until the returned stop is
 // called; a ping unanswered within its Timeout logs, calls timedOut (to
 // count it) and dead (which must not wait for stop). stop waits for the
 // pinging goroutine to end.
-func Start(clock stages.Clock, h Config, p Pinger, dead, timedOut func(), log *slog.Logger) (stop func()) {
+func Start(clk clock.Clock, h Config, p Pinger, dead, timedOut func(), log *slog.Logger) (stop func()) {
 	if h.Interval <= 0 {
 		return func() {}
 	}
@@ -60,7 +60,7 @@ func Start(clock stages.Clock, h Config, p Pinger, dead, timedOut func(), log *s
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		tick := stages.NewTicker(clock, h.Interval)
+		tick := clock.NewTicker(clk, h.Interval)
 		defer tick.Stop()
 		for {
 			select {

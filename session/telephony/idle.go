@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/media/gateway"
-	"github.com/frontdoorhq/frontdoor/stages"
 )
 
 // idleWatch is the heartbeat of a transport with no ping of its own
@@ -21,19 +21,19 @@ import (
 // last frame when it fires early, so a peer is found within bound of its
 // last frame, with no timer work per frame.
 type idleWatch struct {
-	clock stages.Clock
+	clock clock.Clock
 	bound time.Duration
 	dead  func()
 	last  atomic.Int64 // the clock's UnixNano at the last frame
 
 	mu      sync.Mutex
-	timer   stages.Timer
+	timer   clock.Timer
 	stopped bool
 }
 
 // watchIdle starts watching; the caller calls stop when the connection
 // ends (dead is not called after stop returns, unless already running).
-func watchIdle(clock stages.Clock, bound time.Duration, dead func()) *idleWatch {
+func watchIdle(clock clock.Clock, bound time.Duration, dead func()) *idleWatch {
 	w := &idleWatch{clock: clock, bound: bound, dead: dead}
 	w.touch()
 	w.mu.Lock()

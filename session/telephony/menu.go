@@ -11,6 +11,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/fallback/prompt"
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/stages"
@@ -132,8 +133,8 @@ type phoneMenu struct {
 	handoff  bool // key 2 is on offer
 	chosen   prompt.Kind
 	misses   int           // answers in words not understood in a refused call (spokenAnswer)
-	timer    stages.Timer  // the key wait
-	hold     stages.Timer  // a mid-call hold's end
+	timer    clock.Timer   // the key wait
+	hold     clock.Timer   // a mid-call hold's end
 	cut      uint64        // bumped when a key clears what was playing
 	speech   chan struct{} // closed when the latest spoken line was queued
 }
@@ -448,7 +449,7 @@ func (t *phoneCall) answered(f *session.FallbackMsg) {
 	if m.chosen == prompt.KindHandoff && f.Disposition == stages.Queued {
 		m.state = menuHolding
 		if m.midcall && m.hold == nil {
-			m.hold = stages.AfterFuncAt(t.e.Clock(), m.offerAt.Add(m.fb.AnswerWindow()), t.holdEnded)
+			m.hold = clock.AfterFuncAt(t.e.Clock(), m.offerAt.Add(m.fb.AnswerWindow()), t.holdEnded)
 		}
 	} else {
 		m.state = menuDone

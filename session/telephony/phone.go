@@ -9,9 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/internal/pcmu"
-	"github.com/frontdoorhq/frontdoor/stages"
 )
 
 // phoneCall carries a Call over a line. Session events have no place on a
@@ -351,16 +351,16 @@ func (t *phoneCall) Close(status session.CloseStatus, reason string) {
 // for the last utterance to have played (its final mark back, or, without
 // marks, its audio sent), at most its buffered audio plus grace.
 func (t *phoneCall) waitPlayed(grace time.Duration) {
-	clock := t.e.Clock()
+	clk := t.e.Clock()
 	rendered := make(chan struct{})
 	go func() { t.rendering.Wait(); close(rendered) }() // ends with the rendering, bounded by its timeouts
-	timer := stages.NewTimer(clock, grace)
+	timer := clock.NewTimer(clk, grace)
 	select {
 	case <-rendered:
 	case <-timer.C:
 	}
-	deadline := clock.Now().Add(t.line.buffered() + grace)
-	for clock.Now().Before(deadline) {
+	deadline := clk.Now().Add(t.line.buffered() + grace)
+	for clk.Now().Before(deadline) {
 		if t.played() {
 			return
 		}

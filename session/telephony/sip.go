@@ -11,12 +11,12 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/media"
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/media/gateway"
 	"github.com/frontdoorhq/frontdoor/media/sip"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/internal/pcmu"
 	"github.com/frontdoorhq/frontdoor/session/tenant"
-	"github.com/frontdoorhq/frontdoor/stages"
 )
 
 // SIPHandler answers the calls of a media/sip server (frontdoor serve
@@ -123,9 +123,9 @@ func (h *SIPHandler) ServeSIP(ctx context.Context, c *sip.Call) {
 	}
 	// The silence timer runs on the engine's clock from the answer on, so
 	// that a test's manual clock decides when a silent caller is hung up.
-	clock := h.e.Clock()
-	l := &sipLine{call: c, media: m, track: gateway.NewTracker(clock), timeout: h.cfg.MediaTimeout,
-		clock: clock, since: clock.Now(), timer: stages.NewTimer(clock, h.cfg.MediaTimeout)}
+	clk := h.e.Clock()
+	l := &sipLine{call: c, media: m, track: gateway.NewTracker(clk), timeout: h.cfg.MediaTimeout,
+		clock: clk, since: clk.Now(), timer: clock.NewTimer(clk, h.cfg.MediaTimeout)}
 	defer l.timer.Stop()
 	st := lineStart{name: "sip", protocol: "sip", params: map[string]string{callerParam: c.From.User}, format: format}
 	t := newPhoneCall(h.e, l, st, h.prompts, log)
@@ -169,10 +169,10 @@ type sipLine struct {
 	track   *gateway.Tracker
 	timeout time.Duration
 
-	stopped bool              // the reader's: the caller's BYE was reported
-	clock   stages.Clock      // the engine's
-	since   time.Time         // the answer: the silence counts from it before any RTP
-	timer   *stages.ChanTimer // on the engine's clock; armed at the answer
+	stopped bool             // the reader's: the caller's BYE was reported
+	clock   clock.Clock      // the engine's
+	since   time.Time        // the answer: the silence counts from it before any RTP
+	timer   *clock.ChanTimer // on the engine's clock; armed at the answer
 
 	drains sync.WaitGroup // one per ended utterance, until it is sent or cleared
 }

@@ -362,7 +362,7 @@ func TestTwilioMidcallHoldEnds(t *testing.T) {
 	}
 	heard(ctx, t, g, "handoff-queued~", k.said)
 	heard(ctx, t, g, "handoff-expired~", k.said)
-	sessiontest.WaitFor(t, "the handoff withdrawn", func() bool { return k.svc.HandoffStage().Snapshot(time.Now()).Queued == 0 })
+	sessiontest.WaitFor(t, "the handoff withdrawn", func() bool { return k.svc.Snapshot(prompt.KindHandoff).Queued == 0 })
 	speak(ctx, t, g)
 	heard(ctx, t, g, "speech-2~", k.said)
 	if got := k.said(); len(got) != 3 {
@@ -405,7 +405,7 @@ func TestTwilioMidcallNoKey(t *testing.T) {
 			if cbs, _ := k.svc.ListCallbacks(ctx, 0); len(cbs) != 0 {
 				t.Fatalf("callbacks %+v", cbs)
 			}
-			if v := k.svc.HandoffStage().Snapshot(time.Now()); v.Queued != 0 || v.Ledger.Offered != 0 {
+			if v := k.svc.Snapshot(prompt.KindHandoff); v.Queued != 0 || v.Ledger.Offered != 0 {
 				t.Fatalf("handoffs %+v", v)
 			}
 		})

@@ -11,18 +11,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/session"
-	"github.com/frontdoorhq/frontdoor/session/offer"
-
 	"github.com/coder/websocket"
 
 	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/media/twilio"
 	"github.com/frontdoorhq/frontdoor/media/twilio/twiliotest"
+	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
+	"github.com/frontdoorhq/frontdoor/session/offer"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -388,7 +387,7 @@ func TestTwilioKeypadHandoffNoAgent(t *testing.T) {
 	if !slices.ContainsFunc(k.said(), func(u string) bool { return strings.HasPrefix(u, "handoff-queued~") }) {
 		t.Fatalf("said %v", k.said())
 	}
-	sessiontest.WaitFor(t, "the handoff withdrawn", func() bool { return k.svc.HandoffStage().Snapshot(time.Now()).Queued == 0 })
+	sessiontest.WaitFor(t, "the handoff withdrawn", func() bool { return k.svc.Snapshot(prompt.KindHandoff).Queued == 0 })
 }
 
 // TestTwilioKeypadNoKey: a caller who presses nothing is closed as before,
@@ -426,7 +425,7 @@ func TestTwilioKeypadNoKey(t *testing.T) {
 			if cbs, _ := k.svc.ListCallbacks(ctx, 0); len(cbs) != 0 {
 				t.Fatalf("callbacks %+v", cbs)
 			}
-			if v := k.svc.HandoffStage().Snapshot(time.Now()); v.Queued != 0 {
+			if v := k.svc.Snapshot(prompt.KindHandoff); v.Queued != 0 {
 				t.Fatalf("handoffs %+v", v)
 			}
 		})
@@ -459,7 +458,7 @@ func TestTwilioKeypadNoNumber(t *testing.T) {
 		if cbs, _ := k.svc.ListCallbacks(ctx, 0); len(cbs) != 0 {
 			t.Fatalf("callbacks %+v", cbs)
 		}
-		if v := k.svc.HandoffStage().Snapshot(time.Now()); v.Queued != 0 || v.Ledger.Offered != 0 {
+		if v := k.svc.Snapshot(prompt.KindHandoff); v.Queued != 0 || v.Ledger.Offered != 0 {
 			t.Fatalf("handoffs %+v", v)
 		}
 		if d := k.logs.find("twilio: keypad menu declined"); len(d) != 1 || d[0]["why"] != "other key" {

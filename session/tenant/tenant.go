@@ -14,9 +14,9 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"golang.org/x/time/rate"
+	"github.com/frontdoorhq/frontdoor/media/clock"
 
-	"github.com/frontdoorhq/frontdoor/stages"
+	"golang.org/x/time/rate"
 )
 
 // Caller is who a call belongs to, as the layer in front of the server
@@ -112,7 +112,7 @@ func (c Caps) burst() int {
 type Local struct {
 	caps  Caps
 	max   int // tenants remembered; idle ones are forgotten past it
-	clock stages.Clock
+	clock clock.Clock
 
 	mu      sync.Mutex
 	tenants map[string]*localTenant
@@ -124,16 +124,15 @@ type localTenant struct {
 }
 
 // NewLocal returns in-process tenant caps. maxTenants bounds the
-// tenants remembered (0: 10000); clock paces turns (nil:
-// stages.SystemClock).
-func NewLocal(caps Caps, maxTenants int, clock stages.Clock) *Local {
+// tenants remembered (0: 10000); clk paces turns (nil: clock.System).
+func NewLocal(caps Caps, maxTenants int, clk clock.Clock) *Local {
 	if maxTenants <= 0 {
 		maxTenants = 10000
 	}
-	if clock == nil {
-		clock = stages.SystemClock
+	if clk == nil {
+		clk = clock.System
 	}
-	return &Local{caps: caps, max: maxTenants, clock: clock, tenants: map[string]*localTenant{}}
+	return &Local{caps: caps, max: maxTenants, clock: clk, tenants: map[string]*localTenant{}}
 }
 
 // EnterCall implements Limits.

@@ -15,11 +15,11 @@ import (
 	pion "github.com/pion/webrtc/v4"
 
 	"github.com/frontdoorhq/frontdoor/media"
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/media/g711"
 	mediartc "github.com/frontdoorhq/frontdoor/media/webrtc"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/internal/pcmu"
-	"github.com/frontdoorhq/frontdoor/stages"
 )
 
 // rtcInbox bounds caller events waiting for the call's reader: 2.5 s of
@@ -112,7 +112,7 @@ func serve(s *session.Engine, rc Config, log *slog.Logger, w http.ResponseWriter
 	if wait <= 0 {
 		wait = 15 * time.Second
 	}
-	timer := stages.NewTimer(s.Clock(), wait)
+	timer := clock.NewTimer(s.Clock(), wait)
 	defer timer.Stop()
 	select {
 	case <-peer.Open():

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage/redistest"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
@@ -26,7 +27,7 @@ func TestFleetAdaptiveConverges(t *testing.T) {
 	name := fmt.Sprint("adaptive", stageSeq.Add(1))
 	type replica struct {
 		d       *redisstage.Dispatcher
-		g       *stages.AdaptiveGate
+		g       *admit.AdaptiveGate
 		pending []*redisstage.Ticket
 	}
 	var rs []*replica
@@ -37,7 +38,7 @@ func TestFleetAdaptiveConverges(t *testing.T) {
 		}
 		d := redisstage.NewDispatcher(s, redisstage.DispatcherOptions{Clock: clock, Poll: 10 * time.Millisecond})
 		t.Cleanup(d.Stop)
-		g, err := stages.NewAdaptiveGate(ctx, d, cfg, clock, nil)
+		g, err := admit.NewAdaptiveGate(ctx, d, cfg, clock, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

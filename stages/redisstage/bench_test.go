@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage/redistest"
 )
 
 // benchCycle runs one offer+take+release cycle per iteration: three
 // admission decisions.
-func benchCycle(b *testing.B, s stages.Store) {
+func benchCycle(b *testing.B, s admit.Store) {
 	ctx := context.Background()
 	if err := s.Rotate(ctx, "o", 1, stagesEpoch); err != nil {
 		b.Fatal(err)
@@ -41,8 +42,8 @@ var stagesEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 func BenchmarkAdmission(b *testing.B) {
 	l := stages.Limits{Slots: 4, Waiting: 4, MaxAge: time.Hour, Tombstones: 1024}
 	b.Run("inprocess", func(b *testing.B) {
-		c, _ := stages.New(l)
-		benchCycle(b, stages.Local(c))
+		c, _ := admit.New(l)
+		benchCycle(b, admit.LocalStore(c))
 	})
 	b.Run("redis", func(b *testing.B) {
 		srv := redistest.Start(b)

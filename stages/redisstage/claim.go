@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
 )
 
 var _ stages.ClaimGate = (*Dispatcher)(nil)
@@ -16,16 +17,16 @@ var _ stages.ClaimGate = (*Dispatcher)(nil)
 // and it is lost (and the slot the fleet's again) if this replica stops
 // renewing it for a TTL. The submitter's ticket, on whichever replica,
 // resolves Admitted. When Redis cannot be reached it returns Closed and an
-// error wrapping stages.ErrUnavailable.
+// error wrapping admit.ErrUnavailable.
 func (d *Dispatcher) Claim(ctx context.Context, want string) (stages.Disposition, string, error) {
 	if !d.claim {
-		return 0, "", fmt.Errorf("%w: Claim on a dispatcher without DispatcherOptions.Claim", stages.ErrJob)
+		return 0, "", fmt.Errorf("%w: Claim on a dispatcher without DispatcherOptions.Claim", admit.ErrJob)
 	}
 	d.mu.Lock()
 	stopped := d.stopped
 	d.mu.Unlock()
 	if stopped {
-		return stages.Closed, "", fmt.Errorf("%w: dispatcher stopped", stages.ErrUnavailable)
+		return stages.Closed, "", fmt.Errorf("%w: dispatcher stopped", admit.ErrUnavailable)
 	}
 	now := d.clock.Now()
 	r, err := d.s.run(ctx, claimScript, d.pump, now, want)
@@ -35,7 +36,7 @@ func (d *Dispatcher) Claim(ctx context.Context, want string) (stages.Disposition
 	d.apply(r, now)
 	if r.code == -3 {
 		id, _ := r.extra.(string)
-		return 0, "", fmt.Errorf("%w: now %v, head %q", stages.ErrClock, now, id)
+		return 0, "", fmt.Errorf("%w: now %v, head %q", admit.ErrClock, now, id)
 	}
 	disp := stages.Disposition(r.code)
 	e, _ := r.extra.([]any)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage/redistest"
 )
@@ -52,7 +53,7 @@ func TestClaimAcrossReplicas(t *testing.T) {
 	if got, err := p.Wait(wctx); err != nil || got != stages.Admitted {
 		t.Fatalf("the caller's Pending = %v, %v; want Admitted", got, err)
 	}
-	if _, err := a.Release(ctx, "h1"); !errors.Is(err, stages.ErrNoLease) {
+	if _, err := a.Release(ctx, "h1"); !errors.Is(err, admit.ErrNoLease) {
 		t.Fatalf("Release on the submitter = %v, want ErrNoLease: the claimer holds it", err)
 	}
 	if d, err := b.Release(ctx, "h1"); err != nil || d != stages.Completed {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage/redistest"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
@@ -28,7 +29,7 @@ func newStage(t *testing.T, srv *redistest.Server, l stages.Limits, opt redissta
 
 func TestRedisConformance(t *testing.T) {
 	srv := redistest.Start(t)
-	stagestest.RunStore(t, func(t *testing.T, l stages.Limits) stages.Store {
+	stagestest.RunStore(t, func(t *testing.T, l stages.Limits) admit.Store {
 		return newStage(t, srv, l, redisstage.Options{})
 	})
 }

@@ -9,12 +9,13 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
 )
 
 // DispatcherOptions tune a Dispatcher. Zero values take the defaults.
 type DispatcherOptions struct {
-	// Clock stamps offers and arms the head's deadline; SystemClock when nil.
-	Clock stages.Clock
+	// Clock stamps offers and arms the head's deadline; clock.System when nil.
+	Clock clock.Clock
 	// Poll is the backstop interval at which a replica with waiting work
 	// pumps the queue and reconciles its tickets, covering a missed
 	// pub/sub message or capacity that came back when a dead replica's
@@ -34,14 +35,14 @@ type DispatcherOptions struct {
 	Claim bool
 }
 
-// A Dispatcher owns time for a Store on one replica, as stages.Dispatcher does
+// A Dispatcher owns time for a Store on one replica, as admit.Dispatcher does
 // for a Controller: every operation also pumps the fleet-wide queue in the same
 // script (so a release on any replica admits the head at once, wherever it
 // was submitted), and replicas learn the outcome of their own tickets from a
 // Redis pub/sub channel the scripts publish to. It satisfies stages.Gate.
 type Dispatcher struct {
 	s     *Store
-	clock stages.Clock
+	clock clock.Clock
 	poll  time.Duration
 	renew time.Duration
 	grace time.Duration
@@ -61,7 +62,7 @@ type Dispatcher struct {
 	// them, so the backstop withdraws them there, and a lease granted to
 	// one is released at once.
 	abandoned map[string]time.Time
-	alarm     stages.Alarm // the head's deadline
+	alarm     admit.Alarm // the head's deadline
 }
 
 var _ stages.Gate = (*Dispatcher)(nil)
@@ -70,7 +71,7 @@ var _ stages.Gate = (*Dispatcher)(nil)
 // event channel and one polling as a backstop, both ended by Stop.
 func NewDispatcher(s *Store, opt DispatcherOptions) *Dispatcher {
 	if opt.Clock == nil {
-		opt.Clock = stages.SystemClock
+		opt.Clock = clock.System
 	}
 	if opt.Poll <= 0 {
 		opt.Poll = 100 * time.Millisecond
@@ -104,7 +105,7 @@ func (d *Dispatcher) Store() *Store { return d.s }
 
 // Submit offers job now. Refused work returns its disposition and a nil
 // Pending; queued work returns Queued and a *Ticket. When Redis cannot be
-// reached it returns Closed and an error wrapping stages.ErrUnavailable.
+// reached it returns Closed and an error wrapping admit.ErrUnavailable.
 func (d *Dispatcher) Submit(ctx context.Context, job stages.Job) (stages.Pending, stages.Disposition, error) {
 	t, disp, err := d.SubmitTicket(ctx, job)
 	if t == nil {
@@ -120,11 +121,11 @@ func (d *Dispatcher) SubmitTicket(ctx context.Context, job stages.Job) (*Ticket,
 	d.mu.Lock()
 	if d.stopped {
 		d.mu.Unlock()
-		return nil, stages.Closed, fmt.Errorf("%w: dispatcher stopped", stages.ErrUnavailable)
+		return nil, stages.Closed, fmt.Errorf("%w: dispatcher stopped", admit.ErrUnavailable)
 	}
 	if _, dup := d.waiting[job.ID]; dup {
 		d.mu.Unlock()
-		return nil, 0, fmt.Errorf("%w: %q", stages.ErrDuplicate, job.ID)
+		return nil, 0, fmt.Errorf("%w: %q", admit.ErrDuplicate, job.ID)
 	}
 	// Registered before the script runs, so that an admission published
 	// by another replica's pump finds the ticket.
@@ -148,7 +149,7 @@ func (d *Dispatcher) SubmitTicket(ctx context.Context, job stages.Job) (*Ticket,
 
 // Release returns the lease of id, admitted through this Dispatcher,
 // presenting its fencing token, and admits waiting work into the slot. It
-// returns stages.ErrFenced when the lease was lost, stages.ErrNoLease when
+// returns stages.ErrFenced when the lease was lost, admit.ErrNoLease when
 // this replica holds no lease for id. When Redis is unreachable the lease is
 // no longer renewed and returns to the fleet when its TTL runs out.
 func (d *Dispatcher) Release(ctx context.Context, id string) (stages.Disposition, error) {
@@ -167,7 +168,7 @@ func (d *Dispatcher) release(ctx context.Context, id string, failed bool) (stage
 	delete(d.held, id)
 	d.mu.Unlock()
 	if t == nil {
-		return 0, fmt.Errorf("%w: %q not held by this replica", stages.ErrNoLease, id)
+		return 0, fmt.Errorf("%w: %q not held by this replica", admit.ErrNoLease, id)
 	}
 	t.stopRenew()
 	now := d.clock.Now()
@@ -186,12 +187,12 @@ func (d *Dispatcher) release(ctx context.Context, id string, failed bool) (stage
 // When Redis cannot be reached, the owner's older tickets on this replica
 // resolve Cancelled here all the same (work of a generation the caller has
 // left must not wait on an outage), and the error wraps
-// stages.ErrUnavailable.
+// admit.ErrUnavailable.
 func (d *Dispatcher) Rotate(ctx context.Context, owner string, generation uint64) error {
 	now := d.clock.Now()
 	r, err := d.s.rotate(ctx, owner, generation, now, d.pump)
 	if err != nil {
-		if errors.Is(err, stages.ErrUnavailable) {
+		if errors.Is(err, admit.ErrUnavailable) {
 			d.abandon(stages.Cancelled, now, func(j stages.Job) bool { return j.Owner == owner && j.Generation < generation })
 		}
 		return err
@@ -218,12 +219,12 @@ func (d *Dispatcher) Forget(ctx context.Context, owner string) error {
 
 // Cancel withdraws one piece of work wherever it was submitted. When Redis
 // cannot be reached, its ticket on this replica resolves Cancelled here and
-// Cancel returns Cancelled with an error wrapping stages.ErrUnavailable.
+// Cancel returns Cancelled with an error wrapping admit.ErrUnavailable.
 func (d *Dispatcher) Cancel(ctx context.Context, id string) (stages.Disposition, error) {
 	now := d.clock.Now()
 	disp, r, err := d.s.cancel(ctx, id, now, d.pump)
 	if err != nil {
-		if errors.Is(err, stages.ErrUnavailable) {
+		if errors.Is(err, admit.ErrUnavailable) {
 			d.abandon(stages.Cancelled, now, func(j stages.Job) bool { return j.ID == id })
 			return stages.Cancelled, err
 		}
@@ -245,7 +246,7 @@ func (d *Dispatcher) Snapshot(ctx context.Context) (stages.Snapshot, error) {
 
 // Waiting is empty: the fleet-wide queue is shown by its counts in
 // Snapshot, not listed.
-func (d *Dispatcher) Waiting(context.Context) ([]stages.Waiter, error) { return nil, nil }
+func (d *Dispatcher) Waiting(context.Context) ([]admit.Waiter, error) { return nil, nil }
 
 // Ready reports nil when Redis answers and admission can be decided.
 func (d *Dispatcher) Ready(ctx context.Context) error { return d.s.Ready(ctx) }

@@ -1,7 +1,7 @@
 // Package redisstage runs the stages contract on Redis, so that a fleet of
 // frontdoor replicas keeps one fleet-wide limit per stage.
 //
-// A Store is the fleet-wide counterpart of stages.Controller: every check and
+// A Store is the fleet-wide counterpart of admit.Controller: every check and
 // the reservation it permits run in one Lua script on the Redis server, so two
 // replicas can never both see the last free slot or the last waiting place.
 // The queue, every owner's generation and ordering history, the tombstones
@@ -19,6 +19,6 @@
 // (stages.ErrFenced) when it tries to release or renew it.
 //
 // When Redis cannot be reached, admission fails closed: Offer and Submit
-// return stages.Closed with an error wrapping stages.ErrUnavailable, and Ready
+// return stages.Closed with an error wrapping admit.ErrUnavailable, and Ready
 // reports the error for /readyz. See docs/FLEET.md for the failure model.
 package redisstage

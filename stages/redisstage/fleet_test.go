@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage/redistest"
 )
@@ -154,13 +155,13 @@ func TestFleetRotateCancelsAcrossReplicas(t *testing.T) {
 	if d, err := a.Release(ctx, "speak"); err != nil || d != stages.Cancelled {
 		t.Fatalf("Release = %v, %v", d, err)
 	}
-	if _, err := b.Release(ctx, "speak"); !errors.Is(err, stages.ErrNoLease) {
+	if _, err := b.Release(ctx, "speak"); !errors.Is(err, admit.ErrNoLease) {
 		t.Fatalf("release through a replica not holding the lease: %v", err)
 	}
 }
 
 // Redis restarted mid-load: while it is down admission fails closed (Closed
-// and stages.ErrUnavailable, Ready reports it); once it is back the fleet
+// and admit.ErrUnavailable, Ready reports it); once it is back the fleet
 // admits again, never above its slots.
 func TestFleetRedisRestartFailsClosedThenRecovers(t *testing.T) {
 	srv := redistest.StartPersistent(t)
@@ -182,7 +183,7 @@ func TestFleetRedisRestartFailsClosedThenRecovers(t *testing.T) {
 			for i := 0; ctx.Err() == nil; i++ {
 				d, err := f.work(ctx, w%3, owner, fmt.Sprint(owner, "-", i))
 				switch {
-				case errors.Is(err, stages.ErrUnavailable):
+				case errors.Is(err, admit.ErrUnavailable):
 					if d != stages.Closed && d != stages.Admitted && d != 0 {
 						t.Errorf("unavailable store answered %v", d)
 					}
@@ -208,7 +209,7 @@ func TestFleetRedisRestartFailsClosedThenRecovers(t *testing.T) {
 	for closedSeen.Load() == 0 && time.Now().Before(down) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if err := f.d[1].Ready(ctx); !errors.Is(err, stages.ErrUnavailable) {
+	if err := f.d[1].Ready(ctx); !errors.Is(err, admit.ErrUnavailable) {
 		t.Errorf("Ready while Redis is down: %v", err)
 	}
 	srv.Restart()
@@ -272,11 +273,11 @@ func TestDataLossWarmsUpClosed(t *testing.T) {
 		t.Fatal("no lease before the restart")
 	}
 	srv.Stop()
-	if _, err := s.Offer(ctx, stages.Job{ID: "down", Owner: "down", Generation: 1, Born: time.Now()}, time.Now()); !errors.Is(err, stages.ErrUnavailable) {
+	if _, err := s.Offer(ctx, stages.Job{ID: "down", Owner: "down", Generation: 1, Born: time.Now()}, time.Now()); !errors.Is(err, admit.ErrUnavailable) {
 		t.Fatalf("offer while down: %v", err)
 	}
 	srv.Restart()
-	if err := s.Ready(ctx); !errors.Is(err, stages.ErrUnavailable) {
+	if err := s.Ready(ctx); !errors.Is(err, admit.ErrUnavailable) {
 		t.Fatalf("Ready right after data loss: %v", err)
 	}
 	if d, _ := offerTake("during"); d != stages.Closed {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
 )
 
 // waitingArg is the waiting bound as the scripts take it: with "f" after it
@@ -20,12 +21,12 @@ func (s *Store) waitingArg() string {
 }
 
 var (
-	_ stages.SlotLimiter = (*Store)(nil)
-	_ stages.SlotLimiter = (*Dispatcher)(nil)
+	_ admit.SlotLimiter = (*Store)(nil)
+	_ admit.SlotLimiter = (*Dispatcher)(nil)
 )
 
 // SetSlots sets the stage's slot limit fleet-wide when it is still old (0:
-// whatever it is), as stages.SlotLimiter: one limit for every replica,
+// whatever it is), as admit.SlotLimiter: one limit for every replica,
 // held in Redis, so that an adaptive rule on any replica moves the one
 // limit (a compare and set, so that two replicas' changes never cross).
 // A lowered limit revokes no lease; a raised one admits waiting work at
@@ -38,7 +39,7 @@ func (s *Store) SetSlots(ctx context.Context, old, n int) (int, error) {
 
 func (s *Store) setSlots(ctx context.Context, old, n, pump int, now time.Time) (int, reply, error) {
 	if n < 1 {
-		return 0, reply{}, fmt.Errorf("%w: slots %d (need >= 1)", stages.ErrLimits, n)
+		return 0, reply{}, fmt.Errorf("%w: slots %d (need >= 1)", admit.ErrLimits, n)
 	}
 	r, err := s.run(ctx, setSlotsScript, pump, now, old, n)
 	if err != nil {

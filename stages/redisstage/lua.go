@@ -51,7 +51,7 @@ end
 --
 -- Work without a tenant is counted in tu; ls holds, for Fair order, when
 -- each tenant with waiting work was last served (by the counter lseq), and
--- a tenant left with nothing waiting leaves it (as stages.Controller does).
+-- a tenant left with nothing waiting leaves it (as admit.Controller does).
 local function unqueue(tenant)
   if tenant and tenant ~= '' then
     if redis.call('HINCRBY', P .. 'tw', tenant, -1) <= 0 then
@@ -137,7 +137,7 @@ purge()
 -- fairPick is the work a free slot goes to under Fair order with more
 -- than one tenant waiting: the oldest of the tenant served least recently
 -- (ties to the earliest), or its owner's earlier work; the work it passes
--- over is marked, and the skip counted (stages.Controller.takeFair).
+-- over is marked, and the skip counted (admit.Controller.takeFair).
 local function fairPick()
   local q = redis.call('LRANGE', P .. 'q', 0, -1)
   local best, bestSeq, owners = 0, 0, {}

@@ -23,7 +23,7 @@ type Snapshot struct {
 func (s Snapshot) Check() error { return s.Ledger.Check(s.Queued, s.Leased) }
 
 // Snapshot reports the stage's inventory and ledger with ages at now, as
-// stages.Controller.Snapshot. Leases lost to their TTL are counted in
+// admit.Controller.Snapshot. Leases lost to their TTL are counted in
 // Ledger.Lost.
 func (s *Store) Snapshot(ctx context.Context, now time.Time) (stages.Snapshot, error) {
 	fs, err := s.FleetSnapshot(ctx, now)

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
+
 	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/redis/go-redis/v9"
@@ -63,7 +65,7 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Store is one stage whose state lives in Redis. It satisfies stages.Store.
+// Store is one stage whose state lives in Redis. It satisfies admit.Store.
 // Several Stores (one per replica) with the same name and limits share one
 // stage. Safe for concurrent use.
 type Store struct {
@@ -85,19 +87,19 @@ type Store struct {
 	owners map[string]uint64
 }
 
-var _ stages.Store = (*Store)(nil)
+var _ admit.Store = (*Store)(nil)
 
 // New returns the stage called name on rdb. It does not contact Redis: use
 // Ready to learn whether admission can be decided.
 func New(rdb redis.UniversalClient, name string, l stages.Limits, opt Options) (*Store, error) {
-	if _, err := stages.New(l); err != nil {
+	if _, err := admit.New(l); err != nil {
 		return nil, err
 	}
 	if name == "" {
-		return nil, fmt.Errorf("%w: empty stage name", stages.ErrLimits)
+		return nil, fmt.Errorf("%w: empty stage name", admit.ErrLimits)
 	}
 	if l.Tombstones == 0 {
-		l.Tombstones = stages.DefaultTombstones
+		l.Tombstones = admit.DefaultTombstones
 	}
 	s := &Store{
 		rdb:    rdb,
@@ -158,7 +160,7 @@ func (s *Store) run(ctx context.Context, sc *redis.Script, pump int, now time.Ti
 	argv = append(argv, args...)
 	v, err := sc.Run(ctx, s.rdb, nil, argv...).Slice()
 	if err != nil {
-		return reply{}, fmt.Errorf("%w: stage %s: %w", stages.ErrUnavailable, s.name, err)
+		return reply{}, fmt.Errorf("%w: stage %s: %w", admit.ErrUnavailable, s.name, err)
 	}
 	return parse(v)
 }
@@ -166,13 +168,13 @@ func (s *Store) run(ctx context.Context, sc *redis.Script, pump int, now time.Ti
 func parse(v []any) (reply, error) {
 	var r reply
 	if len(v) != 3 {
-		return r, fmt.Errorf("%w: malformed script reply %v", stages.ErrUnavailable, v)
+		return r, fmt.Errorf("%w: malformed script reply %v", admit.ErrUnavailable, v)
 	}
 	r.code, _ = v[0].(int64)
 	r.extra = v[1]
 	p, _ := v[2].([]any)
 	if len(p) < 2 {
-		return r, fmt.Errorf("%w: malformed pump reply %v", stages.ErrUnavailable, v[2])
+		return r, fmt.Errorf("%w: malformed pump reply %v", admit.ErrUnavailable, v[2])
 	}
 	n, _ := p[0].(int64)
 	for i := 0; i < int(n) && 3+3*i < len(p); i++ {
@@ -198,7 +200,7 @@ func deadline(job stages.Job, maxAge time.Duration) time.Time {
 
 func (s *Store) offer(ctx context.Context, job stages.Job, now time.Time, pump int) (stages.Disposition, reply, error) {
 	if job.ID == "" || job.Owner == "" || job.Born.IsZero() || job.Born.After(now) || job.Born.UnixNano() < 0 {
-		return 0, reply{}, fmt.Errorf("%w: id %q owner %q born %v now %v", stages.ErrJob, job.ID, job.Owner, job.Born, now)
+		return 0, reply{}, fmt.Errorf("%w: id %q owner %q born %v now %v", admit.ErrJob, job.ID, job.Owner, job.Born, now)
 	}
 	// The tenant and its share travel with the offer, so that the count and
 	// the refusal are one script: the share holds fleet-wide.
@@ -214,22 +216,22 @@ func (s *Store) offer(ctx context.Context, job stages.Job, now time.Time, pump i
 		return stages.Closed, r, err
 	}
 	if r.code == -1 {
-		return 0, r, fmt.Errorf("%w: %q", stages.ErrDuplicate, job.ID)
+		return 0, r, fmt.Errorf("%w: %q", admit.ErrDuplicate, job.ID)
 	}
 	return stages.Disposition(r.code), r, nil
 }
 
-// Offer asks to queue job at now, as stages.Controller.Offer, including the
+// Offer asks to queue job at now, as admit.Controller.Offer, including the
 // per-tenant share of the queue (Limits.TenantWaiting) counted fleet-wide:
 // over it the offer is Overloaded and counted in Ledger.Refused.OverShare.
 // When Redis cannot be reached it returns Closed and an error wrapping
-// stages.ErrUnavailable.
+// admit.ErrUnavailable.
 func (s *Store) Offer(ctx context.Context, job stages.Job, now time.Time) (stages.Disposition, error) {
 	d, _, err := s.offer(ctx, job, now, 0)
 	return d, err
 }
 
-// Take looks at the head of the queue at now, as stages.Controller.Take. The
+// Take looks at the head of the queue at now, as admit.Controller.Take. The
 // lease of admitted work is remembered so that Release can present its
 // fencing token; TakeLease returns it to the caller instead.
 func (s *Store) Take(ctx context.Context, now time.Time) (stages.Disposition, string, error) {
@@ -250,7 +252,7 @@ func (s *Store) TakeLease(ctx context.Context, now time.Time) (stages.Dispositio
 	}
 	if r.code == -3 {
 		id, _ := r.extra.(string)
-		return 0, Lease{}, fmt.Errorf("%w: now %v, head %q", stages.ErrClock, now, id)
+		return 0, Lease{}, fmt.Errorf("%w: now %v, head %q", admit.ErrClock, now, id)
 	}
 	var l Lease
 	if e, ok := r.extra.([]any); ok && len(e) == 2 {
@@ -261,7 +263,7 @@ func (s *Store) TakeLease(ctx context.Context, now time.Time) (stages.Dispositio
 	return stages.Disposition(r.code), l, nil
 }
 
-// Release returns id's lease, as stages.Controller.Release. It presents the
+// Release returns id's lease, as admit.Controller.Release. It presents the
 // fencing token remembered by Take; for a lease this Store did not take it
 // releases by identity alone (an operator's tool). Use ReleaseLease to
 // release with a token explicitly.
@@ -270,7 +272,7 @@ func (s *Store) Release(ctx context.Context, id string) (stages.Disposition, err
 }
 
 // ReleaseFailed is Release after the work's backend failed: the ledger
-// counts it failed, not completed (stages.Controller.ReleaseFailed).
+// counts it failed, not completed (admit.Controller.ReleaseFailed).
 func (s *Store) ReleaseFailed(ctx context.Context, id string) (stages.Disposition, error) {
 	return s.releaseID(ctx, id, true)
 }
@@ -280,7 +282,7 @@ func (s *Store) releaseID(ctx context.Context, id string, failed bool) (stages.D
 	tok := s.tokens[id]
 	s.mu.Unlock()
 	d, _, err := s.release(ctx, Lease{ID: id, Token: tok}, failed, 0, s.opt.Wall.Now())
-	if err == nil || !errors.Is(err, stages.ErrUnavailable) {
+	if err == nil || !errors.Is(err, admit.ErrUnavailable) {
 		s.mu.Lock()
 		delete(s.tokens, id)
 		s.mu.Unlock()
@@ -310,7 +312,7 @@ func (s *Store) release(ctx context.Context, l Lease, failed bool, pump int, now
 	case r.code == -4:
 		return 0, r, fmt.Errorf("%w: %q token %d", stages.ErrFenced, l.ID, l.Token)
 	case r.code == -5:
-		return 0, r, fmt.Errorf("%w: %q", stages.ErrNoLease, l.ID)
+		return 0, r, fmt.Errorf("%w: %q", admit.ErrNoLease, l.ID)
 	}
 	return stages.Disposition(r.code), r, nil
 }
@@ -339,7 +341,7 @@ func (s *Store) renew(ctx context.Context, l Lease, job stages.Job) (Lease, bool
 		tok, _ := r.extra.(string)
 		n, err := strconv.ParseUint(tok, 10, 64)
 		if err != nil {
-			return l, false, fmt.Errorf("%w: re-leased %q with token %q", stages.ErrUnavailable, l.ID, tok)
+			return l, false, fmt.Errorf("%w: re-leased %q with token %q", admit.ErrUnavailable, l.ID, tok)
 		}
 		return Lease{ID: l.ID, Token: n}, false, nil
 	}
@@ -385,14 +387,14 @@ func trimGen(s string) string {
 }
 
 // Rotate advances owner to generation fleet-wide, as
-// stages.Controller.Rotate: its queued work, wherever it was submitted,
+// admit.Controller.Rotate: its queued work, wherever it was submitted,
 // leaves the queue at once.
 func (s *Store) Rotate(ctx context.Context, owner string, generation uint64, now time.Time) error {
 	_, err := s.rotate(ctx, owner, generation, now, 0)
 	return err
 }
 
-// Forget ends owner's conversation fleet-wide, as stages.Controller.Forget.
+// Forget ends owner's conversation fleet-wide, as admit.Controller.Forget.
 func (s *Store) Forget(ctx context.Context, owner string, now time.Time) error {
 	s.forgetOwner(owner)
 	_, err := s.run(ctx, forgetScript, 0, now, owner)
@@ -411,12 +413,12 @@ func (s *Store) cancel(ctx context.Context, id string, now time.Time, pump int) 
 		return 0, r, err
 	}
 	if r.code == -2 {
-		return 0, r, fmt.Errorf("%w: unknown identity %q", stages.ErrJob, id)
+		return 0, r, fmt.Errorf("%w: unknown identity %q", admit.ErrJob, id)
 	}
 	return stages.Disposition(r.code), r, nil
 }
 
-// Cancel withdraws one piece of work, as stages.Controller.Cancel.
+// Cancel withdraws one piece of work, as admit.Controller.Cancel.
 func (s *Store) Cancel(ctx context.Context, id string, now time.Time) (stages.Disposition, error) {
 	d, _, err := s.cancel(ctx, id, now, 0)
 	return d, err
@@ -460,7 +462,7 @@ func (s *Store) states(ctx context.Context, ids ...string) ([]stages.Disposition
 	return ds, toks, nil
 }
 
-// State reports id's state, as stages.Controller.State.
+// State reports id's state, as admit.Controller.State.
 func (s *Store) State(ctx context.Context, id string) (stages.Disposition, bool, error) {
 	ds, _, err := s.states(ctx, id)
 	if err != nil {
@@ -476,7 +478,7 @@ func (s *Store) Generation(ctx context.Context, owner string) (uint64, bool, err
 		return 0, false, nil
 	}
 	if err != nil {
-		return 0, false, fmt.Errorf("%w: stage %s: %w", stages.ErrUnavailable, s.name, err)
+		return 0, false, fmt.Errorf("%w: stage %s: %w", admit.ErrUnavailable, s.name, err)
 	}
 	g, err := strconv.ParseUint(v, 10, 64)
 	return g, err == nil, nil
@@ -492,7 +494,7 @@ func (s *Store) Position(ctx context.Context, id string) (int, bool, error) {
 }
 
 // Ready reports nil when Redis answers and admission is open to decisions:
-// stages.ErrUnavailable when Redis cannot be reached or is still warming up
+// admit.ErrUnavailable when Redis cannot be reached or is still warming up
 // after losing its dataset.
 func (s *Store) Ready(ctx context.Context) error {
 	r, err := s.run(ctx, readyScript, 0, s.opt.Wall.Now())
@@ -500,7 +502,7 @@ func (s *Store) Ready(ctx context.Context) error {
 		return err
 	}
 	if r.code != 1 {
-		return fmt.Errorf("%w: stage %s warming up after Redis lost its data", stages.ErrUnavailable, s.name)
+		return fmt.Errorf("%w: stage %s warming up after Redis lost its data", admit.ErrUnavailable, s.name)
 	}
 	return nil
 }

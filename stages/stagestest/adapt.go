@@ -6,17 +6,18 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
 )
 
 // Cases of the runtime slot limit and of Fair order, run by RunStore.
 
-// limiter returns h's store as a stages.SlotLimiter: every store must move
+// limiter returns h's store as a admit.SlotLimiter: every store must move
 // its limit at run time.
-func (h harness) limiter() stages.SlotLimiter {
+func (h harness) limiter() admit.SlotLimiter {
 	h.t.Helper()
-	l, ok := h.s.(stages.SlotLimiter)
+	l, ok := h.s.(admit.SlotLimiter)
 	if !ok {
-		h.t.Fatalf("%T is not a stages.SlotLimiter", h.s)
+		h.t.Fatalf("%T is not a admit.SlotLimiter", h.s)
 	}
 	return l
 }

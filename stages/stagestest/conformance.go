@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
 )
 
 // Epoch is the time origin of the conformance suite: at(s) is Epoch + s seconds.
@@ -18,7 +19,7 @@ var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 func at(sec float64) time.Time { return Epoch.Add(time.Duration(sec * float64(time.Second))) }
 
 // NewStore returns a fresh, empty stage with the given limits for one test.
-type NewStore func(t *testing.T, l stages.Limits) stages.Store
+type NewStore func(t *testing.T, l stages.Limits) admit.Store
 
 // RunStore runs the stages contract against stores made by newStore: the
 // named fixtures, Forget, Cancel, the equality boundaries, invalid input,
@@ -58,7 +59,7 @@ func RunStore(t *testing.T, newStore NewStore) {
 type harness struct {
 	t   *testing.T
 	ctx context.Context
-	s   stages.Store
+	s   admit.Store
 }
 
 func newHarness(t *testing.T, newStore NewStore, l stages.Limits) harness {
@@ -161,7 +162,7 @@ func storeExpiry(t *testing.T, ns NewStore) {
 	h.take(2.001, stages.Expired, "b1")
 	h.take(3, stages.Empty, "")
 	h.state("b1", stages.Expired)
-	if _, err := h.s.Offer(h.ctx, job("b1", "b", 1, 3), at(3)); !errors.Is(err, stages.ErrDuplicate) {
+	if _, err := h.s.Offer(h.ctx, job("b1", "b", 1, 3), at(3)); !errors.Is(err, admit.ErrDuplicate) {
 		t.Fatalf("re-offer of expired identity: %v", err)
 	}
 	h.release("a1", stages.Completed)
@@ -280,7 +281,7 @@ func storeCancel(t *testing.T, ns NewStore) {
 	if d, err := h.s.Cancel(h.ctx, "a1", at(2)); err != nil || d != stages.Cancelled {
 		t.Fatalf("Cancel of terminal work = %v, %v", d, err)
 	}
-	if _, err := h.s.Cancel(h.ctx, "nobody", at(2)); !errors.Is(err, stages.ErrJob) {
+	if _, err := h.s.Cancel(h.ctx, "nobody", at(2)); !errors.Is(err, admit.ErrJob) {
 		t.Fatalf("Cancel of unknown identity: %v", err)
 	}
 	h.ledger()
@@ -297,7 +298,7 @@ func storeReleaseFailed(t *testing.T, ns NewStore) {
 	h.take(0, stages.Admitted, "a1")
 	h.take(0, stages.Admitted, "b1")
 	h.offer(job("c1", "c", 1, 0), 0, stages.Queued)
-	if d, err := h.s.ReleaseFailed(h.ctx, "c1"); !errors.Is(err, stages.ErrNoLease) {
+	if d, err := h.s.ReleaseFailed(h.ctx, "c1"); !errors.Is(err, admit.ErrNoLease) {
 		t.Fatalf("ReleaseFailed of queued work = %v, %v; want ErrNoLease", d, err)
 	}
 	if d, err := h.s.ReleaseFailed(h.ctx, "a1"); err != nil || d != stages.Failed {
@@ -310,7 +311,7 @@ func storeReleaseFailed(t *testing.T, ns NewStore) {
 	if d, err := h.s.ReleaseFailed(h.ctx, "b1"); err != nil || d != stages.Cancelled {
 		t.Fatalf("ReleaseFailed of cancelled work = %v, %v; want cancelled", d, err)
 	}
-	if _, err := h.s.ReleaseFailed(h.ctx, "a1"); !errors.Is(err, stages.ErrNoLease) {
+	if _, err := h.s.ReleaseFailed(h.ctx, "a1"); !errors.Is(err, admit.ErrNoLease) {
 		t.Fatalf("second ReleaseFailed(a1): %v; want ErrNoLease", err)
 	}
 	h.take(1, stages.Admitted, "c1")
@@ -351,7 +352,7 @@ func storeBoundaries(t *testing.T, ns NewStore) {
 		h := newHarness(t, ns, stages.Limits{Slots: 1, Waiting: 1, MaxAge: time.Second})
 		h.owners(1, "a")
 		h.offer(job("x", "a", 1, 5), 5, stages.Queued)
-		if _, _, err := h.s.Take(h.ctx, at(4)); !errors.Is(err, stages.ErrClock) {
+		if _, _, err := h.s.Take(h.ctx, at(4)); !errors.Is(err, admit.ErrClock) {
 			t.Fatalf("Take before born: %v", err)
 		}
 	})
@@ -380,7 +381,7 @@ func storeInvalid(t *testing.T, ns NewStore) {
 		{ID: "x", Owner: "a", Generation: 1, Born: at(1)},
 	}
 	for _, j := range bad {
-		if d, err := h.s.Offer(h.ctx, j, at(0)); !errors.Is(err, stages.ErrJob) {
+		if d, err := h.s.Offer(h.ctx, j, at(0)); !errors.Is(err, admit.ErrJob) {
 			t.Errorf("Offer(%+v) = %v, %v; want ErrJob", j, d, err)
 		}
 	}
@@ -390,16 +391,16 @@ func storeInvalid(t *testing.T, ns NewStore) {
 	if err := h.s.Rotate(h.ctx, "a", 1, at(0)); !errors.Is(err, stages.ErrGeneration) {
 		t.Errorf("Rotate to the same generation: %v", err)
 	}
-	if _, err := h.s.Release(h.ctx, "nobody"); !errors.Is(err, stages.ErrNoLease) {
+	if _, err := h.s.Release(h.ctx, "nobody"); !errors.Is(err, admit.ErrNoLease) {
 		t.Errorf("Release unknown: %v", err)
 	}
 	h.offer(job("q", "a", 1, 0), 0, stages.Queued)
-	if _, err := h.s.Release(h.ctx, "q"); !errors.Is(err, stages.ErrNoLease) {
+	if _, err := h.s.Release(h.ctx, "q"); !errors.Is(err, admit.ErrNoLease) {
 		t.Errorf("Release of queued work: %v", err)
 	}
 	h.take(0, stages.Admitted, "q")
 	h.release("q", stages.Completed)
-	if _, err := h.s.Release(h.ctx, "q"); !errors.Is(err, stages.ErrNoLease) {
+	if _, err := h.s.Release(h.ctx, "q"); !errors.Is(err, admit.ErrNoLease) {
 		t.Errorf("second Release: %v", err)
 	}
 	if s := h.snapshot(0); s.Ledger.Offered != 1 {

@@ -18,7 +18,7 @@ type NewClaimGate func(t *testing.T, l stages.Limits, clock *Clock) stages.Claim
 // refused as Queued; a release frees a slot and admits nothing; unclaimed
 // work expires at its deadline; rotation, cancellation, refusals, the
 // tenant's share and the ledger are the Gate's. Every claim gate
-// (stages.LocalClaimGate, redisstage.Dispatcher with Claim set) must pass it
+// (admit.LocalClaimGate, redisstage.Dispatcher with Claim set) must pass it
 // unchanged.
 func RunClaimGate(t *testing.T, newGate NewClaimGate) {
 	tests := []struct {

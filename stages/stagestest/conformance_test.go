@@ -4,35 +4,38 @@ import (
 	"testing"
 
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
 
 func TestLocalConformance(t *testing.T) {
-	stagestest.RunStore(t, func(t *testing.T, l stages.Limits) stages.Store {
-		c, err := stages.New(l)
+	stagestest.RunStore(t, func(t *testing.T, l stages.Limits) admit.Store {
+		c, err := admit.New(l)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return stages.Local(c)
+		return admit.LocalStore(c)
 	})
 }
 
+// The in-process gates are run as a server builds them: through the public
+// constructors.
 func TestLocalGateConformance(t *testing.T) {
 	stagestest.RunGate(t, func(t *testing.T, l stages.Limits, clock *stagestest.Clock) stages.Gate {
-		c, err := stages.New(l)
+		g, err := stages.NewGate(l, clock, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return stages.LocalGate(stages.NewDispatcher(c, clock))
+		return g
 	})
 }
 
 func TestLocalClaimGateConformance(t *testing.T) {
 	stagestest.RunClaimGate(t, func(t *testing.T, l stages.Limits, clock *stagestest.Clock) stages.ClaimGate {
-		c, err := stages.New(l)
+		g, err := stages.NewClaimGate(l, clock, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return stages.LocalClaimGate(stages.NewDispatcher(c, clock, stages.ClaimOnly()))
+		return g
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
 )
 
 // AdaptiveReplay is a stage replayed under an adaptive slot limit. The
@@ -17,8 +18,8 @@ type AdaptiveReplay struct {
 	Moves    []LimitMove           `json:"moves"`
 	Final    int                   `json:"final"`
 	Min, Max int                   // the lowest and highest limit it set
-	rule     *stages.Adaptive
-	c        *stages.Controller
+	rule     *admit.Adaptive
+	c        *admit.Controller
 }
 
 // LimitMove is one move of the replay's adaptive limit.
@@ -29,8 +30,8 @@ type LimitMove struct {
 	Reason string `json:"reason"`
 }
 
-func newAdaptiveReplay(c *stages.Controller, cfg stages.AdaptiveConfig) (*AdaptiveReplay, error) {
-	rule, err := stages.NewAdaptive(cfg)
+func newAdaptiveReplay(c *admit.Controller, cfg stages.AdaptiveConfig) (*AdaptiveReplay, error) {
+	rule, err := admit.NewAdaptive(cfg)
 	if err != nil {
 		return nil, err
 	}

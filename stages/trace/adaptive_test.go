@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
 
@@ -65,11 +66,11 @@ func TestRunLimitLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := stages.Limits{Slots: 1, Waiting: 8, MaxAge: time.Minute}
-	c, err := stages.New(l, w.Stage("model", l, stages.Frontdoor, true))
+	c, err := admit.New(l, w.Stage("model", l, admit.Frontdoor, true))
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := stages.NewDispatcher(c, clock)
+	d := admit.NewDispatcher(c, clock)
 	if err := d.Rotate("o", 1); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
 )
 
 // BenchmarkCycleTraced is stages' BenchmarkCycle recorded by a real Writer
@@ -19,7 +20,7 @@ func BenchmarkCycleTraced(b *testing.B) {
 	}
 	defer w.Close()
 	l := stages.Limits{Slots: 1, Waiting: 64, MaxAge: time.Hour, Tombstones: 1024}
-	c, err := stages.New(l, w.Stage("model", l, stages.Frontdoor, true))
+	c, err := admit.New(l, w.Stage("model", l, admit.Frontdoor, true))
 	if err != nil {
 		b.Fatal(err)
 	}

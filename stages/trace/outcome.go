@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
 )
 
 // Outcomes are a stage's results over a trace: what happened to the work
@@ -298,7 +299,7 @@ func (t *tracker) cancelJob(j *job, now time.Time) {
 		}
 		j.cancelled = now
 		t.out.Cancelled++
-		if t.policy == stages.ReleaseOnCancel {
+		if t.policy == admit.ReleaseOnCancel {
 			j.returned = true
 			t.leased--
 		}

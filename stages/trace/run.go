@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
 )
 
 // DefaultLimits are the limits of a stage whose trace does not give them
@@ -30,7 +31,7 @@ type Options struct {
 	// JobChanges and Summary, as JSON lines.
 	Results io.Writer
 	// Adaptive, when set and returning a config for a stage, replays that
-	// stage under an adaptive slot limit (stages.Adaptive) fed with each
+	// stage under an adaptive slot limit (admit.Adaptive) fed with each
 	// replayed lease's hold as its latency (adaptive.go).
 	Adaptive func(stage string) *stages.AdaptiveConfig
 }
@@ -198,14 +199,14 @@ func runStage(s *stageLines, opt Options, enc *json.Encoder) (*StageReport, erro
 	if h := s.header; h != nil {
 		sr.Recorded, sr.Dispatched, sr.RecordedLimits = true, h.Dispatched, h.Limits()
 		if h.Policy != "" {
-			sr.Policy, _ = stages.ParsePolicy(h.Policy) // checked by Parse
+			sr.Policy, _ = admit.ParsePolicy(h.Policy) // checked by Parse
 		}
 	}
 	sr.Limits = sr.RecordedLimits
 	if opt.Limits != nil {
 		sr.Limits = opt.Limits(s.name, sr.RecordedLimits, sr.Recorded)
 	}
-	c, err := stages.New(sr.Limits, stages.WithPolicy(sr.Policy))
+	c, err := admit.New(sr.Limits, stages.WithPolicy(sr.Policy))
 	if err != nil {
 		return nil, fmt.Errorf("stage %q: %w", s.name, err)
 	}
@@ -330,7 +331,7 @@ type evidence struct {
 	cleanup time.Duration // cancel to release, for work cancelled while active
 	holdOK  bool
 	// failed: the recording released it after its backend failed
-	// (stages.Controller.ReleaseFailed); the replay releases it so too.
+	// (admit.Controller.ReleaseFailed); the replay releases it so too.
 	failed bool
 	// cancelled: the recording cancelled it while active; unreleased: the
 	// recording admitted it and never released it.
@@ -339,7 +340,7 @@ type evidence struct {
 
 // driver re-drives a dispatched stage (see Run).
 type driver struct {
-	c          *stages.Controller
+	c          *admit.Controller
 	sr         *StageReport
 	after      *tracker
 	emit       func(Result) error
@@ -359,7 +360,7 @@ type driver struct {
 	err        error
 }
 
-func newDriver(c *stages.Controller, sr *StageReport, before, after *tracker, stopAt time.Time, opt Options, emit func(Result) error) *driver {
+func newDriver(c *admit.Controller, sr *StageReport, before, after *tracker, stopAt time.Time, opt Options, emit func(Result) error) *driver {
 	d := &driver{c: c, sr: sr, after: after, emit: emit, ev: map[key]evidence{}, due: map[string]time.Time{}}
 	var holds, cleanups []time.Duration
 	for _, j := range before.jobs {
@@ -415,7 +416,7 @@ func newDriver(c *stages.Controller, sr *StageReport, before, after *tracker, st
 
 func effectiveMaxAge(l stages.Limits, p stages.Policy) (time.Duration, bool) {
 	switch p {
-	case stages.Unbounded, stages.Semaphore:
+	case admit.Unbounded, admit.Semaphore:
 		return 0, false
 	}
 	return l.MaxAge, true

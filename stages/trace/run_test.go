@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
 
@@ -33,8 +35,8 @@ type workload struct {
 
 type wstage struct {
 	name    string
-	d       *stages.Dispatcher
-	tickets map[string]*stages.Ticket
+	d       *admit.Dispatcher
+	tickets map[string]*admit.Ticket
 	held    map[string]time.Time // admitted work -> its release time
 	owners  []*wowner
 	n       int
@@ -48,7 +50,7 @@ type wowner struct {
 	held   []string // ids admitted to this owner
 }
 
-func newWorkload(t *testing.T, seed uint64, w *Writer, limits map[string]stages.Limits, clock *stagestest.Clock, dclock stages.Clock) *workload {
+func newWorkload(t *testing.T, seed uint64, w *Writer, limits map[string]stages.Limits, clock *stagestest.Clock, dclock clock.Clock) *workload {
 	wl := &workload{t: t, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), clock: clock}
 	names := make([]string, 0, len(limits))
 	for n := range limits {
@@ -57,11 +59,11 @@ func newWorkload(t *testing.T, seed uint64, w *Writer, limits map[string]stages.
 	slices.Sort(names)
 	for _, name := range names {
 		l := limits[name]
-		c, err := stages.New(l, w.Stage(name, l, stages.Frontdoor, true))
+		c, err := admit.New(l, w.Stage(name, l, admit.Frontdoor, true))
 		if err != nil {
 			t.Fatal(err)
 		}
-		st := &wstage{name: name, d: stages.NewDispatcher(c, dclock), tickets: map[string]*stages.Ticket{}, held: map[string]time.Time{}}
+		st := &wstage{name: name, d: admit.NewDispatcher(c, dclock), tickets: map[string]*admit.Ticket{}, held: map[string]time.Time{}}
 		for i := range 6 {
 			st.owners = append(st.owners, &wowner{id: fmt.Sprint("call-", i)})
 		}
@@ -208,7 +210,7 @@ type lateClock struct {
 	rng *rand.Rand
 }
 
-func (c lateClock) AfterFunc(d time.Duration, f func()) stages.Timer {
+func (c lateClock) AfterFunc(d time.Duration, f func()) clock.Timer {
 	return c.Clock.AfterFunc(d+time.Duration(c.rng.Int64N(int64(3*time.Millisecond))), f)
 }
 
@@ -225,16 +227,16 @@ func recordWorkloadOn(t *testing.T, seed uint64, limits map[string]stages.Limits
 func recordWorkloadWith(t *testing.T, seed uint64, limits map[string]stages.Limits, steps int, late bool, failed func(n int) bool) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	clock := stagestest.NewClock(t0)
-	w, err := NewWriter(&buf, WriterOptions{Origin: t0, Clock: clock})
+	clk := stagestest.NewClock(t0)
+	w, err := NewWriter(&buf, WriterOptions{Origin: t0, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var dclock stages.Clock = clock
+	var dclock clock.Clock = clk
 	if late {
-		dclock = lateClock{clock, rand.New(rand.NewPCG(seed, 1))}
+		dclock = lateClock{clk, rand.New(rand.NewPCG(seed, 1))}
 	}
-	wl := newWorkload(t, seed, w, limits, clock, dclock)
+	wl := newWorkload(t, seed, w, limits, clk, dclock)
 	wl.failed = failed
 	wl.run(steps)
 	if err := w.Close(); err != nil {

@@ -32,7 +32,7 @@
 //
 // "stage" names the stage an operation belongs to (absent: the one unnamed
 // stage of a hand-written trace). A "stage" line gives a stage's limits and
-// policy, before its first operation; "dispatched" says a stages.Dispatcher
+// policy, before its first operation; "dispatched" says a admit.Dispatcher
 // drove it (it took work after every change and at the head's deadline), so
 // its takes are that dispatcher's. "disposition" and "error" are the
 // outcome the recording saw; replay compares its own with them. "stop" is
@@ -55,6 +55,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
 )
 
 // MaxLine is the longest line a trace may have.
@@ -247,7 +248,7 @@ func (op Op) Recorded() bool { return op.Disposition != nil || op.Error != "" }
 // Limits returns the limits of a "stage" line.
 func (op Op) Limits() stages.Limits {
 	l := stages.Limits{TenantWaiting: op.TenantWaiting, Tombstones: op.Tombstones}
-	l.Order, _ = stages.ParseOrder(op.Order) // checked by Parse
+	l.Order, _ = admit.ParseOrder(op.Order) // checked by Parse
 	if op.Slots != nil {
 		l.Slots = *op.Slots
 	}
@@ -322,10 +323,10 @@ func Parse(line []byte) (Op, error) {
 		return Op{}, fmt.Errorf("%w: limit needs \"slots\" of at least 1", ErrSyntax)
 	case n.reason && op.Reason == "":
 		return Op{}, fmt.Errorf("%w: %s needs \"reason\"", ErrSyntax, op.Op)
-	case op.Order != "" && func() bool { _, err := stages.ParseOrder(op.Order); return err != nil }():
+	case op.Order != "" && func() bool { _, err := admit.ParseOrder(op.Order); return err != nil }():
 		return Op{}, fmt.Errorf("%w: unknown order %q", ErrSyntax, op.Order)
 	case op.Policy != "":
-		if _, err := stages.ParsePolicy(op.Policy); err != nil {
+		if _, err := admit.ParsePolicy(op.Policy); err != nil {
 			return Op{}, fmt.Errorf("%w: %v", ErrSyntax, err)
 		}
 	}
@@ -350,7 +351,7 @@ type Result struct {
 
 // Apply runs op against c. Lines that are not operations on a controller
 // ("trace", "stage", "gap", "end", "stop") do nothing.
-func Apply(c *stages.Controller, op Op) Result {
+func Apply(c *admit.Controller, op Op) Result {
 	r := Result{Op: op.Op, ID: op.ID, Owner: op.Owner, Stage: op.Stage}
 	now := op.At.Time
 	var err error
@@ -407,7 +408,7 @@ type Summary struct {
 // operation the controller rejects is reported in its Result and the replay
 // goes on. Lines that are not operations ("trace", "stage", "gap", "end")
 // are skipped; for a trace of several stages see Run.
-func Replay(c *stages.Controller, r io.Reader, w io.Writer) (Summary, error) {
+func Replay(c *admit.Controller, r io.Reader, w io.Writer) (Summary, error) {
 	enc := json.NewEncoder(w)
 	var sum Summary
 	var last time.Time

@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-func newController(t testing.TB) *stages.Controller {
-	c, err := stages.New(stages.Limits{Slots: 1, Waiting: 2, MaxAge: 2 * time.Second, Tombstones: 64})
+func newController(t testing.TB) *admit.Controller {
+	c, err := admit.New(stages.Limits{Slots: 1, Waiting: 2, MaxAge: 2 * time.Second, Tombstones: 64})
 	if err != nil {
 		t.Fatal(err)
 	}

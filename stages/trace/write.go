@@ -13,6 +13,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
 )
 
 // Defaults of WriterOptions.
@@ -83,7 +84,7 @@ type entry struct {
 	st     *stageRecorder
 	seq    uint64
 	header bool
-	op     stages.Operation
+	op     admit.Operation
 }
 
 // Stats reports what a Writer did.
@@ -131,7 +132,7 @@ func NewWriter(w io.Writer, opt WriterOptions) (*Writer, error) {
 }
 
 // Stage returns the Option that records one Controller as the stage name,
-// with its limits and policy; dispatched says a stages.Dispatcher drives it
+// with its limits and policy; dispatched says a admit.Dispatcher drives it
 // (frontdoor serve's stages). The Option is for one Controller only. Its
 // "stage" line is written before the controller's first operation.
 func (w *Writer) Stage(name string, l stages.Limits, p stages.Policy, dispatched bool) stages.Option {
@@ -142,7 +143,7 @@ func (w *Writer) Stage(name string, l stages.Limits, p stages.Policy, dispatched
 		case <-w.done:
 		}
 	}
-	return stages.WithRecorder(st)
+	return admit.WithRecorder(st)
 }
 
 // Stats reports the writer's counts so far.
@@ -283,7 +284,7 @@ func (w *Writer) fail(err error) {
 	w.opt.Logger.Error("trace recording stopped: write failed; admission goes on unrecorded", "err", err)
 }
 
-// stageRecorder is the stages.Recorder of one Controller.
+// stageRecorder is the admit.Recorder of one Controller.
 type stageRecorder struct {
 	w          *Writer
 	name       string
@@ -296,7 +297,7 @@ type stageRecorder struct {
 
 // Record copies op into the writer's buffer, or counts it dropped when the
 // buffer is full. It never waits.
-func (s *stageRecorder) Record(op stages.Operation) {
+func (s *stageRecorder) Record(op admit.Operation) {
 	w := s.w
 	if w.stopped.Load() {
 		w.notRecord.Add(1)
@@ -322,7 +323,7 @@ func appendHeader(b []byte, st *stageRecorder, at time.Duration) []byte {
 	b = strconv.AppendInt(b, int64(st.limits.Waiting), 10)
 	b = append(b, `,"max_age":`...)
 	b = appendSeconds(b, st.limits.MaxAge)
-	if st.limits.Order != stages.FIFO {
+	if st.limits.Order != admit.FIFO {
 		b = appendField(b, "order", st.limits.Order.String())
 	}
 	if st.limits.TenantWaiting != 0 {
@@ -353,14 +354,14 @@ func appendGap(b []byte, stage string, n uint64, at time.Duration) []byte {
 	return append(b, "}\n"...)
 }
 
-func appendOp(b []byte, stage string, op stages.Operation, origin time.Time) []byte {
+func appendOp(b []byte, stage string, op admit.Operation, origin time.Time) []byte {
 	b = append(b, `{"stage":`...)
 	b = appendString(b, stage)
 	b = append(b, `,"op":"`...)
 	b = append(b, op.Op.String()...)
 	b = append(b, '"')
 	switch op.Op {
-	case stages.OpOffer:
+	case admit.OpOffer:
 		b = appendField(b, "id", op.ID)
 		b = appendField(b, "owner", op.Owner)
 		b = append(b, `,"generation":`...)
@@ -374,19 +375,19 @@ func appendOp(b []byte, stage string, op stages.Operation, origin time.Time) []b
 		if op.Tenant != "" {
 			b = appendField(b, "tenant", op.Tenant)
 		}
-	case stages.OpTake:
+	case admit.OpTake:
 		if op.ID != "" {
 			b = appendField(b, "id", op.ID)
 		}
-	case stages.OpRelease, stages.OpCancel:
+	case admit.OpRelease, admit.OpCancel:
 		b = appendField(b, "id", op.ID)
-	case stages.OpRotate:
+	case admit.OpRotate:
 		b = appendField(b, "owner", op.Owner)
 		b = append(b, `,"generation":`...)
 		b = strconv.AppendUint(b, op.Generation, 10)
-	case stages.OpForget:
+	case admit.OpForget:
 		b = appendField(b, "owner", op.Owner)
-	case stages.OpLimit:
+	case admit.OpLimit:
 		b = append(b, `,"slots":`...)
 		b = strconv.AppendInt(b, int64(op.Slots), 10)
 	}

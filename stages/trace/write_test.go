@@ -10,6 +10,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
 
@@ -37,7 +38,7 @@ func TestWriterRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := stages.Limits{Slots: 2, Waiting: 3, MaxAge: 1500*time.Millisecond + 1, TenantWaiting: 1, Tombstones: 9}
-	c, err := stages.New(l, w.Stage("mödel \"x\"", l, stages.ReleaseOnCancel, true))
+	c, err := admit.New(l, w.Stage("mödel \"x\"", l, admit.ReleaseOnCancel, true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func TestWriterBound(t *testing.T) {
 	}
 	l := stages.Limits{Slots: 1, Waiting: 4, MaxAge: time.Hour, Tombstones: 16}
 	var now time.Time
-	c, err := stages.New(l, w.Stage("model", l, stages.Frontdoor, true))
+	c, err := admit.New(l, w.Stage("model", l, admit.Frontdoor, true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +199,7 @@ func TestWriterDropsWhenFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := stages.Limits{Slots: 1, Waiting: 1, MaxAge: time.Second}
-	c, err := stages.New(l, w.Stage("model", l, stages.Frontdoor, false))
+	c, err := admit.New(l, w.Stage("model", l, admit.Frontdoor, false))
 	if err != nil {
 		t.Fatal(err)
 	}

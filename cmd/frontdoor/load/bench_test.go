@@ -20,7 +20,16 @@ import (
 // Run them with -benchtime 1x (.ci/bench-load does). With FRONTDOOR_LOAD_OUT
 // set to a directory, each run's JSON and HTML reports are written there.
 
-var policies = []stages.Policy{stages.Frontdoor, stages.Unbounded, stages.Semaphore, stages.ReleaseOnCancel}
+var policies = []stages.Policy{policyOf("frontdoor"), policyOf("unbounded"), policyOf("semaphore"), policyOf("release-on-cancel")}
+
+// policyOf is the policy named name (stages.Policy.Set).
+func policyOf(name string) stages.Policy {
+	var p stages.Policy
+	if err := p.Set(name); err != nil {
+		panic(err)
+	}
+	return p
+}
 
 // Stages of the goodput benchmark: 4 slots in each stage, each backend
 // running 4 jobs at full speed (processor sharing beyond), model 100ms +
@@ -84,7 +93,7 @@ func BenchmarkGoodput(b *testing.B) {
 // speaking 30 turns back to back keep both stages full (4 running and more
 // queued in each); completed turns per second is the capacity.
 func measureCapacity(b *testing.B) float64 {
-	ts := startServer(b, serverOpts{policy: stages.Frontdoor,
+	ts := startServer(b, serverOpts{policy: policyOf("frontdoor"),
 		session: stages.Limits{Slots: 100, Waiting: 10, MaxAge: 5 * time.Second},
 		model:   stages.Limits{Slots: benchSlots, Waiting: 32, MaxAge: 30 * time.Second},
 		synt:    stages.Limits{Slots: benchSlots, Waiting: 32, MaxAge: 30 * time.Second},
@@ -143,7 +152,7 @@ func goodputRun(b *testing.B, x float64, p stages.Policy, capacity float64) {
 // BenchmarkOverAdmission barges in on every reply while the backends take
 // 300ms to stop: the most synthesis jobs running at once against the slots.
 func BenchmarkOverAdmission(b *testing.B) {
-	for _, p := range []stages.Policy{stages.Frontdoor, stages.ReleaseOnCancel} {
+	for _, p := range []stages.Policy{policyOf("frontdoor"), policyOf("release-on-cancel")} {
 		b.Run(p.String(), func(b *testing.B) {
 			for b.Loop() {
 				st := benchStub

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/server"
@@ -45,7 +46,7 @@ func startServer(tb testing.TB, o serverOpts) *testServer {
 		Session: o.session, Model: o.model, Synthesis: o.synt,
 		CleanupTimeout: o.cleanupTimeout,
 		ModelBackend:   ts.Model, Synthesizer: ts.Synth,
-		NewGate: func(_ string, l stages.Limits, clock stages.Clock) (stages.Gate, error) {
+		NewGate: func(_ string, l stages.Limits, clock clock.Clock) (stages.Gate, error) {
 			return session.LocalGate(l, clock, slog.New(slog.DiscardHandler), stages.WithPolicy(o.policy))
 		},
 	}})

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/media/clock"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -91,7 +93,7 @@ type Observer struct {
 	firstToken prometheus.Histogram
 	firstAudio prometheus.Histogram
 
-	clock   stages.Clock
+	clock   clock.Clock
 	cleanup time.Duration // the stages' cleanup timeout: a later one is late
 	session string        // the session stage's name
 	turn    [3]string     // a turn's stages, in order: recognize, model, synthesis
@@ -111,7 +113,7 @@ var (
 // stages: the session stage's, and a turn's (recognize, model,
 // synthesis); cleanup is the cleanup timeout a lease's cleanup is late
 // past.
-func New(tp trace.TracerProvider, reg prometheus.Registerer, clock stages.Clock, cleanup time.Duration, session string, turn [3]string) *Observer {
+func New(tp trace.TracerProvider, reg prometheus.Registerer, clock clock.Clock, cleanup time.Duration, session string, turn [3]string) *Observer {
 	o := &Observer{
 		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "frontdoor_turn_queue_wait_seconds",
 			Help:    "Time a turn waited in a stage (recognize, model, synthesis) from being offered to being admitted.",

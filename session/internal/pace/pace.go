@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/media/clock"
 )
 
 // At 10x overload thousands of refused callers hear a prompt at once. With
@@ -50,7 +50,7 @@ import (
 // while a writer is parked or queued: an engine that speaks no prompt
 // holds no goroutine and no timer for it.
 type Pacer struct {
-	clock  stages.Clock
+	clock  clock.Clock
 	period time.Duration // how often a stagnant run queue is looked at
 	max    int           // workers started while the run queue moves
 
@@ -58,7 +58,7 @@ type Pacer struct {
 	parked  parkHeap
 	runq    []Writer
 	workers []*paceWorker // running
-	timer   stages.Timer  // armed for timerAt; nil: none
+	timer   clock.Timer   // armed for timerAt; nil: none
 	timerAt time.Time
 	tgen    uint64 // the armed timer's; a callback of another was stopped
 
@@ -78,7 +78,7 @@ type Writer interface {
 
 // New returns a pacer on clock that looks at a stagnant run queue every
 // period (a frame's duration).
-func New(clock stages.Clock, period time.Duration) *Pacer {
+func New(clock clock.Clock, period time.Duration) *Pacer {
 	return &Pacer{clock: clock, period: period, max: max(runtime.GOMAXPROCS(0), 2)}
 }
 
@@ -149,7 +149,7 @@ func (p *Pacer) armLocked(at time.Time) {
 	p.timerAt = at
 	tick := func() { p.tick(gen) }
 	for {
-		// As stages.AfterFuncAt, but a time already passed ticks at once
+		// As clock.AfterFuncAt, but a time already passed ticks at once
 		// on any clock (a manual clock runs a timer of 0 only when it is
 		// next advanced), and a clock that moved while the timer was
 		// armed has it armed again from a new reading.

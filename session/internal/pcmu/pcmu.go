@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/media"
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/media/g711"
 	"github.com/frontdoorhq/frontdoor/media/pcm"
-	"github.com/frontdoorhq/frontdoor/stages"
 )
 
 // Lead is how far ahead of playback a media transport lets reply audio
@@ -81,8 +81,8 @@ func (c *Converter) Flush() []byte {
 // transport's pacer, so that the call's writer (and with it the turn)
 // moves at the pace of playback. It looks again every 20 ms at most, on
 // clock (the engine's).
-func WaitBuffered(ctx context.Context, clock stages.Clock, buffered func() time.Duration, lead time.Duration) error {
-	var t *stages.ChanTimer
+func WaitBuffered(ctx context.Context, clk clock.Clock, buffered func() time.Duration, lead time.Duration) error {
+	var t *clock.ChanTimer
 	for {
 		over := buffered() - lead
 		if over <= 0 {
@@ -92,7 +92,7 @@ func WaitBuffered(ctx context.Context, clock stages.Clock, buffered func() time.
 			return nil
 		}
 		if t == nil {
-			t = stages.NewTimer(clock, min(over, 20*time.Millisecond))
+			t = clock.NewTimer(clk, min(over, 20*time.Millisecond))
 		} else {
 			t.Reset(min(over, 20*time.Millisecond))
 		}

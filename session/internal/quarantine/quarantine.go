@@ -17,7 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/media/clock"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -26,7 +27,7 @@ type Q struct {
 	After   int // 0: off
 	Stage   string
 	Timeout time.Duration // the cleanup timeout
-	Clock   stages.Clock
+	Clock   clock.Clock
 	Log     *slog.Logger
 	Gauge   *prometheus.GaugeVec // frontdoor_stage_quarantined
 	Overdue *atomic.Int64        // the stage's cleanups overdue now
@@ -81,5 +82,5 @@ func (s *Q) Confirmed() {
 	s.on, s.streak = false, 0
 	s.Gauge.WithLabelValues(s.Stage).Set(0)
 	s.Log.Warn("backend quarantine lifted: every overdue cleanup confirmed", "stage", s.Stage,
-		"quarantined_for", stages.Since(s.Clock, s.since).Round(time.Millisecond))
+		"quarantined_for", clock.Since(s.Clock, s.since).Round(time.Millisecond))
 }

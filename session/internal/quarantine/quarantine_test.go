@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/media/clock"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -31,7 +32,7 @@ func TestQuarantineStreak(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var overdue atomic.Int64
 			gauge := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "q"}, []string{"stage"})
-			st := &Q{After: tc.after, Stage: "model", Timeout: time.Second, Clock: stages.SystemClock,
+			st := &Q{After: tc.after, Stage: "model", Timeout: time.Second, Clock: clock.System,
 				Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Gauge: gauge, Overdue: &overdue}
 			for _, c := range tc.steps {
 				switch c {

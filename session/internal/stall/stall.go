@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/media/clock"
 )
 
 // Watch is a call's one watchdog over its writes. A timer and a
@@ -20,16 +20,16 @@ import (
 // armed again, and the writer disarms it when it stops, so an idle call
 // holds none. The clock is the engine's.
 type Watch struct {
-	Clock   stages.Clock
+	Clock   clock.Clock
 	Timeout time.Duration
 	Slow    func() // at Timeout: the call ends as a slow reader
 	Drop    func() // at twice the Timeout: the connection is dropped
 
 	mu     sync.Mutex
-	since  time.Time    // start of the write in progress; zero: none
-	marked bool         // the write in progress was marked slow
-	t      stages.Timer // the pending check; nil: none
-	epoch  uint64       // the pending check's; a check of another epoch was disarmed
+	since  time.Time   // start of the write in progress; zero: none
+	marked bool        // the write in progress was marked slow
+	t      clock.Timer // the pending check; nil: none
+	epoch  uint64      // the pending check's; a check of another epoch was disarmed
 }
 
 // Begin notes the start of a write and arms the check if none is pending.
