@@ -5,10 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/frontdoorhq/frontdoor/session/backend"
-	"github.com/frontdoorhq/frontdoor/stages"
 )
 
 // The engine's side of adaptive stage limits (stages.NewAdaptiveGate): it
@@ -51,53 +48,6 @@ func (s *stage) firstSignal() func() {
 		if !seen {
 			seen = true
 			s.observe(s.clock.Now().Sub(start), false)
-		}
-	}
-}
-
-// limitCollector exports, at scrape time, each stage's slot limit in force
-// and, for an adaptive limit, its estimate and moves; and the turns Fair
-// order gave and the refusals (expiries) it caused.
-type limitCollector struct {
-	s                                           *Engine
-	limit, minLat, lat, changes, skips, overtak *prometheus.Desc
-}
-
-func newLimitCollector(s *Engine) *limitCollector {
-	d := func(name, help string) *prometheus.Desc {
-		return prometheus.NewDesc(name, help, []string{"stage"}, nil)
-	}
-	return &limitCollector{s: s,
-		limit:   d("frontdoor_stage_limit", "The slot limit in force (moved at run time by an adaptive limit, -STAGE-slots auto)."),
-		minLat:  d("frontdoor_stage_limit_min_latency_seconds", "Adaptive limit: the measured minimum latency to the stage's useful signal."),
-		lat:     d("frontdoor_stage_limit_latency_seconds", "Adaptive limit: the last window's median latency to the stage's useful signal."),
-		changes: d("frontdoor_stage_limit_changes_total", "Adaptive limit: moves of the limit made by this replica."),
-		skips:   d("frontdoor_stage_fair_skips_total", "Fair order: slots given to a tenant whose work was not the oldest waiting."),
-		overtak: d("frontdoor_stage_expired_overtaken_total", "Fair order: work passed over by another tenant's turn that then expired (refusals fair order caused)."),
-	}
-}
-
-func (c *limitCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.limit, c.minLat, c.lat, c.changes, c.skips, c.overtak} {
-		ch <- d
-	}
-}
-
-func (c *limitCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, st := range c.s.stageList() {
-		sn := c.s.snapshot(st)
-		m := func(d *prometheus.Desc, t prometheus.ValueType, v float64) {
-			ch <- prometheus.MustNewConstMetric(d, t, v, st.name)
-		}
-		m(c.limit, prometheus.GaugeValue, float64(sn.Limits.Slots))
-		if sn.Limits.Order == stages.Fair {
-			m(c.skips, prometheus.CounterValue, float64(sn.Ledger.FairSkips))
-			m(c.overtak, prometheus.CounterValue, float64(sn.Ledger.ExpiredOvertaken))
-		}
-		if a := sn.Adaptive; a != nil {
-			m(c.minLat, prometheus.GaugeValue, a.Estimate.MinRTT.Seconds())
-			m(c.lat, prometheus.GaugeValue, a.Estimate.RTT.Seconds())
-			m(c.changes, prometheus.CounterValue, float64(a.Changes))
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/media/pcm"
 	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/internal/promptaudio"
 	"github.com/frontdoorhq/frontdoor/session/wire"
 )
 
@@ -74,12 +75,12 @@ func (a *audioOut) emit(ctx context.Context, au backend.Audio) error {
 
 // flush queues whole frames, and with all, the remainder.
 func (a *audioOut) flush(ctx context.Context, all bool) error {
-	n := frameSamples(a.rate, a.span)
+	n := promptaudio.FrameSamples(a.rate, a.span)
 	i := 0
 	for ; len(a.buf)-i >= n || (all && i < len(a.buf)); i += n {
 		s := a.buf[i:min(i+n, len(a.buf))]
-		dst, pooled := frameBuf(encodedLen(a.enc, len(s)))
-		b := encodeFrame(dst, a.enc, s)
+		dst, pooled := promptaudio.FrameBuf(promptaudio.EncodedLen(a.enc, len(s)))
+		b := promptaudio.EncodeFrame(dst, a.enc, s)
 		f := frame{gen: a.gen, premise: a.premise, audio: b, pooled: pooled, turn: a.t, ms: int64(len(s)) * 1e6 / int64(a.rate)}
 		if err := a.c.push(ctx, f); err != nil {
 			return err
@@ -101,14 +102,6 @@ func (a *audioOut) finish(ctx context.Context) error {
 	}
 	return a.c.push(ctx, frame{gen: a.gen, premise: a.premise, turn: a.t, end: true, msg: &wire.AudioEndMsg{Type: "audio_end", Turn: a.id, Generation: a.announce(),
 		AudioMS: a.synthUS / 1000}})
-}
-
-// frameSamples is the samples in one frame of reply audio at rate: span
-// frames of 20 ms (media.FrameDuration) back to back, so that a longer
-// frame holds exactly the 20 ms frames it stands for, at any rate, and
-// prompt audio encoded in 20 ms frames is sliced into the same lengths.
-func frameSamples(rate, span int) int {
-	return max(span, 1) * (rate * int(media.FrameDuration/time.Millisecond) / 1000)
 }
 
 // spanOf is the 20 ms frames in a reply frame of frameMS milliseconds
@@ -146,7 +139,7 @@ func (c *Call) SendAudio(ctx context.Context, turn string, prompt *wire.PromptMs
 		a.id = "prompt"
 	}
 	if au.Rate > 0 && len(au.Samples) > 0 {
-		p, err := encodedPrompts.get(au, f)
+		p, err := promptaudio.Shared.Get(au, f)
 		if err != nil {
 			return err
 		}

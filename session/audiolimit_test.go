@@ -6,7 +6,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/frontdoorhq/frontdoor/media"
+	"github.com/frontdoorhq/frontdoor/session/audiolimit"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/session/wire"
@@ -17,7 +17,7 @@ import (
 // answered audio_rate and the call is closed 1008.
 func TestAudioLimits(t *testing.T) {
 	r := newRig(t, func(c *Config, _ *stub.Settings) {
-		c.Audio = AudioLimits{MaxFrame: 1000, MaxRate: 4000, Window: time.Second}
+		c.Audio = audiolimit.Limits{MaxFrame: 1000, MaxRate: 4000, Window: time.Second}
 	})
 	c := r.Admitted()
 	if err := c.Conn.Write(c.Ctx, websocket.MessageBinary, make([]byte, 1001)); err != nil {
@@ -36,7 +36,7 @@ func TestAudioLimits(t *testing.T) {
 			break // closed by the server
 		}
 	}
-	if m := c.Expect("error"); m.Code != wire.CodeAudioRate {
+	if m := c.Expect("error"); m.Code != audiolimit.Code {
 		t.Fatalf("fast audio: %+v, want audio_rate", m)
 	}
 	_, err := c.Read()
@@ -47,30 +47,4 @@ func TestAudioLimits(t *testing.T) {
 		t.Fatalf("close %v (%v), want 1008", got, err)
 	}
 	sessiontest.WaitFor(t, "the call to end", func() bool { return r.Engine.Calls() == 0 })
-}
-
-// TestAudioRealTime: audio at its real-time rate is never refused; the
-// default allowance is four times the declared format's rate.
-func TestAudioRealTime(t *testing.T) {
-	for _, tc := range []struct {
-		f    media.Format
-		want int
-	}{
-		{media.Format{Encoding: media.PCM16, Channels: 1}, 128000},
-		{media.Telephony, 32000},
-		{media.Format{Encoding: media.PCM16, SampleRate: 48000, Channels: 1}, 384000},
-	} {
-		f := tc.f
-		if got := 4 * realTimeBytes(f); got != tc.want {
-			t.Errorf("%v: %d B/s, want %d", f, got, tc.want)
-		}
-		l := newAudioLimiter(0, 0, DefaultMaxAudioFrame, f)
-		now := time.Now()
-		per := realTimeBytes(f) / 50 // 20 ms frames
-		for i := range 50 * 60 {     // a minute of real time
-			if !l.AllowN(now.Add(time.Duration(i)*20*time.Millisecond), per) {
-				t.Fatalf("%v: frame %d refused at real time", f, i)
-			}
-		}
-	}
 }

@@ -11,9 +11,15 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/media/clock"
+	"github.com/frontdoorhq/frontdoor/session/audiolimit"
 	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/internal/listen"
+	"github.com/frontdoorhq/frontdoor/session/internal/observe"
+	"github.com/frontdoorhq/frontdoor/session/internal/stall"
+	"github.com/frontdoorhq/frontdoor/session/tenant"
 	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
+	"golang.org/x/time/rate"
 )
 
 // Why a call ended.
@@ -44,7 +50,7 @@ type Call struct {
 	ctx     context.Context
 	stopper context.CancelCauseFunc
 	history *backend.History
-	obs     callObs // its trace (observe.go)
+	obs     observe.Call // its log line and trace (package internal/observe)
 
 	mu        sync.Mutex
 	genCtx    context.Context // cancelled when the generation rotates
@@ -75,8 +81,8 @@ type Call struct {
 	// leaveTenant gives the call's tenant slot back (once); nil until
 	// the call entered its tenant (tenant.go).
 	leaveTenant func()
-	ears        *listener  // caller audio; the reader's own
-	audio       audioMeter // caller audio allowance; the reader's own
+	ears        *listen.Listener // caller audio; the reader's own
+	audio       *rate.Limiter    // caller audio allowance (audiolimit.go); the reader's own
 }
 
 // phase is where a call is in its life. It only moves forward (advance),
@@ -108,7 +114,7 @@ func newCall(s *Engine, id string, t Transport, caps Capabilities) *Call {
 	c.out = newOutbound(s.cfg.Outbound, &c.gen, s.cfg.Clock)
 	c.out.pacer = s.pacer
 	c.w.clock = s.cfg.Clock
-	c.w.stall = stallWatch{clock: s.cfg.Clock, timeout: c.out.lim.Timeout, slow: func() { c.stop(ErrSlowReader) }}
+	c.w.stall = stall.Watch{Clock: s.cfg.Clock, Timeout: c.out.lim.Timeout, Slow: func() { c.stop(ErrSlowReader) }}
 	c.premise.Store(1)
 	c.spoken.Store(1)
 	c.out.premise, c.out.spoken = &c.premise, &c.spoken
@@ -164,7 +170,7 @@ func (c *Call) start(parent context.Context, ended func()) {
 	c.genCtx, c.genCancel = context.WithCancel(ctx)
 	c.mu.Unlock()
 	c.gen.Store(1)
-	c.observeStart(parent)
+	c.obs.Start(c.s.obs, c.id, tenant.CallerFrom(parent).Tenant, c.log)
 
 	// The reader and writer use contexts of their own: a coder/websocket
 	// Read or Write whose context ends drops the connection, and the call
@@ -172,7 +178,7 @@ func (c *Call) start(parent context.Context, ended func()) {
 	ioCtx, ioCancel := context.WithCancel(parent)
 	var io sync.WaitGroup
 	// A write stalled for twice its timeout ends with the connection.
-	c.w.stall.drop = func() { c.abort(ioCancel) }
+	c.w.stall.Drop = func() { c.abort(ioCancel) }
 	c.out.serve(func(shared bool) bool { // the writer runs while there is something to write
 		parked, err := c.writeLoop(ioCtx, shared)
 		if err != nil {
@@ -186,7 +192,7 @@ func (c *Call) start(parent context.Context, ended func()) {
 	var admitted bool
 	lead.Go(func() {
 		admitted = c.admitSession(ctx)
-		c.observeSession(admitted)
+		c.obs.Session(admitted)
 		if !admitted {
 			if !c.held() { // a held call stops when its hold ends (hold.go)
 				c.stop(errRefused)
@@ -231,7 +237,7 @@ func (c *Call) start(parent context.Context, ended func()) {
 // session lease released.
 func (c *Call) end(cause error, admitted bool, io *sync.WaitGroup, ioCancel context.CancelFunc) {
 	if errors.Is(cause, ErrSlowReader) {
-		c.s.m.slowReaders.Inc()
+		c.s.m.SlowReaders.Inc()
 		c.log.Warn("caller not reading: closing (1008)", "queued_bytes_max", c.out.maxBytes.Load())
 	}
 
@@ -249,7 +255,7 @@ func (c *Call) end(cause error, admitted bool, io *sync.WaitGroup, ioCancel cont
 	}
 
 	status, reason := closeStatus(cause)
-	if errors.Is(cause, errRefused) || errors.Is(cause, ErrRateLimited) || errors.Is(cause, ErrAudioRate) || errors.Is(cause, errSessionLost) {
+	if errors.Is(cause, errRefused) || errors.Is(cause, tenant.ErrRateLimited) || errors.Is(cause, audiolimit.ErrRate) || errors.Is(cause, errSessionLost) {
 		c.out.close() // let the prompt (or the error) out first
 	} else {
 		c.out.discard()
@@ -273,7 +279,7 @@ func (c *Call) end(cause error, admitted bool, io *sync.WaitGroup, ioCancel cont
 	if err := c.s.session.forget(c.ctx, c.id); err != nil {
 		c.log.Warn("forget", "stage", StageSession, "err", err)
 	}
-	c.observeReleased()
+	c.obs.Released()
 	if status == wire.ClosePolicy { // the caller broke a rule: its handshake gets closeGrace
 		grace := clock.NewTimer(c.s.cfg.Clock, closeGrace)
 		defer grace.Stop()
@@ -288,8 +294,8 @@ func (c *Call) end(cause error, admitted bool, io *sync.WaitGroup, ioCancel cont
 	io.Wait()
 	c.s.cfg.Fallback.CallEnded(c.id)
 	end := endName(cause)
-	c.s.m.calls.WithLabelValues(end).Inc()
-	c.s.m.noteOutbound(c.out.maxBytes.Load())
+	c.s.m.Calls.WithLabelValues(end).Inc()
+	c.s.m.NoteOutbound(c.out.maxBytes.Load())
 	c.log.Info("call ended", "end", end, "stale_suppressed", c.out.stale.Load())
 	c.observeEnd(end)
 }
@@ -304,9 +310,9 @@ func closeStatus(cause error) (wire.CloseStatus, string) {
 		return wire.ClosePolicy, "slow reader"
 	case errors.Is(cause, errGoingAway):
 		return wire.CloseGoingAway, "server shutting down"
-	case errors.Is(cause, ErrRateLimited):
+	case errors.Is(cause, tenant.ErrRateLimited):
 		return wire.ClosePolicy, "rate limited"
-	case errors.Is(cause, ErrAudioRate):
+	case errors.Is(cause, audiolimit.ErrRate):
 		return wire.ClosePolicy, "audio rate"
 	case errors.Is(cause, ErrTransferred):
 		return wire.CloseTryLater, "transferred to a person"
@@ -326,9 +332,9 @@ func endName(cause error) string {
 		return "going_away"
 	case errors.Is(cause, errHangup):
 		return "hangup"
-	case errors.Is(cause, ErrRateLimited):
+	case errors.Is(cause, tenant.ErrRateLimited):
 		return "rate_limited"
-	case errors.Is(cause, ErrAudioRate):
+	case errors.Is(cause, audiolimit.ErrRate):
 		return "audio_rate"
 	case errors.Is(cause, ErrTransferred):
 		return "transferred"
@@ -350,7 +356,7 @@ func (c *Call) admitSession(ctx context.Context) bool {
 		c.refuseSession(ctx, stages.Closed)
 		return false
 	}
-	job := stages.Job{ID: c.id, Owner: c.id, Generation: 1, Born: c.s.cfg.Clock.Now(), Tenant: CallerFrom(ctx).Tenant}
+	job := stages.Job{ID: c.id, Owner: c.id, Generation: 1, Born: c.s.cfg.Clock.Now(), Tenant: tenant.CallerFrom(ctx).Tenant}
 	tk, d, err := st.submit(ctx, job)
 	if err != nil {
 		c.log.Error("session submit", "err", err)
@@ -413,7 +419,7 @@ func (c *Call) rotate(ctx context.Context, st *stage, gen uint64) error {
 		return nil
 	}
 	if err := st.rotate(ctx, c.id, gen); err != nil && !errors.Is(err, stages.ErrGeneration) {
-		c.s.m.rotateErrors.WithLabelValues(st.name).Inc()
+		c.s.m.RotateErrors.WithLabelValues(st.name).Inc()
 		return err
 	}
 	for {
@@ -426,7 +432,7 @@ func (c *Call) rotate(ctx context.Context, st *stage, gen uint64) error {
 
 func (c *Call) refuseSession(ctx context.Context, d stages.Disposition) {
 	c.log.Info("session refused", "disposition", d)
-	c.observeRefusal(d)
+	c.obs.Refusal(d)
 	_ = c.Send(ctx, &wire.SessionMsg{Type: "session", Disposition: d, Session: c.id})
 	if c.leaveTenant != nil {
 		c.leaveTenant() // a refused caller holds no slot of its tenant while it hears why
@@ -508,7 +514,7 @@ func (c *Call) handleMessage(binary bool, data []byte) error {
 }
 
 func (c *Call) badInput(pe *wire.ProtocolError) {
-	c.s.m.protocolErrs.WithLabelValues(pe.Code).Inc()
+	c.s.m.ProtocolErrs.WithLabelValues(pe.Code).Inc()
 	_ = c.Send(c.ctx, &wire.ErrorMsg{Type: "error", Code: pe.Code, Message: pe.Message})
 }
 
@@ -592,6 +598,7 @@ func (c *Call) enqueue(r wire.TurnRequest, speech *backend.Audio, spoke time.Tim
 	}
 	t := &turn{id: r.ID, seq: c.seq, gen: c.gen.Load(), ctx: c.genCtx, born: born,
 		text: r.Text, speech: speech, format: c.format, span: c.span, done: make(chan struct{}), played: make(chan struct{})}
+	t.obs.Init(&c.obs, t.id, t.gen, t.born, speech != nil, t.ctx, &t.silenced)
 	c.inflight[r.ID] = true
 	c.pending = append(c.pending, t)
 	c.talkLocked()
@@ -625,8 +632,8 @@ func (c *Call) bargeIn() {
 		cancelled = append(cancelled, t.id)
 	}
 	c.mu.Unlock()
-	c.s.m.bargeIns.Inc()
-	c.observeBargeIn(gen, len(cancelled))
+	c.s.m.BargeIns.Inc()
+	c.obs.BargeIn(gen, len(cancelled))
 	msg := &wire.InterruptedMsg{Type: "interrupted", Generation: gen, Cancelled: cancelled}
 	_ = c.push(c.ctx, frame{msg: msg, interrupted: msg, speaking: speaking, bargeAt: at})
 	// The old generation's work is cancelled in the stages and stops
@@ -715,14 +722,14 @@ func (c *Call) hear(b []byte, admitted bool) {
 		c.mu.Lock()
 		f := c.format
 		c.mu.Unlock()
-		l, err := newListener(f)
+		l, err := listen.New(f)
 		if err != nil {
 			c.badInput(wire.Errorf(wire.CodeBadField, "caller audio: %v", err))
 			return
 		}
 		c.ears = l
 	}
-	start, utts, ago, err := c.ears.feed(b)
+	start, utts, ago, err := c.ears.Feed(b)
 	if err != nil {
 		c.badInput(wire.Errorf(wire.CodeBadField, "caller audio: %v", err))
 		return

@@ -26,7 +26,7 @@
 // speaks after it (a phone's keypad menu). Prompt audio carries the
 // premise it was spoken for instead of a generation (premise.go): once
 // the call's state changes, the writer cuts it the same way. Prompt audio
-// is paced by the engine's shared pacer (sharedpace.go): the writer parks
+// is paced by the engine's shared pacer (package internal/pace): the writer parks
 // between frames instead of waiting, and is resumed on a worker of the
 // pacer, still the call's only writer, with the same checks.
 //

@@ -17,7 +17,15 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/media/clock"
+	"github.com/frontdoorhq/frontdoor/session/audiolimit"
 	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/heartbeat"
+	"github.com/frontdoorhq/frontdoor/session/internal/meter"
+	"github.com/frontdoorhq/frontdoor/session/internal/metrics"
+	"github.com/frontdoorhq/frontdoor/session/internal/observe"
+	"github.com/frontdoorhq/frontdoor/session/internal/pace"
+	"github.com/frontdoorhq/frontdoor/session/tenant"
+	"github.com/frontdoorhq/frontdoor/session/view"
 	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
@@ -59,7 +67,7 @@ type Config struct {
 	Registry *prometheus.Registry
 	// TracerProvider receives a trace per call: a span for the call, a
 	// child per turn, and children per stage wait and per lease
-	// (observe.go). nil: no spans are built at all.
+	// (package internal/observe). nil: no spans are built at all.
 	TracerProvider trace.TracerProvider
 	// Clock drives the stages' expiry and every timer of the calls (nil:
 	// the system clock).
@@ -90,11 +98,11 @@ type Config struct {
 	// Heartbeat pings every WebSocket (/v1/session, /v1/twilio, the
 	// signalling socket of /v1/webrtc) to find dead peers (zero: no
 	// pings).
-	Heartbeat Heartbeat
+	Heartbeat heartbeat.Config
 	// Outbound bounds each call's queue to the caller.
 	Outbound OutboundLimits
 	// Audio bounds each call's caller audio: frame size and rate.
-	Audio AudioLimits
+	Audio audiolimit.Limits
 	// Pace releases reply audio in real time (each frame, of 20 ms or the
 	// caller's hello.audio.frame_ms, at its time on a clock aligned to the
 	// start of the reply), at most PaceLead ahead (0: 60ms),
@@ -104,7 +112,7 @@ type Config struct {
 	Pace     bool
 	PaceLead time.Duration
 	// perCallPacing: every writer paces prompt audio on its own timer, as
-	// before the shared pacer (sharedpace.go); for benchmarks beside it.
+	// before the shared pacer (package internal/pace); for benchmarks beside it.
 	perCallPacing bool
 	// SegmentGrace is how long past the end of the audio already queued
 	// for a reply its next sentence may still wait for synthesis: the
@@ -123,7 +131,7 @@ type Config struct {
 	QueueUpdate time.Duration
 	// Tenants caps each tenant's calls at once and turns on every
 	// transport (nil: no caps but a Caller's own AllowTurn; tenant.go).
-	Tenants TenantLimits
+	Tenants tenant.Limits
 }
 
 // Default stage limits: a fresh server takes a handful of calls at once and
@@ -142,24 +150,24 @@ type Engine struct {
 	cfg Config
 	log *slog.Logger
 	reg *prometheus.Registry
-	m   *metrics
-	obs *observer // turn histograms and the tracer (observe.go)
+	m   *metrics.Metrics
+	obs *observe.Observer // turn histograms and the tracer
 
 	session, recognize, model, synth *stage
-	ans                              answerGate   // spoken answers to offers (answer.go)
-	pacer                            *sharedPacer // prompt audio's (nil: not paced)
-	shed                             shedMeter    // the shedding rule's (shed.go)
+	ans                              answerGate  // spoken answers to offers (answer.go)
+	pacer                            *pace.Pacer // prompt audio's (nil: not paced)
+	shed                             meter.Shed  // the shedding rule's (shed.go)
 
 	mu        sync.Mutex
 	extra     []*stage
 	calls     map[*Call]struct{}
-	byName    map[string]int // calls by transportName; a name stays at 0 once seen (its gauge)
+	byName    map[string]int // calls by view.TransportName; a name stays at 0 once seen (its gauge)
 	callsWG   sync.WaitGroup
 	draining  atomic.Bool
 	inTransit transit // turns past model admission not yet offered to synthesis
 	// firstSentence estimates the model's time to a reply's first
 	// sentence, which bounds the model stage's useful wait.
-	firstSentence firstSentence
+	firstSentence meter.FirstSentence
 	closed        bool
 }
 
@@ -221,15 +229,15 @@ func New(cfg Config) (*Engine, error) {
 	}
 	cfg.Outbound = cfg.Outbound.withDefaults()
 	s := &Engine{cfg: cfg, log: cfg.Logger, reg: cfg.Registry, calls: map[*Call]struct{}{}, byName: map[string]int{}, ans: ans,
-		shed: shedMeter{rate: cfg.ShedRate}}
-	s.m = newMetrics(s.reg)
+		shed: meter.Shed{Rate: cfg.ShedRate}}
+	s.m = metrics.New(s.reg)
 	if cfg.Pace && !cfg.perCallPacing {
-		s.pacer = newSharedPacer(cfg.Clock, media.FrameDuration)
+		s.pacer = pace.New(cfg.Clock, media.FrameDuration)
 	}
-	s.obs = newObserver(cfg.TracerProvider, s.reg)
+	s.obs = observe.New(cfg.TracerProvider, s.reg, cfg.Clock, cfg.CleanupTimeout, StageSession, [3]string{StageRecognize, StageModel, StageSynthesis})
 	s.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "frontdoor_model_first_sentence_seconds",
 		Help: "The model's measured time from admission to a reply's first sentence (mean + 2 deviations; 0 until 8 turns were measured): the model stage admits a turn only until its Born + the synthesis max wait - this."},
-		func() float64 { return s.firstSentence.estimate().Seconds() }))
+		func() float64 { return s.firstSentence.Estimate().Seconds() }))
 	var err error
 	mk := func(name string, idx int, l stages.Limits) *stage {
 		if err != nil {
@@ -249,9 +257,8 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.m.quarantineMetrics = newQuarantineMetrics(s.reg)
 	s.setupQuarantine(cfg.QuarantineAfter)
-	s.reg.MustRegister(newStageCollector(s), newTransportCollector(s), newLimitCollector(s))
+	metrics.Register(s.reg, scrapeSource{s})
 	return s, nil
 }
 
@@ -268,7 +275,7 @@ func (s *Engine) Clock() clock.Clock { return s.cfg.Clock }
 // CountProtocolError counts a transport's protocol error of kind code in
 // frontdoor_protocol_errors_total, beside the engine's own.
 func (s *Engine) CountProtocolError(code string) {
-	s.m.protocolErrs.WithLabelValues(code).Inc()
+	s.m.ProtocolErrs.WithLabelValues(code).Inc()
 }
 
 // Fallback returns what refused callers hear (Config.Fallback), for a
@@ -333,7 +340,7 @@ func (s *Engine) Readiness(ctx context.Context) Readiness {
 // request's context ends with its handler.
 func (s *Engine) Start(ctx context.Context, t Transport, caps Capabilities, ended func()) bool {
 	ctx = context.WithoutCancel(ctx)
-	undo := holdCallEnd(ctx)
+	undo := tenant.HoldCallEnd(ctx)
 	call := s.newCall(t, caps)
 	if call == nil {
 		t.Close(wire.CloseTryLater, "server closed")
@@ -364,54 +371,6 @@ func (s *Engine) Run(ctx context.Context, t Transport, caps Capabilities) {
 	c.run(ctx)
 }
 
-// WithCallEnd is for a handler in front of the server's (package
-// session/guard) that has something to undo once the call a request
-// started has ended, such as counting a tenant's calls at once: undo used
-// to run when the wrapped handler returned, but the native WebSocket
-// handler returns as soon as its call is accepted and the call runs on. It
-// returns the request's context to pass on and handlerDone, to be called
-// once when the wrapped handler has returned:
-//
-//	ctx, handlerDone := session.WithCallEnd(r.Context(), undo)
-//	next.ServeHTTP(w, r.WithContext(ctx))
-//	handlerDone()
-//
-// undo runs once, after handlerDone and after the end of the call the
-// handler left running, if any (the handlers that serve their call to its
-// end, such as Twilio's and WebRTC's, leave none).
-func WithCallEnd(ctx context.Context, undo func()) (context.Context, func()) {
-	e := &callEnd{undo: undo}
-	e.refs.Store(1)
-	return context.WithValue(ctx, callEndKey{}, e), e.done
-}
-
-type callEndKey struct{}
-
-// callEnd runs undo when its last holder is done: the handler, and the
-// call that outlives it.
-type callEnd struct {
-	refs atomic.Int32
-	undo func()
-}
-
-func (e *callEnd) done() {
-	if e.refs.Add(-1) == 0 && e.undo != nil {
-		e.undo()
-	}
-}
-
-// holdCallEnd makes a call that outlives its handler a holder of the
-// request's callEnd, if it has one; the call calls the function returned
-// when it has ended. It must be called before the handler returns.
-func holdCallEnd(ctx context.Context) func() {
-	e, ok := ctx.Value(callEndKey{}).(*callEnd)
-	if !ok {
-		return func() {}
-	}
-	e.refs.Add(1)
-	return e.done
-}
-
 func (s *Engine) newCall(t Transport, caps Capabilities) *Call {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -420,18 +379,18 @@ func (s *Engine) newCall(t Transport, caps Capabilities) *Call {
 	}
 	c := newCall(s, newID(), t, caps)
 	s.calls[c] = struct{}{}
-	s.byName[transportName(caps.Name)]++
+	s.byName[view.TransportName(caps.Name)]++
 	s.callsWG.Add(1)
-	s.m.sessions.Inc()
+	s.m.Sessions.Inc()
 	return c
 }
 
 func (s *Engine) endCall(c *Call) {
 	s.mu.Lock()
 	delete(s.calls, c)
-	s.byName[transportName(c.caps.Name)]--
+	s.byName[view.TransportName(c.caps.Name)]--
 	s.mu.Unlock()
-	s.m.sessions.Dec()
+	s.m.Sessions.Dec()
 	s.callsWG.Done()
 }
 

@@ -30,7 +30,7 @@ func TestModelDeadline(t *testing.T) {
 	for _, tt := range tests {
 		e := &Engine{cfg: Config{Model: stages.Limits{MaxAge: 2 * time.Second}, Synthesis: stages.Limits{MaxAge: 2 * time.Second}}}
 		for _, d := range tt.observed {
-			e.firstSentence.observe(d, e.cfg.Synthesis.MaxAge)
+			e.firstSentence.Observe(d, e.cfg.Synthesis.MaxAge)
 		}
 		got := e.modelDeadline(born)
 		if tt.want == 0 {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/internal/promptaudio"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
@@ -372,15 +373,7 @@ func TestPromptAudioFrameMS(t *testing.T) {
 		}
 		c.Send(map[string]any{"type": "hangup"})
 	}
-	encodedPrompts.mu.Lock()
-	n := 0
-	for k := range encodedPrompts.m {
-		if k.samples.Value() == &tone.Samples[0] {
-			n++
-		}
-	}
-	encodedPrompts.mu.Unlock()
-	if n != 1 {
+	if n := promptaudio.Shared.Encodings(&tone.Samples[0]); n != 1 {
 		t.Fatalf("the rendering is encoded %d times, want once for both framings", n)
 	}
 }

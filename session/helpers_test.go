@@ -3,13 +3,17 @@ package session
 import (
 	"encoding/json"
 	"io"
+	"math"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
+	"github.com/frontdoorhq/frontdoor/session/view"
 )
 
 // rig is an engine with stub backends behind the native protocol and the
@@ -64,10 +68,19 @@ func testHandler(e *Engine, extra map[string]http.Handler) http.Handler {
 	return mux
 }
 
-func (r *rig) stage(name string) StageView {
+func (r *rig) stage(name string) view.Stage {
 	v, ok := r.Engine.Stages().Stage(name)
 	if !ok {
 		r.T.Fatalf("no stage %s", name)
 	}
 	return v
+}
+
+// promptTone is d of a 440 Hz tone at rate: prompt audio for tests.
+func promptTone(rate int, d time.Duration) backend.Audio {
+	s := make([]int16, int(d.Seconds()*float64(rate)))
+	for i := range s {
+		s[i] = int16(8000 * math.Sin(2*math.Pi*440*float64(i)/float64(rate)))
+	}
+	return backend.Audio{Rate: rate, Samples: s}
 }

@@ -40,8 +40,8 @@ func (c *Call) Hold(window time.Duration) (release func()) {
 	release = sync.OnceFunc(func() { c.stop(errRefused) })
 	t := c.s.cfg.Clock.AfterFunc(window, release)
 	context.AfterFunc(c.ctx, func() { t.Stop() })
-	c.s.m.heldRefusals.Inc()
-	context.AfterFunc(c.ctx, c.s.m.heldRefusals.Dec)
+	c.s.m.HeldRefusals.Inc()
+	context.AfterFunc(c.ctx, c.s.m.HeldRefusals.Dec)
 	return release
 }
 

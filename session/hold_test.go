@@ -11,6 +11,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
+	"github.com/frontdoorhq/frontdoor/session/tenant"
 	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
@@ -72,9 +73,9 @@ func TestRefusalHeldParked(t *testing.T) {
 			r := newRig(t, func(c *Config, _ *stub.Settings) {
 				c.Clock, c.Fallback = clock, fb
 				c.Session = stages.Limits{Slots: 1, Waiting: 1, MaxAge: time.Minute}
-				c.Tenants = NewLocalTenants(TenantCaps{Sessions: 1}, 0, clock)
+				c.Tenants = tenant.NewLocal(tenant.Caps{Sessions: 1}, 0, clock)
 			})
-			acme := WithCaller(context.Background(), Caller{Tenant: "acme"})
+			acme := tenant.WithCaller(context.Background(), tenant.Caller{Tenant: "acme"})
 			var wg sync.WaitGroup
 			t.Cleanup(wg.Wait)
 			dial := func(ctx context.Context) *chanTransport {

@@ -10,6 +10,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/memline"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
+	"github.com/frontdoorhq/frontdoor/session/view"
 	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
@@ -53,7 +54,7 @@ func call(t *testing.T, e *session.Engine) *memline.Line {
 	return l
 }
 
-func stageOf(t *testing.T, e *session.Engine, name string) session.StageView {
+func stageOf(t *testing.T, e *session.Engine, name string) view.Stage {
 	t.Helper()
 	v, ok := e.Stages().Stage(name)
 	if !ok {

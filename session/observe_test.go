@@ -446,15 +446,16 @@ func TestObserveHooksAllocateNothing(t *testing.T) {
 			}
 		})
 		c := newCall(r.Engine, "alloc", nil, Capabilities{})
-		c.observeStart(context.Background())
+		c.obs.Start(r.Engine.obs, c.id, "", c.log)
 		tn := &turn{id: "t", gen: 1, born: r.Engine.cfg.Clock.Now().Add(-time.Millisecond), ctx: context.Background()}
+		tn.obs.Init(&c.obs, tn.id, tn.gen, tn.born, false, tn.ctx, &tn.silenced)
 		if n := testing.AllocsPerRun(100, func() {
-			c.observeToken(tn)
-			c.observeAudio(tn)
+			tn.obs.Token()
+			tn.obs.Audio()
 		}); n != 0 {
 			t.Errorf("tracing %v: %v allocations per token and audio chunk", tracing, n)
 		}
-		if tn.obs.firstToken.Load() <= 0 || tn.obs.firstAudio.Load() <= 0 {
+		if !tn.obs.Noted() {
 			t.Errorf("tracing %v: first token and audio not noted", tracing)
 		}
 		c.observeEnd("test")

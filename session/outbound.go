@@ -9,6 +9,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/media/clock"
+	"github.com/frontdoorhq/frontdoor/session/internal/pace"
 	"github.com/frontdoorhq/frontdoor/session/wire"
 )
 
@@ -60,7 +61,7 @@ type frame struct {
 	gen     uint64
 	premise uint64       // prompt audio: the call's premise when it was queued; 0 otherwise
 	bump    bool         // a message that changes the call's state: the premise moves as it is queued
-	pooled  bool         // audio is a pooled buffer (framebuf.go), given back once written or dropped
+	pooled  bool         // audio is a pooled buffer (promptaudio.FrameBuf), given back once written or dropped
 	msg     wire.Message // nil for audio
 	audio   []byte       // binary audio
 	turn    *turn        // the turn an audio frame (or audio_end) belongs to
@@ -133,11 +134,11 @@ type outbound struct {
 	writing bool                   // a writer is running, starting or parked
 	writers sync.WaitGroup         // the running (or parked) writer, for wait
 
-	// A writer parked in the engine's shared pacer (sharedpace.go) until
+	// A writer parked in the engine's shared pacer (package internal/pace) until
 	// its next prompt frame is due: no goroutine runs it meanwhile. Each
 	// park has an epoch, so that the pacer's entry of an earlier park
 	// resumes nothing. Under mu.
-	pacer     *sharedPacer // nil: every writer waits on its own timer
+	pacer     *pace.Pacer // nil: every writer waits on its own timer
 	parked    bool
 	parkEpoch uint64
 
@@ -450,13 +451,13 @@ func (o *outbound) park(at time.Time) bool {
 	o.parkEpoch++
 	epoch := o.parkEpoch
 	o.mu.Unlock()
-	o.pacer.park(o, epoch, at)
+	o.pacer.Park(o, epoch, at)
 	return true
 }
 
-// unpark reports whether the writer parked as epoch is still parked, and
+// Unpark reports whether the writer parked as epoch is still parked, and
 // takes it out of its park if so: the caller resumes it.
-func (o *outbound) unpark(epoch uint64) bool {
+func (o *outbound) Unpark(epoch uint64) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if !o.parked || o.parkEpoch != epoch {
@@ -473,12 +474,12 @@ func (o *outbound) unparkLocked() func() {
 		return func() {}
 	}
 	o.parked = false
-	return func() { o.pacer.run(o) }
+	return func() { o.pacer.Run(o) }
 }
 
-// resume runs the parked writer again, on a worker of the shared pacer;
+// Resume runs the parked writer again, on a worker of the shared pacer;
 // it counts the writer as stopped unless it parked again.
-func (o *outbound) resume() {
+func (o *outbound) Resume() {
 	if !o.write(true) {
 		o.writers.Done()
 	}

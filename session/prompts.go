@@ -2,15 +2,11 @@ package session
 
 import (
 	"context"
-	"sync"
 	"time"
-	"weak"
 
 	"github.com/frontdoorhq/frontdoor/fallback/prompt"
-	"github.com/frontdoorhq/frontdoor/media"
-	"github.com/frontdoorhq/frontdoor/media/g711"
-	"github.com/frontdoorhq/frontdoor/media/pcm"
 	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/internal/promptaudio"
 	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
@@ -144,178 +140,22 @@ func PromptText(r Refusal) string {
 	return prompt.Of(r.Outcome(), nil).Text
 }
 
-// Prompt audio is encoded once per rendering and call format, and every call
-// that speaks it streams frames sliced from that one buffer: a refused
-// caller's prompt costs its writes, not a resampling, an encoding and an
-// allocation per 20 ms frame. At 10x overload thousands of refused callers
-// hear the same few prompts at once.
-
-// maxEncodedPromptBytes bounds the encoded prompt audio kept for reuse, all
-// formats together (the prompt table at 16 kHz PCM16 is some 10 MB).
-const maxEncodedPromptBytes = 32 << 20
-
-// encodedPrompt is one rendering in one call format: its 20 ms frames back
-// to back in data, shared read-only by every call that speaks it (each
-// frame is a full slice expression, so an append cannot reach the next).
-// A call whose frames are longer (hello.audio.frame_ms) is sent windows of
-// span frames of the same buffer: its framing costs no encoding of its own.
-type encodedPrompt struct {
-	enc     media.Encoding
-	rate    int
-	data    []byte
-	frame   int   // bytes in each 20 ms frame; the last may be shorter
-	sampleB int   // bytes per sample
-	synthUS int64 // the rendering's duration, as audio_end reports it
-}
-
-// frames returns the number of frames of p in frames of span 20 ms frames.
-func (p *encodedPrompt) frames(span int) int {
-	n := max(span, 1) * p.frame
-	return (len(p.data) + n - 1) / n
-}
-
-// at returns frame i, of span 20 ms frames, and its duration in
-// microseconds.
-func (p *encodedPrompt) at(i, span int) ([]byte, int64) {
-	n := max(span, 1) * p.frame
-	lo, hi := i*n, min((i+1)*n, len(p.data))
-	return p.data[lo:hi:hi], int64((hi-lo)/p.sampleB) * 1e6 / int64(p.rate)
-}
-
-// promptKey names a rendering by its samples (a weak pointer, so that a
-// cached encoding does not keep a rendering the fallback's cache let go),
-// their count and rate, and the call format it is encoded in.
-type promptKey struct {
-	samples weak.Pointer[int16]
-	n, rate int
-	enc     media.Encoding
-	outRate int
-}
-
-// promptCache holds the encoded prompts, oldest first for eviction.
-type promptCache struct {
-	mu    sync.Mutex
-	m     map[promptKey]*encodedPrompt
-	order []promptKey
-	bytes int
-}
-
-var encodedPrompts = promptCache{m: map[promptKey]*encodedPrompt{}}
-
-// get returns a's encoding in format f, encoding it on first use. Two
-// concurrent first uses may both encode; the results are equal.
-func (pc *promptCache) get(a backend.Audio, f media.Format) (*encodedPrompt, error) {
-	enc, rate := f.Encoding, f.SampleRate
-	if enc == "" {
-		enc = media.PCM16
-	}
-	if rate == 0 {
-		rate = a.Rate
-	}
-	k := promptKey{samples: weak.Make(&a.Samples[0]), n: len(a.Samples), rate: a.Rate, enc: enc, outRate: rate}
-	pc.mu.Lock()
-	p := pc.m[k]
-	pc.mu.Unlock()
-	if p != nil {
-		return p, nil
-	}
-	p, err := encodePrompt(a, enc, rate)
-	if err != nil {
-		return nil, err
-	}
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	if q := pc.m[k]; q != nil {
-		return q, nil
-	}
-	// Encodings of renderings that are gone are dropped first (an insert
-	// is rare: once per rendering and format).
-	live := pc.order[:0]
-	for _, old := range pc.order {
-		if old.samples.Value() == nil {
-			pc.bytes -= len(pc.m[old].data)
-			delete(pc.m, old)
-			continue
-		}
-		live = append(live, old)
-	}
-	clear(pc.order[len(live):])
-	pc.order = live
-	for len(pc.order) > 0 && pc.bytes+len(p.data) > maxEncodedPromptBytes {
-		old := pc.order[0]
-		pc.order = pc.order[1:]
-		pc.bytes -= len(pc.m[old].data)
-		delete(pc.m, old)
-	}
-	if len(p.data) <= maxEncodedPromptBytes {
-		pc.m[k] = p
-		pc.order = append(pc.order, k)
-		pc.bytes += len(p.data)
-	}
-	return p, nil
-}
-
-// encodePrompt encodes a as the call's reply audio would be: resampled to
-// rate and encoded in 20 ms frames, exactly as audioOut does for a
-// synthesized reply.
-func encodePrompt(a backend.Audio, enc media.Encoding, rate int) (*encodedPrompt, error) {
-	samples := a.Samples
-	if rate != a.Rate {
-		rs, err := pcm.NewResampler(a.Rate, rate)
-		if err != nil {
-			return nil, err
-		}
-		samples = rs.Flush(rs.Resample(nil, samples))
-	}
-	n := frameSamples(rate, 1)
-	p := &encodedPrompt{enc: enc, rate: rate, sampleB: 1, synthUS: int64(len(a.Samples)) * 1e6 / int64(a.Rate)}
-	if enc != media.Mulaw && enc != media.Alaw {
-		p.sampleB = 2
-	}
-	p.frame = n * p.sampleB
-	p.data = make([]byte, 0, len(samples)*p.sampleB)
-	for i := 0; i < len(samples); i += n {
-		p.data = encodeFrame(p.data, enc, samples[i:min(i+n, len(samples))])
-	}
-	return p, nil
-}
-
-// encodedLen is the length of n samples in enc.
-func encodedLen(enc media.Encoding, n int) int {
-	switch enc {
-	case media.Mulaw, media.Alaw:
-		return n
-	}
-	return 2 * n
-}
-
-// encodeFrame appends samples to dst in enc.
-func encodeFrame(dst []byte, enc media.Encoding, s []int16) []byte {
-	switch enc {
-	case media.Mulaw:
-		return g711.EncodeMulaw(dst, s)
-	case media.Alaw:
-		return g711.EncodeAlaw(dst, s)
-	}
-	return pcm.Encode(dst, s)
-}
-
 // sendPrompt queues p as one prompt's audio_start, frames of span 20 ms
 // frames and audio_end, for premise (SendAudio).
-func (c *Call) sendPrompt(ctx context.Context, id string, premise uint64, p *encodedPrompt, span int) error {
+func (c *Call) sendPrompt(ctx context.Context, id string, premise uint64, p *promptaudio.Prompt, span int) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	start := &wire.AudioStartMsg{Type: "audio_start", Turn: id, Generation: c.gen.Load(), Encoding: string(p.enc), Rate: p.rate}
+	start := &wire.AudioStartMsg{Type: "audio_start", Turn: id, Generation: c.gen.Load(), Encoding: string(p.Enc), Rate: p.Rate}
 	if err := c.push(ctx, frame{premise: premise, msg: start}); err != nil {
 		return err
 	}
-	for i := range p.frames(span) {
-		b, us := p.at(i, span)
+	for i := range p.Frames(span) {
+		b, us := p.At(i, span)
 		if err := c.push(ctx, frame{premise: premise, audio: b, ms: us}); err != nil {
 			return err
 		}
 	}
-	end := &wire.AudioEndMsg{Type: "audio_end", Turn: id, Generation: c.gen.Load(), AudioMS: p.synthUS / 1000}
+	end := &wire.AudioEndMsg{Type: "audio_end", Turn: id, Generation: c.gen.Load(), AudioMS: p.SynthUS / 1000}
 	return c.push(ctx, frame{premise: premise, end: true, msg: end})
 }

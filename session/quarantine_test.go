@@ -2,15 +2,11 @@ package session
 
 import (
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 )
@@ -80,47 +76,6 @@ func TestQuarantine(t *testing.T) {
 	a.Until(func(m sessiontest.Msg) bool {
 		return m.Type == "disposition" && m.Turn == "a4" && m.Stage == StageModel && m.Disposition == "admitted"
 	})
-}
-
-// TestQuarantineStreak: only late cleanups in a row count; one on time
-// ends the run; with the policy off nothing is quarantined.
-func TestQuarantineStreak(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		after int
-		steps string // l: late, o: on time, c: an overdue one confirmed
-		want  bool
-	}{
-		{"off", 0, "lllll", false},
-		{"two in a row", 2, "ll", true},
-		{"broken run", 2, "lol", false},
-		{"three after a break", 3, "llolll", true},
-		{"reopens when none overdue", 2, "llcc", false},
-		{"stays while one is overdue", 2, "llc", true},
-		{"quarantined again", 2, "llccll", true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			reg := prometheus.NewRegistry()
-			st := &stage{name: StageModel, log: slog.New(slog.NewTextHandler(io.Discard, nil)), m: newMetrics(reg), timeout: time.Second, clock: clock.System}
-			st.m.quarantineMetrics = newQuarantineMetrics(reg)
-			st.q.after = tc.after
-			for _, c := range tc.steps {
-				switch c {
-				case 'l':
-					st.overdue.Add(1)
-					st.cleanupLate()
-				case 'o':
-					st.cleanupOnTime()
-				case 'c':
-					st.overdue.Add(-1)
-					st.cleanupConfirmed()
-				}
-			}
-			if got := st.quarantined(); got != tc.want {
-				t.Fatalf("quarantined %v, want %v", got, tc.want)
-			}
-		})
-	}
 }
 
 func get(t *testing.T, url string) (int, string) {

@@ -10,6 +10,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/internal/pace"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
@@ -112,9 +113,9 @@ func speak(t testing.TB, c *Call, a backend.Audio) *wire.PromptMsg {
 }
 
 // settle waits until the shared pacer has no writer to run and no worker.
-func settle(t testing.TB, p *sharedPacer) {
+func settle(t testing.TB, p *pace.Pacer) {
 	t.Helper()
-	sessiontest.WaitFor(t, "the pacer's workers done", func() bool { _, q, w := p.pending(); return q == 0 && w == 0 })
+	sessiontest.WaitFor(t, "the pacer's workers done", func() bool { _, q, w := p.Pending(); return q == 0 && w == 0 })
 }
 
 // TestSharedPacerOneTimer: 40 calls speak a 1 s prompt at once on the
@@ -171,7 +172,7 @@ func TestSharedPacerOneTimer(t *testing.T) {
 				t.Fatalf("per-call pacing: %d timers armed, want one per call per frame (%d)", per, n*steps)
 			}
 			if shared {
-				if p, q, w := r.Engine.pacer.pending(); p != 0 || q != 0 || w != 0 {
+				if p, q, w := r.Engine.pacer.Pending(); p != 0 || q != 0 || w != 0 {
 					t.Fatalf("after the prompts: %d parked, %d queued, %d workers", p, q, w)
 				}
 			}
@@ -192,7 +193,7 @@ func TestSharedPacerSlowCaller(t *testing.T) {
 		c.Session = stages.Limits{Slots: n, Waiting: 1, MaxAge: time.Minute}
 	})
 	p := r.Engine.pacer
-	p.max = 1
+	p.SetMaxWorkers(1)
 	calls, trs := pacedCalls(t, r, n)
 	a := promptTone(16000, time.Second)
 	for _, c := range calls {
@@ -212,7 +213,7 @@ func TestSharedPacerSlowCaller(t *testing.T) {
 	trs[0].mu.Unlock()
 	quiet := func() {
 		sessiontest.WaitFor(t, "the pacer quiet", func() bool {
-			_, q, w := p.pending()
+			_, q, w := p.Pending()
 			return q == 0 || trs[0].held.Load() == 1 && w == 1
 		})
 	}
@@ -235,7 +236,7 @@ func TestSharedPacerSlowCaller(t *testing.T) {
 	if trs[0].frames.Load() != first || trs[0].held.Load() != 1 {
 		t.Fatalf("the slow caller: %d frames written, %d writes held", trs[0].frames.Load(), trs[0].held.Load())
 	}
-	if p.extra.Load() == 0 {
+	if p.Extra() == 0 {
 		t.Fatal("no worker was started for a stalled run queue")
 	}
 	close(hold)
@@ -264,7 +265,7 @@ func TestSharedPacerKick(t *testing.T) {
 	speak(t, c, promptTone(16000, time.Second))
 	clock.Advance(20 * time.Millisecond)
 	settle(t, r.Engine.pacer)
-	sessiontest.WaitFor(t, "the writer parked", func() bool { p, _, _ := r.Engine.pacer.pending(); return p == 1 })
+	sessiontest.WaitFor(t, "the writer parked", func() bool { p, _, _ := r.Engine.pacer.Pending(); return p == 1 })
 	before := tr.frames.Load()
 
 	drain := func() []any {

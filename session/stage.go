@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/media/clock"
+
+	"github.com/frontdoorhq/frontdoor/session/internal/metrics"
+	"github.com/frontdoorhq/frontdoor/session/internal/quarantine"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -32,11 +35,11 @@ type stage struct {
 	op      time.Duration // bound of one gate operation (Config.StoreTimeout)
 	clock   clock.Clock
 	log     *slog.Logger
-	m       *metrics
+	m       *metrics.Metrics
 
 	overdue  atomic.Int64 // leases cancelled longer than timeout ago, still held
 	draining atomic.Bool  // closed on this replica (Drain)
-	q        quarantine   // quarantine.go
+	q        quarantine.Q // quarantine.go
 
 	mu   sync.Mutex
 	last stages.Snapshot // shown while the view cannot be read
@@ -47,7 +50,8 @@ type stage struct {
 // backend is quarantined (stages.Guard, counted in its ledger).
 func (s *Engine) newStage(name string, idx int, g stages.Gate) *stage {
 	st := &stage{name: name, idx: idx, timeout: s.cfg.CleanupTimeout, op: s.cfg.StoreTimeout, clock: s.cfg.Clock, log: s.log, m: s.m}
-	st.gate = stages.Guard(g, func() bool { return st.draining.Load() || st.quarantined() })
+	st.q = quarantine.Q{Stage: name, Timeout: st.timeout, Clock: st.clock, Log: st.log, Gauge: s.m.Quarantined, Overdue: &st.overdue}
+	st.gate = stages.Guard(g, func() bool { return st.draining.Load() || st.q.On() })
 	st.view = st.gate
 	return st
 }
@@ -57,8 +61,8 @@ func (s *stage) submit(ctx context.Context, job stages.Job) (stages.Pending, sta
 	ctx, cancel := context.WithTimeout(ctx, s.op)
 	defer cancel()
 	p, d, err := s.gate.Submit(ctx, job)
-	if d == stages.Closed && err == nil && s.quarantined() {
-		s.m.quarantineRefused.WithLabelValues(s.name).Inc()
+	if d == stages.Closed && err == nil && s.q.On() {
+		s.m.QuarantineRefused.WithLabelValues(s.name).Inc()
 	}
 	return p, d, err
 }
@@ -185,10 +189,10 @@ func (w *watch) expire() {
 	}
 	w.late = true
 	w.s.overdue.Add(1)
-	w.s.m.overdueTotal.WithLabelValues(w.s.name).Inc()
+	w.s.m.OverdueTotal.WithLabelValues(w.s.name).Inc()
 	w.s.log.Warn("cleanup overdue: lease still held", "stage", w.s.name, "job", w.id,
 		"cancelled_ago", clock.Since(w.s.clock, w.at).Round(time.Millisecond), "cleanup_timeout", w.s.timeout)
-	w.s.cleanupLate()
+	w.s.q.Late()
 }
 
 func (w *watch) returned() {
@@ -202,9 +206,9 @@ func (w *watch) returned() {
 		w.s.overdue.Add(-1)
 		w.s.log.Warn("overdue cleanup confirmed: lease released", "stage", w.s.name, "job", w.id,
 			"cleanup", clock.Since(w.s.clock, w.at).Round(time.Millisecond))
-		w.s.cleanupConfirmed()
+		w.s.q.Confirmed()
 	} else if !w.at.IsZero() {
-		w.s.cleanupOnTime()
+		w.s.q.OnTime()
 	}
 }
 

@@ -190,7 +190,7 @@ func (c *Call) speak(t *turn, mjob stages.Job, lost <-chan struct{}, handedOff f
 		t.startSpoken(text)
 		disp, err := c.holdLease(t.ctx, t, c.s.synth, job.ID, slost, func(ctx context.Context) error {
 			heard := c.s.synth.firstSignal() // the adaptive limit's signal: first audio
-			return c.s.cfg.Synthesizer.Synthesize(ctx, text, func(au backend.Audio) error { heard(); c.observeAudio(t); return a.emit(ctx, au) })
+			return c.s.cfg.Synthesizer.Synthesize(ctx, text, func(au backend.Audio) error { heard(); t.obs.Audio(); return a.emit(ctx, au) })
 		})
 		t.endSpoken()
 		if cancelled, kind := c.reportStage(t, StageSynthesis, n, disp, err); cancelled {
@@ -234,7 +234,7 @@ func (c *Call) writeReply(ctx context.Context, t *turn, hist []backend.Message, 
 	first := func() { // the first sentence is complete: the model's pace
 		if !measured {
 			measured = true
-			c.s.firstSentence.observe(c.now().Sub(admitted), c.s.cfg.Synthesis.MaxAge)
+			c.s.firstSentence.Observe(c.now().Sub(admitted), c.s.cfg.Synthesis.MaxAge)
 		}
 	}
 	token := c.s.model.firstSignal() // the adaptive limit's signal: the first token (adaptive.go)
@@ -246,7 +246,7 @@ func (c *Call) writeReply(ctx context.Context, t *turn, hist []backend.Message, 
 			}
 			t.appendReply(delta)
 			token()
-			c.observeToken(t)
+			t.obs.Token()
 			if err := c.push(ctx, frame{gen: t.gen, msg: &wire.TextMsg{Type: "text", Turn: t.id, Generation: t.gen, Delta: delta}}); err != nil {
 				return err
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/internal/meter"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
@@ -394,8 +395,8 @@ func TestModelRefusalPromptedWithEstimate(t *testing.T) {
 		c.Clock, c.ModelBackend = clock, model
 		c.Model = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 2 * time.Second}
 	})
-	for range minSamples {
-		r.Engine.firstSentence.observe(1500*time.Millisecond, r.Engine.cfg.Synthesis.MaxAge)
+	for range meter.MinSamples {
+		r.Engine.firstSentence.Observe(1500*time.Millisecond, r.Engine.cfg.Synthesis.MaxAge)
 	}
 	if est := r.Counter("frontdoor_model_first_sentence_seconds"); est < 1.5 || est > 2 {
 		t.Fatalf("the estimate on /metrics: %v s", est)

@@ -3,247 +3,38 @@ package session
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net/netip"
 	"sync"
 
-	"golang.org/x/time/rate"
-
-	"github.com/frontdoorhq/frontdoor/media/clock"
+	"github.com/frontdoorhq/frontdoor/session/tenant"
 	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
-// Caller is who a call belongs to, as the layer in front of the server
-// (package session/guard) authenticated it, or as a transport read it from
-// a gateway's start or a SIP request. It travels in the request's context
-// (WithCaller) into the call: the call's session and turn jobs carry its
-// Tenant (stages.Job.Tenant, so each stage's per-tenant queue share
-// applies), the call counts against the tenant's calls at once and each
-// turn against its turn rate (Config.Tenants).
-type Caller struct {
-	Tenant string
-	// Source is the caller's address as the per-address caps count it
-	// (an IPv6 address's /64), when the layer in front knows it: the
-	// fallback caps what one source may book (callbacks, handoffs).
-	Source string
-	// AllowTurn reports whether the tenant may start another turn now
-	// (nil: always). It is asked only when the engine has no
-	// Config.Tenants, which paces every transport's turns itself. A
-	// refused turn ends the call: `error` rate_limited, then close 1008 —
-	// the tenant is at fault, not the service.
-	AllowTurn func() bool
-}
-
-type callerKey struct{}
-
-// WithCaller returns ctx carrying c.
-func WithCaller(ctx context.Context, c Caller) context.Context {
-	return context.WithValue(ctx, callerKey{}, c)
-}
-
-// SourceOf is a peer's address ("host:port" or a bare address) as the
-// per-address caps count it, for Caller.Source: an IPv4 address itself,
-// an IPv6 address its /64 ("" when addr is not an address).
-func SourceOf(addr string) string {
-	a, err := netip.ParseAddr(addr)
-	if err != nil {
-		ap, err := netip.ParseAddrPort(addr)
-		if err != nil {
-			return ""
-		}
-		a = ap.Addr()
-	}
-	a = a.Unmap()
-	if a.Is6() {
-		a = netip.PrefixFrom(a, 64).Masked().Addr()
-	}
-	return a.String()
-}
-
-// CallerFrom returns the Caller in ctx (zero: no tenant, no turn limit).
-func CallerFrom(ctx context.Context) Caller {
-	c, _ := ctx.Value(callerKey{}).(Caller)
-	return c
-}
-
-// TenantLimits holds one set of caps per tenant across every transport:
-// the engine asks it at each call's start and each turn's, whatever door
-// the call came in by (native, WebRTC, every gateway dialect, AudioSocket,
-// SIP). In fleet mode it keeps its counts in the store, so that the caps
-// hold across replicas. The tenant "" (no authentication) is never capped.
-type TenantLimits interface {
-	// EnterCall counts a call against tenant's calls at once. It returns
-	// ErrTenantFull when the tenant is at its cap, another error when the
-	// count cannot be kept (the call is then refused closed). release,
-	// called once, gives the place back.
-	EnterCall(ctx context.Context, tenant string) (release func(), err error)
-	// AllowTurn spends one of tenant's turns: ErrRateLimited when it is
-	// over its rate.
-	AllowTurn(ctx context.Context, tenant string) error
-}
-
-// TenantCaps are one tenant's caps: calls at once and turns per minute.
-type TenantCaps struct {
-	// Sessions caps the tenant's calls at once (0: no cap).
-	Sessions int
-	// TurnsPerMinute and TurnBurst pace the tenant's turns across all its
-	// calls (0: no limit; burst 0: a tenth of a minute's turns, at least 1).
-	TurnsPerMinute float64
-	TurnBurst      int
-}
-
-func (c TenantCaps) burst() int {
-	if c.TurnBurst > 0 {
-		return c.TurnBurst
-	}
-	return max(1, int(c.TurnsPerMinute/10))
-}
-
-// LocalTenants keeps every tenant's caps in this process: the TenantLimits
-// of a single server, shared by the engine (every call's and turn's start,
-// on every transport) and the guard in front (before an upgrade). In fleet
-// mode the store keeps them instead (stages/redisstage.Tenants).
-type LocalTenants struct {
-	caps  TenantCaps
-	max   int // tenants remembered; idle ones are forgotten past it
-	clock clock.Clock
-
-	mu      sync.Mutex
-	tenants map[string]*localTenant
-}
-
-type localTenant struct {
-	sessions int
-	turns    *rate.Limiter
-}
-
-// NewLocalTenants returns in-process tenant caps. maxTenants bounds the
-// tenants remembered (0: 10000); clock paces turns (nil:
-// clock.System).
-func NewLocalTenants(caps TenantCaps, maxTenants int, clk clock.Clock) *LocalTenants {
-	if maxTenants <= 0 {
-		maxTenants = 10000
-	}
-	if clk == nil {
-		clk = clock.System
-	}
-	return &LocalTenants{caps: caps, max: maxTenants, clock: clk, tenants: map[string]*localTenant{}}
-}
-
-// EnterCall implements TenantLimits.
-func (ts *LocalTenants) EnterCall(_ context.Context, name string) (func(), error) {
-	if name == "" || ts.caps.Sessions <= 0 {
-		return func() {}, nil
-	}
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	t := ts.tenantLocked(name)
-	if t.sessions >= ts.caps.Sessions {
-		return nil, ErrTenantFull
-	}
-	t.sessions++
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			ts.mu.Lock()
-			t.sessions--
-			ts.mu.Unlock()
-		})
-	}, nil
-}
-
-// AllowTurn implements TenantLimits.
-func (ts *LocalTenants) AllowTurn(_ context.Context, name string) error {
-	if name == "" || ts.caps.TurnsPerMinute <= 0 {
-		return nil
-	}
-	ts.mu.Lock()
-	lim := ts.tenantLocked(name).turns
-	ts.mu.Unlock()
-	if !lim.AllowN(ts.clock.Now(), 1) {
-		return ErrRateLimited
-	}
-	return nil
-}
-
-// Sessions returns the tenant's calls at once (tests, metrics).
-func (ts *LocalTenants) Sessions(name string) int {
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	if t, ok := ts.tenants[name]; ok {
-		return t.sessions
-	}
-	return 0
-}
-
-func (ts *LocalTenants) tenantLocked(name string) *localTenant {
-	t, ok := ts.tenants[name]
-	if ok {
-		return t
-	}
-	if len(ts.tenants) >= ts.max {
-		now := ts.clock.Now()
-		for n, x := range ts.tenants {
-			// A tenant with calls, or whose turn budget has not filled up
-			// again, is kept: forgetting it would hand it a fresh burst.
-			if x.sessions == 0 && (x.turns == nil || x.turns.TokensAt(now) >= float64(ts.caps.burst())) {
-				delete(ts.tenants, n)
-			}
-		}
-	}
-	t = &localTenant{}
-	if ts.caps.TurnsPerMinute > 0 {
-		t.turns = rate.NewLimiter(rate.Limit(ts.caps.TurnsPerMinute/60), ts.caps.burst())
-	}
-	ts.tenants[name] = t
-	return t
-}
-
-// ErrRateLimited ends a call whose tenant is over its turn rate.
-var ErrRateLimited = errors.New("session: tenant over its turn rate")
-
-// ErrTenantFull refuses a call whose tenant is at its cap of calls at once.
-// It is an ErrRateLimited: the tenant is at fault, and the call is ended
-// the same way (`error` rate_limited, close 1008).
-var ErrTenantFull = fmt.Errorf("%w: at its cap of calls at once", ErrRateLimited)
-
-type tenantHeldKey struct{}
-
-// WithTenantHeld tells the engine that the layer in front (package
-// session/guard) has already counted this request's call against tenant's
-// calls at once, on the engine's own TenantLimits, and releases it when the
-// call ends (WithCallEnd): the engine does not count it again. A transport
-// that names another tenant (a gateway's start) is counted by the engine.
-func WithTenantHeld(ctx context.Context, tenant string) context.Context {
-	return context.WithValue(ctx, tenantHeldKey{}, tenant)
-}
-
 // enterTenant counts the call against its tenant's calls at once, unless
 // the layer in front did. It is the first thing a call's admission does,
 // on every transport. A tenant at its cap is told (`error` rate_limited)
-// and the call ended with ErrTenantFull; a count that cannot be kept
+// and the call ended with tenant.ErrFull; a count that cannot be kept
 // refuses the call closed. The place is given back when the call stops.
 func (c *Call) enterTenant(ctx context.Context) bool {
-	lim, tenant := c.s.cfg.Tenants, c.tenant()
-	if lim == nil || tenant == "" {
+	lim, name := c.s.cfg.Tenants, c.tenant()
+	if lim == nil || name == "" {
 		return true
 	}
-	if held, _ := ctx.Value(tenantHeldKey{}).(string); held == tenant {
+	if tenant.Held(ctx) == name {
 		return true
 	}
-	release, err := lim.EnterCall(ctx, tenant)
+	release, err := lim.EnterCall(ctx, name)
 	switch {
 	case err == nil:
 		c.leaveTenant = sync.OnceFunc(release)
 		context.AfterFunc(c.ctx, c.leaveTenant)
 		return true
-	case errors.Is(err, ErrTenantFull):
-		c.s.m.protocolErrs.WithLabelValues(wire.CodeRateLimited).Inc()
-		_ = c.Send(ctx, &wire.ErrorMsg{Type: "error", Code: wire.CodeRateLimited, Message: "your tenant is at its cap of calls at once"})
-		c.stop(ErrTenantFull)
+	case errors.Is(err, tenant.ErrFull):
+		c.s.m.ProtocolErrs.WithLabelValues(tenant.CodeRateLimited).Inc()
+		_ = c.Send(ctx, &wire.ErrorMsg{Type: "error", Code: tenant.CodeRateLimited, Message: "your tenant is at its cap of calls at once"})
+		c.stop(tenant.ErrFull)
 	default:
-		c.log.Error("tenant calls", "tenant", tenant, "err", err)
+		c.log.Error("tenant calls", "tenant", name, "err", err)
 		c.refuseSession(ctx, stages.Closed)
 	}
 	return false
@@ -251,37 +42,37 @@ func (c *Call) enterTenant(ctx context.Context) bool {
 
 // allowTurn asks the call's tenant limits (or its Caller) whether another
 // turn may start. When it may not, the caller is told (`error`
-// rate_limited) and the call is ended with ErrRateLimited (close 1008 once
+// rate_limited) and the call is ended with tenant.ErrRateLimited (close 1008 once
 // the error is out). A limit that cannot be read lets the turn go on: its
 // stages, kept in the same store, refuse it closed if the store is gone.
 func (c *Call) allowTurn() bool {
 	if c.turnAllowed() {
 		return true
 	}
-	c.s.m.protocolErrs.WithLabelValues(wire.CodeRateLimited).Inc()
-	_ = c.Send(c.ctx, &wire.ErrorMsg{Type: "error", Code: wire.CodeRateLimited, Message: "your tenant is over its turns per minute"})
-	c.stop(ErrRateLimited)
+	c.s.m.ProtocolErrs.WithLabelValues(tenant.CodeRateLimited).Inc()
+	_ = c.Send(c.ctx, &wire.ErrorMsg{Type: "error", Code: tenant.CodeRateLimited, Message: "your tenant is over its turns per minute"})
+	c.stop(tenant.ErrRateLimited)
 	return false
 }
 
 func (c *Call) turnAllowed() bool {
 	if lim := c.s.cfg.Tenants; lim != nil {
-		tenant := c.tenant()
-		if tenant == "" {
+		name := c.tenant()
+		if name == "" {
 			return true
 		}
-		err := lim.AllowTurn(c.ctx, tenant)
-		if err != nil && !errors.Is(err, ErrRateLimited) {
-			c.log.Warn("tenant turn rate", "tenant", tenant, "err", err)
+		err := lim.AllowTurn(c.ctx, name)
+		if err != nil && !errors.Is(err, tenant.ErrRateLimited) {
+			c.log.Warn("tenant turn rate", "tenant", name, "err", err)
 			return true
 		}
 		return err == nil
 	}
-	allow := CallerFrom(c.ctx).AllowTurn
+	allow := tenant.CallerFrom(c.ctx).AllowTurn
 	return allow == nil || allow()
 }
 
-func (c *Call) tenant() string { return CallerFrom(c.ctx).Tenant }
+func (c *Call) tenant() string { return tenant.CallerFrom(c.ctx).Tenant }
 
 // SessionFull reports whether the session stage has neither a free slot nor
 // a waiting place, so that a new caller would be refused overloaded. A

@@ -13,6 +13,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
+	"github.com/frontdoorhq/frontdoor/session/view"
 	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
@@ -123,8 +124,8 @@ func TestCallsByTransport(t *testing.T) {
 	if m := u.Expect("session"); m.Disposition != "admitted" {
 		t.Fatalf("unnamed caller's session %+v", m)
 	}
-	r.waitCalls("two native calls and an unnamed one", map[string]int{"native": 2, TransportOther: 1})
-	if g := r.transportGauge(); g["native"] != 2 || g[TransportOther] != 1 {
+	r.waitCalls("two native calls and an unnamed one", map[string]int{"native": 2, view.TransportOther: 1})
+	if g := r.transportGauge(); g["native"] != 2 || g[view.TransportOther] != 1 {
 		t.Fatalf("frontdoor_sessions_by_transport %v, want native 2, other 1", g)
 	}
 
@@ -134,7 +135,7 @@ func TestCallsByTransport(t *testing.T) {
 	if m := q.Expect("session"); m.Disposition != "queued" {
 		t.Fatalf("fourth caller's session %+v", m)
 	}
-	r.waitCalls("a queued caller", map[string]int{"native": 3, TransportOther: 1})
+	r.waitCalls("a queued caller", map[string]int{"native": 3, view.TransportOther: 1})
 	refused := r.Dial()
 	all := refused.Until(sessiontest.IsType("prompt"))
 	if m := sessiontest.LastOf(all, "session"); m.Disposition != "overloaded" {
@@ -143,22 +144,22 @@ func TestCallsByTransport(t *testing.T) {
 	if _, err := refused.Read(); websocket.CloseStatus(err) != websocket.StatusTryAgainLater {
 		t.Fatalf("refused caller's close %v, want 1013", err)
 	}
-	r.waitCalls("the refused caller gone", map[string]int{"native": 3, TransportOther: 1})
+	r.waitCalls("the refused caller gone", map[string]int{"native": 3, view.TransportOther: 1})
 
 	// The queued caller vanishes; a hangs up; b sends a message over the
 	// read limit.
 	q.Conn.CloseNow()
-	r.waitCalls("the queued caller gone", map[string]int{"native": 2, TransportOther: 1})
+	r.waitCalls("the queued caller gone", map[string]int{"native": 2, view.TransportOther: 1})
 	a.Send(map[string]any{"type": "hangup"})
 	if _, err := a.Read(); websocket.CloseStatus(err) != websocket.StatusNormalClosure {
 		t.Fatalf("hangup close %v", err)
 	}
-	r.waitCalls("the hangup", map[string]int{"native": 1, TransportOther: 1})
+	r.waitCalls("the hangup", map[string]int{"native": 1, view.TransportOther: 1})
 	b.SendRaw(`{"type":"turn","id":"big","text":"` + strings.Repeat("x", wire.MaxMessageBytes) + `"}`)
 	if _, err := b.Read(); websocket.CloseStatus(err) != websocket.StatusMessageTooBig {
 		t.Fatalf("oversize close %v, want 1009", err)
 	}
-	r.waitCalls("the oversize message", map[string]int{TransportOther: 1})
+	r.waitCalls("the oversize message", map[string]int{view.TransportOther: 1})
 
 	// A drain whose deadline has passed ends the unnamed call (1001).
 	ctx, cancel := context.WithCancel(context.Background())
@@ -170,7 +171,7 @@ func TestCallsByTransport(t *testing.T) {
 		t.Fatalf("drained call's close %v, want 1001", err)
 	}
 	r.waitCalls("the drain", map[string]int{})
-	if g := r.transportGauge(); len(g) != 2 || g["native"] != 0 || g[TransportOther] != 0 {
+	if g := r.transportGauge(); len(g) != 2 || g["native"] != 0 || g[view.TransportOther] != 0 {
 		t.Fatalf("frontdoor_sessions_by_transport %v after every call ended, want native 0, other 0", g)
 	}
 	if n := r.Engine.Calls(); n != 0 {

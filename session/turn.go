@@ -11,6 +11,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/internal/observe"
 	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
@@ -42,7 +43,7 @@ type turn struct {
 	synthUS atomic.Int64 // audio produced by the synthesizer
 	sentUS  atomic.Int64 // audio written to the caller
 
-	obs turnObs // its log line and spans (observe.go)
+	obs observe.Turn // its log line and spans (package internal/observe)
 }
 
 func (t *turn) markPlayed() { t.playedOnce.Do(func() { close(t.played) }) }
@@ -130,7 +131,7 @@ func (c *Call) reportStage(t *turn, st string, seg int, disp stages.Disposition,
 	switch {
 	case cancelled:
 	case err != nil:
-		c.s.m.backendErrors.WithLabelValues(st, kind).Inc()
+		c.s.m.BackendErrors.WithLabelValues(st, kind).Inc()
 		c.log.Warn("backend failed", "stage", st, "turn", t.id, "err", err)
 		c.s.backendOutcome(st, err)
 	default:
@@ -157,7 +158,7 @@ func (s *Engine) backendOutcome(stage string, err error) {
 // sentences at the synthesis stage (0 elsewhere). Admitted, it also
 // returns the channel closed if the lease is lost (holdLease).
 func (c *Call) admit(t *turn, st *stage, job stages.Job, seg int) (stages.Disposition, <-chan struct{}) {
-	c.observeSubmit(t, st.name)
+	t.obs.Submit(st.name)
 	var tk stages.Pending
 	d := stages.Closed
 	err := c.rotate(t.ctx, st, t.gen)
@@ -203,7 +204,7 @@ func (c *Call) admit(t *turn, st *stage, job stages.Job, seg int) (stages.Dispos
 }
 
 func (c *Call) sendDisposition(t *turn, st string, seg int, d stages.Disposition, pos int, kind string) {
-	c.observeDisposition(t, st, d, pos, kind)
+	t.obs.Disposition(st, d, pos, kind)
 	_ = c.Send(c.ctx, &wire.DispositionMsg{Type: "disposition", Stage: st, Turn: t.id, Generation: t.gen,
 		Segment: seg, Disposition: d, Position: pos, Error: kind})
 }
@@ -213,7 +214,7 @@ func (c *Call) endTurn(t *turn, disposition, st, kind string) {
 	c.mu.Lock()
 	delete(c.inflight, t.id)
 	c.mu.Unlock()
-	c.s.m.turns.WithLabelValues(disposition).Inc()
+	c.s.m.Turns.WithLabelValues(disposition).Inc()
 	c.observeTurnEnd(t, disposition, st, kind)
 	_ = c.Send(c.ctx, &wire.TurnEndMsg{Type: "turn_end", Turn: t.id, Generation: t.gen, Disposition: disposition, Stage: st, Error: kind})
 }

@@ -3,11 +3,13 @@ package session
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/internal/pace"
+	"github.com/frontdoorhq/frontdoor/session/internal/promptaudio"
+	"github.com/frontdoorhq/frontdoor/session/internal/stall"
 	"github.com/frontdoorhq/frontdoor/session/wire"
 )
 
@@ -25,7 +27,7 @@ type writerState struct {
 	clock   clock.Clock // the engine's (Config.Clock)
 	lastGen uint64      // generation of the last frame written
 	lastAt  time.Time
-	pc      pacer
+	pc      pace.Due
 	due     *clock.ChanTimer // the pacer's wait; nil until audio is paced
 	held    heldFrame        // the frame to write first when a parked writer runs again
 	shared  bool             // this run is on the shared pacer: no wait for a frame
@@ -37,7 +39,7 @@ type writerState struct {
 	idleArmed bool // idle is pending, or its value is not yet received
 	waitStart time.Time
 
-	stall stallWatch
+	stall stall.Watch
 
 	// The prompt audio being written: its premise (0: none open) and the
 	// audio written so far, for the audio_end that closes it if it is cut.
@@ -90,7 +92,7 @@ func (w *writerState) release() {
 		w.due.Stop()
 		w.due = nil
 	}
-	w.stall.disarm()
+	w.stall.Disarm()
 }
 
 // stop lets go of the writer's timers when it ends for good.
@@ -126,7 +128,7 @@ type heldFrame struct {
 // check does the same for prompt audio once the call's state changed.
 //
 // shared: it runs on a worker of the engine's shared pacer
-// (sharedpace.go), resumed from a park. It then never waits: it parks
+// (package internal/pace), resumed from a park. It then never waits: it parks
 // again for its next prompt frame, stops as soon as its queue is empty
 // (the next push starts a writer), and hands a reply's frame that is not
 // due to a goroutine of its own. It reports parked when it parked (or
@@ -189,7 +191,7 @@ func (c *Call) writeFrame(ctx context.Context, f frame) error {
 		return err
 	}
 	if c.s.cfg.Pace && f.audio != nil {
-		due := w.pc.next(w.clock.Now(), time.Duration(f.ms)*time.Microsecond, c.s.cfg.PaceLead)
+		due := w.pc.Next(w.clock.Now(), time.Duration(f.ms)*time.Microsecond, c.s.cfg.PaceLead)
 		return c.writeAt(ctx, f, due)
 	}
 	return c.writeNow(ctx, f)
@@ -278,7 +280,7 @@ func (c *Call) parkUntil(ctx context.Context, f frame, due time.Time) (dropped b
 func (c *Call) writeNow(ctx context.Context, f frame) error {
 	w := &c.w
 	if _, ok := f.msg.(*wire.AudioStartMsg); ok {
-		w.pc.reset()
+		w.pc.Reset()
 	}
 	if im := f.interrupted; im != nil {
 		played := c.interruptPlayback(ctx, f.speaking) // clears the caller's playback first
@@ -293,7 +295,7 @@ func (c *Call) writeNow(ctx context.Context, f frame) error {
 		if w.lastGen != 0 && w.lastGen < im.Generation && w.lastAt.After(f.bargeAt) {
 			d = w.lastAt.Sub(f.bargeAt)
 		}
-		c.s.m.bargeToLast.Observe(d.Seconds())
+		c.s.m.BargeToLast.Observe(d.Seconds())
 	}
 	err := c.send(ctx, f)
 	c.recycle(f, true)
@@ -359,16 +361,16 @@ func (w *writerState) armAt(due time.Time) bool {
 // send writes one frame to the transport. A write that takes Timeout
 // marks the caller as not reading before anything else sees the
 // connection fail; at twice that the connection is dropped, which ends
-// the write (stallWatch).
+// the write (package internal/stall).
 func (c *Call) send(ctx context.Context, f frame) error {
-	c.w.stall.begin()
+	c.w.stall.Begin()
 	var err error
 	if f.msg != nil {
 		err = c.t.Send(ctx, f.msg)
 	} else {
 		err = c.t.SendAudio(ctx, f.audio)
 	}
-	stalled := c.w.stall.end()
+	stalled := c.w.stall.End()
 	if err != nil {
 		c.out.discard()
 		if stalled {
@@ -379,108 +381,12 @@ func (c *Call) send(ctx context.Context, f frame) error {
 	return nil
 }
 
-// recycle gives f's pooled audio buffer back (framebuf.go): always for a
+// recycle gives f's pooled audio buffer back (promptaudio.PutFrameBuf): always for a
 // frame never written, and for one written only if the transport keeps
 // nothing of it (Capabilities.ReusableAudio). f.audio is not read after.
 func (c *Call) recycle(f frame, written bool) {
 	if f.pooled && (!written || c.caps.ReusableAudio) {
-		putFrameBuf(f.audio)
-	}
-}
-
-// stallWatch is the call's one watchdog over its writes. A timer and a
-// context with a deadline per write cost a few per cent of a process's
-// CPU at 50 frames a second per call; so each write only notes when it
-// began, and a single timer, armed by the first write that finds none
-// pending, checks the write in progress when it fires: it marks the
-// caller slow once that write has taken timeout, drops the connection
-// at twice that, and is armed again for the write's next deadline while
-// one is in progress. A timer that finds no write in progress is not
-// armed again, and the writer disarms it when it stops, so an idle call
-// holds none. The clock is the engine's.
-type stallWatch struct {
-	clock   clock.Clock
-	timeout time.Duration
-	slow    func() // at timeout: the call ends as a slow reader
-	drop    func() // at twice the timeout: the connection is dropped
-
-	mu     sync.Mutex
-	since  time.Time   // start of the write in progress; zero: none
-	marked bool        // the write in progress was marked slow
-	t      clock.Timer // the pending check; nil: none
-	epoch  uint64      // the pending check's; a check of another epoch was disarmed
-}
-
-// begin notes the start of a write and arms the check if none is pending.
-func (s *stallWatch) begin() {
-	now := s.clock.Now()
-	s.mu.Lock()
-	s.since, s.marked = now, false
-	if s.t == nil {
-		s.armLocked(s.timeout)
-	}
-	s.mu.Unlock()
-}
-
-// end notes that the write returned and reports whether it was marked
-// slow.
-func (s *stallWatch) end() bool {
-	s.mu.Lock()
-	marked := s.marked
-	s.since, s.marked = time.Time{}, false
-	s.mu.Unlock()
-	return marked
-}
-
-// disarm stops the pending check (the writer stops).
-func (s *stallWatch) disarm() {
-	s.mu.Lock()
-	if s.t != nil {
-		s.t.Stop()
-		s.t = nil
-		s.epoch++
-	}
-	s.mu.Unlock()
-}
-
-func (s *stallWatch) armLocked(d time.Duration) {
-	s.epoch++
-	epoch := s.epoch
-	s.t = s.clock.AfterFunc(d, func() { s.check(epoch) })
-}
-
-// check runs when the check of epoch is due.
-func (s *stallWatch) check(epoch uint64) {
-	now := s.clock.Now()
-	s.mu.Lock()
-	if epoch != s.epoch || s.t == nil { // disarmed, or superseded
-		s.mu.Unlock()
-		return
-	}
-	s.t = nil
-	if s.since.IsZero() { // no write in progress: the next one arms a check
-		s.mu.Unlock()
-		return
-	}
-	took := now.Sub(s.since)
-	slow := took >= s.timeout && !s.marked
-	if slow {
-		s.marked = true
-	}
-	drop := took >= 2*s.timeout
-	switch {
-	case drop: // the drop ends the write; the next one arms a check
-	case took >= s.timeout:
-		s.armLocked(2*s.timeout - took)
-	default:
-		s.armLocked(s.timeout - took)
-	}
-	s.mu.Unlock()
-	if slow {
-		s.slow()
-	}
-	if drop {
-		s.drop()
+		promptaudio.PutFrameBuf(f.audio)
 	}
 }
 
@@ -491,27 +397,6 @@ func (c *Call) stale(f frame) bool {
 		return false
 	}
 	c.out.stale.Add(1)
-	c.s.m.stale.Inc()
+	c.s.m.Stale.Inc()
 	return true
-}
-
-// pacer releases audio frames in real time: frame n of a reply is due at the
-// reply's start plus the duration of the frames before it, less the lead.
-// After an underrun (the producer fell behind) the clock restarts from now.
-type pacer struct {
-	start time.Time
-	sent  time.Duration
-}
-
-func (p *pacer) reset() { p.start, p.sent = time.Time{}, 0 }
-
-// next reports when the next frame, of length d, is due; now is the
-// engine clock's.
-func (p *pacer) next(now time.Time, d, lead time.Duration) time.Time {
-	if p.start.IsZero() || now.After(p.start.Add(p.sent)) {
-		p.start = now.Add(-p.sent) // start, or rebase after an underrun
-	}
-	due := p.start.Add(p.sent - lead)
-	p.sent += d
-	return due
 }

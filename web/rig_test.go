@@ -21,6 +21,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/offer"
 	"github.com/frontdoorhq/frontdoor/session/server"
+	"github.com/frontdoorhq/frontdoor/session/view"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/web"
 )
@@ -144,7 +145,7 @@ func (r *rig) close() {
 	r.http.Close()
 }
 
-func (r *rig) stage(name string) session.StageView {
+func (r *rig) stage(name string) view.Stage {
 	v, _ := r.srv.Stages().Stage(name)
 	return v
 }

@@ -39,7 +39,22 @@ var importRules = []struct {
 	{from: "fallback/internal/claimq", forbidden: []string{"fallback", "session", "media", "web", "cmd"}, allow: []string{"fallback/internal/claimq"}},
 	// The call engine imports no transport and no fallback queue: only the
 	// sentences it must say when it refuses work.
-	{from: "session", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/backend", "session/internal/pcmu", "session/segment", "session/wire", "fallback/prompt"}},
+	{from: "session", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: append([]string{"session/backend", "session/internal/pcmu", "session/segment", "session/wire", "fallback/prompt"}, engineParts...)},
+	// The engine's parts (engineParts) know nothing of the engine, of
+	// each other or of what sits on the engine: the engine calls them, and
+	// what they need of it they take as an interface or a value.
+	{from: "session/audiolimit", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/audiolimit", "session/backend", "session/wire"}},
+	{from: "session/heartbeat", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/heartbeat", "session/backend", "session/wire"}},
+	{from: "session/tenant", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/tenant", "session/backend", "session/wire"}},
+	{from: "session/view", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/view", "session/backend", "session/wire"}},
+	{from: "session/internal/listen", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/listen", "session/backend", "session/wire"}},
+	{from: "session/internal/meter", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/meter", "session/backend", "session/wire"}},
+	{from: "session/internal/metrics", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/metrics", "session/backend", "session/wire"}},
+	{from: "session/internal/observe", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/observe", "session/backend", "session/wire"}},
+	{from: "session/internal/pace", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/pace", "session/backend", "session/wire"}},
+	{from: "session/internal/promptaudio", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/promptaudio", "session/backend", "session/wire"}},
+	{from: "session/internal/quarantine", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/quarantine", "session/backend", "session/wire"}},
+	{from: "session/internal/stall", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/stall", "session/backend", "session/wire"}},
 	// The native protocol's types: below the engine, which speaks them
 	// to every transport; the transports may import it (they are not
 	// forbidden it above).
@@ -53,6 +68,23 @@ var importRules = []struct {
 	{from: "session/telephony", forbidden: []string{"session/native", "session/webrtc", "session/offer", "session/server"}},
 	{from: "session/offer", forbidden: []string{"session/native", "session/webrtc", "session/telephony", "session/server"}},
 	{from: "web", forbidden: []string{"session", "fallback", "cmd"}},
+}
+
+// engineParts are the packages the call engine was split into
+// (docs/ARCHITECTURE.md, "How session is split").
+var engineParts = []string{
+	"session/audiolimit",
+	"session/heartbeat",
+	"session/tenant",
+	"session/view",
+	"session/internal/listen",
+	"session/internal/meter",
+	"session/internal/metrics",
+	"session/internal/observe",
+	"session/internal/pace",
+	"session/internal/promptaudio",
+	"session/internal/quarantine",
+	"session/internal/stall",
 }
 
 // everywhere are the leaves every package may import, whatever its rule

@@ -6,14 +6,13 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-
-	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/session/heartbeat"
 )
 
 // The default heartbeat finds a dead peer within what docs/SECURITY.md
 // promises (30 s, its leases freed right after; the bound is 45 s).
 func TestHeartbeatDefaultBound(t *testing.T) {
-	if b := session.DefaultHeartbeat.Bound(); b <= 0 || b > 30*time.Second {
+	if b := heartbeat.Default.Bound(); b <= 0 || b > 30*time.Second {
 		t.Fatalf("default heartbeat bound %v, want within 30s", b)
 	}
 }

@@ -14,10 +14,10 @@ import (
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/guard"
 	"github.com/frontdoorhq/frontdoor/session/server"
 	"github.com/frontdoorhq/frontdoor/session/telephony"
+	"github.com/frontdoorhq/frontdoor/session/tenant"
 )
 
 // guardWiring puts package guard in front of frontdoor serve: its flags,
@@ -43,7 +43,7 @@ type guardWiring struct {
 	allowOpenGateways bool
 	// tenants are the tenant caps the guard (before the upgrade) and the
 	// engine (at every call's and turn's start, on every transport) share.
-	tenants session.TenantLimits
+	tenants tenant.Limits
 }
 
 func newGuardWiring(fs *flag.FlagSet) *guardWiring {
@@ -71,7 +71,7 @@ func (w *guardWiring) prepare(set *serveSettings, log *slog.Logger, lookup func(
 		return err
 	}
 	cfg := w.set.Config(auth)
-	w.tenants = session.NewLocalTenants(cfg.TenantCaps(), cfg.MaxTenants, nil)
+	w.tenants = tenant.NewLocal(cfg.TenantCaps(), cfg.MaxTenants, nil)
 	w.limits.tenants = w.tenants
 	if open := openGateways(set, w.set.RequireCallToken); auth != nil && len(open) > 0 {
 		if !w.allowOpenGateways {

@@ -14,6 +14,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/fallback/redisqueue"
 	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/session/tenant"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage"
 )
@@ -155,21 +156,21 @@ func (w *guardWiring) useFleet(f *fleet) {
 	}
 }
 
-// fleetTenants are redisstage.Tenants as session.TenantLimits.
+// fleetTenants are redisstage.Tenants as tenant.Limits.
 type fleetTenants struct{ t *redisstage.Tenants }
 
-func (f fleetTenants) EnterCall(ctx context.Context, tenant string) (func(), error) {
-	release, err := f.t.EnterCall(ctx, tenant)
+func (f fleetTenants) EnterCall(ctx context.Context, name string) (func(), error) {
+	release, err := f.t.EnterCall(ctx, name)
 	if errors.Is(err, redisstage.ErrTenantFull) {
-		return nil, session.ErrTenantFull
+		return nil, tenant.ErrFull
 	}
 	return release, err
 }
 
-func (f fleetTenants) AllowTurn(ctx context.Context, tenant string) error {
-	err := f.t.AllowTurn(ctx, tenant)
+func (f fleetTenants) AllowTurn(ctx context.Context, name string) error {
+	err := f.t.AllowTurn(ctx, name)
 	if errors.Is(err, redisstage.ErrTurnRate) {
-		return session.ErrRateLimited
+		return tenant.ErrRateLimited
 	}
 	return err
 }

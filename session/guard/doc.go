@@ -14,7 +14,7 @@
 //   - 503 with Retry-After when the service is full (Config.Busy; the
 //     service is at fault).
 //
-// An admitted call carries its tenant (session.WithCaller): its jobs use the
+// An admitted call carries its tenant (tenant.WithCaller): its jobs use the
 // tenant's share of each stage's queue, and each turn spends one token of
 // the tenant's turns-per-minute budget (over it: `error` rate_limited and
 // close 1008).

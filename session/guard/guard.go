@@ -14,8 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/frontdoorhq/frontdoor/media/clock"
-	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/telephony"
+
+	"github.com/frontdoorhq/frontdoor/session/tenant"
 )
 
 // Config configures a Guard. Zero values take the defaults noted.
@@ -59,7 +60,7 @@ type Config struct {
 	// above: give the engine the same (session.Config.Tenants), so that a
 	// call the guard counted before its upgrade is not counted twice and
 	// calls through every other door count against the same caps.
-	Tenants session.TenantLimits
+	Tenants tenant.Limits
 	// Clock paces the tenants' turns and, unless they have a clock of
 	// their own, tells CallTokens and a *JWT Auth the time (nil:
 	// clock.System); give it the engine's (session.Engine.Clock) so
@@ -70,8 +71,8 @@ type Config struct {
 }
 
 // TenantCaps are the caps the config's fields set.
-func (c Config) TenantCaps() session.TenantCaps {
-	return session.TenantCaps{Sessions: c.TenantSessions, TurnsPerMinute: c.TenantTurnsPerMinute, TurnBurst: c.TenantTurnBurst}
+func (c Config) TenantCaps() tenant.Caps {
+	return tenant.Caps{Sessions: c.TenantSessions, TurnsPerMinute: c.TenantTurnsPerMinute, TurnBurst: c.TenantTurnBurst}
 }
 
 // Side says which listener a handler serves: the public one or the
@@ -90,7 +91,7 @@ type Guard struct {
 	log     *slog.Logger
 	refused *prometheus.CounterVec
 
-	tenants session.TenantLimits
+	tenants tenant.Limits
 }
 
 // New returns a Guard.
@@ -117,7 +118,7 @@ func New(cfg Config) *Guard {
 	}
 	g := &Guard{cfg: cfg, log: cfg.Logger, tenants: cfg.Tenants}
 	if g.tenants == nil {
-		g.tenants = session.NewLocalTenants(cfg.TenantCaps(), cfg.MaxTenants, cfg.Clock)
+		g.tenants = tenant.NewLocal(cfg.TenantCaps(), cfg.MaxTenants, cfg.Clock)
 	}
 	g.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "frontdoor_guard_refused_total",
@@ -269,13 +270,13 @@ func (g *Guard) Handler(next http.Handler, l Side) http.Handler {
 		}
 		// The call counts against its tenant until it has ended, which
 		// may be after next returns (the native WebSocket handler returns
-		// once its call is accepted): session.WithCallEnd releases it then.
-		ctx, handlerDone := session.WithCallEnd(r.Context(), release)
+		// once its call is accepted): tenant.WithCallEnd releases it then.
+		ctx, handlerDone := tenant.WithCallEnd(r.Context(), release)
 		defer handlerDone()
 		if id.Tenant != "" {
-			ctx = session.WithTenantHeld(ctx, id.Tenant)
+			ctx = tenant.WithHeld(ctx, id.Tenant)
 		}
-		ctx = session.WithCaller(ctx, session.Caller{Tenant: id.Tenant, Source: sourceOf(r), AllowTurn: g.turnAllower(id.Tenant)})
+		ctx = tenant.WithCaller(ctx, tenant.Caller{Tenant: id.Tenant, Source: sourceOf(r), AllowTurn: g.turnAllower(id.Tenant)})
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
@@ -309,7 +310,7 @@ func (g *Guard) enter(r *http.Request, name string) (release func(), ok bool, er
 	switch {
 	case err == nil:
 		return release, true, nil
-	case errors.Is(err, session.ErrTenantFull):
+	case errors.Is(err, tenant.ErrFull):
 		return nil, false, nil
 	}
 	return nil, false, err

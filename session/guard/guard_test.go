@@ -13,8 +13,8 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/telephony"
+	"github.com/frontdoorhq/frontdoor/session/tenant"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
 
@@ -140,9 +140,9 @@ func TestHandler(t *testing.T) {
 		t.Fatal(err)
 	}
 	busy := false
-	var tenant string
+	var got string
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tenant = session.CallerFrom(r.Context()).Tenant
+		got = tenant.CallerFrom(r.Context()).Tenant
 		w.WriteHeader(299)
 	})
 	g := New(Config{Auth: keys, TenantSessions: 1, Busy: func() bool { return busy }})
@@ -177,8 +177,8 @@ func TestHandler(t *testing.T) {
 			t.Errorf("%s %q %v: %d, want %d", tc.path, tc.tok, tc.hdr, w.Code, tc.want)
 		}
 	}
-	if tenant != "acme" {
-		t.Errorf("tenant %q in the call's context", tenant)
+	if got != "acme" {
+		t.Errorf("tenant %q in the call's context", got)
 	}
 	w := do("/v1/session", "", "Upgrade", "websocket", "Sec-WebSocket-Protocol", "frontdoor.v1, frontdoor.token.acme-key-0123456789")
 	if p := w.Header().Get("Sec-WebSocket-Protocol"); p != ProtocolV1 {

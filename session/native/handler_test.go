@@ -9,8 +9,8 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
+	"github.com/frontdoorhq/frontdoor/session/tenant"
 )
 
 // TestCallOutlivesHandler: the native handler returns once the call is
@@ -21,7 +21,7 @@ func TestCallOutlivesHandler(t *testing.T) {
 	r := newRig(t)
 	returned, undone := make(chan struct{}, 1), make(chan struct{})
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		ctx, handlerDone := session.WithCallEnd(req.Context(), func() { close(undone) })
+		ctx, handlerDone := tenant.WithCallEnd(req.Context(), func() { close(undone) })
 		r.handler().ServeHTTP(w, req.WithContext(ctx))
 		handlerDone()
 		returned <- struct{}{}
@@ -76,7 +76,7 @@ func TestCallEndWithoutCall(t *testing.T) {
 	for _, path := range []string{"/v1/session", "/healthz"} {
 		undone := make(chan struct{})
 		front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			ctx, handlerDone := session.WithCallEnd(req.Context(), func() { close(undone) })
+			ctx, handlerDone := tenant.WithCallEnd(req.Context(), func() { close(undone) })
 			r.handler().ServeHTTP(w, req.WithContext(ctx))
 			handlerDone()
 		}))

@@ -11,6 +11,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/tenant"
 	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
@@ -229,7 +230,7 @@ func (o *Offers) Message(ctx context.Context, call string, ev wire.ClientEvent, 
 			return true
 		}
 		res, err := o.svc.RequestCallback(ctx, fallback.CallbackRequest{Call: call, Turn: st.turn, Number: m.Number, Consent: m.Consent,
-			Tenant: session.CallerFrom(ctx).Tenant, Source: session.CallerFrom(ctx).Source})
+			Tenant: tenant.CallerFrom(ctx).Tenant, Source: tenant.CallerFrom(ctx).Source})
 		switch {
 		case errors.Is(err, fallback.ErrConsent), errors.Is(err, fallback.ErrNumber), errors.Is(err, fallback.ErrRequest):
 			fail(wire.CodeBadField, err.Error())
@@ -253,7 +254,7 @@ func (o *Offers) Message(ctx context.Context, call string, ev wire.ClientEvent, 
 		}
 		_ = json.Unmarshal(ev.Data, &m)
 		h, d, err := o.svc.RequestHandoff(ctx, fallback.HandoffRequest{Call: call, Turn: st.turn, Summary: "the caller asked for a person after a refusal",
-			Tenant: session.CallerFrom(ctx).Tenant, Source: session.CallerFrom(ctx).Source})
+			Tenant: tenant.CallerFrom(ctx).Tenant, Source: tenant.CallerFrom(ctx).Source})
 		if err != nil {
 			fail(wire.CodeBadField, err.Error())
 			return true

@@ -10,6 +10,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media/gateway/audiosocket"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/heartbeat"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
@@ -72,7 +73,7 @@ func TestAudioSocketSilentPeer(t *testing.T) {
 	clock := stagestest.NewClock(stagestest.Epoch)
 	r := newRig(t, func(c *session.Config, _ *stub.Settings) { c.Clock = clock })
 	c := audioSocketStart(t, r)
-	bound := session.DefaultHeartbeat.Bound()
+	bound := heartbeat.Default.Bound()
 	clock.Advance(bound - time.Second)
 	if got := protocolErrors(t, r, CodeAudioSocketIdle); got != 0 {
 		t.Fatalf("closed after %v of silence, before the %v bound", bound-time.Second, bound)

@@ -27,7 +27,9 @@ import (
 	"github.com/frontdoorhq/frontdoor/media/gateway/plivo"
 	"github.com/frontdoorhq/frontdoor/media/gateway/vonage"
 	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/session/heartbeat"
 	"github.com/frontdoorhq/frontdoor/session/internal/pcmu"
+	"github.com/frontdoorhq/frontdoor/session/tenant"
 	"github.com/frontdoorhq/frontdoor/session/wire"
 )
 
@@ -78,7 +80,7 @@ type GatewayConfig struct {
 	// tenant, whose caps they count against ("": none).
 	AudioSocketTenant string
 	// AudioSocketIdle is how long an AudioSocket peer may send nothing
-	// before its connection is closed (0: session.DefaultHeartbeat's
+	// before its connection is closed (0: heartbeat.Default's
 	// bound, 25 s, the bound the WebSocket transports' pings keep).
 	AudioSocketIdle time.Duration
 	// OriginPatterns are the cross-origin hosts allowed to open the
@@ -178,7 +180,7 @@ func (h *GatewayHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	link := gateway.NewWebSocketLink(ws, codec.Capabilities().MaxMessage)
 	closeWith := func(code websocket.StatusCode, reason string) { _ = ws.Close(code, reason) }
-	h.serve(r.Context(), link, codec, h.upgradeToken(r), closeWith, ws, session.SourceOf(r.RemoteAddr))
+	h.serve(r.Context(), link, codec, h.upgradeToken(r), closeWith, ws, tenant.SourceOf(r.RemoteAddr))
 }
 
 // ServeAudioSocket serves one AudioSocket TCP connection (Asterisk's
@@ -200,11 +202,11 @@ func (h *GatewayHandler) ServeAudioSocket(ctx context.Context, conn net.Conn, ra
 	})
 	defer watch.stop()
 	closeWith := func(websocket.StatusCode, string) { _ = link.Close() }
-	if c := session.CallerFrom(ctx); c.Tenant == "" && h.cfg.AudioSocketTenant != "" {
+	if c := tenant.CallerFrom(ctx); c.Tenant == "" && h.cfg.AudioSocketTenant != "" {
 		c.Tenant = h.cfg.AudioSocketTenant
-		ctx = session.WithCaller(ctx, c)
+		ctx = tenant.WithCaller(ctx, c)
 	}
-	h.serve(ctx, watchedLink{Link: link, w: watch}, audiosocket.NewCodec(rate), true, closeWith, nil, session.SourceOf(conn.RemoteAddr().String()))
+	h.serve(ctx, watchedLink{Link: link, w: watch}, audiosocket.NewCodec(rate), true, closeWith, nil, tenant.SourceOf(conn.RemoteAddr().String()))
 }
 
 // CodeAudioSocketIdle counts (frontdoor_protocol_errors_total) AudioSocket
@@ -215,7 +217,7 @@ func (h *GatewayHandler) audioSocketIdle() time.Duration {
 	if h.cfg.AudioSocketIdle > 0 {
 		return h.cfg.AudioSocketIdle
 	}
-	return session.DefaultHeartbeat.Bound()
+	return heartbeat.Default.Bound()
 }
 
 // NewAudioSocketHandler returns the handler of AudioSocket connections.
@@ -268,14 +270,14 @@ func (h *GatewayHandler) serve(ctx context.Context, link gateway.Link, codec gat
 		_ = link.Close()
 		return
 	}
-	caller := session.CallerFrom(ctx)
-	if tenant := h.tenant(start); tenant != "" && tenant != caller.Tenant {
-		caller = session.Caller{Tenant: tenant, Source: caller.Source} // the guard's AllowTurn was its own tenant's
+	caller := tenant.CallerFrom(ctx)
+	if name := h.tenant(start); name != "" && name != caller.Tenant {
+		caller = tenant.Caller{Tenant: name, Source: caller.Source} // the guard's AllowTurn was its own tenant's
 	}
 	if caller.Source == "" {
 		caller.Source = source
 	}
-	ctx = session.WithCaller(ctx, caller)
+	ctx = tenant.WithCaller(ctx, caller)
 	log := h.log.With("stream", start.StreamID, "gateway_call", start.CallID)
 	st := lineStart{name: h.dialect, protocol: h.dialect, params: start.Params, format: start.Format, noKeys: !codec.Capabilities().DTMF}
 	runLine(ctx, l, st, h.prompts, log, ws)
@@ -289,7 +291,7 @@ func (h *GatewayHandler) serve(ctx context.Context, link gateway.Link, codec gat
 func runLine(ctx context.Context, l *gatewayLine, st lineStart, prompts *promptCache, log *slog.Logger, ws *websocket.Conn) {
 	t := newPhoneCall(l.e, l, st, prompts, log)
 	t.log.Info(t.msg("stream started"), "params", len(st.params), "format", st.format.String(),
-		"tenant", session.CallerFrom(ctx).Tenant)
+		"tenant", tenant.CallerFrom(ctx).Tenant)
 	runCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {

@@ -14,6 +14,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/session/native"
+	"github.com/frontdoorhq/frontdoor/session/view"
 )
 
 // rig is an engine with stub backends behind every phone route (and the
@@ -100,7 +101,7 @@ func testHandler(t testing.TB, e *session.Engine, tc Config, gc GatewayConfig, e
 	return mux
 }
 
-func (r *rig) stage(name string) session.StageView {
+func (r *rig) stage(name string) view.Stage {
 	v, ok := r.Engine.Stages().Stage(name)
 	if !ok {
 		r.T.Fatalf("no stage %s", name)

@@ -16,6 +16,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media/sip"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/internal/pcmu"
+	"github.com/frontdoorhq/frontdoor/session/tenant"
 	"github.com/frontdoorhq/frontdoor/session/wire"
 )
 
@@ -49,7 +50,7 @@ type SIPConfig struct {
 	// of its own).
 	Prompts *PromptCache
 	// Admit, when set, is asked for each call before it is answered, with
-	// a ctx carrying the call's session.Caller (its tenant): the hook of
+	// a ctx carrying the call's tenant.Caller (its tenant): the hook of
 	// whoever counts a tenant's calls at once and turns across transports
 	// (session/guard). It returns the ctx the call runs in (derived from
 	// the one given, carrying the Caller it wants, say with AllowTurn) and
@@ -97,7 +98,7 @@ func NewSIPHandler(e *session.Engine, cfg SIPConfig) *SIPHandler {
 // when it is an E.164 number.
 func (h *SIPHandler) ServeSIP(ctx context.Context, c *sip.Call) {
 	log := h.log.With("sip_call", c.CallID, "transport", c.Transport)
-	ctx = session.WithCaller(ctx, session.Caller{Tenant: c.Tenant, Source: session.SourceOf(c.Source.String())})
+	ctx = tenant.WithCaller(ctx, tenant.Caller{Tenant: c.Tenant, Source: tenant.SourceOf(c.Source.String())})
 	if h.cfg.Admit != nil {
 		actx, done, err := h.cfg.Admit(ctx)
 		if err != nil {

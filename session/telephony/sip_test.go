@@ -17,6 +17,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
+	"github.com/frontdoorhq/frontdoor/session/tenant"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 	"github.com/pion/rtp"
@@ -363,13 +364,13 @@ func TestSIPAdmit(t *testing.T) {
 			admit := func(ctx context.Context) (context.Context, func(), error) {
 				mu.Lock()
 				defer mu.Unlock()
-				tenants = append(tenants, session.CallerFrom(ctx).Tenant)
+				tenants = append(tenants, tenant.CallerFrom(ctx).Tenant)
 				if tt.refuse != nil {
 					return nil, nil, tt.refuse
 				}
-				caller := session.CallerFrom(ctx)
+				caller := tenant.CallerFrom(ctx)
 				caller.AllowTurn = func() bool { return false }
-				return session.WithCaller(ctx, caller), func() {
+				return tenant.WithCaller(ctx, caller), func() {
 					mu.Lock()
 					done++
 					mu.Unlock()

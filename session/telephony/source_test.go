@@ -13,6 +13,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
+	"github.com/frontdoorhq/frontdoor/session/tenant"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -36,20 +37,20 @@ func TestTenantCapsAudioSocketListener(t *testing.T) {
 type callerSpy struct {
 	session.Prompts
 	mu      sync.Mutex
-	callers []session.Caller
+	callers []tenant.Caller
 }
 
 func (s *callerSpy) Refused(ctx context.Context, r session.Refusal, out session.Sender) {
 	s.mu.Lock()
-	s.callers = append(s.callers, session.CallerFrom(ctx))
+	s.callers = append(s.callers, tenant.CallerFrom(ctx))
 	s.mu.Unlock()
 	s.Prompts.Refused(ctx, r, out)
 }
 
-func (s *callerSpy) seen() []session.Caller {
+func (s *callerSpy) seen() []tenant.Caller {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]session.Caller(nil), s.callers...)
+	return append([]tenant.Caller(nil), s.callers...)
 }
 
 // TestGatewaySource: a gateway call, one naming its tenant at its start
@@ -115,7 +116,7 @@ func TestSourceOf(t *testing.T) {
 		"not an address":                   "",
 		"2001:db8:1:2:ffff:ffff:ffff:ffff": "2001:db8:1:2::",
 	} {
-		if got := session.SourceOf(in); got != want {
+		if got := tenant.SourceOf(in); got != want {
 			t.Errorf("SourceOf(%q) = %q, want %q", in, got, want)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
+	"github.com/frontdoorhq/frontdoor/session/tenant"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
 
@@ -26,7 +27,7 @@ const capsToken = "gateway-token-for-tenant-caps"
 // whatever door the call came in by.
 func capsRig(t *testing.T) *rig {
 	t.Helper()
-	lim := session.NewLocalTenants(session.TenantCaps{Sessions: 2, TurnsPerMinute: 6, TurnBurst: 1}, 0,
+	lim := tenant.NewLocal(tenant.Caps{Sessions: 2, TurnsPerMinute: 6, TurnBurst: 1}, 0,
 		stagestest.NewClock(time.Unix(1e9, 0)))
 	return newRig(t, func(c *session.Config, _ *stub.Settings) {
 		c.Tenants = lim
@@ -118,8 +119,8 @@ func TestTenantCapsAudioSocket(t *testing.T) {
 	r := capsRig(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	checkTenantCaps(t, r, func(tenant string) capsCall {
-		return audioSocketCall(ctx, t, r.audio, session.WithCaller(context.Background(), session.Caller{Tenant: tenant}))
+	checkTenantCaps(t, r, func(name string) capsCall {
+		return audioSocketCall(ctx, t, r.audio, tenant.WithCaller(context.Background(), tenant.Caller{Tenant: name}))
 	})
 }
 

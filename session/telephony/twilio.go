@@ -15,6 +15,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media/gateway"
 	"github.com/frontdoorhq/frontdoor/media/twilio"
 	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/session/tenant"
 )
 
 // Handler serves GET /v1/twilio (and /v1/twilio/{token}): a Twilio Media
@@ -66,10 +67,10 @@ func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.log.Info("twilio: no stream", "err", err)
 		return
 	}
-	if caller := session.CallerFrom(ctx); caller.Source == "" {
+	if caller := tenant.CallerFrom(ctx); caller.Source == "" {
 		// The upgrade's peer counts for the booking caps, as a gateway's does.
-		caller.Source = session.SourceOf(r.RemoteAddr)
-		ctx = session.WithCaller(ctx, caller)
+		caller.Source = tenant.SourceOf(r.RemoteAddr)
+		ctx = tenant.WithCaller(ctx, caller)
 	}
 	log := s.log.With("stream", start.StreamID, "twilio_call", start.CallID)
 	st := lineStart{name: dialect.String(), protocol: "twilio", params: start.Params, format: media.Telephony}

@@ -9,6 +9,8 @@ import (
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
+	"github.com/frontdoorhq/frontdoor/session/tenant"
+	"github.com/frontdoorhq/frontdoor/session/view"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
 
@@ -19,7 +21,7 @@ import (
 // it rate_limited (one turn a minute, burst 1, on a clock that does not
 // move).
 func TestTenantCapsWebRTC(t *testing.T) {
-	lim := session.NewLocalTenants(session.TenantCaps{Sessions: 2, TurnsPerMinute: 1, TurnBurst: 1}, 0,
+	lim := tenant.NewLocal(tenant.Caps{Sessions: 2, TurnsPerMinute: 1, TurnBurst: 1}, 0,
 		stagestest.NewClock(time.Unix(1e9, 0)))
 	var r *rig
 	r = newRig(t, func(c *session.Config, s *stub.Settings) {
@@ -27,13 +29,13 @@ func TestTenantCapsWebRTC(t *testing.T) {
 		c.Recognizer = stub.NewRecognizer(stub.Settings{})
 	}, sessiontest.Routes(func() map[string]http.Handler {
 		return map[string]http.Handler{"GET /v1/webrtc-as/{tenant}": http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			ctx := session.WithCaller(req.Context(), session.Caller{Tenant: req.PathValue("tenant")})
+			ctx := tenant.WithCaller(req.Context(), tenant.Caller{Tenant: req.PathValue("tenant")})
 			Handler(r.Engine, Config{LoopbackOnly: true}).ServeHTTP(w, req.WithContext(ctx))
 		})}
 	}))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	stage := func() session.StageView { v, _ := r.Engine.Stages().Stage(session.StageSession); return v }
+	stage := func() view.Stage { v, _ := r.Engine.Stages().Stage(session.StageSession); return v }
 	a := r.browserAt(ctx, "/v1/webrtc-as/acme")
 	a.wait("acme's first call admitted", has("session"))
 	r.browserAt(ctx, "/v1/webrtc-as/acme").wait("acme's second call admitted", has("session"))

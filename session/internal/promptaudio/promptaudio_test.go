@@ -1,4 +1,4 @@
-package session
+package promptaudio
 
 import (
 	"bytes"
@@ -40,7 +40,7 @@ func TestEncodedPromptFrames(t *testing.T) {
 	} {
 		t.Run(fmt.Sprint(tc.in, tc.out), func(t *testing.T) {
 			a := promptTone(tc.in, 1234*time.Millisecond)
-			p, err := encodePrompt(a, orPCM(tc.out.Encoding), orRate(tc.out.SampleRate, tc.in))
+			p, err := Encode(a, orPCM(tc.out.Encoding), orRate(tc.out.SampleRate, tc.in))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -58,13 +58,13 @@ func TestEncodedPromptFrames(t *testing.T) {
 				n := span * (rate / 50)
 				var want [][]byte
 				for i := 0; i < len(s); i += n {
-					want = append(want, encodeFrame(nil, enc, s[i:min(i+n, len(s))]))
+					want = append(want, EncodeFrame(nil, enc, s[i:min(i+n, len(s))]))
 				}
-				if p.frames(span) != len(want) {
-					t.Fatalf("span %d: %d frames, want %d", span, p.frames(span), len(want))
+				if p.Frames(span) != len(want) {
+					t.Fatalf("span %d: %d frames, want %d", span, p.Frames(span), len(want))
 				}
 				for i, w := range want {
-					b, us := p.at(i, span)
+					b, us := p.At(i, span)
 					if !bytes.Equal(b, w) {
 						t.Fatalf("span %d: frame %d differs", span, i)
 					}
@@ -76,11 +76,11 @@ func TestEncodedPromptFrames(t *testing.T) {
 					}
 				}
 			}
-			if p.synthUS != int64(len(a.Samples))*1e6/int64(a.Rate) {
-				t.Fatalf("synthUS %d", p.synthUS)
+			if p.SynthUS != int64(len(a.Samples))*1e6/int64(a.Rate) {
+				t.Fatalf("synthUS %d", p.SynthUS)
 			}
-			if p.enc != enc || p.rate != rate {
-				t.Fatalf("format %s/%d, want %s/%d", p.enc, p.rate, enc, rate)
+			if p.Enc != enc || p.Rate != rate {
+				t.Fatalf("format %s/%d, want %s/%d", p.Enc, p.Rate, enc, rate)
 			}
 		})
 	}
@@ -103,20 +103,20 @@ func orRate(r, in int) int {
 // TestEncodedPromptShared: one rendering in one format is encoded once;
 // another format, or another rendering of equal samples, is its own.
 func TestEncodedPromptShared(t *testing.T) {
-	var pc promptCache
-	pc.m = map[promptKey]*encodedPrompt{}
+	var pc Cache
+	pc.m = map[key]*Prompt{}
 	a := promptTone(16000, time.Second)
 	f := media.Format{Encoding: media.PCM16, SampleRate: 16000}
-	p1, _ := pc.get(a, f)
-	p2, _ := pc.get(a, f)
+	p1, _ := pc.Get(a, f)
+	p2, _ := pc.Get(a, f)
 	if p1 != p2 {
 		t.Fatal("the same rendering was encoded twice")
 	}
-	if p3, _ := pc.get(a, media.Format{Encoding: media.Mulaw, SampleRate: 8000}); p3 == p1 {
+	if p3, _ := pc.Get(a, media.Format{Encoding: media.Mulaw, SampleRate: 8000}); p3 == p1 {
 		t.Fatal("another format shared an encoding")
 	}
 	b := backend.Audio{Rate: a.Rate, Samples: append([]int16(nil), a.Samples...)}
-	if p4, _ := pc.get(b, f); p4 == p1 {
+	if p4, _ := pc.Get(b, f); p4 == p1 {
 		t.Fatal("another rendering shared an encoding")
 	}
 	if len(pc.order) != 3 || pc.bytes != 2*32000+8000 {
@@ -147,21 +147,21 @@ func BenchmarkPromptAudio(b *testing.B) {
 				}
 				n := f.SampleRate / 50
 				for i := 0; i < len(s); i += n {
-					sink += len(encodeFrame(nil, f.Encoding, s[i:min(i+n, len(s))]))
+					sink += len(EncodeFrame(nil, f.Encoding, s[i:min(i+n, len(s))]))
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*frames), "ns/frame")
 			_ = sink
 		})
 		b.Run(fmt.Sprintf("%s-%d/shared", f.Encoding, f.SampleRate), func(b *testing.B) {
-			var pc promptCache
-			pc.m = map[promptKey]*encodedPrompt{}
+			var pc Cache
+			pc.m = map[key]*Prompt{}
 			b.ReportAllocs()
 			var sink int
 			for b.Loop() {
-				p, _ := pc.get(a, f)
-				for i := range p.frames(1) {
-					_, us := p.at(i, 1)
+				p, _ := pc.Get(a, f)
+				for i := range p.Frames(1) {
+					_, us := p.At(i, 1)
 					sink += int(us)
 				}
 			}
@@ -174,19 +174,19 @@ func BenchmarkPromptAudio(b *testing.B) {
 // TestEncodedPromptDropsGone: the encoding of a rendering nothing holds any
 // more is dropped at the next insert.
 func TestEncodedPromptDropsGone(t *testing.T) {
-	var pc promptCache
-	pc.m = map[promptKey]*encodedPrompt{}
+	var pc Cache
+	pc.m = map[key]*Prompt{}
 	f := media.Format{Encoding: media.PCM16, SampleRate: 16000}
 	func() {
 		a := promptTone(16000, time.Second)
-		if _, err := pc.get(a, f); err != nil {
+		if _, err := pc.Get(a, f); err != nil {
 			t.Fatal(err)
 		}
 	}()
 	runtime.GC()
 	runtime.GC()
 	b := promptTone(16000, time.Second/2)
-	if _, err := pc.get(b, f); err != nil {
+	if _, err := pc.Get(b, f); err != nil {
 		t.Fatal(err)
 	}
 	if len(pc.order) != 1 || len(pc.m) != 1 || pc.bytes != 16000 {

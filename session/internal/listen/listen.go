@@ -1,4 +1,6 @@
-package session
+// Package listen turns a call's binary caller audio into utterances with a
+// voice activity detector (the engine's ears): it runs in the call's reader.
+package listen
 
 import (
 	"time"
@@ -16,11 +18,11 @@ const (
 	preRoll      = 300 * time.Millisecond // kept before speech starts
 )
 
-// listener turns a call's binary caller audio into speech turns with a
+// Listener turns a call's binary caller audio into speech turns with a
 // voice activity detector: speech that starts while a reply is being spoken
 // is a barge-in, and speech that ends becomes a turn for the recognition
 // stage, born when the caller stopped speaking. It runs in the call's reader.
-type listener struct {
+type Listener struct {
 	format media.Format
 	det    *vad.Detector
 	recent []int16 // the last preRoll of audio, a ring once full (remember)
@@ -30,7 +32,7 @@ type listener struct {
 	dec    []int16 // decode's, reused from frame to frame
 }
 
-func newListener(f media.Format) (*listener, error) {
+func New(f media.Format) (*Listener, error) {
 	if f.SampleRate == 0 {
 		f.SampleRate = 16000
 	}
@@ -38,12 +40,12 @@ func newListener(f media.Format) (*listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &listener{format: f, det: det}, nil
+	return &Listener{format: f, det: det}, nil
 }
 
 // decode decodes a frame into the listener's reused buffer: the samples
-// are valid until the next frame (feed copies what it keeps).
-func (l *listener) decode(b []byte) ([]int16, error) {
+// are valid until the next frame (Feed copies what it keeps).
+func (l *Listener) decode(b []byte) ([]int16, error) {
 	var err error
 	switch l.format.Encoding {
 	case media.Mulaw:
@@ -68,7 +70,7 @@ const maxKeptDecode = 2048
 // remember keeps s as the newest audio of the last preRoll: recent fills
 // up to preRoll, then is a ring whose oldest sample is at rpos, so that a
 // frame costs a copy of itself, not a shift of the whole window.
-func (l *listener) remember(s []int16) {
+func (l *Listener) remember(s []int16) {
 	n := l.samples(preRoll)
 	if len(l.recent) > n { // (the format changed)
 		l.recent, l.rpos = l.recent[:0], 0
@@ -92,7 +94,7 @@ func (l *listener) remember(s []int16) {
 }
 
 // last appends the newest k samples remembered to dst, oldest first.
-func (l *listener) last(dst []int16, k int) []int16 {
+func (l *Listener) last(dst []int16, k int) []int16 {
 	a, b := l.recent[l.rpos:], l.recent[:l.rpos] // oldest to newest: a, then b
 	k = min(k, len(a)+len(b))
 	skip := len(a) + len(b) - k
@@ -103,13 +105,13 @@ func (l *listener) last(dst []int16, k int) []int16 {
 	return append(dst, b...)
 }
 
-func (l *listener) samples(d time.Duration) int {
+func (l *Listener) samples(d time.Duration) int {
 	return int(int64(l.format.SampleRate) * int64(d) / int64(time.Second))
 }
 
-// feed consumes caller audio. start reports speech beginning; utterances
+// Feed consumes caller audio. start reports speech beginning; utterances
 // are the speech turns that ended, each with how long ago it ended.
-func (l *listener) feed(b []byte) (start bool, utterances []backend.Audio, ago []time.Duration, err error) {
+func (l *Listener) Feed(b []byte) (start bool, utterances []backend.Audio, ago []time.Duration, err error) {
 	s, err := l.decode(b)
 	if err != nil {
 		return false, nil, nil, err

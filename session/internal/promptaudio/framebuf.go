@@ -1,4 +1,4 @@
-package session
+package promptaudio
 
 import "sync"
 
@@ -19,9 +19,9 @@ var (
 	frameBufs12K = sync.Pool{New: func() any { return new([12288]byte) }}
 )
 
-// frameBuf returns an empty buffer with room for n bytes, and whether it
+// FrameBuf returns an empty buffer with room for n bytes, and whether it
 // is pooled (n over 12 KiB is not).
-func frameBuf(n int) ([]byte, bool) {
+func FrameBuf(n int) ([]byte, bool) {
 	switch {
 	case n <= 512:
 		return frameBufs512.Get().(*[512]byte)[:0], true
@@ -39,9 +39,9 @@ func frameBuf(n int) ([]byte, bool) {
 	return make([]byte, 0, n), false
 }
 
-// putFrameBuf gives back a buffer frameBuf returned; one that was
+// PutFrameBuf gives back a buffer frameBuf returned; one that was
 // reallocated since (another capacity) is left to the collector.
-func putFrameBuf(b []byte) {
+func PutFrameBuf(b []byte) {
 	switch cap(b) {
 	case 512:
 		frameBufs512.Put((*[512]byte)(b[:512]))

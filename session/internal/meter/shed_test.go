@@ -1,4 +1,4 @@
-package session
+package meter
 
 import (
 	"testing"
@@ -25,9 +25,9 @@ func TestShedMeter(t *testing.T) {
 		{"a quiet second forgets", 2, []time.Time{ms(0), ms(1), ms(2), ms(2500)}, []bool{false, false, true, false}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := shedMeter{rate: tc.rate}
+			m := Shed{Rate: tc.rate}
 			for i, at := range tc.at {
-				if got := m.refused(at); got != tc.shed[i] {
+				if got := m.Refused(at); got != tc.shed[i] {
 					t.Fatalf("refusal %d at %v: shed %v, want %v", i, at.Sub(t0), got, tc.shed[i])
 				}
 			}

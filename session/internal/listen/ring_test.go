@@ -1,4 +1,4 @@
-package session
+package listen
 
 import (
 	"slices"
@@ -11,7 +11,7 @@ import (
 // replaces (the last preRoll of everything fed, shifted per frame): after
 // each frame of any size, the newest k samples are the same, for every k.
 func TestListenerRing(t *testing.T) {
-	l := &listener{format: media.Format{SampleRate: 8000}}
+	l := &Listener{format: media.Format{SampleRate: 8000}}
 	n := l.samples(preRoll)
 	var all []int16
 	next := int16(0)

@@ -1,4 +1,6 @@
-package session
+// Package pace is the engine's shared pacer of prompt audio: parked call
+// writers under one timer on the engine's clock, resumed by a few workers.
+package pace
 
 import (
 	"container/heap"
@@ -15,10 +17,10 @@ import (
 // a writer goroutine per call waiting on a timer of its own for each 20 ms
 // frame, every prompt frame costs a timer and a goroutine wake, and the
 // two cores go to the refused while the admitted wait for CPU. So prompt
-// audio is paced by one engine-wide sharedPacer instead:
+// audio is paced by one engine-wide Pacer instead:
 //
 //   - A call's writer that reaches a prompt frame not yet due does not
-//     wait: it parks (outbound.park), leaving the frame held in its
+//     wait: it parks (session's outbound.park), leaving the frame held in its
 //     writerState, and its goroutine ends. The writer still counts as
 //     running (outbound.writing, outbound.writers): no other writer starts
 //     for the call, so the single-writer promise holds, and the held frame
@@ -43,18 +45,18 @@ import (
 // timer is armed a period ahead while writers wait in the run queue)
 // starts others in its place, up to max free workers, so that a stalled
 // caller delays the others by at most a period or two; the stalled write
-// itself ends within twice OutboundLimits.Timeout (stallWatch). Workers
+// itself ends within twice session.OutboundLimits.Timeout (stallWatch). Workers
 // end as soon as the run queue is empty, and the timer is armed only
 // while a writer is parked or queued: an engine that speaks no prompt
 // holds no goroutine and no timer for it.
-type sharedPacer struct {
+type Pacer struct {
 	clock  clock.Clock
 	period time.Duration // how often a stagnant run queue is looked at
 	max    int           // workers started while the run queue moves
 
 	mu      sync.Mutex
 	parked  parkHeap
-	runq    []*outbound
+	runq    []Writer
 	workers []*paceWorker // running
 	timer   clock.Timer   // armed for timerAt; nil: none
 	timerAt time.Time
@@ -64,8 +66,20 @@ type sharedPacer struct {
 	ticks atomic.Int64 // timer callbacks run
 }
 
-func newSharedPacer(clock clock.Clock, period time.Duration) *sharedPacer {
-	return &sharedPacer{clock: clock, period: period, max: max(runtime.GOMAXPROCS(0), 2)}
+// Writer is a call's writer as the pacer sees it (session's outbound
+// queue): parked with an epoch, resumed on a worker.
+type Writer interface {
+	// Unpark reports whether the writer is still parked as epoch, and
+	// if so takes it out of its park: the pacer then resumes it.
+	Unpark(epoch uint64) bool
+	// Resume runs the writer again, on the calling worker.
+	Resume()
+}
+
+// New returns a pacer on clock that looks at a stagnant run queue every
+// period (a frame's duration).
+func New(clock clock.Clock, period time.Duration) *Pacer {
+	return &Pacer{clock: clock, period: period, max: max(runtime.GOMAXPROCS(0), 2)}
 }
 
 // paceWorker is one running worker: since is when it took the writer
@@ -77,7 +91,7 @@ type paceWorker struct{ since atomic.Int64 }
 // be resumed at at.
 type parkEntry struct {
 	at    time.Time
-	o     *outbound
+	o     Writer
 	epoch uint64
 }
 
@@ -95,16 +109,16 @@ func (h *parkHeap) Pop() any {
 	return e
 }
 
-// park schedules o's writer, parked as epoch, to resume at at.
-func (p *sharedPacer) park(o *outbound, epoch uint64, at time.Time) {
+// Park schedules o, parked as epoch, to resume at at.
+func (p *Pacer) Park(o Writer, epoch uint64, at time.Time) {
 	p.mu.Lock()
 	heap.Push(&p.parked, parkEntry{at: at, o: o, epoch: epoch})
 	p.armLocked(at)
 	p.mu.Unlock()
 }
 
-// run resumes o's writer now (it was unparked by a kick).
-func (p *sharedPacer) run(o *outbound) {
+// Run resumes o now (it was unparked by a kick).
+func (p *Pacer) Run(o Writer) {
 	p.mu.Lock()
 	p.runq = append(p.runq, o)
 	start := p.startLocked(p.clock.Now())
@@ -116,11 +130,11 @@ func (p *sharedPacer) run(o *outbound) {
 // one grain share a tick, so that calls that began their prompts at
 // different moments do not each cost a tick per frame. A frame leaves at
 // most a grain after its due time, well inside the pacing lead
-// (Config.PaceLead) the caller has buffered.
+// (session.Config.PaceLead) the caller has buffered.
 const pacerGrain = 5 * time.Millisecond
 
 // armLocked makes sure the timer fires by at, rounded up to pacerGrain.
-func (p *sharedPacer) armLocked(at time.Time) {
+func (p *Pacer) armLocked(at time.Time) {
 	if r := at.UnixNano() % int64(pacerGrain); r != 0 {
 		at = at.Add(pacerGrain - time.Duration(r))
 	}
@@ -160,7 +174,7 @@ func (passedTimer) Stop() bool { return false }
 
 // tick moves the writers now due to the run queue and starts workers for
 // them; it runs on the clock's timer goroutine and never writes itself.
-func (p *sharedPacer) tick(gen uint64) {
+func (p *Pacer) tick(gen uint64) {
 	p.ticks.Add(1)
 	now := p.clock.Now()
 	var due []parkEntry
@@ -173,9 +187,9 @@ func (p *sharedPacer) tick(gen uint64) {
 	}
 	p.mu.Unlock()
 
-	var ready []*outbound
+	var ready []Writer
 	for _, e := range due {
-		if e.o.unpark(e.epoch) {
+		if e.o.Unpark(e.epoch) {
 			ready = append(ready, e.o)
 		}
 	}
@@ -194,7 +208,7 @@ func (p *sharedPacer) tick(gen uint64) {
 
 // startLocked starts workers for the run queue: up to p.max of them not
 // held by a stalled write (on one writer since a period before now).
-func (p *sharedPacer) startLocked(now time.Time) func() {
+func (p *Pacer) startLocked(now time.Time) func() {
 	free := len(p.workers)
 	for _, w := range p.workers {
 		if t := w.since.Load(); t != 0 && now.UnixNano()-t >= int64(p.period) {
@@ -224,7 +238,7 @@ func (p *sharedPacer) startLocked(now time.Time) func() {
 }
 
 // work resumes writers from the run queue until it is empty.
-func (p *sharedPacer) work(w *paceWorker) {
+func (p *Pacer) work(w *paceWorker) {
 	for {
 		p.mu.Lock()
 		if len(p.runq) == 0 {
@@ -239,14 +253,26 @@ func (p *sharedPacer) work(w *paceWorker) {
 		p.runq = p.runq[1:]
 		p.mu.Unlock()
 		w.since.Store(p.clock.Now().UnixNano())
-		o.resume()
+		o.Resume()
 		w.since.Store(0)
 	}
 }
 
-// pending reports the writers parked (live or not) and queued to run, for
+// SetMaxWorkers sets the workers started while the run queue moves (tests:
+// one worker, to show a stalled write does not hold the others).
+func (p *Pacer) SetMaxWorkers(n int) {
+	p.mu.Lock()
+	p.max = n
+	p.mu.Unlock()
+}
+
+// Extra reports the workers started beyond the maximum, beside workers
+// held by stalled writes (tests).
+func (p *Pacer) Extra() int64 { return p.extra.Load() }
+
+// Pending reports the writers parked (live or not) and queued to run, for
 // tests.
-func (p *sharedPacer) pending() (parked, queued, workers int) {
+func (p *Pacer) Pending() (parked, queued, workers int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.parked), len(p.runq), len(p.workers)
