@@ -3,7 +3,7 @@
 // prompts that tell the caller only what the system knows.
 //
 // Each fallback is a bounded stage of its own, guarded by a
-// stages.Controller with its own slots, queue and maximum age, so that a
+// stages.ClaimGate with its own slots, queue and maximum age, so that a
 // flood of refused callers cannot move the overload into an unlimited
 // callback list or agent queue. A full fallback is the disposition
 // Overloaded, never a silent drop, and its refusals are counted in the

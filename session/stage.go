@@ -90,7 +90,7 @@ func (s *stage) release(ctx context.Context, id string) (stages.Disposition, err
 }
 
 // releaseFailed returns id's lease after its backend failed: the ledger
-// counts it failed, not completed (stages.Controller.ReleaseFailed).
+// counts it failed, not completed (stages.Gate.ReleaseFailed).
 func (s *stage) releaseFailed(ctx context.Context, id string) (stages.Disposition, error) {
 	ctx, cancel := s.cleanupCtx(ctx)
 	defer cancel()

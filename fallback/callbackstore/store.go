@@ -30,7 +30,7 @@ func (s Status) Live() bool { return s == StatusPending || s == StatusClaimed }
 type Callback struct {
 	// Ref is the callback's reference, which the caller is told and an
 	// operator quotes: "ticket" on the wire and in the store, for the
-	// clients that read it, but no admission ticket (stages.Ticket).
+	// clients that read it, but no admission ticket (stages.Pending).
 	Ref      string    `json:"ticket"`
 	Call     string    `json:"call"`
 	Turn     string    `json:"turn"`
