@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os/exec"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -79,10 +77,7 @@ func TestFleetHandoffAgentReplicaKilled(t *testing.T) {
 		goleak.VerifyNone(t)
 	})
 	srv := redistest.Start(t)
-	bin := filepath.Join(t.TempDir(), "frontdoor")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildOnce(t)
 	const ttl = 2 * time.Second
 	args := []string{"-store", srv.URL(0), "-store-lease-ttl", ttl.String(), "-store-timeout", "500ms", "-drain-timeout", "1s",
 		"-model-slots", "1", "-model-queue", "1", "-synth", "stub", "-recognize", "stub", "-stub-model-delay", "1h", "-pace=false"}

@@ -27,7 +27,7 @@ func TestFleetPausedReplicaEndsItsCalls(t *testing.T) {
 		goleak.VerifyNone(t)
 	})
 	srv := redistest.Start(t)
-	bin := buildFrontdoor(t)
+	bin := buildOnce(t)
 	const ttl = 2 * time.Second
 	args := []string{"-store", srv.URL(0), "-store-lease-ttl", ttl.String(), "-store-timeout", "500ms", "-drain-timeout", "1s",
 		"-session-slots", "2", "-session-queue", "4", "-session-max-wait", "30s",

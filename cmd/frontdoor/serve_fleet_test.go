@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -173,10 +172,7 @@ func TestFleetOfThreeReplicas(t *testing.T) {
 	})
 	start := time.Now()
 	srv := redistest.Start(t)
-	bin := filepath.Join(t.TempDir(), "frontdoor")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildOnce(t)
 	sessionLim := stages.Limits{Slots: 4, Waiting: 4, MaxAge: 5 * time.Second}
 	modelLim := stages.Limits{Slots: 2, Waiting: 8, MaxAge: 5 * time.Second}
 	args := []string{"-store", srv.URL(0), "-store-lease-ttl", "1s", "-store-timeout", "300ms", "-drain-timeout", "1s",
@@ -364,10 +360,7 @@ func TestFleetKilledReplicaLeases(t *testing.T) {
 	})
 	start := time.Now()
 	srv := redistest.Start(t)
-	bin := filepath.Join(t.TempDir(), "frontdoor")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildOnce(t)
 	const ttl = 2 * time.Second
 	modelLim := stages.Limits{Slots: 2, Waiting: 2, MaxAge: 20 * time.Second}
 	args := []string{"-store", srv.URL(0), "-store-lease-ttl", ttl.String(), "-store-timeout", "500ms", "-drain-timeout", "1s",
