@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"go.uber.org/goleak"
 
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/stages"
@@ -165,11 +164,7 @@ func (c *fleetCall) turn(id string) (string, error) {
 // itself); with Redis stopped, new callers hear the truthful closed prompt
 // and every /readyz is 503; with Redis back, calls are admitted again.
 func TestFleetOfThreeReplicas(t *testing.T) {
-	// Registered first, so it runs after every replica's cleanup.
-	t.Cleanup(func() {
-		http.DefaultClient.CloseIdleConnections()
-		goleak.VerifyNone(t)
-	})
+	t.Parallel()
 	start := time.Now()
 	srv := redistest.Start(t)
 	bin := buildOnce(t)
@@ -354,10 +349,7 @@ func (c *fleetCall) modelAdmitted() (string, error) {
 // in the queue meanwhile (capacity reduced, not over-admitted) — and then
 // the survivor admits it.
 func TestFleetKilledReplicaLeases(t *testing.T) {
-	t.Cleanup(func() {
-		http.DefaultClient.CloseIdleConnections()
-		goleak.VerifyNone(t)
-	})
+	t.Parallel()
 	start := time.Now()
 	srv := redistest.Start(t)
 	bin := buildOnce(t)

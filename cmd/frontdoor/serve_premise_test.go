@@ -77,6 +77,7 @@ func queuedExpiry(ctx context.Context, t testing.TB, addr string) time.Duration 
 // 4 s late before control messages had a lane of their own): after it, no
 // frame of the queued prompt, whose audio_end says it was cut.
 func TestQueuedExpiryNotHeldBehindPrompt(t *testing.T) {
+	t.Parallel()
 	r := startReplica(t, buildOnce(t), premiseFlags...)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

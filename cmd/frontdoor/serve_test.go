@@ -15,14 +15,13 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"go.uber.org/goleak"
 )
 
 // TestServeBinary starts the real binary as a new user would (flags, env
 // and config file), holds a call, then sends SIGTERM: the server drains,
 // refuses the next caller as closed, and exits 0 when the call ends.
 func TestServeBinary(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	t.Parallel()
 	dir := t.TempDir()
 	bin := buildOnce(t)
 	cfg := filepath.Join(dir, "frontdoor.conf")

@@ -167,6 +167,7 @@ func closedAfter(ctx context.Context, t *testing.T, g *twiliotest.Gateway, prefi
 // presses 1, and a callback to its number is durably booked (it is in the
 // store) before it hears that its callback is booked; then 1013.
 func TestTwilioKeypadCallback(t *testing.T) {
+	t.Parallel()
 	k := newKeypad(t, keypadOptions{window: 10 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -210,6 +211,7 @@ func (refusingStore) Accept(context.Context, fallback.Callback) (fallback.Callba
 // the store fails) establishes nothing, and the caller hears the matching
 // prompt, never that a callback is booked or a person is sought; then 1013.
 func TestTwilioKeypadNotEstablished(t *testing.T) {
+	t.Parallel()
 	t.Run("list full", func(t *testing.T) {
 		k := newKeypad(t, keypadOptions{window: 10 * time.Second, config: func(c *fallback.Config) { c.CallbackQueue = 1 }})
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -343,6 +345,7 @@ func (a *agentConn) until(ctx context.Context, ok func(agentMsg) bool) agentMsg 
 // call, and the stream ends with 1013 as a native refused caller's does
 // (the gateway goes on to the TwiML after <Connect>).
 func TestTwilioKeypadHandoff(t *testing.T) {
+	t.Parallel()
 	k := newKeypad(t, keypadOptions{window: 10 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -377,6 +380,7 @@ func TestTwilioKeypadHandoff(t *testing.T) {
 // bounded: once the offer window ends, the caller hears that the search
 // stopped, the handoff is withdrawn, and the stream ends with 1013.
 func TestTwilioKeypadHandoffNoAgent(t *testing.T) {
+	t.Parallel()
 	k := newKeypad(t, keypadOptions{window: 3 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -440,6 +444,7 @@ func TestTwilioKeypadNoKey(t *testing.T) {
 // is said and the call closes after the prompt without waiting for the
 // offer window.
 func TestTwilioKeypadNoNumber(t *testing.T) {
+	t.Parallel()
 	t.Run("handoff left", func(t *testing.T) {
 		k := newKeypad(t, keypadOptions{window: 20 * time.Second})
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
