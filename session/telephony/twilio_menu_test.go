@@ -51,7 +51,7 @@ func newKeypad(t *testing.T, o keypadOptions) *keypad {
 		c.Session = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 200 * time.Millisecond}
 	})
 	holder := k.Admitted()
-	t.Cleanup(func() { holder.Send(map[string]any{"type": "hangup"}) })
+	t.Cleanup(holder.HangUp)
 	return k
 }
 
