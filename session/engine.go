@@ -154,7 +154,7 @@ type Engine struct {
 	byName    map[string]int // calls by transportName; a name stays at 0 once seen (its gauge)
 	callsWG   sync.WaitGroup
 	draining  atomic.Bool
-	inTransit atomic.Int64 // turns past model admission not yet offered to synthesis
+	inTransit transit // turns past model admission not yet offered to synthesis
 	// firstSentence estimates the model's time to a reply's first
 	// sentence, which bounds the model stage's useful wait.
 	firstSentence firstSentence
@@ -461,33 +461,65 @@ func (s *Engine) Drain(ctx context.Context) error {
 	}
 	done := make(chan struct{})
 	go func() { s.callsWG.Wait(); close(done) }()
-	tick := stages.NewTicker(s.cfg.Clock, 10*time.Millisecond)
-	defer tick.Stop()
-	synthOpen := true
-	for {
-		if synthOpen {
-			if s.inTransit.Load() == 0 {
-				s.synth.draining.Store(true)
-				synthOpen = false
-			}
-		}
+	// The synthesis stage closes when the last turn in transit hands off
+	// (s.inTransit signals each time the count reaches zero) or when the
+	// calls are gone, whichever comes first.
+	zero := s.inTransit.zero()
+	for s.inTransit.n.Load() != 0 {
 		select {
+		case <-zero:
 		case <-done:
 			s.synth.draining.Store(true)
 			return nil
-		case <-tick.C:
-			continue
 		case <-ctx.Done():
+			s.synth.draining.Store(true)
+			s.stopAll()
+			return ErrDrainTimeout
 		}
-		break
 	}
 	s.synth.draining.Store(true)
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	}
+	s.stopAll()
+	return ErrDrainTimeout
+}
+
+// stopAll tells every call in progress to end (1001).
+func (s *Engine) stopAll() {
 	s.mu.Lock()
 	for c := range s.calls {
 		c.stop(errGoingAway)
 	}
 	s.mu.Unlock()
-	return ErrDrainTimeout
+}
+
+// transit counts the turns past model admission not yet offered to
+// synthesis; a drain waits on it to reach zero instead of polling it.
+type transit struct {
+	n  atomic.Int64
+	mu sync.Mutex
+	ch chan struct{} // signalled (never closed) each time n reaches zero
+}
+
+func (t *transit) Add(delta int64) {
+	if t.n.Add(delta) == 0 {
+		select {
+		case t.zero() <- struct{}{}:
+		default: // a signal is pending already
+		}
+	}
+}
+
+func (t *transit) zero() chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ch == nil {
+		t.ch = make(chan struct{}, 1)
+	}
+	return t.ch
 }
 
 // Close refuses new calls, ends the ones in progress (1001), waits for them,
