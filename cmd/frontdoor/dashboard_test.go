@@ -96,6 +96,7 @@ func scrapedSeries(t *testing.T, url string) map[string]map[string]map[string]bo
 // backend stops late (overdue, quarantined, lifted), a backend failure and
 // a hangup.
 func TestGrafanaDashboard(t *testing.T) {
+	t.Parallel()
 	panels := dashboardExprs(t, "../../docs/grafana-dashboard.json")
 	if len(panels) < 10 {
 		t.Fatalf("%d panels", len(panels))

@@ -1,19 +1,30 @@
 package main
 
 import (
+	"flag"
+	"net/http"
 	"os"
+	"strconv"
 	"testing"
 
 	"github.com/frontdoorhq/frontdoor/stages"
 	"go.uber.org/goleak"
 )
 
+// TestMain runs up to four tests at once unless -parallel says otherwise:
+// the tests that call t.Parallel mostly wait (on the binary's processes,
+// Redis TTLs, SIP and media timeouts), so more of them than the two cores
+// overlap their waits. goleak checks the whole package at the end, as a
+// per-test check cannot tell a parallel test's goroutines from another's.
 func TestMain(m *testing.M) {
+	flag.Parse()
+	parallelAtLeast(4)
 	rc := m.Run()
 	if secBinary.dir != "" {
 		_ = os.RemoveAll(secBinary.dir)
 	}
 	if rc == 0 {
+		http.DefaultClient.CloseIdleConnections()
 		if err := goleak.Find(); err != nil {
 			println("goleak:", err.Error())
 			rc = 1
@@ -24,3 +35,12 @@ func TestMain(m *testing.M) {
 
 // productPolicy is the zero stages.Policy: frontdoor, not a baseline.
 var productPolicy stages.Policy
+
+// parallelAtLeast sets -test.parallel to n unless the command line set it.
+func parallelAtLeast(n int) {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		_ = flag.Set("test.parallel", strconv.Itoa(n))
+	}
+}

@@ -200,6 +200,7 @@ func dialPlivo(ctx context.Context, t *testing.T, p *proc) *jsonPhone {
 // The run includes answers to an offer said out loud (a phone caller's and
 // a native caller's), which used to be logged word for word.
 func TestCallerContentStaysPrivate(t *testing.T) {
+	t.Parallel()
 	ai := fakeOpenAI(t)
 	rcv := newOTLPReceiver()
 	defer rcv.srv.Close()

@@ -72,6 +72,7 @@ func mintToken(t *testing.T, env []string, tenant string) string {
 // (429 over it); a replayed, forged or missing token is refused 403; the
 // Twilio signature is checked over the URL with its token.
 func TestSecurityCallTokens(t *testing.T) {
+	t.Parallel()
 	jwtSecret := strings.Repeat("jwt-secret-", 4)
 	env := []string{"FD_JWT=" + jwtSecret, "FD_CALL_SECRET=" + strings.Repeat("call-secret-", 4)}
 	const authToken = "twilio-auth-token-for-tests-0002"
@@ -190,6 +191,7 @@ func TestSecurityCallTokens(t *testing.T) {
 // that closes it; -allow-open-gateways starts it with a warning, and so do
 // the routes' credentials.
 func TestSecurityOpenGateways(t *testing.T) {
+	t.Parallel()
 	env := []string{"FD_JWT=" + strings.Repeat("jwt-secret-", 4), "FD_GW=" + strings.Repeat("gw-", 8), "FD_CALL_SECRET=" + strings.Repeat("call-secret-", 4)}
 	jwtArgs := []string{"-auth", "jwt", "-jwt-secret-env", "FD_JWT", "-call-token-secret-env", "FD_CALL_SECRET"}
 	for _, tc := range []struct {

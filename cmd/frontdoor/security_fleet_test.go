@@ -17,6 +17,7 @@ import (
 // wherever it runs; and a call token admitted by one replica is refused
 // call_token_replayed by the other.
 func TestSecurityFleetTenantCaps(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	env := []string{"FD_CALL_SECRET=" + strings.Repeat("call-secret-", 4)}
 	args := []string{"-store", rs.URL(0), "-store-lease-ttl", "1s", "-store-timeout", "300ms",

@@ -22,6 +22,7 @@ func TestHeartbeatDefaultBound(t *testing.T) {
 // session lease freed, on /v1/session and on /v1/twilio; a client that
 // reads stays. Short -ws-ping-* values stand for the defaults.
 func TestSecurityDeadPeers(t *testing.T) {
+	t.Parallel()
 	p := startServe(t, nil, "-ws-ping-interval", "200ms", "-ws-ping-timeout", "300ms")
 	base := "http://" + p.addr
 	leased := func() float64 { return num(stagesView(t, base, "")["session"], "leased") }

@@ -17,7 +17,9 @@ import (
 	"github.com/coder/websocket"
 )
 
-// secBinary builds frontdoor once for the security suite.
+// secBinary is the package's one build of frontdoor: every test that runs
+// the binary (the security suite, serve, the fleet) shares it, as a link
+// of the whole server takes seconds, and tens of them on a loaded machine.
 var secBinary struct {
 	once sync.Once
 	path string
@@ -25,7 +27,7 @@ var secBinary struct {
 	dir  string
 }
 
-func buildOnce(t *testing.T) string {
+func buildOnce(t testing.TB) string {
 	t.Helper()
 	secBinary.once.Do(func() {
 		secBinary.dir, secBinary.err = os.MkdirTemp("", "frontdoor-sec-")

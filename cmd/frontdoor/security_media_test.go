@@ -18,6 +18,7 @@ import (
 // configured, refuses an upgrade without a valid X-Twilio-Signature (403)
 // and accepts Twilio's own.
 func TestSecurityMediaEndpoints(t *testing.T) {
+	t.Parallel()
 	const twilioToken = "twilio-auth-token-for-tests-0001"
 	public := "wss://frontdoor.example/v1/twilio"
 	p := startServe(t, nil, "-auth", "apikey", "-auth-keys", keysFile(t), "-allow-open-gateways",
@@ -61,6 +62,7 @@ func TestSecurityMediaEndpoints(t *testing.T) {
 // too_large and the call goes on; faster than -audio-max-rate it is
 // answered audio_rate and closed 1008, on /v1/session and on Twilio media.
 func TestSecurityAudioLimits(t *testing.T) {
+	t.Parallel()
 	p := startServe(t, nil, "-audio-max-frame", "1000", "-audio-max-rate", "4000", "-audio-window", "1s")
 	c, _, err := dial(t, p.ws("/v1/session"), nil)
 	if err != nil {
@@ -119,6 +121,7 @@ func TestSecurityAudioLimits(t *testing.T) {
 // turn is refused closed with a prompt; when the late cleanup is confirmed
 // the stage reopens.
 func TestSecurityQuarantine(t *testing.T) {
+	t.Parallel()
 	p := startServe(t, nil, "-quarantine-after", "1", "-cleanup-timeout", "200ms",
 		"-stub-model-delay", "1h", "-stub-cleanup-delay", "2s")
 	c, _, err := dial(t, p.ws("/v1/session"), nil)

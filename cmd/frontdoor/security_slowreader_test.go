@@ -37,6 +37,7 @@ func metric(t *testing.T, base, sample string) float64 {
 // typed (cancelled or failed) and its synthesis lease is back, paced or
 // not; a reading caller is answered after.
 func TestSecuritySlowReadersFreeSynthesis(t *testing.T) {
+	t.Parallel()
 	for _, pace := range []string{"false", "true"} {
 		t.Run("pace="+pace, func(t *testing.T) {
 			p := startServe(t, nil, "-synth-slots", "2", "-stub-frame-count", "20000", "-stub-tokens", "50", "-pace="+pace)

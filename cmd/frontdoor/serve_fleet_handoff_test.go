@@ -3,15 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"net/http"
-	"os/exec"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
-	"go.uber.org/goleak"
 
 	"github.com/frontdoorhq/frontdoor/stages/redisstage/redistest"
 )
@@ -74,15 +70,9 @@ func (a *agentWS) until(t *testing.T, what string, ok func(agentEvent) bool) age
 // another agent claims and completes it, and the caller on A hears who
 // took the call.
 func TestFleetHandoffAgentReplicaKilled(t *testing.T) {
-	t.Cleanup(func() {
-		http.DefaultClient.CloseIdleConnections()
-		goleak.VerifyNone(t)
-	})
+	t.Parallel()
 	srv := redistest.Start(t)
-	bin := filepath.Join(t.TempDir(), "frontdoor")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildOnce(t)
 	const ttl = 2 * time.Second
 	args := []string{"-store", srv.URL(0), "-store-lease-ttl", ttl.String(), "-store-timeout", "500ms", "-drain-timeout", "1s",
 		"-model-slots", "1", "-model-queue", "1", "-synth", "stub", "-recognize", "stub", "-stub-model-delay", "1h", "-pace=false"}

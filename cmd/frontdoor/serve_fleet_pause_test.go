@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"net/http"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
-	"go.uber.org/goleak"
 
 	"github.com/frontdoorhq/frontdoor/stages/redisstage/redistest"
 )
@@ -22,12 +20,9 @@ import (
 // calls hear the failed prompt and are closed with 1013: the fleet's live
 // calls exceed the slots for less than one renewal interval (TTL/3).
 func TestFleetPausedReplicaEndsItsCalls(t *testing.T) {
-	t.Cleanup(func() {
-		http.DefaultClient.CloseIdleConnections()
-		goleak.VerifyNone(t)
-	})
+	t.Parallel()
 	srv := redistest.Start(t)
-	bin := buildFrontdoor(t)
+	bin := buildOnce(t)
 	const ttl = 2 * time.Second
 	args := []string{"-store", srv.URL(0), "-store-lease-ttl", ttl.String(), "-store-timeout", "500ms", "-drain-timeout", "1s",
 		"-session-slots", "2", "-session-queue", "4", "-session-max-wait", "30s",

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,7 +17,6 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"go.uber.org/goleak"
 
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/stages"
@@ -166,17 +164,10 @@ func (c *fleetCall) turn(id string) (string, error) {
 // itself); with Redis stopped, new callers hear the truthful closed prompt
 // and every /readyz is 503; with Redis back, calls are admitted again.
 func TestFleetOfThreeReplicas(t *testing.T) {
-	// Registered first, so it runs after every replica's cleanup.
-	t.Cleanup(func() {
-		http.DefaultClient.CloseIdleConnections()
-		goleak.VerifyNone(t)
-	})
+	t.Parallel()
 	start := time.Now()
 	srv := redistest.Start(t)
-	bin := filepath.Join(t.TempDir(), "frontdoor")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildOnce(t)
 	sessionLim := stages.Limits{Slots: 4, Waiting: 4, MaxAge: 5 * time.Second}
 	modelLim := stages.Limits{Slots: 2, Waiting: 8, MaxAge: 5 * time.Second}
 	args := []string{"-store", srv.URL(0), "-store-lease-ttl", "1s", "-store-timeout", "300ms", "-drain-timeout", "1s",
@@ -358,16 +349,10 @@ func (c *fleetCall) modelAdmitted() (string, error) {
 // in the queue meanwhile (capacity reduced, not over-admitted) — and then
 // the survivor admits it.
 func TestFleetKilledReplicaLeases(t *testing.T) {
-	t.Cleanup(func() {
-		http.DefaultClient.CloseIdleConnections()
-		goleak.VerifyNone(t)
-	})
+	t.Parallel()
 	start := time.Now()
 	srv := redistest.Start(t)
-	bin := filepath.Join(t.TempDir(), "frontdoor")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildOnce(t)
 	const ttl = 2 * time.Second
 	modelLim := stages.Limits{Slots: 2, Waiting: 2, MaxAge: 20 * time.Second}
 	args := []string{"-store", srv.URL(0), "-store-lease-ttl", ttl.String(), "-store-timeout", "500ms", "-drain-timeout", "1s",

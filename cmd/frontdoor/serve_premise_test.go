@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -16,15 +14,6 @@ import (
 // prompt of 5 s (the stub synthesizer renders every prompt as 250 frames).
 var premiseFlags = []string{"-session-slots", "1", "-session-queue", "1", "-session-max-wait", "1s",
 	"-synth", "stub", "-stub-frame-count", "250", "-stub-frame-delay", "0"}
-
-func buildFrontdoor(t testing.TB) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "frontdoor")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // queuedExpiry dials a caller that is queued behind the held line and
 // reads until its wait expires. It returns how long after its deadline
@@ -88,7 +77,8 @@ func queuedExpiry(ctx context.Context, t testing.TB, addr string) time.Duration 
 // 4 s late before control messages had a lane of their own): after it, no
 // frame of the queued prompt, whose audio_end says it was cut.
 func TestQueuedExpiryNotHeldBehindPrompt(t *testing.T) {
-	r := startReplica(t, buildFrontdoor(t), premiseFlags...)
+	t.Parallel()
+	r := startReplica(t, buildOnce(t), premiseFlags...)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	holder, _ := dialCall(ctx, t, r)
@@ -112,7 +102,7 @@ func TestQueuedExpiryNotHeldBehindPrompt(t *testing.T) {
 //
 //	go test -run '^$' -bench QueuedExpiryLateness -benchtime 100x ./cmd/frontdoor
 func BenchmarkQueuedExpiryLateness(b *testing.B) {
-	r := startReplica(b, buildFrontdoor(b), premiseFlags...)
+	r := startReplica(b, buildOnce(b), premiseFlags...)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	holder, _ := dialCall(ctx, b, r)

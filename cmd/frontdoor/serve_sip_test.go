@@ -216,6 +216,7 @@ func stageLeased(t *testing.T, p *proc, name string) int {
 // server hangs up on it. The first caller's hang-up frees its session
 // lease.
 func TestServeSIPBaresip(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	p := startServe(t, nil, "-data-dir", data, "-sip-listen", "127.0.0.1:0", "-synth", "espeak", "-pace=true",
 		"-session-slots", "1", "-session-queue", "1", "-session-max-wait", "300ms", "-stub-frame-count", "50")
@@ -293,6 +294,7 @@ func TestServeSIPBaresip(t *testing.T) {
 // serve drains (SIGTERM, with a call still in progress) SIPp's INVITEs
 // are answered 503 with a Retry-After, so that a trunk fails over.
 func TestServeSIPp(t *testing.T) {
+	t.Parallel()
 	p := startServe(t, nil, "-sip-listen", "127.0.0.1:0", "-drain-timeout", "60s")
 	logs := &sipLogs{p: p}
 	addr := logs.wait(t, 10*time.Second, "sip listening", nil)["addr"].(string)
@@ -357,6 +359,7 @@ func sippDrain(ctx context.Context, t *testing.T, p *proc, logs *sipLogs, addr s
 // with Retry-After (a trunk fails over) instead of being answered with
 // the refusal prompt; once the slot is free, a call is answered again.
 func TestServeSIPOverload503(t *testing.T) {
+	t.Parallel()
 	p := startServe(t, nil, "-sip-listen", "127.0.0.1:0", "-sip-overload-503", "-sip-retry-after", "3s",
 		"-session-slots", "1", "-session-queue", "1", "-session-max-wait", "10s")
 	logs := &sipLogs{p: p}

@@ -25,7 +25,12 @@ func TestServeSpokenDefaults(t *testing.T) {
 	if !espeak.Available() || !pocketsphinx.Available() {
 		t.Fatal("apt-get install espeak-ng pocketsphinx pocketsphinx-en-us (bash .ci/test does)")
 	}
-	p := startServe(t, nil, "-model", "demo", "-synth", "auto", "-recognize", "auto")
+	// The stages' deadlines are long: on a loaded machine (the whole suite
+	// beside other work) espeak-ng's first audio came past the default 2 s
+	// and the turn expired; what is checked here is the backends, not the
+	// deadlines (their own tests hold those).
+	p := startServe(t, nil, "-model", "demo", "-synth", "auto", "-recognize", "auto",
+		"-recognize-max-wait", "20s", "-model-max-wait", "20s", "-synth-max-wait", "20s", "-synth-segment-grace", "20s")
 	var be, slots map[string]any
 	waitFor(t, 5*time.Second, "the backends log lines", func() bool {
 		select {

@@ -20,6 +20,7 @@ import (
 // them in its decorators (drain and quarantine guards) as it does for
 // callers, with quarantine off and on.
 func TestServeStackConformance(t *testing.T) {
+	t.Parallel()
 	log := slog.New(slog.DiscardHandler)
 	redis := redistest.Start(t)
 	stores := []struct {

@@ -15,19 +15,15 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"go.uber.org/goleak"
 )
 
 // TestServeBinary starts the real binary as a new user would (flags, env
 // and config file), holds a call, then sends SIGTERM: the server drains,
 // refuses the next caller as closed, and exits 0 when the call ends.
 func TestServeBinary(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	t.Parallel()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "frontdoor")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildOnce(t)
 	cfg := filepath.Join(dir, "frontdoor.conf")
 	writeFile(t, cfg, "# test settings\nmodel-slots = 3\nstub-model-delay = 5ms\n")
 	cmd := exec.Command(bin, "serve", "-listen", "127.0.0.1:0", "-config", cfg, "-data-dir", filepath.Join(dir, "data"),

@@ -95,6 +95,7 @@ func refusedOf(o map[string]any, d string) float64 {
 // work; hang-ups and a drain. Replayed under the recorded limits the trace
 // gives exactly the recorded outcomes; under smaller limits it refuses more.
 func TestServeRecordTrace(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "trace.jsonl")
 	p := startServe(t, nil, "-record-trace", path,
 		"-session-slots", "3", "-session-queue", "1", "-session-max-wait", "300ms",
@@ -232,6 +233,7 @@ func TestServeRecordTrace(t *testing.T) {
 // with one warning and the end line, the file stays within the bound and
 // replays, and calls go on as before.
 func TestServeRecordTraceBound(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "trace.jsonl")
 	const max = 4096
 	p := startServe(t, nil, "-record-trace", path, "-record-trace-max-bytes", "4096")
@@ -274,6 +276,7 @@ func TestServeRecordTraceBound(t *testing.T) {
 // TestServeRecordTraceRefused: fleet mode and a bound too small are
 // refused with the flag named, before serving.
 func TestServeRecordTraceRefused(t *testing.T) {
+	t.Parallel()
 	bin := buildOnce(t)
 	for _, tc := range []struct {
 		args []string

@@ -380,10 +380,13 @@ func (c *Call) bye(req *sipmsg.Request, tx sipmsg.ServerTransaction) {
 	c.mu.Lock()
 	c.byeSent = true // a BYE crossed ours or came first: send none
 	c.mu.Unlock()
-	c.end(ErrRemoteHangup)
+	// The 200 leaves before the call ends: ending it may end the last
+	// call of a drain, whose process then closes the socket at once, and
+	// a BYE left unanswered is retransmitted for 32 s (Timer B).
 	if err := c.dtx.ReadBye(req, tx); err != nil {
 		respond(tx, req, sipmsg.StatusBadRequest, "Bad Request")
 	}
+	c.end(ErrRemoteHangup)
 }
 
 // finish runs when the Handler returned.

@@ -3,6 +3,7 @@ package telephony
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net"
 	"testing"
 	"time"
@@ -69,12 +70,25 @@ func waitClosed(t *testing.T, c net.Conn) {
 // been silent for the heartbeat's bound (25 s, as a WebSocket peer that
 // stops answering pings), on the engine's clock: not a moment before,
 // and its session lease is freed.
+//
+// The clock moves only once the call's one write (its `session`) was
+// handed to the line, and then in steps shorter than the outbound
+// timeout: the engine's stall watch times a write in progress on the
+// same clock, and a jump of 24 s over a write that real time had not let
+// finish read as a caller not reading (end=slow_reader), which closed
+// the call before the idle watch could (a flake under load).
 func TestAudioSocketSilentPeer(t *testing.T) {
 	clock := stagestest.NewClock(stagestest.Epoch)
-	r := newRig(t, func(c *session.Config, _ *stub.Settings) { c.Clock = clock })
+	logs := &logRecords{}
+	logs.dumpOnFailure(t)
+	r := newRig(t, func(c *session.Config, _ *stub.Settings) { c.Clock = clock },
+		rigGateway(func(gc *GatewayConfig) { gc.Logger = slog.New(logs) }))
 	c := audioSocketStart(t, r)
+	sessiontest.WaitFor(t, "the session message sent", func() bool { return len(logs.find("audiosocket: session")) == 1 })
 	bound := heartbeat.Default.Bound()
-	clock.Advance(bound - time.Second)
+	for range bound/time.Second - 1 {
+		clock.Advance(time.Second)
+	}
 	if got := protocolErrors(t, r, CodeAudioSocketIdle); got != 0 {
 		t.Fatalf("closed after %v of silence, before the %v bound", bound-time.Second, bound)
 	}

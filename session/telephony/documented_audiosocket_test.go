@@ -89,6 +89,7 @@ func (p *asPeer) speak(t *testing.T, samples []int16) {
 // kind 0x10, ends its call with the page's hang-up message (0x00 0x00
 // 0x00), and, refused, hears the prompt and gets the hang-up message.
 func TestDocumentedAudioSocket(t *testing.T) {
+	t.Parallel()
 	t.Run("call", func(t *testing.T) {
 		r := newRig(t, func(c *session.Config, s *stub.Settings) {
 			c.Recognizer = stub.NewRecognizer(stub.Settings{})

@@ -405,8 +405,10 @@ func (p *docPeer) checkShapes() {
 // message it sent has only the fields of the provider's example of it,
 // and the session lease is freed.
 func TestDocumentedCall(t *testing.T) {
+	t.Parallel()
 	for _, d := range documentedDialects {
 		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
 			logs := &logRecords{}
 			logs.dumpOnFailure(t)
 			r := newRig(t, func(c *session.Config, s *stub.Settings) {
@@ -452,6 +454,7 @@ func TestDocumentedCall(t *testing.T) {
 // it hears the prompt as audio and the stream ends, with the dialect's
 // hang-up where it has one.
 func TestDocumentedRefusal(t *testing.T) {
+	t.Parallel()
 	for _, d := range documentedDialects {
 		t.Run(d.name, func(t *testing.T) {
 			logs := &logRecords{}

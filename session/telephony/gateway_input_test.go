@@ -26,6 +26,7 @@ import (
 // caller's number, a refused caller hears the menu, presses 1, hears the
 // callback confirmed and is hung up; the callback is booked to its number.
 func TestGatewayKeypadCallback(t *testing.T) {
+	t.Parallel()
 	for _, d := range dialects {
 		if !d.caps().DTMF || d.noParams {
 			continue
@@ -71,6 +72,7 @@ func TestGatewayKeypadCallback(t *testing.T) {
 // 1009), and the call ends cleanly: its session lease is freed and the
 // stage is ready for the next caller, who is admitted.
 func TestGatewayBadInput(t *testing.T) {
+	t.Parallel()
 	for _, d := range dialects {
 		t.Run(d.test(), func(t *testing.T) {
 			r := newRig(t)
@@ -292,6 +294,7 @@ func TestPromptCacheShared(t *testing.T) {
 // command, so that the gateway's next step (the dialplan after Dial, the
 // next verb) transfers the call; it counts as transferred.
 func TestGatewayMidcallHandoff(t *testing.T) {
+	t.Parallel()
 	for _, d := range dialects {
 		if !d.caps().Hangup || !d.caps().DTMF || d.noParams {
 			continue

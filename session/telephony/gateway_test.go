@@ -145,8 +145,10 @@ func rms(t testing.TB, f media.Format, audio []byte) float64 {
 // the second utterance gets its own reply; the gateway's end ends the call
 // and frees its session lease.
 func TestGatewayCall(t *testing.T) {
+	t.Parallel()
 	for _, d := range dialects {
 		t.Run(d.test(), func(t *testing.T) {
+			t.Parallel()
 			logs := &logRecords{}
 			logs.dumpOnFailure(t)
 			r := newRig(t, func(c *session.Config, s *stub.Settings) {
@@ -231,6 +233,7 @@ func endCall(ctx context.Context, t *testing.T, d dialect, g *gatewaytest.Gatewa
 // the dialect has marks) and is then hung up: the dialect's hang-up where
 // it has one, else a close with 1013.
 func TestGatewayRefused(t *testing.T) {
+	t.Parallel()
 	for _, d := range dialects {
 		t.Run(d.test(), func(t *testing.T) {
 			logs := &logRecords{}

@@ -1,6 +1,7 @@
 package telephony
 
 import (
+	"flag"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -11,7 +12,24 @@ import (
 // opened itself (TransportUDP.createConnection), whose reference count can
 // go negative so that UserAgent.Close skips it. It was seen once in the
 // fresh-clone CI run (a refused SIP dial's transaction).
+//
+// Up to four tests run at once unless -parallel says otherwise: the tests
+// that call t.Parallel mostly wait on audio paced in real time, so more
+// of them than the two cores overlap their waits. The tests that set the
+// keypad's key wait (twilioKeyWait, a package variable) stay sequential:
+// they run, one at a time, before any parallel test starts.
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if !flagSet("test.parallel") {
+		_ = flag.Set("test.parallel", "4")
+	}
 	goleak.VerifyTestMain(m,
 		goleak.IgnoreAnyFunction("github.com/emiago/sipgo/sip.(*TransportUDP).readUDPConnection"))
+}
+
+// flagSet reports whether the command line set the flag name.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

@@ -85,6 +85,7 @@ func run(t *testing.T, setup func(*session.Config, *stub.Settings), scenario fun
 // on speaking; its next utterance gets a reply of its own; its hang-up
 // ends the call and gives the session lease back.
 func TestRunBargeIn(t *testing.T) {
+	t.Parallel()
 	run(t, func(_ *session.Config, s *stub.Settings) {
 		s.Rate = 16000
 		s.FrameCount = 150 // a 3 s reply
@@ -122,6 +123,7 @@ func TestRunBargeIn(t *testing.T) {
 // text on the native protocol, as audio on a phone) and the server ends
 // the call; nothing stays held but the call that had the slot.
 func TestRunRefused(t *testing.T) {
+	t.Parallel()
 	run(t, func(c *session.Config, s *stub.Settings) {
 		c.Session.Slots, c.Session.Waiting, c.Session.MaxAge = 1, 1, 100*time.Millisecond
 		s.FrameCount = 25

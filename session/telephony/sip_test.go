@@ -94,6 +94,7 @@ func (c *sipCaller) speak(ctx context.Context, t *testing.T, pcm []int16, silenc
 // caller heard reported; its BYE ends the call and frees the session
 // lease. The call runs under the request URI's tenant.
 func TestSIPCall(t *testing.T) {
+	t.Parallel()
 	for _, codec := range []sip.Codec{sip.PCMU, sip.PCMA} {
 		t.Run(codec.Name, func(t *testing.T) {
 			logs := &logRecords{}
@@ -164,6 +165,7 @@ func TestSIPCall(t *testing.T) {
 // the outcome and is hung up (BYE); a caller that hangs up while it waits
 // (before the stage decides) leaves nothing held.
 func TestSIPRefusedCallback(t *testing.T) {
+	t.Parallel()
 	k := newKeypad(t, keypadOptions{window: 5 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -217,6 +219,7 @@ func (k *keypad) saidSIP() []string {
 // and its lease released. RTP from another port of the caller's host is
 // not the caller's: it keeps no call alive.
 func TestSIPMediaTimeout(t *testing.T) {
+	t.Parallel()
 	const timeout = 30 * time.Second
 	tests := []struct {
 		name    string
@@ -344,6 +347,7 @@ func TestSIPTenant(t *testing.T) {
 // once after the call; refused, the INVITE gets 486, or the status of a
 // SIPRefusal, and nothing is answered.
 func TestSIPAdmit(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		refuse error

@@ -23,6 +23,7 @@ import (
 // (GatewayConfig.AudioSocketTenant, -audiosocket-tenant): the tenant's
 // third call is refused and its turn rate held.
 func TestTenantCapsAudioSocketListener(t *testing.T) {
+	t.Parallel()
 	r := capsRig(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -89,6 +89,7 @@ var (
 //
 //	go test -v -run TestSpokenAnswerAccuracy ./session/telephony/
 func TestSpokenAnswerAccuracy(t *testing.T) {
+	t.Parallel()
 	r := answerRecognizer(t)
 	type key struct{ voice, answer string }
 	right, total := map[key]int{}, map[key]int{}

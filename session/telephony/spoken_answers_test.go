@@ -41,7 +41,7 @@ func spokenOffers(t *testing.T) *keypad {
 		c.Answers = rec
 	})
 	holder := k.Admitted()
-	t.Cleanup(func() { holder.Send(map[string]any{"type": "hangup"}) })
+	t.Cleanup(holder.HangUp)
 	return k
 }
 

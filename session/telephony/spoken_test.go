@@ -121,6 +121,7 @@ var spokenKeys = []string{"call", "back", "tomorrow"}
 // TestSpokenNative: a caller on /v1/session says a sentence in native
 // PCM16 frames; the transcript event carries its words.
 func TestSpokenNative(t *testing.T) {
+	t.Parallel()
 	s := newSpokenServer(t, stages.Limits{Slots: 2, Waiting: 2, MaxAge: 5 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -152,6 +153,7 @@ func TestSpokenNative(t *testing.T) {
 // TestSpokenTwilio: a phone caller on /v1/twilio says the sentence in 8 kHz
 // µ-law; the turn the model gets is its words.
 func TestSpokenTwilio(t *testing.T) {
+	t.Parallel()
 	s := newSpokenServer(t, stages.Limits{Slots: 2, Waiting: 2, MaxAge: 5 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -181,6 +183,7 @@ func TestSpokenTwilio(t *testing.T) {
 // hears frontdoor's spoken prompts (espeak-ng); what it receives as µ-law,
 // transcribed, says the prompt table's words.
 func TestSpokenPrompt(t *testing.T) {
+	t.Parallel()
 	s := newSpokenServer(t, stages.Limits{Slots: 1, Waiting: 1, MaxAge: 300 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

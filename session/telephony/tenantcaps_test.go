@@ -97,6 +97,7 @@ func (c gatewayCall) turn(ctx context.Context, t *testing.T) {
 // tenant (behind the gateway token), the tenant's third call is refused
 // and its turn rate held.
 func TestTenantCapsGateways(t *testing.T) {
+	t.Parallel()
 	for _, d := range dialects {
 		if d.tcp || d.noParams {
 			continue // AudioSocket below; Asterisk's plain-text control names no tenant
@@ -116,6 +117,7 @@ func TestTenantCapsGateways(t *testing.T) {
 // parameters; its listener gives the call a tenant in the context (as
 // the native route's guard does), and the engine holds that tenant's caps.
 func TestTenantCapsAudioSocket(t *testing.T) {
+	t.Parallel()
 	r := capsRig(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -185,6 +187,7 @@ func (c sipCapsCall) turn(ctx context.Context, t *testing.T) {
 // TestTenantCapsSIP: a SIP call's tenant (its request URI's user) counts
 // against the same caps.
 func TestTenantCapsSIP(t *testing.T) {
+	t.Parallel()
 	r := capsRig(t)
 	s := sipServer(t, r.Engine, sip.Config{}, SIPConfig{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -187,6 +187,7 @@ var bothKinds = []prompt.Kind{prompt.KindCallback, prompt.KindHandoff}
 // utterance is admitted and answered, and a key with no menu open does
 // nothing.
 func TestTwilioMidcallCallback(t *testing.T) {
+	t.Parallel()
 	k := newMidcall(t, keypadOptions{window: 10 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -241,6 +242,7 @@ func TestTwilioMidcallCallback(t *testing.T) {
 // caller hears that nothing was scheduled and the conversation goes on; a
 // later refusal offers the menu again.
 func TestTwilioMidcallCallbackFails(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	db, err := fallback.OpenSQLite(ctx, t.TempDir())
@@ -296,6 +298,7 @@ func TestTwilioMidcallCallbackFails(t *testing.T) {
 // person has taken the call and the stream ends with 1013, so that the
 // TwiML after <Connect> transfers it.
 func TestTwilioMidcallHandoff(t *testing.T) {
+	t.Parallel()
 	k := newMidcall(t, keypadOptions{window: 10 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -352,6 +355,7 @@ func (r *rig) agentTakes(ctx context.Context, t *testing.T) *websocket.Conn {
 // ends with the offer window: the handoff is withdrawn, the caller hears
 // that the search stopped, and the conversation goes on.
 func TestTwilioMidcallHoldEnds(t *testing.T) {
+	t.Parallel()
 	k := newMidcall(t, keypadOptions{window: 2 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -454,6 +458,7 @@ func TestTwilioMidcallSpeechDuringMenu(t *testing.T) {
 // person, and the menu names only 2; when a callback is all there is, the
 // prompt asks nothing (no offer sentence) and no menu follows.
 func TestTwilioMidcallNoNumber(t *testing.T) {
+	t.Parallel()
 	t.Run("handoff left", func(t *testing.T) {
 		k := newMidcall(t, keypadOptions{window: 10 * time.Second})
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)

@@ -50,7 +50,7 @@ func newKeypad(t *testing.T, o keypadOptions) *keypad {
 		c.Session = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 200 * time.Millisecond}
 	})
 	holder := k.Admitted()
-	t.Cleanup(func() { holder.Send(map[string]any{"type": "hangup"}) })
+	t.Cleanup(holder.HangUp)
 	return k
 }
 
@@ -166,6 +166,7 @@ func closedAfter(ctx context.Context, t *testing.T, g *twiliotest.Gateway, prefi
 // presses 1, and a callback to its number is durably booked (it is in the
 // store) before it hears that its callback is booked; then 1013.
 func TestTwilioKeypadCallback(t *testing.T) {
+	t.Parallel()
 	k := newKeypad(t, keypadOptions{window: 10 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -209,6 +210,7 @@ func (refusingStore) Accept(context.Context, fallback.Callback) (fallback.Callba
 // the store fails) establishes nothing, and the caller hears the matching
 // prompt, never that a callback is booked or a person is sought; then 1013.
 func TestTwilioKeypadNotEstablished(t *testing.T) {
+	t.Parallel()
 	t.Run("list full", func(t *testing.T) {
 		k := newKeypad(t, keypadOptions{window: 10 * time.Second, config: func(c *fallback.Config) { c.CallbackQueue = 1 }})
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -342,6 +344,7 @@ func (a *agentConn) until(ctx context.Context, ok func(agentMsg) bool) agentMsg 
 // call, and the stream ends with 1013 as a native refused caller's does
 // (the gateway goes on to the TwiML after <Connect>).
 func TestTwilioKeypadHandoff(t *testing.T) {
+	t.Parallel()
 	k := newKeypad(t, keypadOptions{window: 10 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -376,6 +379,7 @@ func TestTwilioKeypadHandoff(t *testing.T) {
 // bounded: once the offer window ends, the caller hears that the search
 // stopped, the handoff is withdrawn, and the stream ends with 1013.
 func TestTwilioKeypadHandoffNoAgent(t *testing.T) {
+	t.Parallel()
 	k := newKeypad(t, keypadOptions{window: 3 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -439,6 +443,7 @@ func TestTwilioKeypadNoKey(t *testing.T) {
 // is said and the call closes after the prompt without waiting for the
 // offer window.
 func TestTwilioKeypadNoNumber(t *testing.T) {
+	t.Parallel()
 	t.Run("handoff left", func(t *testing.T) {
 		k := newKeypad(t, keypadOptions{window: 20 * time.Second})
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)

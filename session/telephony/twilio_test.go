@@ -56,6 +56,7 @@ func indexOf(log []twilio.Outbound, event string) int {
 // that part of the reply in its history. The second utterance gets its own
 // reply; stop ends the call.
 func TestTwilioCall(t *testing.T) {
+	t.Parallel()
 	logs := &logRecords{}
 	hm := &historyModel{}
 	r := newRig(t, func(c *session.Config, s *stub.Settings) {
@@ -168,6 +169,7 @@ func TestTwilioCall(t *testing.T) {
 // expires, hears the truthful prompt as audio with a mark after it (echoed
 // once played), and then the socket closes with 1013.
 func TestTwilioRefused(t *testing.T) {
+	t.Parallel()
 	logs := &logRecords{}
 	r := newRig(t, func(c *session.Config, s *stub.Settings) {
 		c.Session = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 100 * time.Millisecond}

@@ -64,6 +64,16 @@ func (c *Client) Send(v any) {
 	c.SendRaw(string(b))
 }
 
+// HangUp sends hangup, for a Cleanup: on a context of its own, as the
+// client's ends 10 s after the dial and a test on a loaded machine (or
+// one that runs beside others) outlasts it, and without failing the test
+// when the connection is already gone (the rig closing ends it anyway).
+func (c *Client) HangUp() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = c.Conn.Write(ctx, websocket.MessageText, []byte(`{"type":"hangup"}`))
+}
+
 // SendRaw writes s as a text message, as it is (malformed on purpose, for
 // some tests).
 func (c *Client) SendRaw(s string) {
