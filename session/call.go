@@ -118,6 +118,10 @@ func newCall(s *Engine, id string, t Transport, caps Capabilities) *Call {
 	c.premise.Store(1)
 	c.spoken.Store(1)
 	c.out.premise, c.out.spoken = &c.premise, &c.spoken
+	if caps.Voice != nil {
+		c.out.stamps = new(stamps)
+		caps.Voice(c)
+	}
 	return c
 }
 

@@ -23,7 +23,8 @@
 // the writer waits to pace a frame. An offer, a fallback outcome or an
 // error so overtakes the audio queued before it; its AudioBefore says
 // when that audio has been handed to the transport, for a transport that
-// speaks after it (a phone's keypad menu). Prompt audio carries the
+// speaks after it. A transport's own lines (a phone's keypad menu) are
+// queued through the same writer (Capabilities.Voice, menuaudio.go). Prompt audio carries the
 // premise it was spoken for instead of a generation (premise.go): once
 // the call's state changes, the writer cuts it the same way. Prompt audio
 // is paced by the engine's shared pacer (package internal/pace): the writer parks

@@ -62,6 +62,7 @@ type frame struct {
 	premise uint64       // prompt audio: the call's premise when it was queued; 0 otherwise
 	bump    bool         // a message that changes the call's state: the premise moves as it is queued
 	pooled  bool         // audio is a pooled buffer (promptaudio.FrameBuf), given back once written or dropped
+	voice   bool         // a transport's own line (Voice.Say): taken by a closed queue while one is held
 	msg     wire.Message // nil for audio
 	audio   []byte       // binary audio
 	turn    *turn        // the turn an audio frame (or audio_end) belongs to
@@ -106,6 +107,7 @@ type outbound struct {
 	gen     *atomic.Uint64 // the call's current generation
 	premise *atomic.Uint64 // the call's current premise (nil: prompts are never cut)
 	spoken  *atomic.Uint64 // the premise of the last prompt message queued
+	stamps  *stamps        // the premises of messages a transport's line may follow (menuaudio.go); nil: none kept
 
 	mu     sync.Mutex
 	q      []frame // the stream lane, a ring
@@ -119,6 +121,7 @@ type outbound struct {
 	urgent chan struct{} // cap 1: a control frame was added (wakes a pacing writer)
 	space  chan struct{} // cap 1: frames were removed
 	done   chan struct{} // closed by close
+	voices int           // a transport's lines being said (Voice.Keep): a closed queue is not finished
 
 	// Barriers (wire.Barrier) of control messages written ahead of audio
 	// queued before them: queued counts the stream-lane frames queued so
@@ -190,7 +193,7 @@ func (o *outbound) push(ctx context.Context, f frame) error {
 			return nil
 		}
 		o.mu.Lock()
-		if o.closed {
+		if o.closed && (!f.voice || o.finishedLocked()) {
 			o.mu.Unlock()
 			return errOutClosed
 		}
@@ -220,11 +223,17 @@ func (o *outbound) push(ctx context.Context, f frame) error {
 				// which takes frames under mu, cannot cut the old
 				// prompt's audio and close it before it has this message
 				// to write first.
-				p := o.premise.Add(1)
+				p := o.premise.Load()
+				if !o.stamps.continues(f.msg, p) {
+					p = o.premise.Add(1)
+				}
 				if pm, ok := f.msg.(*wire.PromptMsg); ok && o.spoken != nil {
 					o.spoken.Store(p)
 					pm.SetPremise(p)
 				}
+			}
+			if o.premise != nil {
+				o.stamps.note(f.msg, o.premise.Load())
 			}
 			o.ctl = append(o.ctl, f)
 			o.bytes += f.size
@@ -259,9 +268,13 @@ func (o *outbound) push(ctx context.Context, f frame) error {
 			return nil
 		}
 		o.mu.Unlock()
+		done := o.done
+		if f.voice {
+			done = nil // a closed queue still takes it (a discard signals space)
+		}
 		select {
 		case <-o.space:
-		case <-o.done:
+		case <-done:
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
@@ -314,7 +327,7 @@ func (o *outbound) take(ctx context.Context, linger lingerer) (frame, int) {
 			signal(o.space)
 			return f, popFrame
 		}
-		closed := o.closed
+		closed := o.finishedLocked()
 		o.mu.Unlock()
 		if closed {
 			return frame{}, popEnd
@@ -386,7 +399,7 @@ func (o *outbound) serve(write func(shared bool) bool) {
 // writer is counted in writers under mu, before close can be called, so
 // that wait sees it.
 func (o *outbound) startLocked() func() {
-	if o.write == nil || o.writing || o.closed {
+	if o.write == nil || o.writing || o.finishedLocked() {
 		return func() {}
 	}
 	o.writing = true
@@ -414,6 +427,11 @@ func (o *outbound) close() {
 		close(o.done)
 	}
 	signal(o.ready)
+	if o.voices > 0 && !o.dropped.Load() {
+		// A transport's line is still to come: a writer drains it
+		// before wait returns.
+		o.startLocked()()
+	}
 }
 
 // discard drops what is queued and refuses further frames: the call ended
@@ -433,6 +451,7 @@ func (o *outbound) discard() {
 	kick := o.unparkLocked()
 	o.mu.Unlock()
 	o.close()
+	signal(o.space)  // wakes a transport's line waiting for room
 	signal(o.urgent) // wakes a writer pacing a frame
 	kick()           // or resumes a parked one, which stops
 }

@@ -74,6 +74,10 @@ type Capabilities struct {
 	// asked otherwise): the call's utterances then go to the answer
 	// recognizer first (answer.go).
 	Listening func() bool
+	// Voice, when set, is given the call's Voice as the call is created,
+	// before any event: the transport says lines of its own (a keypad
+	// menu) through it, by the call's writer (menuaudio.go).
+	Voice func(Voice)
 }
 
 // closeGrace bounds the close handshake of a call ended for a policy

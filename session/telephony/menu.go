@@ -133,15 +133,19 @@ type phoneMenu struct {
 	callback bool // key 1 is on offer
 	handoff  bool // key 2 is on offer
 	chosen   prompt.Kind
-	misses   int           // answers in words not understood in a refused call (spokenAnswer)
-	timer    clock.Timer   // the key wait
-	hold     clock.Timer   // a mid-call hold's end
-	cut      uint64        // bumped when a key clears what was playing
-	speech   chan struct{} // closed when the latest spoken line was queued
+	misses   int                  // answers in words not understood in a refused call (spokenAnswer)
+	timer    clock.Timer          // the key wait
+	hold     clock.Timer          // a mid-call hold's end
+	cut      uint64               // bumped when a key clears what was playing
+	speech   chan struct{}        // closed when the latest spoken line was queued
+	lines    map[string]*menuLine // lines said through the call's writer, until their end
+	// withdrawing: the hold ended and its handoff is withdrawn; the
+	// cancelled outcome to come is followed by the line that says so.
+	withdrawing bool
 }
 
 func newPhoneMenu(fb session.Fallback, params map[string]string, noKeys, hears bool) *phoneMenu {
-	m := &phoneMenu{keyWait: time.Duration(twilioKeyWait.Load()), spoken: noKeys, hears: hears}
+	m := &phoneMenu{keyWait: time.Duration(twilioKeyWait.Load()), spoken: noKeys, hears: hears, lines: map[string]*menuLine{}}
 	if k, ok := fb.(KeypadFallback); ok {
 		m.fb = k
 	}
@@ -190,7 +194,9 @@ func (t *phoneCall) noteSent(msg wire.Message) {
 		m.call = v.Session
 		m.admitted = m.admitted || v.Disposition == stages.Admitted
 	case *wire.AudioStartMsg:
-		m.replied = true
+		if m.lines[v.Turn] == nil { // the menu's own lines are no reply
+			m.replied = true
+		}
 	case *wire.PromptMsg:
 		// A callback the store failed to take is answered with this
 		// prompt alone (its audio is the Fallback's): the answer is over.
@@ -235,15 +241,10 @@ func (t *phoneCall) offered(o *wire.OfferMsg) {
 	m.mu.Unlock()
 	t.log.Info(t.msg("keypad menu"), "callback", callback, "handoff", handoff, "midcall", midcall)
 	// The offer overtook the prompt it follows (the engine writes it ahead
-	// of queued audio, so that a key counts while the prompt plays): the
-	// menu is said once that prompt is all on the line.
-	t.say("menu", text, o.AudioBefore(), func(ok bool) {
-		if !ok { // the menu could not be said: no key was offered
-			t.decline("menu not rendered")
-			return
-		}
-		t.armMenu(t.line.buffered() + m.keyWait)
-	})
+	// of queued audio, so that a key counts while the prompt plays); the
+	// menu joins the call's audio behind that prompt, spoken for the
+	// offer's premise, and the wait for a key starts at its end.
+	t.say("menu", text, o, t.menuSaid)
 }
 
 // sentence is what the open menu says: which key, or on a line without
@@ -262,6 +263,17 @@ func (m *phoneMenu) sentence() string {
 		return handoff
 	}
 	return ""
+}
+
+// menuSaid follows the menu's line: once its end is on the line, the wait
+// for a key starts; a menu that could not be said, or was cut, offered
+// no key.
+func (t *phoneCall) menuSaid(ok bool) {
+	if !ok {
+		t.bg.Go(func() { t.decline("menu not said") })
+		return
+	}
+	t.armMenu(t.line.buffered() + t.menu.keyWait)
 }
 
 // armMenu starts the wait for a key, if the menu is still open.
@@ -330,6 +342,11 @@ func (t *phoneCall) pressed(ctx context.Context, digit string) (wire.ClientEvent
 	clear := !m.replied
 	m.mu.Unlock()
 	t.log.Info(t.msg("keypad answer"), "kind", ev.Type)
+	t.mu.Lock()
+	if t.cur != "" { // the rest of the menu's line being said is dropped
+		t.utt, t.conv = "", nil
+	}
+	t.mu.Unlock()
 	if clear {
 		if _, err := t.line.clear(ctx); err != nil {
 			t.log.Debug(t.msg("clear"), "err", err)
@@ -414,13 +431,7 @@ func (t *phoneCall) missed() {
 		return
 	}
 	again := prompt.Of(prompt.Outcome{Stage: prompt.StageOffer, Reason: prompt.ReasonUnheard}, nil).Text
-	t.say("menu", again+" "+menu, nil, func(ok bool) {
-		if !ok {
-			t.decline("menu not rendered")
-			return
-		}
-		t.armMenu(t.line.buffered() + m.keyWait)
-	})
+	t.say("menu", again+" "+menu, nil, t.menuSaid)
 }
 
 // maxMisses is how many answers in words a refused call's menu takes that
@@ -433,11 +444,21 @@ const maxMisses = 2
 // conversation the hold ends with the offer window (holdEnded). A handoff
 // an agent took mid-call ends the stream once that was said, as after a
 // session refusal, so that the TwiML after <Connect> transfers the call.
-// A cancelled handoff was withdrawn here (the hold ended) or with the call,
-// and whoever withdrew it speaks.
+// A cancelled handoff was withdrawn here (the hold ended: its line is said
+// after the cancellation, under its premise) or with the call, and whoever
+// withdrew it speaks.
 func (t *phoneCall) answered(f *wire.FallbackMsg) {
 	m := t.menu
 	m.mu.Lock()
+	if f.Disposition == stages.Cancelled && f.Type == string(prompt.KindHandoff) && m.withdrawing {
+		m.withdrawing = false
+		m.state = menuDone
+		m.hold = nil
+		m.mu.Unlock()
+		t.log.Info(t.msg("handoff hold ended: the conversation goes on"))
+		t.say("handoff-expired", prompt.For(prompt.StageHandoff, stages.Expired, nil).Text, f, nil)
+		return
+	}
 	if (m.state != menuAnswered && m.state != menuHolding) || string(m.chosen) != f.Type ||
 		f.Disposition == stages.Cancelled {
 		m.mu.Unlock()
@@ -474,12 +495,14 @@ func (t *phoneCall) answered(f *wire.FallbackMsg) {
 			})
 		}
 	}
-	t.say(stage+"-"+f.Disposition.String(), p.Text, f.AudioBefore(), then)
+	t.say(stage+"-"+f.Disposition.String(), p.Text, f, then)
 }
 
 // holdEnded ends a mid-call hold for a person at the end of the offer
-// window: the handoff is withdrawn, the caller hears that the search
-// stopped, and the conversation goes on. A handoff an agent took just
+// window: the handoff is withdrawn, and the conversation goes on. The
+// caller hears that the search stopped once the withdrawal's outcome (a
+// cancelled handoff) is sent (answered), spoken for its premise: said
+// now, the Fallback's outcome would cut it. A handoff an agent took just
 // before is left to its outcome.
 func (t *phoneCall) holdEnded() {
 	m := t.menu
@@ -489,20 +512,20 @@ func (t *phoneCall) holdEnded() {
 		return
 	}
 	call := m.call
+	m.withdrawing = true
 	m.mu.Unlock()
 	if !m.fb.WithdrawHandoff(call) {
-		return
-	}
-	m.mu.Lock()
-	if m.state != menuHolding {
+		m.mu.Lock()
+		m.withdrawing = false
 		m.mu.Unlock()
 		return
 	}
-	m.state = menuDone
-	m.hold = nil
+	m.mu.Lock()
+	if m.state == menuHolding { // its outcome is still to come
+		m.state = menuDone
+		m.hold = nil
+	}
 	m.mu.Unlock()
-	t.log.Info(t.msg("handoff hold ended: the conversation goes on"))
-	t.say("handoff-expired", prompt.For(prompt.StageHandoff, stages.Expired, nil).Text, nil, nil)
 }
 
 // answerFailed handles an error the Fallback gave the caller's answer
@@ -524,7 +547,7 @@ func (t *phoneCall) answerFailed(e *wire.ErrorMsg) {
 	kind, call := m.chosen, m.call
 	m.mu.Unlock()
 	t.log.Warn(t.msg("keypad answer not established"), "kind", kind, "code", e.Code, "err", e.Message)
-	t.say(string(kind)+"-failed", prompt.Failed(string(kind), nil).Text, e.AudioBefore(), nil)
+	t.say(string(kind)+"-failed", prompt.Failed(string(kind), nil).Text, e, nil)
 	m.fb.EndOffer(call)
 }
 
@@ -547,27 +570,111 @@ func (t *phoneCall) menuClosing(status wire.CloseStatus) {
 	if holding && status == wire.CloseTryLater {
 		p := prompt.For(prompt.StageHandoff, stages.Expired, nil)
 		t.log.Info(t.msg("handoff hold ended with the call"))
-		t.say("handoff-expired", p.Text, nil, nil)
+		t.sayLast("handoff-expired", p.Text)
 	}
 }
 
 // say renders text as a prompt (outside the synthesis stage) and queues it
-// as an utterance of its own, after any line said before it, after the
-// audio the engine queued before the message that asked for it (after:
-// its AudioBefore; nil for none) and never in the middle of an utterance
-// the call's writer is handing to the line (the floor). queued, when set,
-// learns whether it was queued. A line started before a key cleared the
-// playback is dropped, and so is one asked for once the stream closes.
-// Every wait ends with the call: Close stops them (stopped), and the
-// engine passes its barriers when its writer stops.
-func (t *phoneCall) say(name, text string, after <-chan struct{}, queued func(ok bool)) {
+// on the call through its writer (session.Voice), as an utterance of its
+// own after any line said before it, spoken for the premise of after (the
+// message it follows; nil: the call's state now): once the call's state
+// changes, the writer cuts it like the Fallback's prompt audio. ended,
+// when set, is called once: true as the line's end is on the line, false
+// when it was not rendered, not queued, cut, or dropped because a key
+// stopped the menu. A line asked for once the stream closes is not said.
+func (t *phoneCall) say(name, text string, after wire.Message, ended func(ok bool)) {
+	if ended == nil {
+		ended = func(bool) {}
+	}
+	m := t.menu
+	t.mu.Lock()
+	if t.closing || t.voice == nil {
+		t.mu.Unlock()
+		ended(false)
+		return
+	}
+	t.n++
+	utt := fmt.Sprintf("%s~%d", name, t.n)
+	t.mu.Unlock()
+	release, ok := t.voice.Keep()
+	if !ok {
+		ended(false)
+		return
+	}
+	t.rendering.Add(1)
+	m.mu.Lock()
+	prev, done := m.speech, make(chan struct{})
+	m.speech = done
+	if len(m.lines) >= maxLines {
+		clear(m.lines) // lines the writer cut unseen: their ends will not come
+	}
+	l := &menuLine{cut: m.cut, ended: ended}
+	m.lines[utt] = l
+	m.mu.Unlock()
+	t.log.Info(t.msg("say"), "utterance", utt, "text", text)
+	go func() {
+		defer t.rendering.Done()
+		defer close(done)
+		defer release()
+		rctx, cancel := context.WithTimeout(context.Background(), promptRender)
+		a, err := m.fb.RenderPrompt(rctx, text)
+		cancel()
+		if prev != nil {
+			<-prev // bounded: the line before renders within its own timeout
+		}
+		if err == nil {
+			err = t.voice.Say(context.Background(), utt, after, a)
+		}
+		if err != nil {
+			t.log.Debug(t.msg("line not said"), "utterance", utt, "err", err)
+			t.lineEnded(utt, false)
+		}
+	}()
+}
+
+// maxLines bounds the lines a menu follows at once.
+const maxLines = 16
+
+// menuLine is a line of the menu's (say) on its way through the writer.
+type menuLine struct {
+	cut   uint64 // the menu's cut when it was asked for
+	ended func(ok bool)
+}
+
+// lineOf returns the menu's line that utterance id is, or nil.
+func (m *phoneMenu) lineOf(id string) *menuLine {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lines[id]
+}
+
+// lineCut reports whether a key stopped the menu since line was asked for.
+func (m *phoneMenu) lineCut(l *menuLine) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return l.cut != m.cut
+}
+
+// lineEnded calls the ended of the menu's line id once.
+func (t *phoneCall) lineEnded(id string, ok bool) {
+	m := t.menu
+	m.mu.Lock()
+	l := m.lines[id]
+	delete(m.lines, id)
+	m.mu.Unlock()
+	if l != nil {
+		l.ended(ok)
+	}
+}
+
+// sayLast says a line as the stream closes, straight to the line: the
+// call's writer has stopped by then (the one line that does not go
+// through it). Close waits for it to be rendered and played.
+func (t *phoneCall) sayLast(name, text string) {
 	m := t.menu
 	t.mu.Lock()
 	if t.closing {
 		t.mu.Unlock()
-		if queued != nil {
-			queued(false)
-		}
 		return
 	}
 	t.n++
@@ -575,63 +682,24 @@ func (t *phoneCall) say(name, text string, after <-chan struct{}, queued func(ok
 	t.rendering.Add(1)
 	t.mu.Unlock()
 	m.mu.Lock()
-	prev, done, cut := m.speech, make(chan struct{}), m.cut
+	prev, done := m.speech, make(chan struct{})
 	m.speech = done
 	m.mu.Unlock()
 	t.log.Info(t.msg("say"), "utterance", utt, "text", text)
 	go func() {
 		defer t.rendering.Done()
-		ok := false
-		defer func() {
-			close(done)
-			if queued != nil {
-				queued(ok)
-			}
-		}()
+		defer close(done)
 		b, err := t.prompts.rendered(context.Background(), m.fb, text, t.start.format)
 		if prev != nil {
-			<-prev // bounded: the line before renders within its own timeout
+			<-prev
 		}
 		if err != nil || len(b) == 0 {
 			t.log.Warn(t.msg("prompt audio"), "utterance", utt, "err", err)
-			return
-		}
-		stopped := false
-		if after != nil {
-			select {
-			case <-after:
-			case <-t.stopped:
-				stopped = true
-			}
-		}
-		// Checked and queued under the locks: a key that cuts the playback
-		// either comes first (the line is dropped) or clears it, and the
-		// writer's next utterance opens either before (the line waits for
-		// its end) or after the line is on the line.
-		for {
-			m.mu.Lock()
-			t.floorMu.Lock()
-			floor := t.floor
-			if floor == nil || stopped {
-				break
-			}
-			t.floorMu.Unlock()
-			m.mu.Unlock()
-			select {
-			case <-floor:
-			case <-t.stopped: // the writer is gone: its utterance will not end
-				stopped = true
-			}
-		}
-		defer m.mu.Unlock()
-		defer t.floorMu.Unlock()
-		if m.cut != cut {
 			return
 		}
 		if err := t.line.sendAudio(utt, b); err != nil {
 			return
 		}
 		t.endUtterance(utt)
-		ok = true
 	}()
 }

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/media"
 	"github.com/frontdoorhq/frontdoor/media/g711"
 	"github.com/frontdoorhq/frontdoor/media/gateway"
@@ -268,13 +268,35 @@ func (l *seqLine) log() []string {
 	return append([]string(nil), l.seq...)
 }
 
-// TestSayAfterTheWritersUtterance: a keypad line asked for while the
-// call's writer hands an utterance to the line frame by frame (a reply
-// the conversation went on with, a hold that ends while one plays) is
-// queued after that utterance's end, not between its frames; one asked
-// for after a barrier (an offer's AudioBefore) waits for it too. The
-// writer is driven by hand: its frames are Send and SendAudio calls.
-func TestSayAfterTheWritersUtterance(t *testing.T) {
+// voiceFallback is a KeypadFallback whose prompts render as a constant
+// level once render is closed (nil: at once).
+type voiceFallback struct {
+	session.Prompts
+	render chan struct{}
+}
+
+func (voiceFallback) EndOffer(string)             {}
+func (voiceFallback) AnswerWindow() time.Duration { return time.Second }
+func (voiceFallback) WithdrawHandoff(string) bool { return true }
+func (f voiceFallback) RenderPrompt(ctx context.Context, _ string) (backend.Audio, error) {
+	if f.render != nil {
+		select {
+		case <-f.render:
+		case <-ctx.Done():
+			return backend.Audio{}, ctx.Err()
+		}
+	}
+	return backend.Audio{Rate: 8000, Samples: make([]int16, 1600)}, nil
+}
+
+// TestMenuLinesGoThroughTheWriter: the keypad menu's lines reach the line
+// only through the call's writer (its Send and SendAudio, which name the
+// utterance after the line's id), spoken for the premise of the message
+// they follow: a line whose premise moved while it was rendered (a new
+// prompt after the offer) never reaches the line, and the menu learns it
+// was not said; one whose premise holds is heard whole, and its end is
+// what tells the menu it was said.
+func TestMenuLinesGoThroughTheWriter(t *testing.T) {
 	st := stub.Settings{Tokens: 4, FrameCount: 5, Rate: 16000}
 	model, synth := stub.NewModel(st), stub.NewSynthesizer(st)
 	defer model.Close()
@@ -286,50 +308,73 @@ func TestSayAfterTheWritersUtterance(t *testing.T) {
 	}
 	defer e.Close()
 	l := &seqLine{orderLine: newOrderLine()}
-	prompts := newPromptCache()
-	const text = "Your callback is booked."
-	// The sentence is rendered already, as the shared cache has it after
-	// the first caller: the Fallback (which this engine has not) is not
-	// asked.
-	ready := make(chan struct{})
-	close(ready)
-	prompts.m[promptKey{src: fromFallback, text: text, format: media.Telephony}] = &promptEntry{done: ready, audio: make([]byte, 800)}
 	pc := newPhoneCall(e, l, lineStart{name: "twilio", protocol: "twilio", format: media.Telephony},
-		prompts, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		newPromptCache(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	render := make(chan struct{})
+	pc.menu.fb = voiceFallback{render: render}
+	caps := pc.capabilities()
+	voices := make(chan session.Voice, 1)
+	give := caps.Voice
+	caps.Voice = func(v session.Voice) { give(v); voices <- v }
+	ended := make(chan struct{})
+	if !e.Start(context.Background(), pc, caps, func() { close(ended) }) {
+		t.Fatal("call not started")
+	}
+	out := (<-voices).(session.Sender)
 	ctx := context.Background()
-	frame := make([]byte, 160)
-
-	barrier := make(chan struct{})
-	queued := make(chan bool, 1)
-	pc.say("callback-queued", text, barrier, func(ok bool) { queued <- ok })
-	if err := pc.Send(ctx, &wire.AudioStartMsg{Type: "audio_start", Turn: "t1", Encoding: string(media.Mulaw), Rate: 8000}); err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.SendAudio(ctx, frame); err != nil {
-		t.Fatal(err)
-	}
-	close(barrier) // the line may go now, but for the writer's utterance
-	// Give the line every chance to be queued in the middle of the
-	// utterance: it must not be, however long it is given.
-	for range 50 {
-		if err := pc.SendAudio(ctx, frame); err != nil {
-			t.Fatal(err)
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: line saw %v", what, l.log())
+			}
+			time.Sleep(5 * time.Millisecond)
 		}
-		runtime.Gosched()
-		time.Sleep(time.Millisecond)
 	}
-	if err := pc.Send(ctx, &wire.AudioEndMsg{Type: "audio_end", Turn: "t1"}); err != nil {
+	waitFor("admitted", func() bool { pc.menu.mu.Lock(); defer pc.menu.mu.Unlock(); return pc.menu.admitted })
+
+	// The premise moves while the line renders: it is not said.
+	if err := out.Send(ctx, &wire.PromptMsg{Type: "prompt", Stage: "model", Reason: "refused", Text: "Sorry."}); err != nil {
 		t.Fatal(err)
 	}
-	if ok := <-queued; !ok {
-		t.Fatal("the line was not queued")
+	offer := &wire.OfferMsg{Type: "offer", Kinds: []prompt.Kind{prompt.KindHandoff}}
+	if err := out.Send(ctx, offer); err != nil {
+		t.Fatal(err)
 	}
+	said := make(chan bool, 2)
+	pc.say("menu", "Press 2 to hold for a person.", offer, func(ok bool) { said <- ok })
+	if err := out.Send(ctx, &wire.PromptMsg{Type: "prompt", Stage: "model", Reason: "refused", Text: "Sorry."}); err != nil {
+		t.Fatal(err)
+	}
+	close(render)
+	if ok := <-said; ok {
+		t.Fatal("a line whose premise moved was said")
+	}
+
+	// Its premise holds: heard whole, through the writer, then ended.
+	offer = &wire.OfferMsg{Type: "offer", Kinds: []prompt.Kind{prompt.KindHandoff}}
+	if err := out.Send(ctx, offer); err != nil {
+		t.Fatal(err)
+	}
+	pc.say("menu", "Press 2 to hold for a person.", offer, func(ok bool) { said <- ok })
+	if ok := <-said; !ok {
+		t.Fatalf("a line whose premise holds was not said: line saw %v", l.log())
+	}
+	// Only the second line reached the line, as an utterance the writer
+	// opened (its id, then the transport's number: menu~N~M), then its end.
 	got := l.log()
-	end := slices.Index(got, "end t1~2")
-	say := slices.Index(got, "callback-queued~1")
-	if end < 0 || say < 0 || say < end {
-		t.Fatalf("line order %v: want all of t1~2 and its end, then callback-queued~1", got)
+	var menu []string
+	for _, u := range got {
+		if strings.HasPrefix(u, "menu~") || strings.HasPrefix(u, "end menu~") {
+			menu = append(menu, u)
+		}
 	}
-	pc.Close(wire.CloseNormal, "")
+	if len(menu) < 2 || strings.Count(menu[0], "~") != 2 || menu[0] == "menu~1" || strings.HasPrefix(menu[0], "menu~1~") ||
+		menu[len(menu)-1] != "end "+menu[0] || slices.ContainsFunc(menu[:len(menu)-1], func(u string) bool { return u != menu[0] }) {
+		t.Fatalf("line saw %v: want one menu line's frames from the writer, then its end, and nothing of the cut one", got)
+	}
+	e.Close() // ends the call
+	<-ended
 	pc.wait()
 }

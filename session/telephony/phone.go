@@ -28,6 +28,9 @@ type phoneCall struct {
 	prompts *promptCache
 	speaks  bool // the Fallback sends prompt audio itself
 	menu    *phoneMenu
+	// voice is the call's writer for the menu's lines (menu.go's say),
+	// given as the call is created (Capabilities.Voice); nil before.
+	voice session.Voice
 
 	hello bool // the reader's: hello was delivered
 	// handedOff: a person took the call (menu.go). The
@@ -39,6 +42,7 @@ type phoneCall struct {
 	mu        sync.Mutex
 	n         int
 	utt       string            // utterance being sent
+	cur       string            // the menu's line (its id) the utterance being sent is; "" for others
 	conv      *converter        // its conversion to the line's format
 	byTurn    map[string]string // turn -> its latest utterance
 	last      string            // the utterance queued last on the line (endUtterance)
@@ -51,28 +55,17 @@ type phoneCall struct {
 	// ends orders the utterances' ends: each is queued on the line and
 	// numbered under it, so that endSeq follows the line's own order
 	// (what plays last) even when the call's writer and the keypad
-	// menu's lines (say, speak) end utterances at once.
+	// menu's lines said straight to the line (sayLast, speak) end
+	// utterances at once.
 	ends   sync.Mutex
 	endSeq uint64 // utterance ends queued on the line
 
-	// The floor: the call's writer hands an utterance to the line frame
-	// by frame, and the keypad menu's lines (say) are queued whole, so a
-	// line queued while an utterance of the writer's is open would be
-	// heard in the middle of it. floor is that utterance's: set at its
-	// audio_start, closed once its end is queued or it was cut
-	// (Interrupt); say queues a line only while it is nil, under floorMu.
-	floorMu sync.Mutex
-	floor   chan struct{}
-	// stopped is closed as Close begins: the call's writer has stopped
-	// (or, for a transfer, sends no more audio), so what a line waits for
-	// (the floor, an offer's audio before it) may never come.
-	stopped chan struct{}
 }
 
 // newPhoneCall returns the transport of one started stream.
 func newPhoneCall(e *session.Engine, l line, st lineStart, prompts *promptCache, log *slog.Logger) *phoneCall {
 	return &phoneCall{e: e, line: l, start: st, prompts: prompts, speaks: e.Fallback().SpeaksPrompts(),
-		log: log, byTurn: map[string]string{}, menu: newPhoneMenu(e.Fallback(), st.params, st.noKeys, e.HearsAnswers()), stopped: make(chan struct{})}
+		log: log, byTurn: map[string]string{}, menu: newPhoneMenu(e.Fallback(), st.params, st.noKeys, e.HearsAnswers())}
 }
 
 // msg is a log message of the transport's, prefixed with its name
@@ -81,7 +74,8 @@ func (t *phoneCall) msg(what string) string { return t.start.protocol + ": " + w
 
 // capabilities are what the transport declares to its call.
 func (t *phoneCall) capabilities() session.Capabilities {
-	return session.Capabilities{Name: t.start.name, Interrupt: t.Interrupt, Keypad: t.keypad, Answer: t.spokenAnswer, Listening: t.listening}
+	return session.Capabilities{Name: t.start.name, Interrupt: t.Interrupt, Keypad: t.keypad, Answer: t.spokenAnswer, Listening: t.listening,
+		Voice: func(v session.Voice) { t.voice = v }}
 }
 
 // wait waits for the goroutines the transport started: prompt rendering
@@ -143,29 +137,43 @@ func (t *phoneCall) Send(ctx context.Context, msg wire.Message) error {
 	t.noteSent(msg)
 	switch m := msg.(type) {
 	case *wire.AudioStartMsg:
-		if t.handedOff.Load() {
+		l := t.menu.lineOf(m.Turn)
+		if l != nil && t.menu.lineCut(l) {
+			// A key stopped the menu since the line was asked for: it
+			// is not said.
+			t.mu.Lock()
+			t.utt, t.conv, t.cur = "", nil, m.Turn
+			t.mu.Unlock()
+			return nil
+		}
+		if l == nil && t.handedOff.Load() {
 			return nil // no utterance: its audio and end are dropped
 		}
 		conv, err := newConverter(m.Encoding, m.Rate, t.start.format)
 		if err != nil {
 			return err
 		}
-		t.takeFloor()
 		t.mu.Lock()
 		t.n++
 		t.utt = fmt.Sprintf("%s~%d", m.Turn, t.n)
 		t.conv = conv
+		t.cur = ""
+		if l != nil {
+			t.cur = m.Turn
+		}
 		if len(t.byTurn) >= 64 {
 			clear(t.byTurn)
 		}
 		t.byTurn[m.Turn] = t.utt
 		t.mu.Unlock()
 	case *wire.AudioEndMsg:
-		defer t.releaseFloor() // once its end is on the line, or it failed
 		t.mu.Lock()
-		utt, conv := t.utt, t.conv
-		t.utt, t.conv = "", nil
+		utt, conv, cur := t.utt, t.conv, t.cur
+		t.utt, t.conv, t.cur = "", nil, ""
 		t.mu.Unlock()
+		if cur != "" { // a menu's line: what follows it may go on
+			defer t.lineEnded(cur, !m.Cut)
+		}
 		if utt == "" {
 			return nil
 		}
@@ -199,30 +207,6 @@ func (t *phoneCall) Send(ctx context.Context, msg wire.Message) error {
 		t.log.Debug(t.msg("event"), "msg", fmt.Sprintf("%T", msg))
 	}
 	return nil
-}
-
-// takeFloor notes that the call's writer opens an utterance on the line
-// (audio_start): the keypad menu's lines wait for its end.
-func (t *phoneCall) takeFloor() {
-	t.floorMu.Lock()
-	prev := t.floor
-	t.floor = make(chan struct{})
-	t.floorMu.Unlock()
-	if prev != nil {
-		close(prev) // an utterance without an end (a barge-in cut it): it is over
-	}
-}
-
-// releaseFloor notes that the writer's utterance is over on the line: its
-// end is queued, or the rest of it was dropped.
-func (t *phoneCall) releaseFloor() {
-	t.floorMu.Lock()
-	f := t.floor
-	t.floor = nil
-	t.floorMu.Unlock()
-	if f != nil {
-		close(f)
-	}
 }
 
 func (t *phoneCall) endUtterance(utt string) {
@@ -282,12 +266,12 @@ func (t *phoneCall) speak(text string) {
 // the writer waits while more than the line's lead is ahead of playback.
 func (t *phoneCall) SendAudio(ctx context.Context, b []byte) error {
 	t.mu.Lock()
-	utt, conv := t.utt, t.conv
+	utt, conv, cur := t.utt, t.conv, t.cur
 	t.mu.Unlock()
 	if conv == nil {
 		return nil // audio without audio_start: nothing to say it belongs to
 	}
-	if t.handedOff.Load() {
+	if t.handedOff.Load() && cur == "" {
 		return nil // the rest of a reply begun before a person took the call
 	}
 	out, err := conv.convert(b)
@@ -313,8 +297,7 @@ func (t *phoneCall) Interrupt(ctx context.Context, turn string) (time.Duration, 
 		t.log.Debug(t.msg("clear"), "err", err)
 	}
 	// The rest of the utterance is dropped (its frames and end find no
-	// converter): lines waiting for it may be queued, after the clear.
-	t.releaseFloor()
+	// converter).
 	if utt == "" {
 		return 0, false
 	}
@@ -336,7 +319,6 @@ func (t *phoneCall) Interrupt(ctx context.Context, turn string) (time.Duration, 
 // Close waits for is all there will be.
 func (t *phoneCall) Close(status wire.CloseStatus, reason string) {
 	t.once.Do(func() {
-		close(t.stopped)
 		t.menuClosing(status)
 		t.mu.Lock()
 		t.closing = true

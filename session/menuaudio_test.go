@@ -1,0 +1,100 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	"github.com/frontdoorhq/frontdoor/media/clock"
+	"github.com/frontdoorhq/frontdoor/session/wire"
+	"github.com/frontdoorhq/frontdoor/stages"
+)
+
+// A transport's line kept (Voice.Keep) before its call's queue closed is
+// still taken, and the closed queue's writer does not finish until it is
+// released: a refused call's keypad outcome is heard before the hang-up.
+// Other frames are refused once the queue closes, and nothing is kept
+// once it is discarded.
+func TestOutboundKeepsAClosingQueueForALine(t *testing.T) {
+	var gen atomic.Uint64
+	gen.Store(1)
+	o := newOutbound(OutboundLimits{}, &gen, clock.System)
+	ctx := context.Background()
+	release, ok := o.holdVoice()
+	if !ok {
+		t.Fatal("Keep refused on an open queue")
+	}
+	o.close()
+	if err := o.push(ctx, frame{gen: 1}); !errors.Is(err, errOutClosed) {
+		t.Fatalf("push of a reply frame after close = %v, want errOutClosed", err)
+	}
+	if err := o.push(ctx, frame{voice: true, audio: []byte{1}}); err != nil {
+		t.Fatalf("push of the kept line after close = %v", err)
+	}
+	if _, r := o.take(ctx, nil); r != popFrame {
+		t.Fatalf("take = %d, want the line's frame", r)
+	}
+	done := make(chan int)
+	go func() { _, r := o.take(ctx, nil); done <- r }()
+	select {
+	case r := <-done:
+		t.Fatalf("take = %d while the line is kept, want a wait", r)
+	default:
+	}
+	release()
+	if r := <-done; r != popEnd {
+		t.Fatalf("take = %d after release, want the end", r)
+	}
+	if _, ok := o.holdVoice(); ok {
+		t.Fatal("Keep taken on a closed queue with no writer")
+	}
+
+	o = newOutbound(OutboundLimits{}, &gen, clock.System)
+	release, _ = o.holdVoice()
+	defer release()
+	o.discard()
+	if err := o.push(ctx, frame{voice: true, audio: []byte{1}}); !errors.Is(err, errOutClosed) {
+		t.Fatalf("push of a line after discard = %v, want errOutClosed", err)
+	}
+	if _, r := o.take(ctx, nil); r != popEnd {
+		t.Fatalf("take after discard = %d, want the end", r)
+	}
+}
+
+// A line is spoken for the premise of the message it follows; the
+// outcome's own prompt (the prompt of the callback or handoff the last
+// FallbackMsg reported) does not move the premise, any other message
+// that changes the call's state does.
+func TestStampsFollowTheOutcome(t *testing.T) {
+	var gen, premise, spoken atomic.Uint64
+	gen.Store(1)
+	premise.Store(1)
+	spoken.Store(1)
+	o := newOutbound(OutboundLimits{}, &gen, clock.System)
+	o.premise, o.spoken, o.stamps = &premise, &spoken, new(stamps)
+	ctx := context.Background()
+	send := func(m wire.Message) {
+		t.Helper()
+		if err := o.push(ctx, frame{msg: m, bump: changesPremise(m)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fm := &wire.FallbackMsg{Type: "handoff", Disposition: stages.Cancelled}
+	send(fm)
+	p, ok := o.stamps.of(fm)
+	if !ok || p != 2 || premise.Load() != 2 {
+		t.Fatalf("outcome stamped %d (%v), premise %d: want 2", p, ok, premise.Load())
+	}
+	send(&wire.PromptMsg{Type: "prompt", Stage: "handoff", Reason: "cancelled"})
+	if premise.Load() != 2 {
+		t.Fatalf("the outcome's own prompt moved the premise to %d", premise.Load())
+	}
+	send(&wire.PromptMsg{Type: "prompt", Stage: "model", Reason: "refused"})
+	if premise.Load() != 3 {
+		t.Fatalf("another prompt left the premise at %d, want 3", premise.Load())
+	}
+	if _, ok := o.stamps.of(&wire.FallbackMsg{}); ok {
+		t.Fatal("a message never queued has a stamp")
+	}
+}
