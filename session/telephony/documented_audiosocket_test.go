@@ -3,7 +3,9 @@ package telephony
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -91,11 +93,25 @@ func (p *asPeer) speak(t *testing.T, samples []int16) {
 func TestDocumentedAudioSocket(t *testing.T) {
 	t.Parallel()
 	t.Run("call", func(t *testing.T) {
+		logs := &logRecords{}
+		logs.dumpOnFailure(t)
 		r := newRig(t, func(c *session.Config, s *stub.Settings) {
 			c.Recognizer = stub.NewRecognizer(stub.Settings{})
 			s.FrameCount = 50
-		})
+		}, rigGateway(func(gc *GatewayConfig) { gc.Logger = slog.New(logs) }))
 		p := dialAudioSocketDocumented(t, r)
+		// Asterisk sends audio every 20 ms from the moment it connects;
+		// this peer writes its words at once, so it waits for its
+		// admission first: a caller's audio before it is not listened to
+		// (a flake under load when it was not waited for).
+		sessiontest.WaitFor(t, "the call admitted", func() bool {
+			for _, m := range logs.find("audiosocket: session") {
+				if fmt.Sprint(m["disposition"]) == "admitted" {
+					return true
+				}
+			}
+			return false
+		})
 		p.speak(t, sessiontest.Speech(t, "hello-8k.wav", 8000))
 		p.speak(t, silence(600*time.Millisecond, 8000))
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
