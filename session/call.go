@@ -13,6 +13,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session/audiolimit"
 	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/internal/admission"
 	"github.com/frontdoorhq/frontdoor/session/internal/listen"
 	"github.com/frontdoorhq/frontdoor/session/internal/observe"
 	"github.com/frontdoorhq/frontdoor/session/internal/stall"
@@ -73,7 +74,7 @@ type Call struct {
 	// rotated is the generation each stage has confirmed for this call
 	// (by stage index): work of generation g is submitted only once its
 	// stage is at g (Call.rotate), never under c.mu.
-	rotated [4]atomic.Uint64
+	rotated [4]admission.Rotation
 
 	jobs sync.WaitGroup // turn goroutines, until their backends returned
 	ans  callAnswers    // spoken answers to an offer (answer.go)
@@ -209,7 +210,7 @@ func (c *Call) start(parent context.Context, ended func()) {
 		// is tried again before the turn's work is submitted to it.
 		for _, st := range c.turnStages() {
 			if err := c.rotate(ctx, st, 1); err != nil {
-				c.log.Warn("rotate", "stage", st.name, "generation", 1, "err", err)
+				c.log.Warn("rotate", "stage", st.Name(), "generation", 1, "err", err)
 			}
 		}
 		c.mu.Lock()
@@ -253,8 +254,8 @@ func (c *Call) end(cause error, admitted bool, io *sync.WaitGroup, ioCancel cont
 	c.genCancel()
 	c.mu.Unlock()
 	for _, st := range c.turnStages() {
-		if err := st.forget(c.ctx, c.id); err != nil {
-			c.log.Warn("forget", "stage", st.name, "err", err)
+		if err := st.Forget(c.ctx, c.id); err != nil {
+			c.log.Warn("forget", "stage", st.Name(), "err", err)
 		}
 	}
 
@@ -276,11 +277,11 @@ func (c *Call) end(cause error, admitted bool, io *sync.WaitGroup, ioCancel cont
 	c.jobs.Wait()
 	c.ans.wg.Wait() // (its recognizer ends with c.ctx)
 	if admitted {
-		if _, err := c.s.session.release(c.ctx, c.id); err != nil {
+		if _, err := c.s.session.Release(c.ctx, c.id); err != nil {
 			c.log.Error("release session", "err", err)
 		}
 	}
-	if err := c.s.session.forget(c.ctx, c.id); err != nil {
+	if err := c.s.session.Forget(c.ctx, c.id); err != nil {
 		c.log.Warn("forget", "stage", StageSession, "err", err)
 	}
 	c.obs.Released()
@@ -361,7 +362,7 @@ func (c *Call) admitSession(ctx context.Context) bool {
 		return false
 	}
 	job := stages.Job{ID: c.id, Owner: c.id, Generation: 1, Born: c.s.cfg.Clock.Now(), Tenant: tenant.CallerFrom(ctx).Tenant}
-	tk, d, err := st.submit(ctx, job)
+	tk, d, err := st.Submit(ctx, job)
 	if err != nil {
 		c.log.Error("session submit", "err", err)
 		d = stages.Closed
@@ -387,7 +388,7 @@ func (c *Call) admitSession(ctx context.Context) bool {
 				_ = c.Send(ctx, &wire.SessionMsg{Type: "session", Disposition: stages.Queued, Session: c.id, Position: pos})
 			}
 		case <-ctx.Done():
-			if _, err := st.cancel(ctx, c.id); err != nil {
+			if _, err := st.Cancel(ctx, c.id); err != nil {
 				c.log.Warn("cancel session", "err", err)
 			}
 			<-tk.Done()
@@ -418,20 +419,7 @@ func (c *Call) admitSession(ctx context.Context) bool {
 // this stage tries again first. It never runs under c.mu: in fleet mode it
 // is a round trip to the store.
 func (c *Call) rotate(ctx context.Context, st *stage, gen uint64) error {
-	r := &c.rotated[st.idx]
-	if r.Load() >= gen {
-		return nil
-	}
-	if err := st.rotate(ctx, c.id, gen); err != nil && !errors.Is(err, stages.ErrGeneration) {
-		c.s.m.RotateErrors.WithLabelValues(st.name).Inc()
-		return err
-	}
-	for {
-		cur := r.Load()
-		if cur >= gen || r.CompareAndSwap(cur, gen) {
-			return nil
-		}
-	}
+	return st.Rotate(ctx, &c.rotated[st.Slot()], c.id, gen)
 }
 
 func (c *Call) refuseSession(ctx context.Context, d stages.Disposition) {
@@ -645,7 +633,7 @@ func (c *Call) bargeIn() {
 	// and turn_end follow it. (Its output is already dropped.)
 	for _, st := range c.turnStages() {
 		if err := c.rotate(c.ctx, st, gen); err != nil {
-			c.log.Error("rotate", "stage", st.name, "generation", gen, "err", err)
+			c.log.Error("rotate", "stage", st.Name(), "generation", gen, "err", err)
 		}
 	}
 	stopOld()

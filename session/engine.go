@@ -20,6 +20,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/session/audiolimit"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/heartbeat"
+	"github.com/frontdoorhq/frontdoor/session/internal/admission"
 	"github.com/frontdoorhq/frontdoor/session/internal/meter"
 	"github.com/frontdoorhq/frontdoor/session/internal/metrics"
 	"github.com/frontdoorhq/frontdoor/session/internal/observe"
@@ -248,7 +249,7 @@ func New(cfg Config) (*Engine, error) {
 			err = fmt.Errorf("session: %s stage: %w", name, err)
 			return nil
 		}
-		return s.newStage(name, idx, g)
+		return admission.New(g, s.stageConfig(name, idx))
 	}
 	s.session = mk(StageSession, 0, cfg.Session)
 	s.recognize = mk(StageRecognize, 1, cfg.Recognize)
@@ -257,7 +258,6 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.setupQuarantine(cfg.QuarantineAfter)
 	metrics.Register(s.reg, scrapeSource{s})
 	return s, nil
 }
@@ -417,7 +417,7 @@ func (s *Engine) Drain(ctx context.Context) error {
 	s.draining.Store(true)
 	for _, st := range s.stageList() {
 		if st != s.synth {
-			st.draining.Store(true)
+			st.Drain()
 		}
 	}
 	done := make(chan struct{})
@@ -430,15 +430,15 @@ func (s *Engine) Drain(ctx context.Context) error {
 		select {
 		case <-zero:
 		case <-done:
-			s.synth.draining.Store(true)
+			s.synth.Drain()
 			return nil
 		case <-ctx.Done():
-			s.synth.draining.Store(true)
+			s.synth.Drain()
 			s.stopAll()
 			return ErrDrainTimeout
 		}
 	}
-	s.synth.draining.Store(true)
+	s.synth.Drain()
 	select {
 	case <-done:
 		return nil
@@ -497,10 +497,7 @@ func (s *Engine) Close() {
 	s.mu.Unlock()
 	s.callsWG.Wait()
 	for _, st := range s.stageList() {
-		if st.gate != nil {
-			st.draining.Store(true)
-			st.gate.Stop()
-		}
+		st.Stop()
 	}
 }
 
@@ -516,8 +513,8 @@ func newID() string {
 // and tools that check the stage contract on exactly what the server runs.
 func (s *Engine) Gate(name string) stages.Gate {
 	for _, st := range []*stage{s.session, s.recognize, s.model, s.synth} {
-		if st.name == name {
-			return st.gate
+		if st.Name() == name {
+			return st.Gate()
 		}
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/internal/admission"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -13,7 +14,7 @@ import (
 // lease was lost: the slot may already be someone else's, so the work must
 // stop. The turn fails with the kind "unavailable" (the store could not
 // keep the lease), not as a barge-in.
-var ErrLeaseLost = errors.New("session: lease lost while the work ran")
+var ErrLeaseLost = admission.ErrLeaseLost
 
 // errSessionLost ends a call whose session lease was lost (fleet mode: its
 // replica could not renew it for a TTL, or the renewal was fenced): its
@@ -46,47 +47,11 @@ func (c *Call) watchSessionLease(ctx context.Context, lost <-chan struct{}) {
 // wall clock.
 const sessionLostPrompt = 2 * time.Second
 
-// holdLease is st.hold on ctx (t's, or one derived from it) with the
-// work's context also cancelled (cause ErrLeaseLost) when lost, the lease
-// admit returned for t, is closed. The release that
-// follows is refused as fenced when the store expired the lease; hold logs
-// that quietly. Work that returned without error keeps its result even if
-// the lease was lost just after.
-func (c *Call) holdLease(ctx context.Context, t *turn, st *stage, id string, lost <-chan struct{}, work func(context.Context) error) (disp stages.Disposition, err error) {
-	defer func() {
-		if disp == 0 {
-			// The release failed (fenced, or the store did not answer):
-			// the stage's work has still ended here, and the lease runs out
-			// by its TTL. 0 is not a disposition a caller can be sent.
-			disp = stages.Completed
-			if err != nil && t.ctx.Err() == nil {
-				disp = stages.Failed
-			}
-		}
-	}()
-	if lost == nil {
-		return st.hold(ctx, id, work)
-	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	watched := make(chan struct{})
-	go func() { // ends when the lease is lost or holdLease returns
-		defer close(watched)
-		select {
-		case <-lost:
-			// Its output stops as a barge-in's does: what it queued is
-			// not written (the writer checks before each frame).
-			t.silenced.Store(true)
-			cancel(ErrLeaseLost)
-		case <-ctx.Done():
-		}
-	}()
-	disp, err = st.hold(ctx, id, work)
-	wasLost := errors.Is(context.Cause(ctx), ErrLeaseLost)
-	cancel(context.Canceled)
-	<-watched
-	if err != nil && wasLost && t.ctx.Err() == nil {
-		c.log.Warn("lease lost: work stopped", "stage", st.name, "job", id)
-		err = &backend.Error{Kind: backend.KindUnavailable, Backend: "store", Op: "lease", Err: ErrLeaseLost}
-	}
-	return disp, err
+// holdLease runs work under the lease id of t's job in st, on ctx (t's,
+// or one derived from it), with the lease lost (lost closed) stopping the
+// work as a barge-in stops its output: what it queued is not written (the
+// writer checks before each frame). t's end, not ctx's, tells a stopped
+// turn from a failed one (admission.Stage.Hold).
+func (c *Call) holdLease(ctx context.Context, t *turn, st *stage, id string, lost <-chan struct{}, work func(context.Context) error) (stages.Disposition, error) {
+	return st.Hold(ctx, admission.Lease{ID: id, Lost: lost, OnLost: func() { t.silenced.Store(true) }, Owner: t.ctx}, work)
 }

@@ -189,7 +189,7 @@ func (c *Call) speak(t *turn, mjob stages.Job, lost <-chan struct{}, handedOff f
 		}
 		t.startSpoken(text)
 		disp, err := c.holdLease(t.ctx, t, c.s.synth, job.ID, slost, func(ctx context.Context) error {
-			heard := c.s.synth.firstSignal() // the adaptive limit's signal: first audio
+			heard := c.s.synth.FirstSignal() // the adaptive limit's signal: first audio
 			return c.s.cfg.Synthesizer.Synthesize(ctx, text, func(au backend.Audio) error { heard(); t.obs.Audio(); return a.emit(ctx, au) })
 		})
 		t.endSpoken()
@@ -217,7 +217,7 @@ func (c *Call) stopReply(t *turn, mjob stages.Job, m *modelRun, stop context.Can
 		return // it had finished: its lease is released already
 	default:
 	}
-	if _, err := c.s.model.cancel(t.ctx, mjob.ID); err != nil {
+	if _, err := c.s.model.Cancel(t.ctx, mjob.ID); err != nil {
 		c.log.Warn("cancel", "stage", StageModel, "job", mjob.ID, "err", err)
 	}
 	stop()
@@ -237,7 +237,7 @@ func (c *Call) writeReply(ctx context.Context, t *turn, hist []backend.Message, 
 			c.s.firstSentence.Observe(c.now().Sub(admitted), c.s.cfg.Synthesis.MaxAge)
 		}
 	}
-	token := c.s.model.firstSignal() // the adaptive limit's signal: the first token (adaptive.go)
+	token := c.s.model.FirstSignal() // the adaptive limit's signal: the first token (internal/admission)
 	bt := backend.Turn{Call: c.id, ID: t.id, Text: t.text, History: hist}
 	m.disp, m.err = c.holdLease(ctx, t, c.s.model, mjob.ID, lost, func(ctx context.Context) error {
 		return c.s.cfg.ModelBackend.Reply(ctx, bt, func(delta string) error {

@@ -158,33 +158,33 @@ func (s *Engine) backendOutcome(stage string, err error) {
 // sentences at the synthesis stage (0 elsewhere). Admitted, it also
 // returns the channel closed if the lease is lost (holdLease).
 func (c *Call) admit(t *turn, st *stage, job stages.Job, seg int) (stages.Disposition, <-chan struct{}) {
-	t.obs.Submit(st.name)
+	t.obs.Submit(st.Name())
 	var tk stages.Pending
 	d := stages.Closed
 	err := c.rotate(t.ctx, st, t.gen)
 	if err == nil {
-		tk, d, err = st.submit(t.ctx, job)
+		tk, d, err = st.Submit(t.ctx, job)
 	}
 	if err != nil {
 		if t.ctx.Err() != nil { // a barge-in or the call's end, not the store
 			d = stages.Cancelled
 		} else {
-			c.log.Error("submit", "stage", st.name, "job", job.ID, "err", err)
+			c.log.Error("submit", "stage", st.Name(), "job", job.ID, "err", err)
 			d = stages.Closed
 		}
 	}
 	if d == stages.Queued {
 		pos, _, _ := tk.Position(t.ctx)
-		c.sendDisposition(t, st.name, seg, stages.Queued, pos, "")
+		c.sendDisposition(t, st.Name(), seg, stages.Queued, pos, "")
 		<-tk.Done() // Rotate and Forget resolve it as cancelled
 		d, _ = tk.Result()
 	}
-	c.sendDisposition(t, st.name, seg, d, 0, "")
+	c.sendDisposition(t, st.Name(), seg, d, 0, "")
 	// A later sentence of a reply the caller is hearing has its prompt
 	// said by endPartial, once the audio before it has played.
 	hearing := seg > 1 && !job.Deadline.IsZero()
 	if d.Refusal() && !hearing {
-		c.s.refuse(c.ctx, Refusal{Call: c.id, Turn: t.id, Stage: st.name, Disposition: d}, c)
+		c.s.refuse(c.ctx, Refusal{Call: c.id, Turn: t.id, Stage: st.Name(), Disposition: d}, c)
 	}
 	if d != stages.Admitted {
 		return d, nil
@@ -192,12 +192,12 @@ func (c *Call) admit(t *turn, st *stage, job stages.Job, seg int) (stages.Dispos
 	if t.ctx.Err() != nil {
 		// Rotated between admission and now: nothing was started, so the
 		// lease is released at once.
-		rd, rerr := st.release(t.ctx, job.ID)
+		rd, rerr := st.Release(t.ctx, job.ID)
 		if rerr != nil {
-			c.log.Warn("release", "stage", st.name, "job", job.ID, "err", rerr)
+			c.log.Warn("release", "stage", st.Name(), "job", job.ID, "err", rerr)
 			rd = stages.Cancelled
 		}
-		c.sendDisposition(t, st.name, seg, rd, 0, "")
+		c.sendDisposition(t, st.Name(), seg, rd, 0, "")
 		return stages.Cancelled, nil
 	}
 	return d, tk.Lost()

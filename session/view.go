@@ -15,23 +15,23 @@ func (s *Engine) Stages() view.Stages {
 	v.Calls, v.CallsByTransport = s.callCounts(false)
 	ctx := context.Background()
 	for _, st := range s.stageList() {
-		sn, err := st.snapshot(ctx)
+		sn, err := st.Snapshot(ctx)
 		if err != nil {
-			s.m.ViewErrors.WithLabelValues(st.name).Inc()
+			s.m.ViewErrors.WithLabelValues(st.Name()).Inc()
 		}
 		sv := view.Stage{
-			Name:             st.name,
+			Name:             st.Name(),
 			Slots:            sn.Limits.Slots,
 			QueueLimit:       sn.Limits.Waiting,
 			MaxWaitMS:        sn.Limits.MaxAge.Milliseconds(),
-			CleanupTimeoutMS: st.timeout.Milliseconds(),
+			CleanupTimeoutMS: st.CleanupTimeout().Milliseconds(),
 			Closed:           sn.Closed,
 			Queued:           sn.Queued,
 			Leased:           sn.Leased,
 			CleanupPending:   sn.CleanupPending,
 			OldestCleanupMS:  sn.OldestCleanup.Milliseconds(),
-			CleanupOverdue:   st.overdue.Load(),
-			Quarantined:      st.q.On(),
+			CleanupOverdue:   st.Overdue(),
+			Quarantined:      st.Quarantined(),
 			OldestQueuedMS:   sn.OldestQueued.Milliseconds(),
 			Owners:           sn.Owners,
 			Ledger:           sn.Ledger,
@@ -41,7 +41,7 @@ func (s *Engine) Stages() view.Stages {
 		if err != nil {
 			sv.Error = err.Error()
 		}
-		waiting, _ := st.view.Waiting(ctx)
+		waiting, _ := st.Waiting(ctx)
 		for _, w := range waiting {
 			sv.Waiting = append(sv.Waiting, view.Waiter{ID: w.ID, Owner: w.Owner, Position: w.Position, AgeMS: w.Age.Milliseconds()})
 		}
@@ -77,9 +77,9 @@ func (s *Engine) callCounts(seen bool) (int, map[string]int) {
 // snapshot is st's snapshot for a scrape: the last seen (closed) while it
 // cannot be read, the read error counted.
 func (s *Engine) snapshot(st *stage) stages.Snapshot {
-	sn, err := st.snapshot(context.Background())
+	sn, err := st.Snapshot(context.Background())
 	if err != nil {
-		s.m.ViewErrors.WithLabelValues(st.name).Inc()
+		s.m.ViewErrors.WithLabelValues(st.Name()).Inc()
 	}
 	return sn
 }
@@ -90,7 +90,7 @@ type scrapeSource struct{ s *Engine }
 func (c scrapeSource) ScrapeStages() []metrics.Stage {
 	var out []metrics.Stage
 	for _, st := range c.s.stageList() {
-		out = append(out, metrics.Stage{Name: st.name, Snapshot: c.s.snapshot(st), Overdue: st.overdue.Load()})
+		out = append(out, metrics.Stage{Name: st.Name(), Snapshot: c.s.snapshot(st), Overdue: st.Overdue()})
 	}
 	return out
 }

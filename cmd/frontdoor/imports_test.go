@@ -47,13 +47,13 @@ var importRules = []struct {
 	{from: "session/heartbeat", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/heartbeat", "session/backend", "session/wire"}},
 	{from: "session/tenant", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/tenant", "session/backend", "session/wire"}},
 	{from: "session/view", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/view", "session/backend", "session/wire"}},
+	{from: "session/internal/admission", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/admission", "session/backend", "session/wire"}},
 	{from: "session/internal/listen", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/listen", "session/backend", "session/wire"}},
 	{from: "session/internal/meter", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/meter", "session/backend", "session/wire"}},
 	{from: "session/internal/metrics", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/metrics", "session/backend", "session/wire"}},
 	{from: "session/internal/observe", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/observe", "session/backend", "session/wire"}},
 	{from: "session/internal/pace", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/pace", "session/backend", "session/wire"}},
 	{from: "session/internal/promptaudio", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/promptaudio", "session/backend", "session/wire"}},
-	{from: "session/internal/quarantine", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/quarantine", "session/backend", "session/wire"}},
 	{from: "session/internal/stall", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/stall", "session/backend", "session/wire"}},
 	// The native protocol's types: below the engine, which speaks them
 	// to every transport; the transports may import it (they are not
@@ -77,13 +77,13 @@ var engineParts = []string{
 	"session/heartbeat",
 	"session/tenant",
 	"session/view",
+	"session/internal/admission",
 	"session/internal/listen",
 	"session/internal/meter",
 	"session/internal/metrics",
 	"session/internal/observe",
 	"session/internal/pace",
 	"session/internal/promptaudio",
-	"session/internal/quarantine",
 	"session/internal/stall",
 }
 

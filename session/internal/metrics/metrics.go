@@ -29,7 +29,7 @@ type Metrics struct {
 	RotateErrors  *prometheus.CounterVec
 	ViewErrors    *prometheus.CounterVec
 	OutboundHigh  prometheus.Gauge
-	// The backend quarantine's (package internal/quarantine).
+	// The backend quarantine's (package internal/admission).
 	Quarantined       *prometheus.GaugeVec
 	QuarantineRefused *prometheus.CounterVec
 

@@ -1,4 +1,4 @@
-package quarantine
+package admission
 
 import (
 	"io"
@@ -32,8 +32,8 @@ func TestQuarantineStreak(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var overdue atomic.Int64
 			gauge := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "q"}, []string{"stage"})
-			st := &Q{After: tc.after, Stage: "model", Timeout: time.Second, Clock: clock.System,
-				Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Gauge: gauge, Overdue: &overdue}
+			st := &quarantine{after: tc.after, stage: "model", timeout: time.Second, clock: clock.System,
+				log: slog.New(slog.NewTextHandler(io.Discard, nil)), gauge: gauge, overdue: &overdue}
 			for _, c := range tc.steps {
 				switch c {
 				case 'l':
