@@ -14,6 +14,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/session/audiolimit"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/internal/admission"
+	"github.com/frontdoorhq/frontdoor/session/internal/answer"
 	"github.com/frontdoorhq/frontdoor/session/internal/listen"
 	"github.com/frontdoorhq/frontdoor/session/internal/observe"
 	"github.com/frontdoorhq/frontdoor/session/internal/stall"
@@ -76,9 +77,9 @@ type Call struct {
 	// stage is at g (Call.rotate), never under c.mu.
 	rotated [4]admission.Rotation
 
-	jobs sync.WaitGroup // turn goroutines, until their backends returned
-	ans  callAnswers    // spoken answers to an offer (answer.go)
-	hold holdState      // a refused call held open for its offer (hold.go)
+	jobs sync.WaitGroup   // turn goroutines, until their backends returned
+	ans  *answer.Listener // spoken answers to an offer (answer.go); nil without a recognizer
+	hold holdState        // a refused call held open for its offer (hold.go)
 	// leaveTenant gives the call's tenant slot back (once); nil until
 	// the call entered its tenant (tenant.go).
 	leaveTenant func()
@@ -112,6 +113,7 @@ func newCall(s *Engine, id string, t Transport, caps Capabilities) *Call {
 		format:   media.Format{Encoding: media.PCM16, Channels: 1},
 		span:     1,
 		inflight: map[string]bool{}}
+	c.ans = s.ans.Listen(answerer{c}, c.log)
 	c.out = newOutbound(s.cfg.Outbound, &c.gen, s.cfg.Clock)
 	c.out.pacer = s.pacer
 	c.w.clock = s.cfg.Clock
@@ -251,6 +253,7 @@ func (c *Call) end(cause error, admitted bool, io *sync.WaitGroup, ioCancel cont
 	// returns.
 	c.mu.Lock()
 	c.advance(phaseEnded)
+	c.ans.Stop()
 	c.genCancel()
 	c.mu.Unlock()
 	for _, st := range c.turnStages() {
@@ -275,7 +278,7 @@ func (c *Call) end(cause error, admitted bool, io *sync.WaitGroup, ioCancel cont
 	io.Go(func() { c.t.Close(status, reason); close(closed) })
 
 	c.jobs.Wait()
-	c.ans.wg.Wait() // (its recognizer ends with c.ctx)
+	c.ans.Wait() // (its recognizer ends with c.ctx)
 	if admitted {
 		if _, err := c.s.session.Release(c.ctx, c.id); err != nil {
 			c.log.Error("release session", "err", err)
@@ -742,7 +745,7 @@ func (c *Call) hear(b []byte, admitted bool) {
 		if len(u.Samples) == 0 {
 			continue
 		}
-		if c.listening() && c.takeAnswer(u, admitted, now.Add(-ago[i])) || !admitted {
+		if c.listening() && c.ans.Take(u, admitted, now.Add(-ago[i])) || !admitted {
 			continue
 		}
 		if pe := c.enqueue(wire.TurnRequest{}, &u, now.Add(-ago[i])); pe != nil {

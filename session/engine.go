@@ -21,6 +21,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/heartbeat"
 	"github.com/frontdoorhq/frontdoor/session/internal/admission"
+	"github.com/frontdoorhq/frontdoor/session/internal/answer"
 	"github.com/frontdoorhq/frontdoor/session/internal/meter"
 	"github.com/frontdoorhq/frontdoor/session/internal/metrics"
 	"github.com/frontdoorhq/frontdoor/session/internal/observe"
@@ -155,9 +156,9 @@ type Engine struct {
 	obs *observe.Observer // turn histograms and the tracer
 
 	session, recognize, model, synth *stage
-	ans                              answerGate  // spoken answers to offers (answer.go)
-	pacer                            *pace.Pacer // prompt audio's (nil: not paced)
-	shed                             meter.Shed  // the shedding rule's (shed.go)
+	ans                              *answer.Gate // spoken answers to offers (answer.go); nil: none
+	pacer                            *pace.Pacer  // prompt audio's (nil: not paced)
+	shed                             meter.Shed   // the shedding rule's (shed.go)
 
 	mu        sync.Mutex
 	extra     []*stage
@@ -215,7 +216,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Fallback == nil {
 		cfg.Fallback = Prompts{}
 	}
-	ans := newAnswerGate(cfg)
+	ans := answer.NewGate(cfg.Answers, cfg.AnswerSlots)
 	if cfg.SegmentGrace <= 0 {
 		cfg.SegmentGrace = DefaultSegmentGrace
 	}

@@ -239,16 +239,7 @@ func (c *Call) recognize(t *turn, job stages.Job) bool {
 	}
 	t.text = text
 	_ = c.push(t.ctx, frame{gen: t.gen, msg: &wire.TranscriptMsg{Type: "transcript", Turn: t.id, Generation: t.gen, Text: text}})
-	// The transport's menu hears answers in words where it has one; the
-	// Fallback otherwise.
-	var ev wire.ClientEvent
-	var ok bool
-	if c.caps.Answer != nil {
-		ev, ok = c.caps.Answer(t.ctx, text)
-	} else {
-		ev, ok = c.s.cfg.Fallback.SpokenAnswer(c.id, text)
-	}
-	if ok {
+	if ev, ok := c.answerOf(t.ctx, text); ok {
 		// An answer to an offer goes to the Fallback, as a key would;
 		// the model never sees it.
 		c.s.cfg.Fallback.Message(c.ctx, c.id, ev, c)
