@@ -2,34 +2,28 @@ package session
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/media"
-	"github.com/frontdoorhq/frontdoor/media/pcm"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/internal/promptaudio"
 	"github.com/frontdoorhq/frontdoor/session/wire"
 )
 
-// audioOut converts one turn's synthesized audio to the call's format and
-// queues it in frames of span times 20 ms, after audio_start.
+// audioOut queues one turn's synthesized audio, or a prompt's, in the
+// call's format after audio_start: its framing is promptaudio.Framer's;
+// what is the call's here (the frames' generation and premise, the turn's
+// audio time, audio_start and audio_end).
 type audioOut struct {
 	c       *Call
 	t       *turn  // nil for prompt audio
 	id      string // the turn id announced
 	gen     uint64 // frames' generation; 0 for prompt audio (never dropped)
 	premise uint64 // prompt audio: the premise it is spoken for (cut when it ends)
-	format  media.Format
-	span    int // 20 ms frames per binary frame (Call.span; 0 is 1)
-	started bool
+	fr      *promptaudio.Framer
 	// startedAt is when the first audio was queued: with synthUS, when
 	// the audio queued so far runs out (a streamed reply's next deadline).
 	startedAt time.Time
-	enc       media.Encoding
-	rate      int
-	rs        *pcm.Resampler
-	buf       []int16
 	synthUS   int64
 }
 
@@ -37,67 +31,37 @@ func (a *audioOut) emit(ctx context.Context, au backend.Audio) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if au.Rate <= 0 {
-		return fmt.Errorf("session: synthesizer audio without a rate: %w", backend.ErrMalformed)
+	first, err := a.fr.Start(au.Rate)
+	if err != nil {
+		return err
 	}
-	if !a.started {
-		a.started, a.startedAt = true, a.c.now()
-		a.enc, a.rate = a.format.Encoding, a.format.SampleRate
-		if a.enc == "" {
-			a.enc = media.PCM16
-		}
-		if a.rate == 0 {
-			a.rate = au.Rate
-		}
-		if a.rate != au.Rate {
-			rs, err := pcm.NewResampler(au.Rate, a.rate)
-			if err != nil {
-				return err
-			}
-			a.rs = rs
-		}
-		msg := &wire.AudioStartMsg{Type: "audio_start", Turn: a.id, Generation: a.announce(), Encoding: string(a.enc), Rate: a.rate}
+	if first {
+		a.startedAt = a.c.now()
+		msg := &wire.AudioStartMsg{Type: "audio_start", Turn: a.id, Generation: a.announce(), Encoding: string(a.fr.Encoding()), Rate: a.fr.Rate()}
 		if err := a.c.push(ctx, frame{gen: a.gen, premise: a.premise, turn: a.t, msg: msg}); err != nil {
 			return err
 		}
 	}
-	a.synthUS += int64(len(au.Samples)) * 1e6 / int64(au.Rate)
+	us := int64(len(au.Samples)) * 1e6 / int64(au.Rate)
+	a.synthUS += us
 	if a.t != nil {
-		a.t.synthUS.Add(int64(len(au.Samples)) * 1e6 / int64(au.Rate))
+		a.t.synthUS.Add(us)
 	}
-	samples := au.Samples
-	if a.rs != nil {
-		samples = a.rs.Resample(nil, samples)
-	}
-	a.buf = append(a.buf, samples...)
-	return a.flush(ctx, false)
+	return a.fr.Write(au.Samples, a.frame(ctx))
 }
 
-// flush queues whole frames, and with all, the remainder.
-func (a *audioOut) flush(ctx context.Context, all bool) error {
-	n := promptaudio.FrameSamples(a.rate, a.span)
-	i := 0
-	for ; len(a.buf)-i >= n || (all && i < len(a.buf)); i += n {
-		s := a.buf[i:min(i+n, len(a.buf))]
-		dst, pooled := promptaudio.FrameBuf(promptaudio.EncodedLen(a.enc, len(s)))
-		b := promptaudio.EncodeFrame(dst, a.enc, s)
-		f := frame{gen: a.gen, premise: a.premise, audio: b, pooled: pooled, turn: a.t, ms: int64(len(s)) * 1e6 / int64(a.rate)}
-		if err := a.c.push(ctx, f); err != nil {
-			return err
-		}
+// frame queues one of the framer's frames.
+func (a *audioOut) frame(ctx context.Context) func(promptaudio.Frame) error {
+	return func(f promptaudio.Frame) error {
+		return a.c.push(ctx, frame{gen: a.gen, premise: a.premise, audio: f.Audio, pooled: f.Pooled, turn: a.t, ms: f.US})
 	}
-	a.buf = append(a.buf[:0], a.buf[min(i, len(a.buf)):]...)
-	return nil
 }
 
 func (a *audioOut) finish(ctx context.Context) error {
-	if !a.started {
+	if !a.fr.Started() {
 		return nil
 	}
-	if a.rs != nil {
-		a.buf = a.rs.Flush(a.buf)
-	}
-	if err := a.flush(ctx, true); err != nil {
+	if err := a.fr.Flush(a.frame(ctx)); err != nil {
 		return err
 	}
 	return a.c.push(ctx, frame{gen: a.gen, premise: a.premise, turn: a.t, end: true, msg: &wire.AudioEndMsg{Type: "audio_end", Turn: a.id, Generation: a.announce(),
@@ -134,7 +98,7 @@ func (c *Call) SendAudio(ctx context.Context, turn string, prompt *wire.PromptMs
 	if prompt != nil && prompt.Premise() != 0 {
 		premise = prompt.Premise()
 	}
-	a := &audioOut{c: c, id: turn, format: f, span: span, premise: premise}
+	a := &audioOut{c: c, id: turn, fr: promptaudio.NewFramer(f, span), premise: premise}
 	if turn == "" {
 		a.id = "prompt"
 	}

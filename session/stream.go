@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/internal/promptaudio"
 	"github.com/frontdoorhq/frontdoor/session/segment"
 	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
@@ -173,7 +174,7 @@ func (c *Call) speak(t *turn, mjob stages.Job, lost <-chan struct{}, handedOff f
 	c.history.Add(backend.Message{Role: backend.RoleUser, Content: t.text})
 	go c.writeReply(mctx, t, hist, mjob, lost, q, m) // ends when the model returns; waited for below
 
-	a := &audioOut{c: c, t: t, id: t.id, gen: t.gen, format: t.format, span: t.span}
+	a := &audioOut{c: c, t: t, id: t.id, gen: t.gen, fr: promptaudio.NewFramer(t.format, t.span)}
 	n, refused, failed := 0, stages.Disposition(0), ""
 	for {
 		text, ok := q.next(t.ctx)
@@ -281,7 +282,7 @@ func (c *Call) sentenceJob(t *turn, mjob stages.Job, n int, a *audioOut) stages.
 		return job
 	}
 	job.ID = fmt.Sprintf("%s.%d", job.ID, n)
-	if !a.started {
+	if !a.fr.Started() {
 		return job
 	}
 	now := c.now()
@@ -309,7 +310,7 @@ func (c *Call) endReply(t *turn, a *audioOut, n int, refused stages.Disposition,
 	// Audio of a turn that lost a lease is cut as a barge-in's is
 	// (lease.go): what was queued is not played, so it is not "what
 	// was said".
-	heardSome := a.started && !t.silenced.Load()
+	heardSome := a.fr.Started() && !t.silenced.Load()
 	switch {
 	case t.ctx.Err() != nil || mcancelled:
 		c.endTurn(t, stages.Cancelled.String(), st, "")
@@ -367,7 +368,7 @@ func (c *Call) endPartial(t *turn, a *audioOut, r Refusal, disposition, kind str
 // waits until they were written (paced: played); false if a barge-in or
 // the call's end came first.
 func (c *Call) finishAudio(t *turn, a *audioOut) bool {
-	if !a.started {
+	if !a.fr.Started() {
 		return t.ctx.Err() == nil
 	}
 	if err := a.finish(t.ctx); err != nil {

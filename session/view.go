@@ -13,37 +13,10 @@ import (
 func (s *Engine) Stages() view.Stages {
 	v := view.Stages{Draining: s.draining.Load(), At: s.cfg.Clock.Now()}
 	v.Calls, v.CallsByTransport = s.callCounts(false)
-	ctx := context.Background()
 	for _, st := range s.stageList() {
-		sn, err := st.Snapshot(ctx)
+		sv, err := view.Read(context.Background(), st)
 		if err != nil {
 			s.m.ViewErrors.WithLabelValues(st.Name()).Inc()
-		}
-		sv := view.Stage{
-			Name:             st.Name(),
-			Slots:            sn.Limits.Slots,
-			QueueLimit:       sn.Limits.Waiting,
-			MaxWaitMS:        sn.Limits.MaxAge.Milliseconds(),
-			CleanupTimeoutMS: st.CleanupTimeout().Milliseconds(),
-			Closed:           sn.Closed,
-			Queued:           sn.Queued,
-			Leased:           sn.Leased,
-			CleanupPending:   sn.CleanupPending,
-			OldestCleanupMS:  sn.OldestCleanup.Milliseconds(),
-			CleanupOverdue:   st.Overdue(),
-			Quarantined:      st.Quarantined(),
-			OldestQueuedMS:   sn.OldestQueued.Milliseconds(),
-			Owners:           sn.Owners,
-			Ledger:           sn.Ledger,
-			Waiting:          []view.Waiter{},
-			Snapshot:         sn,
-		}
-		if err != nil {
-			sv.Error = err.Error()
-		}
-		waiting, _ := st.Waiting(ctx)
-		for _, w := range waiting {
-			sv.Waiting = append(sv.Waiting, view.Waiter{ID: w.ID, Owner: w.Owner, Position: w.Position, AgeMS: w.Age.Milliseconds()})
 		}
 		v.Stages = append(v.Stages, sv)
 	}

@@ -4,6 +4,7 @@
 package view
 
 import (
+	"context"
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/stages"
@@ -74,4 +75,49 @@ func TransportName(name string) string {
 		return TransportOther
 	}
 	return name
+}
+
+// Source is one stage as a server keeps it (the engine's admission.Stage):
+// its snapshot, the last one seen with an error while it cannot be read,
+// its waiting work, and what the server adds to the gate's figures.
+type Source interface {
+	Name() string
+	Snapshot(ctx context.Context) (stages.Snapshot, error)
+	Waiting(ctx context.Context) ([]stages.Waiter, error)
+	CleanupTimeout() time.Duration
+	Overdue() int64
+	Quarantined() bool
+}
+
+// Read reports src as /v1/stages shows it. Its error is the snapshot's:
+// the figures are then the last seen, closed, and Error says why.
+func Read(ctx context.Context, src Source) (Stage, error) {
+	sn, err := src.Snapshot(ctx)
+	v := Stage{
+		Name:             src.Name(),
+		Slots:            sn.Limits.Slots,
+		QueueLimit:       sn.Limits.Waiting,
+		MaxWaitMS:        sn.Limits.MaxAge.Milliseconds(),
+		CleanupTimeoutMS: src.CleanupTimeout().Milliseconds(),
+		Closed:           sn.Closed,
+		Queued:           sn.Queued,
+		Leased:           sn.Leased,
+		CleanupPending:   sn.CleanupPending,
+		OldestCleanupMS:  sn.OldestCleanup.Milliseconds(),
+		CleanupOverdue:   src.Overdue(),
+		Quarantined:      src.Quarantined(),
+		OldestQueuedMS:   sn.OldestQueued.Milliseconds(),
+		Owners:           sn.Owners,
+		Ledger:           sn.Ledger,
+		Waiting:          []Waiter{},
+		Snapshot:         sn,
+	}
+	if err != nil {
+		v.Error = err.Error()
+	}
+	waiting, _ := src.Waiting(ctx)
+	for _, w := range waiting {
+		v.Waiting = append(v.Waiting, Waiter{ID: w.ID, Owner: w.Owner, Position: w.Position, AgeMS: w.Age.Milliseconds()})
+	}
+	return v, err
 }

@@ -1,7 +1,8 @@
 // Package promptaudio encodes prompt audio once per rendering and call
 // format, into the 20 ms frames every call that speaks it slices from one
-// buffer, and holds what reply audio shares with it: the frame encoding
-// and the pooled frame buffers (framebuf.go).
+// buffer, and holds what reply audio shares with it: the frame encoding,
+// the pooled frame buffers (framebuf.go) and the Framer that cuts a
+// reply's audio into those frames as it streams (framer.go).
 package promptaudio
 
 import (
