@@ -53,5 +53,5 @@ const sessionLostPrompt = 2 * time.Second
 // writer checks before each frame). t's end, not ctx's, tells a stopped
 // turn from a failed one (admission.Stage.Hold).
 func (c *Call) holdLease(ctx context.Context, t *turn, st *stage, id string, lost <-chan struct{}, work func(context.Context) error) (stages.Disposition, error) {
-	return st.Hold(ctx, admission.Lease{ID: id, Lost: lost, OnLost: func() { t.silenced.Store(true) }, Owner: t.ctx}, work)
+	return st.Hold(ctx, admission.Lease{ID: id, Lost: lost, OnLost: func() { t.silenced.Store(true) }, Owner: t.ctx, Log: c.log}, work)
 }

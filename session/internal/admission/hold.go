@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -30,6 +31,8 @@ type Lease struct {
 	// means the work was stopped (a barge-in, the call's end), not that it
 	// failed. nil: Hold's ctx.
 	Owner context.Context
+	// Log tells of a lease lost (nil: the stage's logger).
+	Log *slog.Logger
 }
 
 // Hold runs work under lease l and releases the lease only after work has
@@ -77,7 +80,11 @@ func (s *Stage) Hold(ctx context.Context, l Lease, work func(context.Context) er
 	cancel(context.Canceled)
 	<-watched
 	if err != nil && wasLost && owner.Err() == nil {
-		s.cfg.Log.Warn("lease lost: work stopped", "stage", s.cfg.Name, "job", l.ID)
+		log := l.Log
+		if log == nil {
+			log = s.cfg.Log
+		}
+		log.Warn("lease lost: work stopped", "stage", s.cfg.Name, "job", l.ID)
 		err = &backend.Error{Kind: backend.KindUnavailable, Backend: "store", Op: "lease", Err: ErrLeaseLost}
 	}
 	return disp, err
