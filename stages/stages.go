@@ -103,6 +103,9 @@ func NewGate(l Limits, clk clock.Clock, log *slog.Logger, opts ...Option) (Gate,
 func WithPolicy(p Policy) Option { return admit.WithPolicy(p) }
 
 // Guard returns g closed by this process alone whenever closed reports
-// true, without closing the store behind it (a drain, a quarantined
-// backend); see admit.Guard for how its ledger still balances.
+// true, without closing the store behind it: a drain closes admission on
+// one replica, never fleet-wide, and a quarantined backend's stage refuses
+// new work while the others go on. While closed, Submit refuses Closed
+// without reaching g, and Snapshot counts those refusals in its ledger, so
+// the ledger still balances. It forwards an adaptive gate's Observe.
 func Guard(g Gate, closed func() bool) Gate { return admit.Guard(g, closed) }

@@ -43,7 +43,7 @@ func TestLimitsValidate(t *testing.T) {
 			t.Errorf("%s: NewGate error %v, want %v", name, gerr, err)
 		}
 		if _, gerr := claim.New(l, nil, nil); gerr == nil || gerr.Error() != err.Error() {
-			t.Errorf("%s: NewClaimGate error %v, want %v", name, gerr, err)
+			t.Errorf("%s: claim.New error %v, want %v", name, gerr, err)
 		}
 	}
 }

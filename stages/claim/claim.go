@@ -4,8 +4,8 @@
 // ledger are the Gate's, under the same conformance suite
 // (stagestest.RunClaimGate); Claim is all it adds.
 //
-// New builds the in-process queue; fallback/redisqueue builds the same
-// contract on Redis. The results only a claim queue gives (Busy, Empty,
+// New builds the in-process queue; on Redis, a redisstage.Dispatcher with
+// Claim set and fallback/redisqueue's queues build the same contract. The results only a claim queue gives (Busy, Empty,
 // Active) are declared here as stages.Dispositions, so that they print,
 // parse and count in metrics like every other disposition.
 package claim
