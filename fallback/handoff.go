@@ -10,6 +10,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/claim"
 )
 
 // HandoffRequest asks for a human agent to take a call.
@@ -269,7 +270,7 @@ func (s *Service) claimHandoffLocked(a *agent, ref string) (*hstate, error) {
 	case stages.Admitted:
 	case stages.Queued:
 		return nil, ErrHandoffNotNext
-	case stages.Busy:
+	case claim.Busy:
 		return nil, ErrSlotsBusy
 	case stages.Expired:
 		return nil, ErrHandoffUnknown // resolved above

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/claim"
 )
 
 // Operator errors.
@@ -40,7 +41,7 @@ func (s localCallbacks) claim(ctx context.Context, operator string) (Callback, e
 		}
 		switch d {
 		case stages.Admitted:
-		case stages.Busy:
+		case claim.Busy:
 			return Callback{}, ErrSlotsBusy
 		default:
 			return Callback{}, ErrNoneWaiting
@@ -89,7 +90,7 @@ func (s localCallbacks) finish(ctx context.Context, ref string, attempt int, to 
 		delete(s.cb.leases, ref)
 	}
 	if id, ok := s.cb.jobs[ref]; ok {
-		if st, _ := s.cbq.Gate().State(id); st == stages.Active {
+		if st, _ := s.cbq.Gate().State(id); st == claim.Active {
 			s.cbq.Release(id, ref)
 		} else {
 			s.cbq.Cancel(id, ref)

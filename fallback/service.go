@@ -17,6 +17,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media/clock"
 
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/claim"
 )
 
 // Service owns the callback and handoff stages, the callback store, the
@@ -164,10 +165,10 @@ func (s *Service) Close() error {
 // CallbackStage returns the callback stage's controller, for /v1/stages
 // and metrics. Use it only to observe (Snapshot, Waiting) and to Close or
 // Reopen admission when draining.
-func (s *Service) CallbackStage() *stages.Local { return s.cbq.Gate() }
+func (s *Service) CallbackStage() *claim.Local { return s.cbq.Gate() }
 
 // HandoffStage returns the handoff stage's controller, as CallbackStage.
-func (s *Service) HandoffStage() *stages.Local { return s.hq.Gate() }
+func (s *Service) HandoffStage() *claim.Local { return s.hq.Gate() }
 
 // Clock returns the clock of the service's stages and timers.
 func (s *Service) Clock() clock.Clock { return s.clock }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/fallback/redisqueue"
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/claim"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage/redistest"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
@@ -20,7 +21,7 @@ import (
 func TestHandoffGateConformance(t *testing.T) {
 	srv := redistest.Start(t)
 	var seq atomic.Int64
-	stagestest.RunClaimGate(t, func(t *testing.T, l stages.Limits, clock *stagestest.Clock) stages.ClaimGate {
+	stagestest.RunClaimGate(t, func(t *testing.T, l stages.Limits, clock *stagestest.Clock) claim.Gate {
 		return redisqueue.NewHandoffGate(srv.Client(t), fmt.Sprint("gate", seq.Add(1)), l, clock, "agent", time.Minute)
 	})
 }
@@ -28,7 +29,7 @@ func TestHandoffGateConformance(t *testing.T) {
 func TestCallbackGateConformance(t *testing.T) {
 	srv := redistest.Start(t)
 	var seq atomic.Int64
-	stagestest.RunClaimGate(t, func(t *testing.T, l stages.Limits, clock *stagestest.Clock) stages.ClaimGate {
+	stagestest.RunClaimGate(t, func(t *testing.T, l stages.Limits, clock *stagestest.Clock) claim.Gate {
 		return redisqueue.NewCallbackGate(srv.Client(t), fmt.Sprint("gate", seq.Add(1)), l, clock, "operator", time.Hour)
 	})
 }

@@ -248,7 +248,7 @@ func (s *Stage) Waiting(ctx context.Context) ([]stages.Waiter, error) {
 	return s.view.Waiting(ctx)
 }
 
-// latencyObserver is a gate with an adaptive limit (stages.NewAdaptiveGate's).
+// latencyObserver is a gate with an adaptive limit (stages/adaptive.New's).
 type latencyObserver interface {
 	Observe(latency time.Duration, overloaded bool)
 }
