@@ -12,21 +12,26 @@
 //
 //   - the Gate's slots: recognitions at once across the engine (default
 //     DefaultSlots); an utterance that finds none free is not heard as an
-//     answer (in a conversation it goes on as a turn);
+//     answer (in a conversation it goes on as a turn; a refused caller is
+//     told it was not caught, as when recognition fails);
 //   - one at a time per call (Listener): an utterance ended while the
 //     call's previous answer is being recognized is left out the same way;
 //   - MaxAudio of speech: a longer utterance is no answer;
 //   - Timeout for the recognition itself, on the wall clock (the
 //     recognizer is a process).
 //
-// In a conversation an utterance that answers nothing goes on as a speech
-// turn (Call.AsTurn); a refused call has no conversation, and there the
-// call's Answer is expected to return an answer even for a miss, so that
-// the offer asks again once and then ends the call.
+// In a conversation an utterance that answers nothing, or that was not
+// caught (the recognizer failed, timed out or had no slot), goes on as a
+// speech turn (Call.AsTurn); a refused call has no conversation, and there
+// the call's Answer is given the transcript, "" for words not caught, and
+// is expected to return an answer even for a miss, so that the offer asks
+// again once and then ends the call: a refused caller who spoke is never
+// left in silence until the offer's wait ends.
 package answer
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -104,25 +109,36 @@ func (g *Gate) Listen(c Call, log *slog.Logger) *Listener {
 	return &Listener{g: g, c: c, log: log}
 }
 
+// ErrSlots: every answer slot of the engine was taken.
+var ErrSlots = errors.New("session: answer recognizer busy (AnswerSlots taken)")
+
 // Take starts recognizing u as an answer to the call's open offer and
 // reports whether it did. An utterance it does not take goes on as a turn
-// in a conversation and is dropped in a refused call. admitted says the
-// call is in a conversation; spoke is when u began.
+// in a conversation and is dropped in a refused call, but for one that
+// finds every slot taken: a refused caller is then told the answer was not
+// caught, as when the recognizer fails. admitted says the call is in a
+// conversation; spoke is when u began.
 func (l *Listener) Take(u backend.Audio, admitted bool, spoke time.Time) bool {
 	if l == nil || u.Duration() > MaxAudio || !l.busy.CompareAndSwap(false, true) {
 		return false
 	}
+	slot := true
 	select {
 	case l.g.slots <- struct{}{}:
 	default:
-		l.busy.Store(false)
 		l.log.Debug("answer recognizer busy: utterance not heard as an answer")
-		return false
+		if admitted {
+			l.busy.Store(false)
+			return false
+		}
+		slot = false
 	}
 	l.mu.Lock()
 	if l.stopped {
 		l.mu.Unlock()
-		<-l.g.slots
+		if slot {
+			<-l.g.slots
+		}
 		l.busy.Store(false)
 		return false
 	}
@@ -133,28 +149,34 @@ func (l *Listener) Take(u backend.Audio, admitted bool, spoke time.Time) bool {
 	u.Samples = append([]int16(nil), u.Samples...)
 	go func() {
 		defer l.wg.Done()
-		l.hear(u, admitted, spoke)
+		l.hear(u, admitted, spoke, slot)
 	}()
 	return true
 }
 
-// hear recognizes u and hands the transcript on: an answer to Answered;
-// in a conversation, anything else (a failed recognition too) as a turn.
-func (l *Listener) hear(u backend.Audio, admitted bool, spoke time.Time) {
+// hear recognizes u (with a slot) and hands the transcript on: an answer
+// to Answered; in a conversation, anything else (words not caught too) as
+// a turn; in a refused call, words not caught as "".
+func (l *Listener) hear(u backend.Audio, admitted bool, spoke time.Time, slot bool) {
 	ctx := l.c.Context()
-	rctx, cancel := context.WithTimeout(ctx, Timeout)
-	text, err := l.g.rec.Recognize(rctx, u)
-	cancel()
-	<-l.g.slots
+	text, err := "", ErrSlots
+	if slot {
+		rctx, cancel := context.WithTimeout(ctx, Timeout)
+		text, err = l.g.rec.Recognize(rctx, u)
+		cancel()
+		<-l.g.slots
+	}
 	l.busy.Store(false)
 	if err != nil {
-		if ctx.Err() == nil {
-			l.log.Warn("answer recognizer", "err", err)
+		if ctx.Err() != nil {
+			return // the call has ended
 		}
+		l.log.Warn("answer recognizer", "err", err)
 		if admitted {
 			l.c.AsTurn(u, spoke)
+			return
 		}
-		return
+		text = "" // not caught: the refused caller is told so and asked again
 	}
 	ev, ok := l.c.Answer(ctx, text)
 	switch {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -44,6 +45,7 @@ func (r *recognizer) Recognize(ctx context.Context, u backend.Audio) (string, er
 type call struct {
 	ctx      context.Context
 	mu       sync.Mutex
+	heard    []string // what Answer was given
 	answered []string
 	turns    int
 }
@@ -51,6 +53,9 @@ type call struct {
 func (c *call) Context() context.Context { return c.ctx }
 
 func (c *call) Answer(_ context.Context, text string) (wire.ClientEvent, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.heard = append(c.heard, text)
 	return wire.ClientEvent{Type: text}, text == "yes"
 }
 
@@ -77,8 +82,9 @@ func utterance(i int16) backend.Audio {
 }
 
 // An answer goes to Answered; an utterance that answers nothing, or that
-// the recognizer could not decode, becomes a turn in a conversation and is
-// dropped in a refused call.
+// the recognizer could not decode, becomes a turn in a conversation; in a
+// refused call words not caught are given to Answer as "" (it asks again),
+// never dropped in silence.
 func TestAnswerOrTurn(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -87,13 +93,14 @@ func TestAnswerOrTurn(t *testing.T) {
 		admitted bool
 		answered int
 		turns    int
+		heard    []string
 	}{
-		{"answer in a refused call", 0, nil, false, 1, 0},
-		{"answer in a conversation", 0, nil, true, 1, 0},
-		{"no answer in a conversation", 1, nil, true, 0, 1},
-		{"no answer in a refused call", 1, nil, false, 0, 0},
-		{"recognizer failed in a conversation", 0, errors.New("down"), true, 0, 1},
-		{"recognizer failed in a refused call", 0, errors.New("down"), false, 0, 0},
+		{"answer in a refused call", 0, nil, false, 1, 0, []string{"yes"}},
+		{"answer in a conversation", 0, nil, true, 1, 0, []string{"yes"}},
+		{"no answer in a conversation", 1, nil, true, 0, 1, []string{"the weather"}},
+		{"no answer in a refused call", 1, nil, false, 0, 0, []string{"the weather"}},
+		{"recognizer failed in a conversation", 0, errors.New("down"), true, 0, 1, nil},
+		{"recognizer failed in a refused call", 0, errors.New("down"), false, 0, 0, []string{""}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewGate(&recognizer{texts: []string{"yes", "the weather"}, err: tc.err}, 0)
@@ -105,31 +112,40 @@ func TestAnswerOrTurn(t *testing.T) {
 			l.Stop()
 			l.Wait()
 			answered, turns := c.got()
-			if len(answered) != tc.answered || turns != tc.turns {
-				t.Fatalf("answered %v, turns %d; want %d, %d", answered, turns, tc.answered, tc.turns)
+			if len(answered) != tc.answered || turns != tc.turns || !slices.Equal(c.heard, tc.heard) {
+				t.Fatalf("answered %v, turns %d, heard %q; want %d, %d, %q", answered, turns, c.heard, tc.answered, tc.turns, tc.heard)
 			}
 		})
 	}
 }
 
 // Recognitions are bounded: the gate's slots across calls, one at a time
-// per call, MaxAudio of speech; a stopped listener takes nothing. Each
-// utterance left out is not heard as an answer (Take false).
+// per call, MaxAudio of speech; a stopped listener takes nothing. An
+// utterance left out is not heard as an answer (Take false), but for a
+// refused caller's that finds every slot taken: without a recognition, it
+// is given to Answer as words not caught ("").
 func TestAnswerBounds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &recognizer{texts: []string{"yes"}, gate: make(chan struct{})}
 		g := NewGate(rec, 1)
 		log := slog.New(slog.DiscardHandler)
-		a, b := &call{ctx: t.Context()}, &call{ctx: t.Context()}
-		la, lb := g.Listen(a, log), g.Listen(b, log)
+		a, b, r := &call{ctx: t.Context()}, &call{ctx: t.Context()}, &call{ctx: t.Context()}
+		la, lb, lr := g.Listen(a, log), g.Listen(b, log), g.Listen(r, log)
 		if !la.Take(utterance(0), false, time.Time{}) {
 			t.Fatal("the first utterance was not taken")
 		}
 		if la.Take(utterance(0), false, time.Time{}) {
 			t.Fatal("a second utterance of the same call was taken while its first is recognized")
 		}
-		if lb.Take(utterance(0), false, time.Time{}) {
-			t.Fatal("another call's utterance was taken with every slot busy")
+		if lb.Take(utterance(0), true, time.Time{}) {
+			t.Fatal("a conversation's utterance was taken as an answer with every slot busy")
+		}
+		if !lr.Take(utterance(0), false, time.Time{}) {
+			t.Fatal("a refused caller's utterance was dropped with every slot busy")
+		}
+		lr.Wait()
+		if !slices.Equal(r.heard, []string{""}) {
+			t.Fatalf("a refused caller's utterance with every slot busy was heard as %q, want words not caught", r.heard)
 		}
 		close(rec.gate)
 		la.Wait()
