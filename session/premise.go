@@ -1,8 +1,6 @@
 package session
 
 import (
-	"context"
-
 	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
@@ -37,50 +35,4 @@ func changesPremise(msg wire.Message) bool {
 		return true
 	}
 	return false
-}
-
-// cutPrompt reports whether f is prompt audio whose premise has ended and
-// is not to be written as it is; an error is a failed write. The audio_end of a prompt whose audio_start was
-// written is not dropped: it is written with the audio actually sent and
-// cut set, so that every audio_start the caller saw is closed.
-func (c *Call) cutPrompt(ctx context.Context, f frame) (bool, error) {
-	if f.premise == 0 || f.premise == c.premise.Load() {
-		return false, nil
-	}
-	w := &c.w
-	if !f.end || w.prompt != f.premise { // (an offer of a prompt whose premise ended is dropped here too)
-		c.out.cut.Add(1)
-		return true, nil
-	}
-	w.prompt = 0
-	// The caller's playback is not cleared (Capabilities.Interrupt): the
-	// writer keeps at most the pacing lead ahead of it, and a transport's
-	// clear would also drop lines it queued itself (a keypad menu's).
-	// The message that moved the premise was queued as it moved: it goes
-	// first, so that the caller learns why before the audio ends.
-	for {
-		u, ok := c.out.takeControl()
-		if !ok {
-			break
-		}
-		if err := c.writeFrame(ctx, u); err != nil {
-			return true, err
-		}
-	}
-	if m, ok := f.msg.(*wire.AudioEndMsg); ok {
-		m.AudioMS, m.Cut = w.promptUS/1000, true
-	}
-	return true, c.send(ctx, f)
-}
-
-// notePrompt follows the prompt audio written, for cutPrompt.
-func (w *writerState) notePrompt(f frame) {
-	switch {
-	case f.end:
-		w.prompt = 0
-	case f.audio != nil:
-		w.promptUS += f.ms
-	default: // audio_start
-		w.prompt, w.promptUS = f.premise, 0
-	}
 }
