@@ -619,11 +619,11 @@ func (c *Call) bargeIn() {
 	c.s.m.BargeIns.Inc()
 	c.obs.BargeIn(gen, len(cancelled))
 	msg := &wire.InterruptedMsg{Type: "interrupted", Generation: gen, Cancelled: cancelled}
-	f := outbound.Frame{Msg: msg, Interrupted: msg, BargeAt: at}
+	b := &outbound.Barge{Msg: msg, At: at}
 	if speaking != nil {
-		f.Speaking = speaking
+		b.Speaking = speaking
 	}
-	_ = c.pushFrame(c.ctx, f)
+	_ = c.pushFrame(c.ctx, outbound.Frame{Msg: msg, Barge: b})
 	// The old generation's work is cancelled in the stages and stops
 	// after `interrupted` is queued, so that its cancelled dispositions
 	// and turn_end follow it. (Its output is already dropped.)

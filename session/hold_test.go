@@ -114,7 +114,7 @@ func TestRefusalHeldParked(t *testing.T) {
 				return r.Engine.Calls() == n+2 && (blocking || clock.Pending() >= n)
 			})
 			clock.Advance(outbound.Linger) // their writers, idle, end
-			want := 1.0                 // the reader
+			want := 1.0                    // the reader
 			if blocking {
 				want = 2 // the reader, and the admission goroutine blocked in Refused
 			}

@@ -83,11 +83,11 @@ func (l *callLine) Stale() { l.s.m.Stale.Inc() }
 // Interrupting clears the caller's playback before `interrupted` is
 // written, and notes what of the turn speaking was heard, in the message
 // and in the call's history.
-func (l *callLine) Interrupting(ctx context.Context, f *outbound.Frame, lastOld time.Duration) {
+func (l *callLine) Interrupting(ctx context.Context, b *outbound.Barge, lastOld time.Duration) {
 	c := (*Call)(l)
-	speaking, _ := f.Speaking.(*turn)
+	speaking, _ := b.Speaking.(*turn)
 	played := c.interruptPlayback(ctx, speaking) // clears the caller's playback first
-	if im := f.Interrupted; speaking != nil {
+	if im := b.Msg; speaking != nil {
 		im.Heard = speaking.heard()
 		if played != nil {
 			im.Heard = played

@@ -83,20 +83,25 @@ type Turn interface {
 type Frame struct {
 	Gen     uint64
 	Premise uint64       // prompt audio: the call's premise when it was queued; 0 otherwise
-	Bump    bool         // a message that changes the call's state: the premise moves as it is queued
-	Pooled  bool         // Audio is a pooled buffer (promptaudio.FrameBuf), given back once written or dropped
-	Voice   bool         // a transport's own line (Voice.Say): taken by a closed queue while one is held
 	Msg     wire.Message // nil for audio
 	Audio   []byte       // binary audio
 	Turn    Turn         // the turn an audio frame (or audio_end) belongs to; nil: none
-	End     bool         // audio_end: the turn's audio is all written
 	US      int64        // audio duration in microseconds
 	Size    int          // bytes it counts toward Limits.Bytes (0: len(Audio)+64)
 	seq     uint64       // a stream-lane frame's place in the lane (Queue.queued)
+	Barge   *Barge       // set for an `interrupted` frame (Line.Interrupting)
+	Bump    bool         // a message that changes the call's state: the premise moves as it is queued
+	Pooled  bool         // Audio is a pooled buffer (promptaudio.FrameBuf), given back once written or dropped
+	Voice   bool         // a transport's own line (Voice.Say): taken by a closed queue while one is held
+	End     bool         // audio_end: the turn's audio is all written
+}
 
-	Interrupted *wire.InterruptedMsg // set for an `interrupted` frame (Line.Interrupting)
-	Speaking    Turn                 // the turn speaking when the barge-in came
-	BargeAt     time.Time
+// Barge is a barge-in, as its `interrupted` frame carries it to the
+// writer: kept apart so that every other frame stays small.
+type Barge struct {
+	Msg      *wire.InterruptedMsg // the frame's message
+	Speaking Turn                 // the turn speaking when the barge-in came; nil: none
+	At       time.Time            // when it came
 }
 
 // frameUnits is what f counts toward Limits.Frames: one per 20 ms

@@ -18,11 +18,11 @@ type Line interface {
 	// Send and SendAudio write one message or audio frame to the caller.
 	Send(ctx context.Context, msg wire.Message) error
 	SendAudio(ctx context.Context, audio []byte) error
-	// Interrupting is called right before f, an `interrupted` frame, is
-	// written: the call clears the caller's playback and fills in what
-	// of f.Speaking was heard. lastOld is how long after the barge-in
-	// the writer wrote its last frame of an older generation (0: none).
-	Interrupting(ctx context.Context, f *Frame, lastOld time.Duration)
+	// Interrupting is called right before b's `interrupted` is written:
+	// the call clears the caller's playback and fills in what of
+	// b.Speaking was heard. lastOld is how long after the barge-in the
+	// writer wrote its last frame of an older generation (0: none).
+	Interrupting(ctx context.Context, b *Barge, lastOld time.Duration)
 	// Stale is called for each frame dropped as stale.
 	Stale()
 }
@@ -322,14 +322,14 @@ func (o *Queue) writeNow(ctx context.Context, f Frame) error {
 	if _, ok := f.Msg.(*wire.AudioStartMsg); ok {
 		w.pc.Reset()
 	}
-	if im := f.Interrupted; im != nil {
+	if b := f.Barge; b != nil {
 		// How long after the barge-in the last frame of an older
 		// generation was written (0: none was).
 		var d time.Duration
-		if w.lastGen != 0 && w.lastGen < im.Generation && w.lastAt.After(f.BargeAt) {
-			d = w.lastAt.Sub(f.BargeAt)
+		if w.lastGen != 0 && w.lastGen < b.Msg.Generation && w.lastAt.After(b.At) {
+			d = w.lastAt.Sub(b.At)
 		}
-		o.line.Interrupting(ctx, &f, d)
+		o.line.Interrupting(ctx, b, d)
 	}
 	err := o.send(ctx, f)
 	o.recycle(f, true)
