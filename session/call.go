@@ -41,7 +41,7 @@ type Call struct {
 	t    Transport
 	caps Capabilities // what t declared it can do beyond Transport
 	log  *slog.Logger
-	out  *outbound.Queue // its queue and single writer (outbound.go)
+	out  *outbound.Queue // its queue and single writer (package internal/outbound)
 
 	gen     atomic.Uint64 // current generation; the writer reads it before every write
 	premise atomic.Uint64 // current premise of prompts (premise.go); the writer reads it too
