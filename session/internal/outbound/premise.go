@@ -43,14 +43,8 @@ func (o *Queue) cutPrompt(ctx context.Context, f Frame) (bool, error) {
 	// clear would also drop lines it queued itself (a keypad menu's).
 	// The message that moved the premise was queued as it moved: it goes
 	// first, so that the caller learns why before the audio ends.
-	for {
-		u, ok := o.takeControl()
-		if !ok {
-			break
-		}
-		if err := o.writeFrame(ctx, u); err != nil {
-			return true, err
-		}
+	if err := o.writeControl(ctx); err != nil {
+		return true, err
 	}
 	if m, ok := f.Msg.(*wire.AudioEndMsg); ok {
 		m.AudioMS, m.Cut = w.promptUS/1000, true

@@ -284,14 +284,8 @@ func (o *Queue) writeAt(ctx context.Context, f Frame, due time.Time) error {
 func (o *Queue) parkUntil(ctx context.Context, f Frame, due time.Time) (dropped bool, err error) {
 	w := &o.w
 	for {
-		for {
-			u, ok := o.takeControl()
-			if !ok {
-				break
-			}
-			if err := o.writeFrame(ctx, u); err != nil {
-				return false, err
-			}
+		if err := o.writeControl(ctx); err != nil {
+			return false, err
 		}
 		if ctx.Err() != nil || o.dropped.Load() {
 			return false, errWriterDone
@@ -367,14 +361,20 @@ func (o *Queue) waitDue(ctx context.Context, due time.Time) (reached bool, err e
 		if o.dropped.Load() {
 			return false, errWriterDone
 		}
-		for {
-			u, ok := o.takeControl()
-			if !ok {
-				return false, nil
-			}
-			if err := o.writeFrame(ctx, u); err != nil {
-				return false, err
-			}
+		return false, o.writeControl(ctx)
+	}
+}
+
+// writeControl writes the control messages queued, ahead of the audio
+// frame the writer holds.
+func (o *Queue) writeControl(ctx context.Context) error {
+	for {
+		u, ok := o.takeControl()
+		if !ok {
+			return nil
+		}
+		if err := o.writeFrame(ctx, u); err != nil {
+			return err
 		}
 	}
 }
