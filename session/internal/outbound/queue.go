@@ -92,7 +92,7 @@ type Frame struct {
 	Barge   *Barge       // set for an `interrupted` frame (Line.Interrupting)
 	Bump    bool         // a message that changes the call's state: the premise moves as it is queued
 	Pooled  bool         // Audio is a pooled buffer (promptaudio.FrameBuf), given back once written or dropped
-	Voice   bool         // a transport's own line (Voice.Say): taken by a closed queue while one is held
+	Voice   bool         // a transport's own line: taken by a closed queue while one is held (HoldVoice)
 	End     bool         // audio_end: the turn's audio is all written
 }
 
@@ -152,7 +152,7 @@ type Queue struct {
 	urgent chan struct{} // cap 1: a control frame was added (wakes a pacing writer)
 	space  chan struct{} // cap 1: frames were removed
 	done   chan struct{} // closed by close
-	voices int           // a transport's lines being said (Voice.Keep): a closed queue is not finished
+	voices int           // a transport's lines being said (HoldVoice): a closed queue is not finished
 
 	// Barriers (wire.Barrier) of control messages written ahead of audio
 	// queued before them: queued counts the stream-lane frames queued so
@@ -535,7 +535,7 @@ func (o *Queue) park(at time.Time) bool {
 }
 
 // Unpark reports whether the writer parked as epoch is still parked, and
-// takes it out of its park if so: the caller resumes it.
+// takes it out of its park if so: the caller resumes it (pace.Writer).
 func (o *Queue) Unpark(epoch uint64) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -557,7 +557,7 @@ func (o *Queue) unparkLocked() func() {
 }
 
 // Resume runs the parked writer again, on a worker of the shared pacer;
-// it counts the writer as stopped unless it parked again.
+// it counts the writer as stopped unless it parked again (pace.Writer).
 func (o *Queue) Resume() {
 	if !o.write(true) {
 		o.writers.Done()

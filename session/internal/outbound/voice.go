@@ -94,7 +94,7 @@ func (s *stamps) of(msg wire.Message) (uint64, bool) {
 	return 0, false
 }
 
-// HoldVoice counts a transport's line about to be queued (Voice.Keep):
+// HoldVoice counts a transport's line about to be queued (session's Voice.Keep):
 // while any is, a closed queue takes its frames and its writer does not
 // finish. Refused once nothing would write them: the queue was discarded,
 // or closed with no writer left to drain it.
