@@ -1,4 +1,4 @@
-package session
+package outbound
 
 import (
 	"context"
@@ -19,17 +19,17 @@ import (
 func TestOutboundKeepsAClosingQueueForALine(t *testing.T) {
 	var gen atomic.Uint64
 	gen.Store(1)
-	o := newOutbound(OutboundLimits{}, &gen, clock.System)
+	o := New(Config{Limits: Limits{}, Clock: clock.System, Gen: &gen})
 	ctx := context.Background()
-	release, ok := o.holdVoice()
+	release, ok := o.HoldVoice()
 	if !ok {
 		t.Fatal("Keep refused on an open queue")
 	}
-	o.close()
-	if err := o.push(ctx, frame{gen: 1}); !errors.Is(err, errOutClosed) {
-		t.Fatalf("push of a reply frame after close = %v, want errOutClosed", err)
+	o.Close()
+	if err := o.Push(ctx, Frame{Gen: 1}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("push of a reply frame after close = %v, want ErrClosed", err)
 	}
-	if err := o.push(ctx, frame{voice: true, audio: []byte{1}}); err != nil {
+	if err := o.Push(ctx, Frame{Voice: true, Audio: []byte{1}}); err != nil {
 		t.Fatalf("push of the kept line after close = %v", err)
 	}
 	if _, r := o.take(ctx, nil); r != popFrame {
@@ -46,16 +46,16 @@ func TestOutboundKeepsAClosingQueueForALine(t *testing.T) {
 	if r := <-done; r != popEnd {
 		t.Fatalf("take = %d after release, want the end", r)
 	}
-	if _, ok := o.holdVoice(); ok {
+	if _, ok := o.HoldVoice(); ok {
 		t.Fatal("Keep taken on a closed queue with no writer")
 	}
 
-	o = newOutbound(OutboundLimits{}, &gen, clock.System)
-	release, _ = o.holdVoice()
+	o = New(Config{Limits: Limits{}, Clock: clock.System, Gen: &gen})
+	release, _ = o.HoldVoice()
 	defer release()
-	o.discard()
-	if err := o.push(ctx, frame{voice: true, audio: []byte{1}}); !errors.Is(err, errOutClosed) {
-		t.Fatalf("push of a line after discard = %v, want errOutClosed", err)
+	o.Discard()
+	if err := o.Push(ctx, Frame{Voice: true, Audio: []byte{1}}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("push of a line after discard = %v, want ErrClosed", err)
 	}
 	if _, r := o.take(ctx, nil); r != popEnd {
 		t.Fatalf("take after discard = %d, want the end", r)
@@ -71,12 +71,11 @@ func TestStampsFollowTheOutcome(t *testing.T) {
 	gen.Store(1)
 	premise.Store(1)
 	spoken.Store(1)
-	o := newOutbound(OutboundLimits{}, &gen, clock.System)
-	o.premise, o.spoken, o.stamps = &premise, &spoken, new(stamps)
+	o := New(Config{Clock: clock.System, Gen: &gen, Premise: &premise, Spoken: &spoken, Stamps: true})
 	ctx := context.Background()
-	send := func(m wire.Message) {
+	send := func(m wire.Message) { // (each changes the call's state)
 		t.Helper()
-		if err := o.push(ctx, frame{msg: m, bump: changesPremise(m)}); err != nil {
+		if err := o.Push(ctx, Frame{Msg: m, Bump: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
