@@ -31,8 +31,8 @@ type Voice interface {
 	// Say queues a as the prompt utterance id (audio_start, frames,
 	// audio_end through Transport.Send and SendAudio), spoken for the
 	// premise of after, a message with a barrier (an *wire.OfferMsg,
-	// *wire.FallbackMsg or *wire.ErrorMsg) already sent, or for the
-	// call's present state when after is nil. It returns ErrPremiseGone
+	// *wire.FallbackMsg or *wire.ErrorMsg) or a *wire.PromptMsg already
+	// sent, or for the call's present state when after is nil. It returns ErrPremiseGone
 	// when that state ended before the line was all queued: the writer
 	// cuts what was queued of it.
 	Say(ctx context.Context, id string, after wire.Message, a backend.Audio) error

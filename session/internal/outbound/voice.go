@@ -14,8 +14,8 @@ import (
 // that is over is cut like the Fallback's prompts.
 
 // SaysFor returns the premise a transport's line is spoken for: that of
-// after, a message with a barrier already queued, or the call's present
-// one when after is nil. It returns ErrPremiseGone (and counts a cut)
+// after, a message with a barrier or a prompt already queued, or the
+// call's present one when after is nil. It returns ErrPremiseGone (and counts a cut)
 // when after was queued for a state of the call that is over, or was
 // never queued here.
 func (o *Queue) SaysFor(after wire.Message) (uint64, error) {
@@ -23,6 +23,14 @@ func (o *Queue) SaysFor(after wire.Message) (uint64, error) {
 		return 0, nil // prompts are never cut
 	}
 	premise := o.premise.Load()
+	if pm, ok := after.(*wire.PromptMsg); ok {
+		// A prompt carries the premise it was queued under (wire.Stamp).
+		if p := pm.Premise(); p == 0 || p != premise {
+			o.nCut.Add(1)
+			return 0, ErrPremiseGone
+		}
+		return premise, nil
+	}
 	if after != nil {
 		p, ok := o.stamps.of(after)
 		if !ok || p != premise {

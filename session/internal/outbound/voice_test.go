@@ -97,3 +97,26 @@ func TestStampsFollowTheOutcome(t *testing.T) {
 		t.Fatal("a message never queued has a stamp")
 	}
 }
+
+// A line said after a prompt (a phone's rendering of a text-only prompt)
+// is spoken for the premise the prompt was queued under: said while it
+// holds, refused once the call's state moved on, and refused for a
+// prompt never queued.
+func TestSaysForPrompt(t *testing.T) {
+	var gen, premise atomic.Uint64
+	gen.Store(1)
+	premise.Store(5)
+	o := New(Config{Clock: clock.System, Gen: &gen, Premise: &premise})
+	queued := &wire.PromptMsg{Type: "prompt"}
+	queued.SetPremise(5)
+	if p, err := o.SaysFor(queued); err != nil || p != 5 {
+		t.Fatalf("SaysFor(a prompt of this premise) = %d, %v", p, err)
+	}
+	premise.Store(6)
+	if _, err := o.SaysFor(queued); !errors.Is(err, ErrPremiseGone) {
+		t.Fatalf("SaysFor(a prompt of a premise gone) = %v, want ErrPremiseGone", err)
+	}
+	if _, err := o.SaysFor(&wire.PromptMsg{Type: "prompt"}); !errors.Is(err, ErrPremiseGone) {
+		t.Fatalf("SaysFor(a prompt never queued) = %v, want ErrPremiseGone", err)
+	}
+}
