@@ -7,13 +7,37 @@ import (
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
-// CallbackQueue is a CallbackStore that is also the callback queue, shared
-// by every process of a fleet (redisqueue.CallbackStore): it bounds
-// pending callbacks and claims, orders claims and expires callbacks
-// itself, for all of them at once. A Service given one (WithStore) keeps
-// no callback stage of its own: its bounds would be per process.
+// The Service asks each of its two queues through one contract, the same in
+// both modes: CallbackQueue and HandoffQueue. A queue is a claim gate
+// (stages.ClaimGate) seen with what the Service keeps beside it: it bounds
+// waiting work and claims, orders claims, expires work at its deadline and
+// counts every offer in its ledger. In process the queue is a
+// stages.ClaimGate of this process (internal/claimq; localCallbacks over
+// the durable store, localHandoffs), the default of New; in a fleet it is
+// the fleet's queue on Redis (redisqueue.CallbackStore, HandoffQueue), on
+// the same scripts as the Redis claim gates (redisqueue.NewCallbackGate,
+// NewHandoffGate). Both run under stagestest.RunClaimGate. The Service
+// never asks which one it has: local and fleet differ in the constructor.
+//
+// Work another process decided (an agent elsewhere acknowledged a handoff,
+// a sweep expired it) reaches the Service through Watch and Get, which an
+// in-process queue answers at once.
+
+// CallbackQueue is a CallbackStore that is also the callback queue: it
+// bounds pending callbacks (Accept refuses with ErrQueueFull) and claims,
+// orders claims, leases and expires callbacks itself. The default is this
+// process's claim gate over the durable store (New with a plain store);
+// redisqueue.CallbackStore is the fleet's, for every process at once.
 type CallbackQueue interface {
 	CallbackStore
+	// Room reports, without waiting, whether an offer now would find a
+	// waiting place: a remote queue answers from its last Snapshot.
+	Room() bool
+	// View shows the queue as a stage without waiting (a remote queue by
+	// its last Snapshot, shown closed while it cannot be reached).
+	View() stages.View
+	// Stop ends the queue's timers; the store stays open.
+	Stop()
 	// Next claims the oldest waiting callback for operator, with a lease
 	// of Config.CallbackLease. It returns ErrSlotsBusy when
 	// Config.CallbackSlots claims are held in the fleet, ErrNoneWaiting
@@ -22,8 +46,8 @@ type CallbackQueue interface {
 	// Sweep returns claims whose lease ran out to the queue, at their
 	// place, and expires callbacks that waited Config.CallbackMaxWait.
 	Sweep(ctx context.Context, now time.Time) error
-	// Snapshot reports the fleet's queue as a stage: limits, waiting and
-	// claimed callbacks, the ledger.
+	// Snapshot reads the queue as a stage: limits, waiting and claimed
+	// callbacks, the ledger. A remote queue keeps it for Room and View.
 	Snapshot(ctx context.Context, now time.Time) (stages.Snapshot, error)
 }
 
@@ -38,6 +62,8 @@ const (
 	HandoffExpired   HandoffState = "expired"
 	HandoffCancelled HandoffState = "cancelled"
 	HandoffClosed    HandoffState = "closed"
+	// HandoffOverloaded: an abandoned claim found no waiting place.
+	HandoffOverloaded HandoffState = "overloaded"
 )
 
 // Live reports whether the handoff still waits or is held by an agent.
@@ -56,6 +82,8 @@ func (s HandoffState) Disposition() stages.Disposition {
 		return stages.Expired
 	case HandoffCancelled:
 		return stages.Cancelled
+	case HandoffOverloaded:
+		return stages.Overloaded
 	}
 	return stages.Closed
 }
@@ -79,10 +107,12 @@ type HandoffEntry struct {
 	Tenant string
 }
 
-// HandoffQueue is the handoff queue shared by every process of a fleet
-// (redisqueue.HandoffQueue): an agent connected to any process sees and
-// claims the handoffs of calls held by every process. It bounds waiting
-// handoffs (Config.HandoffQueue) and claims (Config.HandoffSlots) itself.
+// HandoffQueue is the handoff queue: this process's claim gate (the
+// default of New), or the one shared by every process of a fleet
+// (redisqueue.HandoffQueue, WithHandoffQueue), where an agent connected to
+// any process sees and claims the handoffs of calls held by every process.
+// It bounds waiting handoffs (Config.HandoffQueue) and claims
+// (Config.HandoffSlots) itself.
 //
 // Liveness crosses processes through Keep: the process holding a caller
 // renews the caller's handoffs, and the process holding an agent renews the
@@ -122,8 +152,14 @@ type HandoffQueue interface {
 	// Watch signals (coalesced) when any process changed the queue, until
 	// ctx ends; the channel is then closed.
 	Watch(ctx context.Context) <-chan struct{}
-	// Snapshot reports the fleet's handoffs as a stage.
+	// Snapshot reads the handoffs as a stage; a remote queue keeps it for
+	// Room and View.
 	Snapshot(ctx context.Context, now time.Time) (stages.Snapshot, error)
+	// Room and View are CallbackQueue's.
+	Room() bool
+	View() stages.View
 	// TTL is how long liveness lasts without Keep.
 	TTL() time.Duration
+	// Stop ends the queue's timers.
+	Stop()
 }
