@@ -180,7 +180,9 @@ func (s *Service) requestHandoff(ctx context.Context, req HandoffRequest, ref st
 	defer s.ho.mu.Unlock()
 	h := &Handoff{Ref: ref, Call: req.Call, Turn: req.Turn, Summary: req.Summary, Born: now, s: s, done: make(chan struct{})}
 	st := &hstate{h: h, position: e.Position}
-	st.timer = s.clock.AfterFunc(s.cfg.HandoffMaxWait, func() { s.expireHandoff(ref) })
+	// Expiry is strictly after the deadline, as every gate's (equal is
+	// still eligible).
+	st.timer = s.clock.AfterFunc(s.cfg.HandoffMaxWait+time.Nanosecond, func() { s.expireHandoff(ref) })
 	s.ho.byRef[ref] = st
 	s.ho.byCall[req.Call] = st
 	s.log.Info("handoff queued", "call", req.Call, "turn", req.Turn, "ticket", ref, "position", e.Position)

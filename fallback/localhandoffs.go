@@ -203,13 +203,16 @@ func (h *localHandoffs) Release(_ context.Context, ref string, attempt int, _ ti
 func (h *localHandoffs) Resolve(_ context.Context, ref string, to HandoffState) (HandoffEntry, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if to == HandoffExpired {
+		h.q.ExpireDue() // the gate decides expiry, and counts it so
+	}
 	e := h.entries[ref]
 	if e == nil {
 		return HandoffEntry{}, ErrHandoffUnknown
 	}
 	before := h.withPosition(e)
-	if !e.State.Live() || to == HandoffExpired && e.State != HandoffWaiting {
-		return before, nil
+	if !e.State.Live() || to == HandoffExpired {
+		return before, nil // expired by the gate above, claimed, or not due
 	}
 	h.q.Cancel(e.job, ref)
 	h.endLocked(e, to)

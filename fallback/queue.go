@@ -130,9 +130,11 @@ type HandoffQueue interface {
 	// Ack completes the claim attempt of ref at now (ErrHandoffLost if it
 	// was taken over).
 	Ack(ctx context.Context, ref string, attempt int, now time.Time) (HandoffEntry, error)
-	// Release puts the claim attempt of ref back at its place, or
+	// Release puts the claim attempt of ref back in the queue, or
 	// expires the handoff if it waited longer than Config.HandoffMaxWait:
-	// Queued or Expired.
+	// Queued or Expired (in process, Overloaded or Closed when it found no
+	// waiting place). A fleet's queue puts it back at its place; this
+	// process's gate offers it again, behind the handoffs waiting now.
 	Release(ctx context.Context, ref string, attempt int, now time.Time) (stages.Disposition, error)
 	// Resolve ends a live handoff from the caller's side, as Cancelled or
 	// Closed, or as Expired only while it waits. It returns the entry as

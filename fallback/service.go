@@ -93,30 +93,43 @@ func New(ctx context.Context, cfg Config, synth Synthesizer, log *slog.Logger, o
 		}
 		s.store, s.own = st, true
 	}
+	// The queues: the fleet's when given, else this process's claim
+	// gates, the callback gate re-filled from the store.
+	if err := s.defaultQueues(ctx); err != nil {
+		if s.own {
+			s.store.Close()
+		}
+		return nil, err
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.prompts = promptaudio.New(synth, s.log)
 	s.ho.init()
-	// The queues: the fleet's when given, else this process's gates.
+	s.startRounds()
+	return s, nil
+}
+
+// defaultQueues gives the Service this process's queues where it was given
+// none: a handoff gate, and a callback gate in front of a store that is not
+// a queue itself.
+func (s *Service) defaultQueues(ctx context.Context) error {
 	if s.hq == nil {
-		hq, err := newLocalHandoffs(cfg.HandoffLimits(), s.clock)
+		hq, err := newLocalHandoffs(s.cfg.HandoffLimits(), s.clock)
 		if err != nil {
-			s.Close()
-			return nil, err
+			return err
 		}
 		s.hq = hq
 	}
 	if cq, ok := s.store.(CallbackQueue); ok {
 		s.cq = cq
-	} else {
-		cq, err := newLocalCallbacks(ctx, s.store, cfg, s.clock, s.log)
-		if err != nil {
-			s.Close()
-			return nil, err
-		}
-		s.cq = cq
+		return nil
 	}
-	s.startRounds()
-	return s, nil
+	cq, err := newLocalCallbacks(ctx, s.store, s.cfg, s.clock, s.log)
+	if err != nil {
+		s.hq.Stop()
+		return err
+	}
+	s.cq = cq
+	return nil
 }
 
 // Close stops the stages' timers, closes agents' connections, waits for
@@ -129,21 +142,15 @@ func (s *Service) Close() error {
 	s.cancel()
 	s.prompts.Close()
 	s.ho.closeAgents()
-	if s.hq != nil {
-		s.closeHandoffs()
-	}
+	s.closeHandoffs()
 	s.ho.mu.Lock()
 	for _, st := range s.ho.byRef {
 		s.resolveLocked(st, HandoffOutcome{Disposition: stages.Closed})
 	}
 	s.ho.mu.Unlock()
 	s.wg.Wait()
-	if s.cq != nil {
-		s.cq.Stop()
-	}
-	if s.hq != nil {
-		s.hq.Stop()
-	}
+	s.cq.Stop()
+	s.hq.Stop()
 	if s.own {
 		return s.store.Close()
 	}

@@ -190,6 +190,17 @@ func (q *Queue) Cancel(id, owner string) stages.Disposition {
 	return d
 }
 
+// ExpireDue expires now the work past its deadline that the gate's timer
+// has not reached yet (timers that fall due together run in any order).
+// The gate has no operation of its own for it: every operation first
+// expires the heads past their deadline, and forgetting an owner nobody
+// has ("") is the one that changes nothing else.
+func (q *Queue) ExpireDue() {
+	q.begin()
+	defer q.end()
+	_ = q.g.Forget(context.Background(), "")
+}
+
 // Stop ends the gate's timer; nothing expires afterwards.
 func (q *Queue) Stop() {
 	q.mu.Lock()
