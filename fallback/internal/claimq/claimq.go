@@ -1,5 +1,6 @@
-// Package claimq is one fallback queue as fallback.Service uses it in
-// process: a stages.ClaimGate adapted to the Service's locking.
+// Package claimq is one fallback queue of one process, as fallback's
+// in-process queues (localCallbacks, localHandoffs) use it: a
+// stages.ClaimGate adapted to their locking.
 package claimq
 
 import (
@@ -11,24 +12,24 @@ import (
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
-// Queue is one fallback queue as the Service uses it: a
+// Queue is one fallback queue as an in-process queue uses it: a
 // stages.ClaimGate (the in-process Dispatcher made ClaimOnly), whose take
 // is a human's claim and whose timer expires the head at its deadline, and
 // the Pending of each piece of work it holds. Admission, bounds, expiry and
 // the ledger are the gate's, under the conformance suite
-// (stagestest.RunClaimGate); this type only adapts it to the Service's
+// (stagestest.RunClaimGate); this type only adapts it to its owner's
 // locking. Every job is its own owner (generation 0), registered at offer
 // and forgotten once terminal, so the owner table stays as small as the
 // inventory.
 //
 // Expiry is learnt through the gate's OnResolve, outside its lock. Every
-// operation of this queue is made under the Service's lock for that queue
-// (cb.mu, ho.mu): ids that expire during one are collected and handed to
+// operation of this queue is made under its owner's lock (localCallbacks.mu,
+// localHandoffs.mu): ids that expire during one are collected and handed to
 // ExpiredLocked as it ends, by the caller that holds that lock; ids the
 // gate's timer expires otherwise go to OnExpire, which takes the lock.
 // Set both before the first operation.
 type Queue struct {
-	OnExpire      func(ids []string) // called without the Service's lock, from the gate's timer
+	OnExpire      func(ids []string) // called without the owner's lock, from the gate's timer
 	ExpiredLocked func(ids []string) // called at the end of an operation, under it
 
 	g     *stages.Local // the in-process ClaimGate, also for views and draining
