@@ -42,6 +42,17 @@ var _ HandoffQueue = (*localHandoffs)(nil)
 
 func jobID(ref string, attempt int) string { return ref + "/" + strconv.Itoa(attempt) }
 
+// NewLocalHandoffQueue returns this process's handoff queue with limits l on
+// clk (nil: clock.System), as New makes it when it is given no
+// WithHandoffQueue: for a claim gate over the Service's contract in tests
+// (redisqueue.NewHandoffGateOn).
+func NewLocalHandoffQueue(l stages.Limits, clk clock.Clock) (HandoffQueue, error) {
+	if clk == nil {
+		clk = clock.System
+	}
+	return newLocalHandoffs(l, clk)
+}
+
 func newLocalHandoffs(l stages.Limits, clk clock.Clock) (*localHandoffs, error) {
 	q, err := claimq.New(l, clk)
 	if err != nil {
@@ -97,7 +108,7 @@ func (h *localHandoffs) Enqueue(_ context.Context, e HandoffEntry) (HandoffEntry
 	defer h.mu.Unlock()
 	le := &localEntry{HandoffEntry: e, job: jobID(e.Ref, 0)}
 	le.State, le.Agent, le.Attempt = HandoffWaiting, "", 0
-	d, err := h.q.Offer(stages.Job{ID: le.job, Owner: e.Ref, Born: e.Born})
+	d, err := h.q.Offer(stages.Job{ID: le.job, Owner: e.Ref, Born: e.Born, Tenant: e.Tenant})
 	if err != nil || d != stages.Queued {
 		return HandoffEntry{}, d, err
 	}
@@ -157,17 +168,37 @@ func (h *localHandoffs) claimedLocked(ref string, attempt int) (*localEntry, err
 
 // Ack implements HandoffQueue: the claim's lease is released, Completed.
 func (h *localHandoffs) Ack(_ context.Context, ref string, attempt int, _ time.Time) (HandoffEntry, error) {
+	return h.settle(ref, attempt, false)
+}
+
+// Fail implements HandoffQueue: Ack counted Failed.
+func (h *localHandoffs) Fail(_ context.Context, ref string, attempt int, _ time.Time) (HandoffEntry, error) {
+	return h.settle(ref, attempt, true)
+}
+
+func (h *localHandoffs) settle(ref string, attempt int, failed bool) (HandoffEntry, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	e, err := h.claimedLocked(ref, attempt)
 	if err != nil {
 		return HandoffEntry{}, err
 	}
-	if _, err := h.q.Release(e.job, ref); err != nil {
+	release, to := h.q.Release, HandoffCompleted
+	if failed {
+		release, to = h.q.ReleaseFailed, HandoffFailed
+	}
+	if _, err := release(e.job, ref); err != nil {
 		return HandoffEntry{}, err
 	}
-	h.endLocked(e, HandoffCompleted)
+	h.endLocked(e, to)
 	return e.HandoffEntry, nil
+}
+
+// Refuse implements HandoffQueue.
+func (h *localHandoffs) Refuse(_ context.Context, d stages.Disposition) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.q.Refuse(d)
 }
 
 // Release implements HandoffQueue: the claim's lease is released as
@@ -183,7 +214,7 @@ func (h *localHandoffs) Release(_ context.Context, ref string, attempt int, _ ti
 	}
 	h.q.Cancel(e.job, ref)
 	e.job = jobID(ref, e.Attempt)
-	d, err := h.q.Offer(stages.Job{ID: e.job, Owner: ref, Born: e.Born})
+	d, err := h.q.Offer(stages.Job{ID: e.job, Owner: ref, Born: e.Born, Tenant: e.Tenant})
 	switch {
 	case err == nil && d == stages.Queued:
 		e.State, e.Agent = HandoffWaiting, ""

@@ -16,8 +16,12 @@ import (
 // the durable store, localHandoffs), the default of New; in a fleet it is
 // the fleet's queue on Redis (redisqueue.CallbackStore, HandoffQueue), on
 // the same scripts as the Redis claim gates (redisqueue.NewCallbackGate,
-// NewHandoffGate). Both run under stagestest.RunClaimGate. The Service
-// never asks which one it has: local and fleet differ in the constructor.
+// NewHandoffGate). stagestest.RunClaimGate runs on the HandoffQueue
+// contract in both modes (redisqueue.NewHandoffGateOn over
+// NewLocalHandoffQueue and over the Redis queue), and on the gates beneath
+// the callback queues (internal/claimq; redisqueue.NewCallbackGate). The
+// Service never asks which one it has: local and fleet differ in the
+// constructor.
 //
 // Work another process decided (an agent elsewhere acknowledged a handoff,
 // a sweep expired it) reaches the Service through Watch and Get, which an
@@ -62,6 +66,8 @@ const (
 	HandoffExpired   HandoffState = "expired"
 	HandoffCancelled HandoffState = "cancelled"
 	HandoffClosed    HandoffState = "closed"
+	// HandoffFailed: acknowledged as failed (Fail).
+	HandoffFailed HandoffState = "failed"
 	// HandoffOverloaded: an abandoned claim found no waiting place.
 	HandoffOverloaded HandoffState = "overloaded"
 )
@@ -84,6 +90,8 @@ func (s HandoffState) Disposition() stages.Disposition {
 		return stages.Cancelled
 	case HandoffOverloaded:
 		return stages.Overloaded
+	case HandoffFailed:
+		return stages.Failed
 	}
 	return stages.Closed
 }
@@ -130,6 +138,13 @@ type HandoffQueue interface {
 	// Ack completes the claim attempt of ref at now (ErrHandoffLost if it
 	// was taken over).
 	Ack(ctx context.Context, ref string, attempt int, now time.Time) (HandoffEntry, error)
+	// Fail is Ack counted Failed in the ledger: a claim gate's
+	// ReleaseFailed (the Service itself never fails a handoff).
+	Fail(ctx context.Context, ref string, attempt int, now time.Time) (HandoffEntry, error)
+	// Refuse counts in the ledger an offer that a claim gate over the
+	// queue refused before it (Stale, Expired), as the queue counts its
+	// own refusals.
+	Refuse(ctx context.Context, d stages.Disposition) error
 	// Release puts the claim attempt of ref back in the queue, or
 	// expires the handoff if it waited longer than Config.HandoffMaxWait:
 	// Queued or Expired (in process, Overloaded or Closed when it found no

@@ -235,6 +235,17 @@ func (q *HandoffQueue) Ack(ctx context.Context, ref string, attempt int, now tim
 	return e, err
 }
 
+// Fail implements fallback.HandoffQueue.
+func (q *HandoffQueue) Fail(ctx context.Context, ref string, attempt int, now time.Time) (fallback.HandoffEntry, error) {
+	e, _, err := q.settle(ctx, "fail", ref, attempt, now)
+	return e, err
+}
+
+// Refuse implements fallback.HandoffQueue.
+func (q *HandoffQueue) Refuse(ctx context.Context, d stages.Disposition) error {
+	return refuse(ctx, q.rdb, q.prefix, refusalField(d))
+}
+
 // Release implements fallback.HandoffQueue.
 func (q *HandoffQueue) Release(ctx context.Context, ref string, attempt int, now time.Time) (stages.Disposition, error) {
 	_, code, err := q.settle(ctx, "release", ref, attempt, now)

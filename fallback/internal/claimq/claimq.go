@@ -6,7 +6,9 @@ package claimq
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
+	"time"
 
 	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
@@ -160,6 +162,52 @@ func (q *Queue) Release(id, owner string) (stages.Disposition, error) {
 	delete(q.pending, id)
 	q.mu.Unlock()
 	return d, err
+}
+
+// ReleaseFailed is Release counted Failed in the ledger.
+func (q *Queue) ReleaseFailed(id, owner string) (stages.Disposition, error) {
+	ctx := context.Background()
+	q.begin()
+	defer q.end()
+	d, err := q.g.ReleaseFailed(ctx, id)
+	_ = q.g.Forget(ctx, owner)
+	q.mu.Lock()
+	delete(q.pending, id)
+	q.mu.Unlock()
+	return d, err
+}
+
+// Refuse counts in the gate's ledger an offer that its owner refused before
+// the gate, as Stale or Expired: the gate is offered a job it refuses so,
+// under an owner of its own that is forgotten at once, so that nothing else
+// changes.
+func (q *Queue) Refuse(d stages.Disposition) error {
+	ctx := context.Background()
+	q.begin()
+	defer q.end()
+	const owner = "\x00refused" // no job's: jobs are their own owners, named by their tickets
+	now := q.clock.Now()
+	job := stages.Job{ID: owner, Owner: owner, Born: now}
+	switch d {
+	case stages.Stale:
+		job.Generation = 1
+	case stages.Expired:
+		job.Deadline = now.Add(-time.Nanosecond)
+	default:
+		return fmt.Errorf("claimq: refuse %v: want stale or expired", d)
+	}
+	if err := q.g.Rotate(ctx, owner, 2); err != nil && !errors.Is(err, stages.ErrGeneration) {
+		return err
+	}
+	defer q.g.Forget(ctx, owner)
+	if d == stages.Expired {
+		job.Generation = 2
+	}
+	_, got, err := q.g.Submit(ctx, job)
+	if err == nil && got != d {
+		err = fmt.Errorf("claimq: refuse %v: the gate said %v", d, got)
+	}
+	return err
 }
 
 // Cancel withdraws id: queued work leaves the queue; active work is
