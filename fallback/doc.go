@@ -3,7 +3,7 @@
 // prompts that tell the caller only what the system knows.
 //
 // Each fallback is a bounded stage of its own, guarded by a
-// stages.ClaimGate with its own slots, queue and maximum age, so that a
+// claim.Gate with its own slots, queue and maximum age, so that a
 // flood of refused callers cannot move the overload into an unlimited
 // callback list or agent queue. A full fallback is the disposition
 // Overloaded, never a silent drop, and its refusals are counted in the
@@ -11,7 +11,7 @@
 //
 // Fallback work is admitted when a human claims it (an operator claiming a
 // callback, an agent claiming a handoff), not when a slot frees: each queue
-// is a stages.ClaimGate, the Dispatcher made ClaimOnly, whose take is the
+// is a claim.Gate, the Dispatcher made ClaimOnly, whose take is the
 // claim and whose one timer expires the head at its deadline. The same
 // conformance suite (stagestest.RunClaimGate) runs on it and on the Redis
 // claim gate.

@@ -12,10 +12,11 @@ import (
 	"github.com/frontdoorhq/frontdoor/fallback/internal/claimq"
 	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/claim"
 )
 
 // localCallbacks is the callback queue of one process, the default of New:
-// a claim gate of its own (internal/claimq over stages.NewClaimGate) over
+// a claim gate of its own (internal/claimq over claim.New) over
 // the durable CallbackStore, re-filled from the store at start-up, so that
 // the bound and the ages hold across restarts. The store is the record;
 // the gate decides admission. Its operations are serialized by mu, so the
@@ -133,7 +134,7 @@ func (c *localCallbacks) Next(ctx context.Context, operator string, now time.Tim
 		}
 		switch d {
 		case stages.Admitted:
-		case stages.Busy:
+		case claim.Busy:
 			return Callback{}, ErrSlotsBusy
 		default:
 			return Callback{}, ErrNoneWaiting
@@ -171,7 +172,7 @@ func (c *localCallbacks) Finish(ctx context.Context, ref string, attempt int, to
 		delete(c.leases, ref)
 	}
 	if id, ok := c.jobs[ref]; ok {
-		if st, _ := c.q.Gate().State(id); st == stages.Active {
+		if st, _ := c.q.Gate().State(id); st == claim.Active {
 			c.q.Release(id, ref)
 		} else {
 			c.q.Cancel(id, ref)

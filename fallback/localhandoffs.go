@@ -10,10 +10,11 @@ import (
 	"github.com/frontdoorhq/frontdoor/fallback/internal/claimq"
 	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/claim"
 )
 
 // localHandoffs is the handoff queue of one process, the default of New: a
-// claim gate of its own (internal/claimq over stages.NewClaimGate) and the
+// claim gate of its own (internal/claimq over claim.New) and the
 // entries it holds, answering the HandoffQueue contract at once. Every job
 // of the gate is one claim attempt of a handoff (jobID), so that a handoff
 // an agent let go is offered again, with its original Born, as a new job.
@@ -140,7 +141,7 @@ func (h *localHandoffs) Claim(_ context.Context, agent, ref string, _ time.Time)
 	case stages.Admitted:
 	case stages.Queued:
 		return HandoffEntry{}, ErrHandoffNotNext
-	case stages.Busy:
+	case claim.Busy:
 		return HandoffEntry{}, ErrSlotsBusy
 	default: // Empty, Expired, Closed: nothing to claim
 		return HandoffEntry{}, ErrHandoffUnknown

@@ -9,10 +9,10 @@ import (
 
 // The Service asks each of its two queues through one contract, the same in
 // both modes: CallbackQueue and HandoffQueue. A queue is a claim gate
-// (stages.ClaimGate) seen with what the Service keeps beside it: it bounds
+// (claim.Gate) seen with what the Service keeps beside it: it bounds
 // waiting work and claims, orders claims, expires work at its deadline and
 // counts every offer in its ledger. In process the queue is a
-// stages.ClaimGate of this process (internal/claimq; localCallbacks over
+// claim.Gate of this process (internal/claimq; localCallbacks over
 // the durable store, localHandoffs), the default of New; in a fleet it is
 // the fleet's queue on Redis (redisqueue.CallbackStore, HandoffQueue), on
 // the same scripts as the Redis claim gates (redisqueue.NewCallbackGate,

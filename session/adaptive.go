@@ -8,14 +8,14 @@ import (
 	"github.com/frontdoorhq/frontdoor/session/backend"
 )
 
-// The engine's side of adaptive stage limits (stages.NewAdaptiveGate): it
+// The engine's side of adaptive stage limits (stages/adaptive.New): it
 // feeds each stage's gate, when the gate is an observer, the latency
 // of the stage's useful signal measured from the lease (the model's first
 // token, each sentence's first audio, a recognition's result) and the
 // backend's overload errors (429, 503: backend.ErrOverloaded). A gate with
 // a fixed limit is not an observer, and nothing is measured for it.
 
-// latencyObserver is a gate with an adaptive limit (stages.NewAdaptiveGate's).
+// latencyObserver is a gate with an adaptive limit (stages/adaptive.New's).
 type latencyObserver interface {
 	Observe(latency time.Duration, overloaded bool)
 }

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,7 +23,8 @@ import (
 //
 //   - AnswerSlots recognitions at once across the engine (default
 //     DefaultAnswerSlots); an utterance that finds none free is not heard
-//     as an answer (in a conversation it goes on as a turn);
+//     as an answer (in a conversation it goes on as a turn; a refused
+//     caller is told it was not caught, as when recognition fails);
 //   - one at a time per call: an utterance ended while the call's previous
 //     answer is being recognized is left out the same way;
 //   - MaxAnswerAudio of speech: a longer utterance is no answer;
@@ -90,22 +92,30 @@ func (c *Call) listening() bool {
 
 // takeAnswer starts recognizing u as an answer to the call's open offer
 // and reports whether it did. An utterance it does not take goes on as a
-// turn in a conversation and is dropped in a refused call.
+// turn in a conversation and is dropped in a refused call, but for one
+// that finds every answer slot taken: a refused caller is then told the
+// answer was not caught, as when the recognizer fails.
 func (c *Call) takeAnswer(u backend.Audio, admitted bool, spoke time.Time) bool {
 	if u.Duration() > MaxAnswerAudio || !c.ans.busy.CompareAndSwap(false, true) {
 		return false
 	}
+	slot := true
 	select {
 	case c.s.ans.slots <- struct{}{}:
 	default:
-		c.ans.busy.Store(false)
 		c.log.Debug("answer recognizer busy: utterance not heard as an answer")
-		return false
+		if admitted {
+			c.ans.busy.Store(false)
+			return false
+		}
+		slot = false
 	}
 	c.mu.Lock()
 	if c.phase == phaseEnded {
 		c.mu.Unlock()
-		<-c.s.ans.slots
+		if slot {
+			<-c.s.ans.slots
+		}
 		c.ans.busy.Store(false)
 		return false
 	}
@@ -116,22 +126,34 @@ func (c *Call) takeAnswer(u backend.Audio, admitted bool, spoke time.Time) bool 
 	u.Samples = append([]int16(nil), u.Samples...)
 	go func() {
 		defer c.ans.wg.Done()
-		text, err := c.recognizeAnswer(u)
-		<-c.s.ans.slots
+		text, err := "", errAnswerSlots
+		if slot {
+			text, err = c.recognizeAnswer(u)
+			<-c.s.ans.slots
+		}
 		c.ans.busy.Store(false)
 		if err != nil {
-			if c.ctx.Err() == nil {
-				c.log.Warn("answer recognizer", "err", err)
+			if c.ctx.Err() != nil {
+				return
 			}
+			c.log.Warn("answer recognizer", "err", err)
 			if admitted {
 				c.asTurn(u, spoke)
+				return
 			}
+			// A refused caller spoke and the words were not caught: they
+			// are told so and asked again, as for words that answer
+			// nothing, not left in silence until the offer's wait ends.
+			c.answerHeard("", u, false, spoke)
 			return
 		}
 		c.answerHeard(text, u, admitted, spoke)
 	}()
 	return true
 }
+
+// errAnswerSlots: every answer slot of the engine was taken.
+var errAnswerSlots = errors.New("session: answer recognizer busy (AnswerSlots taken)")
 
 func (c *Call) recognizeAnswer(u backend.Audio) (string, error) {
 	ctx, cancel := context.WithTimeout(c.ctx, answerTimeout)

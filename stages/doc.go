@@ -2,14 +2,19 @@
 // stage: a media session, a recognition, model or synthesis request, a callback.
 //
 // This package is the public face of admission: what a server programs
-// against and nothing more. A Gate admits Jobs within Limits and answers
-// with a typed Disposition; nothing is refused silently. Work that waits
-// gets a Pending; what operators see is read through a View (Snapshot,
-// Ledger). A ClaimGate is a Gate whose take is a claim (the callback and
-// handoff queues). The constructors build the in-process gates (NewGate,
-// NewClaimGate) and decorate any gate (Guard, NewAdaptiveGate); package
+// against and nothing more, at most 30 names (TestFace holds it to that).
+// A Gate admits Jobs within Limits and answers with a typed Disposition;
+// nothing is refused silently. Work that waits gets a Pending; what
+// operators see is read through a View (Snapshot, Ledger, Waiter). NewGate
+// builds the in-process gate and Guard decorates any gate; package
 // stages/redisstage builds the same contract on Redis, and package
 // stages/stagestest runs one conformance suite against both.
+//
+// Two small packages extend the contract where only some servers need it:
+// stages/claim is the claim queue, a Gate whose take is an agent's claim
+// (the callback and handoff queues), with the dispositions only a claim
+// gives; stages/adaptive moves a gate's slot limit by the latency and
+// overload its backend shows.
 //
 // The machinery (the Controller and its Dispatcher, the Store contract,
 // tickets, policies' internals, the adaptive rule, the recorder, the

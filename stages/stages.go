@@ -1,7 +1,6 @@
 package stages
 
 import (
-	"context"
 	"log/slog"
 
 	"github.com/frontdoorhq/frontdoor/media/clock"
@@ -13,11 +12,10 @@ import (
 // named here so that a server needs nothing else.
 type (
 	// Gate is admission with time owned: in process (NewGate) or fleet-wide
-	// (redisstage.Dispatcher), decorated or not (Guard, NewAdaptiveGate).
+	// (redisstage.Dispatcher), decorated or not (Guard, adaptive.New). A
+	// claim.Gate is a Gate whose take is a claim (the callback and handoff
+	// queues).
 	Gate = admit.Gate
-	// ClaimGate is a Gate whose take is a claim (NewClaimGate): the
-	// callback and handoff queues.
-	ClaimGate = admit.ClaimGate
 	// Pending is queued work waiting for its outcome.
 	Pending = admit.Pending
 	// View is the read-only side of a stage: what operators are shown.
@@ -40,21 +38,19 @@ type (
 	// Policy selects how an in-process gate admits work (WithPolicy): the
 	// product, or a baseline measured against it (Policy.Set parses one).
 	Policy = admit.Policy
-	// AdaptiveConfig bounds and paces an adaptive slot limit.
-	AdaptiveConfig = admit.AdaptiveConfig
-	// LimitChange is one move of an adaptive limit (NewAdaptiveGate).
-	LimitChange = admit.LimitChange
 	// Disposition is the typed outcome of an admission operation or the
 	// state of a unit of work.
 	Disposition = admit.Disposition
-	// Local is the in-process gate NewGate and NewClaimGate build.
-	Local = admit.Local
 	// Option configures an in-process gate (WithPolicy; stages/trace's
 	// recorder).
 	Option = admit.Option
 )
 
-// The dispositions (see Disposition for which operation returns which).
+// The dispositions a server meets: Submit returns Queued, Overloaded,
+// Expired, Stale, OutOfOrder or Closed; a Pending resolves Admitted,
+// Expired or Cancelled; Release returns Completed or Cancelled, and
+// ReleaseFailed Failed or Cancelled. A claim queue adds its own (claim.Busy,
+// claim.Empty, claim.Active), of this same type.
 const (
 	Queued     = admit.Queued
 	Admitted   = admit.Admitted
@@ -63,9 +59,6 @@ const (
 	Stale      = admit.Stale
 	OutOfOrder = admit.OutOfOrder
 	Closed     = admit.Closed
-	Busy       = admit.Busy
-	Empty      = admit.Empty
-	Active     = admit.Active
 	Cancelled  = admit.Cancelled
 	Completed  = admit.Completed
 	Failed     = admit.Failed
@@ -92,7 +85,7 @@ var (
 // WithPolicy), its time owned by a dispatcher on clk (nil: clock.System).
 // An error of the dispatcher's take (a clock that went backwards) goes to
 // log when log is not nil; its count is in the gate's Snapshot (TakeErrors).
-func NewGate(l Limits, clk clock.Clock, log *slog.Logger, opts ...Option) (*Local, error) {
+func NewGate(l Limits, clk clock.Clock, log *slog.Logger, opts ...Option) (Gate, error) {
 	c, err := admit.New(l, opts...)
 	if err != nil {
 		return nil, err
@@ -106,44 +99,13 @@ func NewGate(l Limits, clk clock.Clock, log *slog.Logger, opts ...Option) (*Loca
 	return admit.LocalGate(admit.NewDispatcher(c, clk, dopts...)), nil
 }
 
-// NewClaimGate returns an in-process ClaimGate: work waits until it is
-// claimed (Local.Claim), never because a slot freed, and its dispatcher's
-// timer on clk (nil: clock.System) still expires the head at its deadline.
-// onResolve, when not nil, is told of every outcome (Admitted, Expired,
-// Cancelled) outside the gate's lock, in the goroutine that decided it, so
-// that an owner keeping state beside the queue learns of expiry without a
-// goroutine per job; it may call the gate.
-func NewClaimGate(l Limits, clk clock.Clock, onResolve func(id string, d Disposition)) (*Local, error) {
-	c, err := admit.New(l)
-	if err != nil {
-		return nil, err
-	}
-	dopts := []admit.DispatcherOption{admit.ClaimOnly()}
-	if onResolve != nil {
-		dopts = append(dopts, admit.OnResolve(onResolve))
-	}
-	return admit.LocalClaimGate(admit.NewDispatcher(c, clk, dopts...)), nil
-}
-
 // WithPolicy makes an in-process gate admit by p.
 func WithPolicy(p Policy) Option { return admit.WithPolicy(p) }
 
 // Guard returns g closed by this process alone whenever closed reports
-// true, without closing the store behind it (a drain, a quarantined
-// backend); see admit.Guard for how its ledger still balances.
+// true, without closing the store behind it: a drain closes admission on
+// one replica, never fleet-wide, and a quarantined backend's stage refuses
+// new work while the others go on. While closed, Submit refuses Closed
+// without reaching g, and Snapshot counts those refusals in its ledger, so
+// the ledger still balances. It forwards an adaptive gate's Observe.
 func Guard(g Gate, closed func() bool) Gate { return admit.Guard(g, closed) }
-
-// NewAdaptiveGate returns g, which must have a runtime slot limit (the
-// gates NewGate and redisstage build do), with that limit moved by the
-// adaptive rule cfg on clk (nil: clock.System). The limit g's store holds
-// is adopted, clamped to the bounds. onChange, if not nil, is told of every
-// move; it must not call back into the gate. The gate takes the latency
-// of each stage's useful signal through a method Observe(time.Duration,
-// bool), and reports its rule in Snapshot.Adaptive.
-func NewAdaptiveGate(ctx context.Context, g Gate, cfg AdaptiveConfig, clk clock.Clock, onChange func(LimitChange)) (Gate, error) {
-	a, err := admit.NewAdaptiveGate(ctx, g, cfg, clk, onChange)
-	if err != nil {
-		return nil, err
-	}
-	return a, nil
-}

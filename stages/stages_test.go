@@ -9,6 +9,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/claim"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -41,8 +42,8 @@ func TestLimitsValidate(t *testing.T) {
 		if _, gerr := stages.NewGate(l, nil, nil); gerr == nil || gerr.Error() != err.Error() {
 			t.Errorf("%s: NewGate error %v, want %v", name, gerr, err)
 		}
-		if _, gerr := stages.NewClaimGate(l, nil, nil); gerr == nil || gerr.Error() != err.Error() {
-			t.Errorf("%s: NewClaimGate error %v, want %v", name, gerr, err)
+		if _, gerr := claim.New(l, nil, nil); gerr == nil || gerr.Error() != err.Error() {
+			t.Errorf("%s: claim.New error %v, want %v", name, gerr, err)
 		}
 	}
 }
@@ -87,71 +88,3 @@ func TestNewGatePolicy(t *testing.T) {
 		g.Stop()
 	}
 }
-
-// TestClaimGateLocal: the in-process claim gate admits only on Claim,
-// tells onResolve, and answers State and Close synchronously.
-func TestClaimGateLocal(t *testing.T) {
-	ctx := context.Background()
-	clk := clock.NewManual(t0)
-	var resolved []string
-	g, err := stages.NewClaimGate(stages.Limits{Slots: 1, Waiting: 2, MaxAge: time.Second}, clk,
-		func(id string, d stages.Disposition) { resolved = append(resolved, id+" "+d.String()) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Stop()
-	for _, o := range []string{"a", "b"} {
-		if err := g.Rotate(ctx, o, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, d, err := g.Submit(ctx, stages.Job{ID: "a", Owner: "a", Born: clk.Now()}); err != nil || d != stages.Queued {
-		t.Fatalf("submit: %v, %v", d, err)
-	}
-	if st, ok := g.State("a"); !ok || st != stages.Queued {
-		t.Fatalf("state before the claim %v %v, want queued: a freed slot admits nothing", st, ok)
-	}
-	if d, id, err := g.Claim(ctx, ""); err != nil || d != stages.Admitted || id != "a" {
-		t.Fatalf("claim: %v %q %v", d, id, err)
-	}
-	if st, _ := g.State("a"); st != stages.Active {
-		t.Fatalf("state after the claim %v, want active", st)
-	}
-	g.Close()
-	if _, d, _ := g.Submit(ctx, stages.Job{ID: "b", Owner: "b", Born: clk.Now()}); d != stages.Closed {
-		t.Fatalf("submit after Close: %v, want closed", d)
-	}
-	if len(resolved) != 1 || resolved[0] != "a admitted" {
-		t.Fatalf("onResolve told %v", resolved)
-	}
-}
-
-// TestAdaptiveGateObserves: NewAdaptiveGate's gate takes observations
-// through Observe (what the engine looks for) and shows its rule in the
-// snapshot; a gate without a runtime slot limit is refused.
-func TestAdaptiveGateObserves(t *testing.T) {
-	ctx := context.Background()
-	clk := clock.NewManual(t0)
-	g, err := stages.NewGate(stages.Limits{Slots: 4, Waiting: 4, MaxAge: time.Second}, clk, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ag, err := stages.NewAdaptiveGate(ctx, g, stages.AdaptiveConfig{Min: 2, Max: 8}, clk, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ag.Stop()
-	if _, ok := ag.(interface{ Observe(time.Duration, bool) }); !ok {
-		t.Fatalf("%T takes no observations", ag)
-	}
-	sn, err := ag.Snapshot(ctx)
-	if err != nil || sn.Adaptive == nil || sn.Adaptive.Config.Min != 2 || sn.Adaptive.Config.Max != 8 {
-		t.Fatalf("snapshot %+v, %v", sn.Adaptive, err)
-	}
-	if _, err := stages.NewAdaptiveGate(ctx, noLimit{g}, stages.AdaptiveConfig{Min: 1, Max: 2}, clk, nil); err == nil {
-		t.Fatalf("a gate without a slot limit: %v", err)
-	}
-}
-
-// noLimit hides the gate's runtime slot limit.
-type noLimit struct{ stages.Gate }

@@ -22,6 +22,10 @@ var importRules = []struct {
 	allow     []string
 }{
 	{from: "stages", forbidden: []string{"session", "fallback", "media", "web", "cmd"}},
+	// The claim queue and the adaptive limit extend the public face: they
+	// sit on it and on the machinery, not on the stores or the tools.
+	{from: "stages/claim", forbidden: []string{"stages/redisstage", "stages/stagestest", "stages/trace", "stages/adaptive"}},
+	{from: "stages/adaptive", forbidden: []string{"stages/redisstage", "stages/stagestest", "stages/trace", "stages/claim"}},
 	// The one clock is a leaf: it knows nothing of the module.
 	{from: "media/clock", forbidden: []string{"stages", "session", "fallback", "media", "web", "cmd"}, allow: []string{"media/clock"}},
 	{from: "media", forbidden: []string{"stages", "session", "fallback", "web", "cmd"}},

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/adaptive"
 	"github.com/frontdoorhq/frontdoor/stages/trace"
 )
 
@@ -28,7 +29,7 @@ type limitFlags struct {
 	maxAge                            optDuration
 	order                             stages.Order
 	orderSet                          bool
-	auto                              *stages.AdaptiveConfig
+	auto                              *adaptive.Config
 }
 
 // apply puts the flags given into l.
@@ -87,7 +88,7 @@ func (a autoFlag) Set(s string) error {
 	if !ok || e1 != nil || e2 != nil || lo < 1 || hi < lo {
 		return fmt.Errorf("want MIN-MAX with 1 <= MIN <= MAX (2-32)")
 	}
-	a.f.auto = &stages.AdaptiveConfig{Min: lo, Max: hi}
+	a.f.auto = &adaptive.Config{Min: lo, Max: hi}
 	return nil
 }
 
@@ -170,7 +171,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		defer f.Close()
 		in = f
 	}
-	opt := trace.Options{Hold: *hold, Adaptive: func(stage string) *stages.AdaptiveConfig {
+	opt := trace.Options{Hold: *hold, Adaptive: func(stage string) *adaptive.Config {
 		if f := per[stage]; f != nil && f.auto != nil {
 			c := *f.auto
 			return &c

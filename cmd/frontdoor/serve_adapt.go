@@ -11,6 +11,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/adaptive"
 )
 
 // Adaptive stage limits and fair order (docs/ADMISSION.md): -STAGE-slots
@@ -26,12 +27,12 @@ const (
 // adaptSettings are the adaptive limits asked for, by stage name, and the
 // order of every stage's queue.
 type adaptSettings struct {
-	auto  map[string]*stages.AdaptiveConfig // by session stage name
+	auto  map[string]*adaptive.Config // by session stage name
 	order stages.Order
 }
 
 func adaptFlags(fs *flag.FlagSet) *adaptSettings {
-	a := &adaptSettings{auto: make(map[string]*stages.AdaptiveConfig)}
+	a := &adaptSettings{auto: make(map[string]*adaptive.Config)}
 	fs.Var(&a.order, "stage-order", "`order` in which each stage's waiting work takes a freed slot: fifo, or fair (the tenants with work waiting in turn, each tenant's oldest first; the -tenant-queue-share cap stays)")
 	return a
 }
@@ -88,7 +89,7 @@ func (f *slotsFlag) Set(s string) error {
 	// The limit starts at the stage's default, within the bounds, and
 	// probes from there.
 	f.l.Slots = min(max(f.l.Slots, lo), hi)
-	f.a.auto[f.stage] = &stages.AdaptiveConfig{Min: lo, Max: hi, Initial: f.l.Slots}
+	f.a.auto[f.stage] = &adaptive.Config{Min: lo, Max: hi, Initial: f.l.Slots}
 	return nil
 }
 
@@ -116,7 +117,7 @@ func (a *adaptSettings) newGate(newGate func(string, stages.Limits, clock.Clock)
 			return nil, err
 		}
 		slog := log.With("stage", name)
-		ag, err := stages.NewAdaptiveGate(context.Background(), g, *cfg, c, func(ch stages.LimitChange) {
+		ag, err := adaptive.New(context.Background(), g, *cfg, c, func(ch adaptive.Change) {
 			e := ch.Estimate
 			slog.Info("stage limit", "from", ch.From, "to", ch.To, "reason", e.Reason,
 				"min_latency", e.MinRTT, "latency", e.RTT, "gradient", e.Gradient, "samples", e.Samples, "overloaded", e.Overload)

@@ -16,6 +16,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/server"
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/adaptive"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
 
@@ -53,7 +54,7 @@ func TestSlotsFlag(t *testing.T) {
 // limit, and shows it in the snapshot and in frontdoor_stage_limit.
 func TestServeAdaptiveModelStage(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
-	a := &adaptSettings{auto: map[string]*stages.AdaptiveConfig{session.StageModel: {Min: 2, Max: 10, Window: time.Second}}}
+	a := &adaptSettings{auto: map[string]*adaptive.Config{session.StageModel: {Min: 2, Max: 10, Window: time.Second}}}
 	clock := stagestest.NewClock(stagestest.Epoch)
 	reg := prometheus.NewRegistry()
 	srv, err := server.New(server.Config{Config: session.Config{

@@ -114,6 +114,10 @@ func TestFleetHandoffAgentReplicaKilled(t *testing.T) {
 	onB.until(t, "the caller of A listed on B", func(e agentEvent) bool {
 		return e.Type == "waiting" && len(e.Handoffs) == 1 && e.Handoffs[0].Ref == ref
 	})
+	// The claim's TTL runs from the claim (or a later renewal by B), never
+	// from before it was sent: the bound below is taken then, not at the
+	// kill, which comes after the last renewal.
+	claimed := time.Now()
 	onB.send(t, "claim", "")
 	if e := onB.until(t, "claimed", func(e agentEvent) bool { return e.Type != "waiting" }); e.Type != "claimed" || e.Ref != ref {
 		t.Fatalf("claim on B: %+v", e)
@@ -121,18 +125,17 @@ func TestFleetHandoffAgentReplicaKilled(t *testing.T) {
 	if err := b.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	killed := time.Now()
 
 	onA := dialAgentWS(ctx, t, a, "agent-a")
 	e := onA.until(t, "the list on A", func(e agentEvent) bool { return e.Type == "waiting" })
-	if time.Since(killed) < ttl && (len(e.Handoffs) != 1 || e.Handoffs[0].Agent != "agent-b") {
+	if time.Since(claimed) < ttl && (len(e.Handoffs) != 1 || e.Handoffs[0].Agent != "agent-b") {
 		t.Fatalf("before the TTL the dead agent's claim must still hold: %+v", e)
 	}
 	onA.until(t, "the handoff back in the queue", func(e agentEvent) bool {
 		return e.Type == "waiting" && len(e.Handoffs) == 1 && e.Handoffs[0].Position == 1
 	})
-	if back := time.Since(killed); back < ttl {
-		t.Fatalf("the claim came back %v after the kill, before the TTL %v", back, ttl)
+	if back := time.Since(claimed); back < ttl {
+		t.Fatalf("the claim came back %v after it was taken, before the TTL %v", back, ttl)
 	}
 	onA.send(t, "claim", "")
 	if e := onA.until(t, "claimed", func(e agentEvent) bool { return e.Type != "waiting" }); e.Type != "claimed" || e.Ref != ref {

@@ -10,6 +10,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/server"
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/adaptive"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage/redistest"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
@@ -44,14 +45,14 @@ func TestServeStackConformance(t *testing.T) {
 	for _, store := range stores {
 		for _, quarantine := range []int{0, 2, -1} { // -1: no quarantine, -model-slots auto
 			name := store.name
-			auto := &adaptSettings{auto: map[string]*stages.AdaptiveConfig{}}
+			auto := &adaptSettings{auto: map[string]*adaptive.Config{}}
 			switch {
 			case quarantine > 0:
 				name += "/quarantine"
 			case quarantine < 0:
 				name += "/auto"
 				quarantine = 0
-				auto.auto[session.StageModel] = &stages.AdaptiveConfig{Min: 1, Max: 64}
+				auto.auto[session.StageModel] = &adaptive.Config{Min: 1, Max: 64}
 			}
 			t.Run(name, func(t *testing.T) {
 				stagestest.RunGate(t, func(t *testing.T, l stages.Limits, clock *stagestest.Clock) stages.Gate {

@@ -10,6 +10,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/claim"
 )
 
 // errNotHead is the callback queue's answer to a claim of a callback that
@@ -63,9 +64,9 @@ func (g callbackGate) claim(ctx context.Context, holder, want string, now time.T
 	case err == nil:
 		return stages.Admitted, c.Ref, c.Attempt, nil
 	case errors.Is(err, fallback.ErrSlotsBusy):
-		return stages.Busy, "", 0, nil
+		return claim.Busy, "", 0, nil
 	case errors.Is(err, fallback.ErrNoneWaiting):
-		return stages.Empty, "", 0, nil
+		return claim.Empty, "", 0, nil
 	case errors.Is(err, errNotHead):
 		return stages.Queued, "", 0, nil
 	case errors.Is(err, fallback.ErrNotFound), errors.Is(err, fallback.ErrNotLive):
@@ -109,7 +110,7 @@ func (g callbackGate) state(ctx context.Context, id string) (stages.Disposition,
 	case fallback.StatusPending:
 		return stages.Queued, nil
 	case fallback.StatusClaimed:
-		return stages.Active, nil
+		return claim.Active, nil
 	case fallback.StatusExpired:
 		return stages.Expired, nil
 	case fallback.StatusFailed:

@@ -8,10 +8,11 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/claim"
 )
 
 // ClaimGate is one of the fleet's fallback queues (the same Lua scripts
-// fallback uses in fleet mode) seen as a stages.ClaimGate, so that the
+// fallback uses in fleet mode) seen as a claim.Gate, so that the
 // contract every claim gate keeps (stagestest.RunClaimGate) runs on them
 // against a real Redis: bounds, order, a claim of the head or of the named
 // head, the tenant's share, fenced claims, expiry and the ledger are the
@@ -40,7 +41,7 @@ type ClaimGate struct {
 	work   map[string]*gateWork // live work submitted here, by ID
 }
 
-var _ stages.ClaimGate = (*ClaimGate)(nil)
+var _ claim.Gate = (*ClaimGate)(nil)
 
 // gateQueue is what a ClaimGate asks of a fleet queue; each method is one
 // script.
@@ -174,7 +175,7 @@ func (g *ClaimGate) forgetWorkLocked(w *gateWork) {
 	}
 }
 
-// Claim implements stages.ClaimGate on the queue's claim script.
+// Claim implements claim.Gate on the queue's claim script.
 func (g *ClaimGate) Claim(ctx context.Context, want string) (stages.Disposition, string, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -9,6 +9,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/fallback/redisqueue"
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/claim"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage/redistest"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
@@ -21,7 +22,7 @@ import (
 func TestHandoffGateConformance(t *testing.T) {
 	srv := redistest.Start(t)
 	var seq atomic.Int64
-	stagestest.RunClaimGate(t, func(t *testing.T, l stages.Limits, clock *stagestest.Clock) stages.ClaimGate {
+	stagestest.RunClaimGate(t, func(t *testing.T, l stages.Limits, clock *stagestest.Clock) claim.Gate {
 		return redisqueue.NewHandoffGate(srv.Client(t), fmt.Sprint("gate", seq.Add(1)), l, clock, "agent", time.Minute)
 	})
 }
@@ -29,7 +30,7 @@ func TestHandoffGateConformance(t *testing.T) {
 func TestCallbackGateConformance(t *testing.T) {
 	srv := redistest.Start(t)
 	var seq atomic.Int64
-	stagestest.RunClaimGate(t, func(t *testing.T, l stages.Limits, clock *stagestest.Clock) stages.ClaimGate {
+	stagestest.RunClaimGate(t, func(t *testing.T, l stages.Limits, clock *stagestest.Clock) claim.Gate {
 		return redisqueue.NewCallbackGate(srv.Client(t), fmt.Sprint("gate", seq.Add(1)), l, clock, "operator", time.Hour)
 	})
 }
@@ -39,7 +40,7 @@ func TestCallbackGateConformance(t *testing.T) {
 // (NewHandoffGateOn, over fallback.HandoffQueue alone): the contract
 // fallback.Service asks its handoff queue by holds in both modes.
 func TestLocalHandoffQueueConformance(t *testing.T) {
-	stagestest.RunClaimGate(t, func(t *testing.T, l stages.Limits, clock *stagestest.Clock) stages.ClaimGate {
+	stagestest.RunClaimGate(t, func(t *testing.T, l stages.Limits, clock *stagestest.Clock) claim.Gate {
 		q, err := fallback.NewLocalHandoffQueue(l, clock)
 		if err != nil {
 			t.Fatal(err)

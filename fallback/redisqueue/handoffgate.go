@@ -11,6 +11,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/claim"
 )
 
 // NewHandoffGate returns the handoff queue called name on rdb with limits
@@ -69,13 +70,13 @@ func (g handoffGate) claim(ctx context.Context, holder, want string, now time.Ti
 	case err == nil:
 		return stages.Admitted, e.Ref, e.Attempt, nil
 	case errors.Is(err, fallback.ErrSlotsBusy):
-		return stages.Busy, "", 0, nil
+		return claim.Busy, "", 0, nil
 	case errors.Is(err, fallback.ErrHandoffNotNext):
 		return stages.Queued, "", 0, nil
 	case errors.Is(err, fallback.ErrHandoffTaken):
-		return stages.Active, "", 0, nil
+		return claim.Active, "", 0, nil
 	case errors.Is(err, fallback.ErrHandoffUnknown) && want == "":
-		return stages.Empty, "", 0, nil
+		return claim.Empty, "", 0, nil
 	case errors.Is(err, fallback.ErrHandoffUnknown):
 		d, err := g.state(ctx, want)
 		return d, "", 0, err

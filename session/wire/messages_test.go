@@ -6,6 +6,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/claim"
 )
 
 // TestMessageJSON pins every server message's JSON byte for byte. The
@@ -32,7 +33,7 @@ func TestMessageJSON(t *testing.T) {
 			`{"type":"session","disposition":"admitted","session":"s1"}`},
 		{&DispositionMsg{Type: "disposition", Stage: "synthesis", Turn: "t1", Generation: 3, Segment: 2, Disposition: stages.Queued, Position: 1, Error: "timeout"},
 			`{"type":"disposition","stage":"synthesis","turn":"t1","generation":3,"segment":2,"disposition":"queued","position":1,"error":"timeout"}`},
-		{&DispositionMsg{Type: "disposition", Stage: "model", Turn: "t1", Disposition: stages.Active},
+		{&DispositionMsg{Type: "disposition", Stage: "model", Turn: "t1", Disposition: claim.Active},
 			`{"type":"disposition","stage":"model","turn":"t1","generation":0,"disposition":"active"}`},
 		{&TextMsg{Type: "text", Turn: "t1", Generation: 1, Delta: "hé \"x\" <b>"},
 			`{"type":"text","turn":"t1","generation":1,"delta":"hé \"x\" \u003cb\u003e"}`},

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/adaptive"
 	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage/redistest"
@@ -23,7 +24,7 @@ func TestFleetAdaptiveConverges(t *testing.T) {
 	ctx := context.Background()
 	clock := stagestest.NewClock(stagestest.Epoch)
 	l := stages.Limits{Slots: 4, Waiting: 200, MaxAge: time.Hour}
-	cfg := stages.AdaptiveConfig{Min: 1, Max: 40, Window: 500 * time.Millisecond}
+	cfg := adaptive.Config{Min: 1, Max: 40, Window: 500 * time.Millisecond}
 	name := fmt.Sprint("adaptive", stageSeq.Add(1))
 	type replica struct {
 		d       *redisstage.Dispatcher

@@ -6,13 +6,14 @@ import (
 	"strconv"
 
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/claim"
 	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
 )
 
-var _ stages.ClaimGate = (*Dispatcher)(nil)
+var _ claim.Gate = (*Dispatcher)(nil)
 
 // Claim admits the head of the fleet-wide queue, or want only when it is the
-// head (stages.ClaimGate.Claim), on a Dispatcher made with Claim set. The
+// head (claim.Gate.Claim), on a Dispatcher made with Claim set. The
 // lease is this replica's: it renews it until Release or ReleaseFailed here,
 // and it is lost (and the slot the fleet's again) if this replica stops
 // renewing it for a TTL. The submitter's ticket, on whichever replica,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/claim"
 	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage/redistest"
@@ -86,7 +87,7 @@ func TestClaimLostWhenClaimerStops(t *testing.T) {
 	if d, id, err := b.Claim(ctx, ""); err != nil || d != stages.Admitted || id != "c1" {
 		t.Fatalf("Claim = %v %q, %v", d, id, err)
 	}
-	if d, _, err := a.Claim(ctx, ""); err != nil || d != stages.Busy {
+	if d, _, err := a.Claim(ctx, ""); err != nil || d != claim.Busy {
 		t.Fatalf("second Claim while the slot is held = %v, %v; want Busy", d, err)
 	}
 	b.Stop() // the claimer's replica dies: nobody renews c1

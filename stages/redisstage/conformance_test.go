@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/claim"
 	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage"
 	"github.com/frontdoorhq/frontdoor/stages/redisstage/redistest"
@@ -43,7 +44,7 @@ func TestRedisGateConformance(t *testing.T) {
 
 func TestRedisClaimGateConformance(t *testing.T) {
 	srv := redistest.Start(t)
-	stagestest.RunClaimGate(t, func(t *testing.T, l stages.Limits, clock *stagestest.Clock) stages.ClaimGate {
+	stagestest.RunClaimGate(t, func(t *testing.T, l stages.Limits, clock *stagestest.Clock) claim.Gate {
 		return redisstage.NewDispatcher(newStage(t, srv, l, redisstage.Options{}), redisstage.DispatcherOptions{Clock: clock, Claim: true})
 	})
 }

@@ -28,7 +28,7 @@ type DispatcherOptions struct {
 	// its own, so that a caller never waits on a store that cannot be
 	// reached. Default 1s.
 	Grace time.Duration
-	// Claim makes the Dispatcher a stages.ClaimGate: work is admitted only
+	// Claim makes the Dispatcher a claim.Gate: work is admitted only
 	// by Claim, on any replica, and the claimer's replica holds and renews
 	// the lease (and releases it), not the submitter's; heads still expire
 	// at their deadline. The fallback's callback and handoff queues.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -126,7 +127,7 @@ func (d *Dispatcher) reconcile(ids []string) {
 				switch {
 				case ds[i] == stages.Queued:
 					withdraw = append(withdraw, id)
-				case toks[i] > 0 && (ds[i] == stages.Active || ds[i] == stages.Cancelled) && !d.claim:
+				case toks[i] > 0 && (ds[i] == admit.Active || ds[i] == stages.Cancelled) && !d.claim:
 					delete(d.abandoned, id)
 					d.releaseAbandoned(Lease{ID: id, Token: toks[i]})
 				default:
@@ -137,7 +138,7 @@ func (d *Dispatcher) reconcile(ids []string) {
 		}
 		switch ds[i] {
 		case stages.Queued:
-		case stages.Active:
+		case admit.Active:
 			d.resolve(t, stages.Admitted, now, toks[i])
 		case stages.Cancelled:
 			if toks[i] > 0 { // admitted, then cancelled while active

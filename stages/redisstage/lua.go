@@ -209,7 +209,7 @@ end
 
 -- pump takes until busy, empty or PUMP steps, and reports the head's
 -- deadline so that replicas can arm a timer for it. A negative PUMP is a
--- claim stage's pump (stages.ClaimGate): up to -PUMP heads past their
+-- claim stage's pump (claim.Gate): up to -PUMP heads past their
 -- deadline expire, and nothing is admitted but by a claim.
 local function pump()
   local out = {0}
@@ -314,7 +314,7 @@ return {d, {id or '', tok or 0}, p}
 
 	pumpScript = redis.NewScript(prelude + `return {0, '', pump()}`)
 
-	// claimScript is a claim stage's take (stages.ClaimGate.Claim): heads
+	// claimScript is a claim stage's take (claim.Gate.Claim): heads
 	// past their deadline expire first (PUMP < 0), then the head is
 	// admitted, or want only when it is the head; otherwise want's state.
 	// extra is {id, token, owner, generation} of admitted work.

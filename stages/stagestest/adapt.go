@@ -45,15 +45,15 @@ func storeSetSlots(t *testing.T, ns NewStore) {
 		h.take(0, stages.Admitted, fmt.Sprint("j", i))
 	}
 	h.setSlots(3, 1, 1)
-	h.state("j0", stages.Active) // nothing revoked
-	h.take(0, stages.Busy, "")
+	h.state("j0", admit.Active) // nothing revoked
+	h.take(0, admit.Busy, "")
 	h.release("j0", stages.Completed)
-	h.take(0, stages.Busy, "") // two leases, limit one
+	h.take(0, admit.Busy, "") // two leases, limit one
 	h.release("j1", stages.Completed)
-	h.take(0, stages.Busy, "")
+	h.take(0, admit.Busy, "")
 	h.release("j2", stages.Completed)
 	h.take(0, stages.Admitted, "j3")
-	h.take(0, stages.Busy, "")
+	h.take(0, admit.Busy, "")
 	h.setSlots(7, 5, 1) // stale: unchanged
 	h.setSlots(0, 3, 3)
 	h.take(0, stages.Admitted, "j4")
@@ -93,7 +93,7 @@ func storeFairOrder(t *testing.T, ns NewStore) {
 	}
 	h.take(6, stages.Expired, "b3") // passed over, then too old
 	h.take(6, stages.Expired, "b4")
-	h.take(6, stages.Empty, "")
+	h.take(6, admit.Empty, "")
 	if l := h.snapshot(6).Ledger; l.Expired != 2 || l.ExpiredOvertaken != 2 {
 		t.Fatalf("expired %d overtaken %d; want 2 and 2", l.Expired, l.ExpiredOvertaken)
 	}

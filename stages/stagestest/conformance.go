@@ -24,7 +24,7 @@ type NewStore func(t *testing.T, l stages.Limits) admit.Store
 // RunStore runs the stages contract against stores made by newStore: the
 // named fixtures, Forget, Cancel, the equality boundaries, invalid input,
 // bounded tombstones, the per-tenant share of the queue, the ledger and a
-// concurrent limit check. Every store implementation (stages.Local,
+// concurrent limit check. Every store implementation (claim.Local,
 // redisstage.Store) must pass it unchanged.
 func RunStore(t *testing.T, newStore NewStore) {
 	tests := []struct {
@@ -142,10 +142,10 @@ func storeOverload(t *testing.T, ns NewStore) {
 	if _, ok, _ := h.s.State(h.ctx, "e1"); ok {
 		t.Fatal("overloaded job was retained")
 	}
-	h.take(0, stages.Busy, "")
+	h.take(0, admit.Busy, "")
 	h.release("a1", stages.Completed)
 	h.take(1, stages.Admitted, "c1")
-	h.take(1, stages.Busy, "")
+	h.take(1, admit.Busy, "")
 	if s := h.snapshot(1); s.Queued != 1 || s.Leased != 2 || s.Ledger.Refused.Overloaded != 1 {
 		t.Fatalf("snapshot %+v", s)
 	}
@@ -158,9 +158,9 @@ func storeExpiry(t *testing.T, ns NewStore) {
 	h.offer(job("a1", "a", 1, 0), 0, stages.Queued)
 	h.offer(job("b1", "b", 1, 0), 0, stages.Queued)
 	h.take(0, stages.Admitted, "a1")
-	h.take(2, stages.Busy, "") // equal age is still eligible
+	h.take(2, admit.Busy, "") // equal age is still eligible
 	h.take(2.001, stages.Expired, "b1")
-	h.take(3, stages.Empty, "")
+	h.take(3, admit.Empty, "")
 	h.state("b1", stages.Expired)
 	if _, err := h.s.Offer(h.ctx, job("b1", "b", 1, 3), at(3)); !errors.Is(err, admit.ErrDuplicate) {
 		t.Fatalf("re-offer of expired identity: %v", err)
@@ -185,7 +185,7 @@ func storeCancellation(t *testing.T, ns NewStore) {
 	if s.Queued != 1 || s.Leased != 1 || s.CleanupPending != 1 || s.OldestCleanup != 3*time.Second {
 		t.Fatalf("snapshot %+v", s)
 	}
-	h.take(5, stages.Busy, "") // cleanup still pending: b1 must wait
+	h.take(5, admit.Busy, "") // cleanup still pending: b1 must wait
 	h.release("a1", stages.Cancelled)
 	if s := h.snapshot(5); s.CleanupPending != 0 {
 		t.Fatalf("cleanup pending after release: %d", s.CleanupPending)
@@ -204,7 +204,7 @@ func storeOrdering(t *testing.T, ns NewStore) {
 	h.offer(job("a1", "a", 1, 5), 5, stages.Queued)
 	h.take(5, stages.Admitted, "a1")
 	h.release("a1", stages.Completed)
-	h.take(6, stages.Empty, "")
+	h.take(6, admit.Empty, "")
 	h.offer(job("late", "a", 1, 4), 6, stages.OutOfOrder)
 	h.offer(job("tie", "a", 1, 5), 6, stages.Queued)
 	h.owners(2, "a")

@@ -6,11 +6,12 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/claim"
 )
 
 // NewClaimGate returns a fresh claim gate with the given limits whose time
 // is clock.
-type NewClaimGate func(t *testing.T, l stages.Limits, clock *Clock) stages.ClaimGate
+type NewClaimGate func(t *testing.T, l stages.Limits, clock *Clock) claim.Gate
 
 // RunClaimGate runs the contract of a gate whose take is a claim (the
 // fallback's callback and handoff queues): work waits, with every slot
@@ -40,12 +41,12 @@ func RunClaimGate(t *testing.T, newGate NewClaimGate) {
 
 type claimHarness struct {
 	gateHarness
-	g stages.ClaimGate
+	g claim.Gate
 }
 
 func newClaimHarness(t *testing.T, ng NewClaimGate, l stages.Limits, owners ...string) claimHarness {
 	t.Helper()
-	var cg stages.ClaimGate
+	var cg claim.Gate
 	h := newGateHarness(t, func(t *testing.T, l stages.Limits, clock *Clock) stages.Gate {
 		cg = ng(t, l, clock)
 		return cg
@@ -96,16 +97,16 @@ func claimAdmitsOnClaim(t *testing.T, ng NewClaimGate) {
 	h.balanced(2, 0)
 	h.claim("", stages.Admitted, "a1")
 	resolved(t, a, stages.Admitted, Epoch.Add(time.Second))
-	h.claim("", stages.Busy, "")
+	h.claim("", claim.Busy, "")
 	h.clock.Advance(time.Second)
 	h.release("a1", stages.Completed)
 	pending(t, b) // a release admits nothing either
 	h.balanced(1, 0)
 	h.claim("", stages.Admitted, "b1")
 	resolved(t, b, stages.Admitted, Epoch.Add(2*time.Second))
-	h.claim("", stages.Empty, "") // nothing waits: Empty, though the slot is b1's
+	h.claim("", claim.Empty, "") // nothing waits: Empty, though the slot is b1's
 	h.release("b1", stages.Completed)
-	h.claim("", stages.Empty, "")
+	h.claim("", claim.Empty, "")
 	if s := h.balanced(0, 0); s.Ledger.Admitted != 2 || s.Ledger.Completed != 2 {
 		t.Fatalf("ledger %+v: want 2 admitted, 2 completed", s.Ledger)
 	}
@@ -128,7 +129,7 @@ func claimWant(t *testing.T, ng NewClaimGate) {
 	h.claim("nobody", 0, "")
 	h.claim("b1", stages.Admitted, "b1")
 	resolved(t, b, stages.Admitted, Epoch)
-	h.claim("a1", stages.Active, "") // claimed already
+	h.claim("a1", claim.Active, "") // claimed already
 	h.release("a1", stages.Completed)
 	h.release("b1", stages.Completed)
 	h.balanced(0, 0)
@@ -162,7 +163,7 @@ func claimExpires(t *testing.T, ng NewClaimGate) {
 	pending(t, b)
 	h.clock.Advance(200 * time.Millisecond)
 	resolved(t, b, stages.Expired, Epoch.Add(time.Second+time.Nanosecond))
-	h.claim("", stages.Empty, "")
+	h.claim("", claim.Empty, "")
 	if s := h.balanced(0, 0); s.Ledger.Expired != 2 || s.Ledger.Admitted != 0 {
 		t.Fatalf("ledger %+v: want 2 expired, none admitted", s.Ledger)
 	}
@@ -180,7 +181,7 @@ func claimRotate(t *testing.T, ng NewClaimGate) {
 		t.Fatal(err)
 	}
 	resolved(t, a2, stages.Cancelled, Epoch)
-	h.claim("", stages.Busy, "") // the cancelled claim still holds the slot
+	h.claim("", claim.Busy, "") // the cancelled claim still holds the slot
 	h.release("a1", stages.Cancelled)
 	pending(t, b1)
 	h.claim("b1", stages.Admitted, "b1")

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/claim"
 	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
@@ -31,8 +32,8 @@ func TestLocalGateConformance(t *testing.T) {
 }
 
 func TestLocalClaimGateConformance(t *testing.T) {
-	stagestest.RunClaimGate(t, func(t *testing.T, l stages.Limits, clock *stagestest.Clock) stages.ClaimGate {
-		g, err := stages.NewClaimGate(l, clock, nil)
+	stagestest.RunClaimGate(t, func(t *testing.T, l stages.Limits, clock *stagestest.Clock) claim.Gate {
+		g, err := claim.New(l, clock, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

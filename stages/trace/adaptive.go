@@ -3,7 +3,7 @@ package trace
 import (
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/adaptive"
 	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
 )
 
@@ -14,10 +14,10 @@ import (
 // answers "what would auto have done with the latencies that were seen",
 // not "what would the backend have done under auto".
 type AdaptiveReplay struct {
-	Config   stages.AdaptiveConfig `json:"config"`
-	Moves    []LimitMove           `json:"moves"`
-	Final    int                   `json:"final"`
-	Min, Max int                   // the lowest and highest limit it set
+	Config   adaptive.Config `json:"config"`
+	Moves    []LimitMove     `json:"moves"`
+	Final    int             `json:"final"`
+	Min, Max int             // the lowest and highest limit it set
 	rule     *admit.Adaptive
 	c        *admit.Controller
 }
@@ -30,7 +30,7 @@ type LimitMove struct {
 	Reason string `json:"reason"`
 }
 
-func newAdaptiveReplay(c *admit.Controller, cfg stages.AdaptiveConfig) (*AdaptiveReplay, error) {
+func newAdaptiveReplay(c *admit.Controller, cfg adaptive.Config) (*AdaptiveReplay, error) {
 	rule, err := admit.NewAdaptive(cfg)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/adaptive"
 	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
@@ -125,8 +126,8 @@ func TestRunLimitLines(t *testing.T) {
 // and admits more of the work the recording refused.
 func TestRunAdaptive(t *testing.T) {
 	tr := recordWorkload(t, 7, map[string]stages.Limits{"model": {Slots: 1, Waiting: 2, MaxAge: 2 * time.Second}}, 300)
-	cfg := stages.AdaptiveConfig{Min: 1, Max: 6, Window: 200 * time.Millisecond, MinSamples: 1}
-	rep, err := Run(bytes.NewReader(tr), Options{Adaptive: func(stage string) *stages.AdaptiveConfig { return &cfg }})
+	cfg := adaptive.Config{Min: 1, Max: 6, Window: 200 * time.Millisecond, MinSamples: 1}
+	rep, err := Run(bytes.NewReader(tr), Options{Adaptive: func(stage string) *adaptive.Config { return &cfg }})
 	if err != nil {
 		t.Fatal(err)
 	}

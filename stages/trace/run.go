@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/adaptive"
 	"github.com/frontdoorhq/frontdoor/stages/internal/admit"
 )
 
@@ -33,7 +34,7 @@ type Options struct {
 	// Adaptive, when set and returning a config for a stage, replays that
 	// stage under an adaptive slot limit (admit.Adaptive) fed with each
 	// replayed lease's hold as its latency (adaptive.go).
-	Adaptive func(stage string) *stages.AdaptiveConfig
+	Adaptive func(stage string) *adaptive.Config
 }
 
 // Report is the outcome of Run.

@@ -144,6 +144,7 @@ func (c *Config) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Stub.FrameCount, "stub-frame-count", c.Stub.FrameCount, "stub synthesizer: 20 ms frames per synthesis (per sentence of a reply)")
 	fs.IntVar(&c.Stub.WordFrames, "stub-word-frames", c.Stub.WordFrames, "stub synthesizer: when set, 20 ms frames per word of the text instead of -stub-frame-count (20: 150 words a minute)")
 	fs.DurationVar(&c.Stub.FrameDelay, "stub-frame-delay", c.Stub.FrameDelay, "stub synthesizer: time between frames")
+	fs.IntVar(&c.Stub.FrameChunk, "stub-frame-chunk", c.Stub.FrameChunk, "stub synthesizer: frames per emit, the chunks that many frame delays apart, as a streaming TTS sends audio (0: 1)")
 	fs.DurationVar(&c.Stub.CleanupDelay, "stub-cleanup-delay", c.Stub.CleanupDelay, "stubs: time from cancel to confirmed stop")
 	fs.Float64Var(&c.Stub.FailRate, "stub-fail-rate", c.Stub.FailRate, "stubs: fraction of calls that fail as unavailable (0 to 1)")
 	fs.StringVar(&c.StubModelCapacity, "stub-model-capacity", c.StubModelCapacity, "stub model: jobs it runs at full speed, and how that changes from its first reply on (`N[,N@DURATION...]`: 10,4@10s,15@20s); beyond it all slow down; overrides -stub-capacity for the model")

@@ -1,6 +1,6 @@
 // Package claimq is one fallback queue of one process, as fallback's
 // in-process queues (localCallbacks, localHandoffs) use it: a
-// stages.ClaimGate adapted to their locking.
+// claim.Gate adapted to their locking.
 package claimq
 
 import (
@@ -12,10 +12,11 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/claim"
 )
 
 // Queue is one fallback queue as an in-process queue uses it: a
-// stages.ClaimGate (the in-process Dispatcher made ClaimOnly), whose take
+// claim.Gate (the in-process Dispatcher made ClaimOnly), whose take
 // is a human's claim and whose timer expires the head at its deadline, and
 // the Pending of each piece of work it holds. Admission, bounds, expiry and
 // the ledger are the gate's, under the conformance suite
@@ -34,7 +35,7 @@ type Queue struct {
 	OnExpire      func(ids []string) // called without the owner's lock, from the gate's timer
 	ExpiredLocked func(ids []string) // called at the end of an operation, under it
 
-	g     *stages.Local // the in-process ClaimGate, also for views and draining
+	g     *claim.Local // the in-process ClaimGate, also for views and draining
 	clock clock.Clock
 
 	mu      sync.Mutex
@@ -47,7 +48,7 @@ type Queue struct {
 // New returns an empty queue with limits l on clock.
 func New(l stages.Limits, clock clock.Clock) (*Queue, error) {
 	q := &Queue{clock: clock, pending: map[string]stages.Pending{}}
-	g, err := stages.NewClaimGate(l, clock, q.resolved)
+	g, err := claim.New(l, clock, q.resolved)
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +227,7 @@ func (q *Queue) Cancel(id, owner string) stages.Disposition {
 	switch st {
 	case stages.Queued:
 		d, _ = q.g.Cancel(ctx, id)
-	case stages.Active:
+	case claim.Active:
 		_, _ = q.g.Cancel(ctx, id)
 		d, _ = q.g.Release(ctx, id)
 	case stages.Cancelled: // cancelled while active, lease still held
@@ -260,7 +261,7 @@ func (q *Queue) Stop() {
 
 // Gate is the queue's in-process gate, for views and draining (Close,
 // Reopen); admission goes through the Queue.
-func (q *Queue) Gate() *stages.Local { return q.g }
+func (q *Queue) Gate() *claim.Local { return q.g }
 
 // Snapshot is the gate's snapshot (an in-process gate never fails).
 func (q *Queue) Snapshot() stages.Snapshot {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/frontdoorhq/frontdoor/stages"
+	"github.com/frontdoorhq/frontdoor/stages/claim"
 	"github.com/frontdoorhq/frontdoor/stages/stagestest"
 )
 
@@ -12,7 +13,7 @@ import (
 // the expiry hook), in process. The fleet's gate runs the same suite on
 // Redis (stages/redisstage).
 func TestClaimQueueConformance(t *testing.T) {
-	stagestest.RunClaimGate(t, func(t *testing.T, l stages.Limits, clock *stagestest.Clock) stages.ClaimGate {
+	stagestest.RunClaimGate(t, func(t *testing.T, l stages.Limits, clock *stagestest.Clock) claim.Gate {
 		q, err := New(l, clock)
 		if err != nil {
 			t.Fatal(err)

@@ -34,6 +34,11 @@ type Settings struct {
 	WordFrames int
 	// FrameDelay is the time between frames (0: as fast as emit returns).
 	FrameDelay time.Duration
+	// FrameChunk is how many 20 ms frames one emit carries (0: 1), the
+	// chunks FrameChunk·FrameDelay apart, as a streaming TTS service
+	// sends audio in chunks of a few hundred milliseconds: the pacing of
+	// each 20 ms frame on the line is then the server's own work.
+	FrameChunk int
 	// Rate is the synthesized sample rate (0: 16000).
 	Rate int
 	// CleanupDelay is the time from cancel (or an emit error) to the

@@ -29,7 +29,9 @@ func NewSynthesizer(s Settings) *Synthesizer {
 	if s.Rate <= 0 {
 		s.Rate = 16000
 	}
-	return &Synthesizer{core: newCore(s), wave: newTone(s.Rate), clock: newClock(s.FrameDelay, s.Clock)}
+	s.FrameChunk = max(s.FrameChunk, 1)
+	return &Synthesizer{core: newCore(s), wave: newTone(s.Rate, s.FrameChunk),
+		clock: newClock(s.FrameDelay*time.Duration(s.FrameChunk), s.Clock)}
 }
 
 // Rate returns the sample rate of the audio it emits.
@@ -38,7 +40,9 @@ func (s *Synthesizer) Rate() int { return s.s.Rate }
 // Synthesize implements backend.Synthesizer. After the first frame, each
 // frame waits for the call's next tick of a clock that every call of s
 // shares: FrameCount frames take about (FrameCount-1)·FrameDelay, and a
-// thousand calls cost one timer, not a timer per call per frame.
+// thousand calls cost one timer, not a timer per call per frame. With a
+// FrameChunk of k, each emit carries k frames (the last what is left) and
+// waits k ticks' time for the next.
 func (s *Synthesizer) Synthesize(ctx context.Context, text string, emit func(backend.Audio) error) error {
 	s.enter()
 	defer s.exit()
@@ -53,7 +57,7 @@ func (s *Synthesizer) Synthesize(ctx context.Context, text string, emit func(bac
 	if s.s.WordFrames > 0 {
 		frames = s.s.WordFrames * max(len(strings.Fields(text)), 1)
 	}
-	for i := range frames {
+	for i := 0; i < frames; i += s.s.FrameChunk {
 		if i > 0 {
 			if err := s.clock.wait(ctx, slot); err != nil {
 				return s.stop(err)
@@ -61,7 +65,7 @@ func (s *Synthesizer) Synthesize(ctx context.Context, text string, emit func(bac
 		} else if err := ctx.Err(); err != nil {
 			return s.stop(err)
 		}
-		if err := emit(backend.Audio{Rate: s.s.Rate, Samples: s.wave.frame(i)}); err != nil {
+		if err := emit(backend.Audio{Rate: s.s.Rate, Samples: s.wave.frames(i, min(s.s.FrameChunk, frames-i))}); err != nil {
 			return s.stop(backend.EmitError("stub", "synthesize", err))
 		}
 	}
@@ -69,29 +73,36 @@ func (s *Synthesizer) Synthesize(ctx context.Context, text string, emit func(bac
 }
 
 // tone is a 440 Hz sine at about -12 dBFS, computed once: one period of
-// the sampled wave (rate/gcd(440, rate) samples) followed by one frame
+// the sampled wave (rate/gcd(440, rate) samples) followed by as many frames
 // more, so that any frame is a contiguous copy.
 type tone struct {
-	n    int     // samples per frame
-	wave []int16 // period samples, then n more
+	n     int     // samples per frame
+	chunk int     // frames one view may span
+	wave  []int16 // period samples, then chunk frames more
 }
 
-func newTone(rate int) tone {
+func newTone(rate, chunk int) tone {
 	n := rate * int(FrameDuration/time.Millisecond) / 1000
 	period := rate / gcd(440, rate)
-	w := make([]int16, period+n)
+	w := make([]int16, period+n*chunk)
 	for i := range w {
 		w[i] = int16(8000 * math.Sin(2*math.Pi*440*float64(i%period)/float64(rate)))
 	}
-	return tone{n: n, wave: w}
+	return tone{n: n, chunk: chunk, wave: w}
 }
 
 // frame returns frame i of the tone, so that frames join without clicks:
 // a view of the table, which emit's receiver reads and does not keep
 // (backend.Synthesizer), capped so that an append to it copies.
-func (t tone) frame(i int) []int16 {
-	off := i * t.n % (len(t.wave) - t.n)
-	return t.wave[off : off+t.n : off+t.n]
+func (t tone) frame(i int) []int16 { return t.frames(i, 1) }
+
+// frames returns k frames of the tone from frame i, contiguous (k at most
+// the chunk newTone was given).
+func (t tone) frames(i, k int) []int16 {
+	period := len(t.wave) - t.n*t.chunk
+	off := i * t.n % period
+	end := off + k*t.n
+	return t.wave[off:end:end]
 }
 
 func gcd(a, b int) int {

@@ -24,18 +24,26 @@ func sine(off, n, rate int) []int16 {
 // TestToneMatchesSine checks the table against the per-sample sine over
 // several periods, at the rates the backends use: at most one step apart
 // (the sine of a large argument rounds differently).
+// A chunk of k frames is the same wave, k frames long.
 func TestToneMatchesSine(t *testing.T) {
 	for _, rate := range []int{8000, 16000, 22050, 24000, 44100, 48000} {
-		w := newTone(rate)
-		for i := range 500 {
-			got, want := w.frame(i), sine(i*w.n, w.n, rate)
-			if len(got) != len(want) {
-				t.Fatalf("rate %d frame %d: %d samples, want %d", rate, i, len(got), len(want))
-			}
-			for j := range got {
-				if d := int(got[j]) - int(want[j]); d < -1 || d > 1 {
-					t.Fatalf("rate %d frame %d sample %d: %d, want %d", rate, i, j, got[j], want[j])
-				}
+		for _, k := range []int{1, 3, 10} {
+			checkTone(t, rate, k)
+		}
+	}
+}
+
+func checkTone(t *testing.T, rate, k int) {
+	t.Helper()
+	w := newTone(rate, k)
+	for i := range 500 {
+		got, want := w.frames(i, k), sine(i*w.n, k*w.n, rate)
+		if len(got) != len(want) {
+			t.Fatalf("rate %d chunk %d frame %d: %d samples, want %d", rate, k, i, len(got), len(want))
+		}
+		for j := range got {
+			if d := int(got[j]) - int(want[j]); d < -1 || d > 1 {
+				t.Fatalf("rate %d chunk %d frame %d sample %d: %d, want %d", rate, k, i, j, got[j], want[j])
 			}
 		}
 	}
@@ -44,7 +52,7 @@ func TestToneMatchesSine(t *testing.T) {
 // TestToneFramesCapped checks that a frame is a view that an append
 // cannot write through: appending to one changes no other frame.
 func TestToneFramesCapped(t *testing.T) {
-	w := newTone(16000)
+	w := newTone(16000, 1)
 	a := w.frame(0)
 	next := w.frame(1)[0]
 	_ = append(a, 0)
@@ -89,51 +97,78 @@ func TestClockShared(t *testing.T) {
 }
 
 // TestSynthesizerPacing drives the stub synthesizer on a manual clock: the
-// first frame after SynthDelay, the second at its slot's next tick (within
-// a period), every later one exactly a period after the one before.
+// first emit after SynthDelay, the second at its slot's next tick (within
+// a period), every later one exactly a period after the one before, where
+// a period is FrameChunk·FrameDelay; each emit carries FrameChunk frames,
+// the last what is left.
 func TestSynthesizerPacing(t *testing.T) {
-	const delay, period, frames = 10 * time.Millisecond, 20 * time.Millisecond, 4
-	clk := stagestest.NewClock(time.Unix(0, 0))
-	sy := NewSynthesizer(Settings{SynthDelay: delay, FrameDelay: period, FrameCount: frames, Clock: clk})
-	defer sy.Close()
-	start := clk.Now()
-	got := make(chan time.Time)
-	done := make(chan error, 1)
-	go func() {
-		done <- sy.Synthesize(context.Background(), "x", func(backend.Audio) error { got <- clk.Now(); return nil })
-	}()
-	waitFor(t, func() bool { return clk.Pending() == 1 }) // the synthesis delay
-	clk.Advance(delay)
-	at := []time.Time{<-got}
-	k := sy.clock
-	slot := int(k.next.Load() % clockSlots)
-	for len(at) < frames {
-		// Advance a tick at a time, and only while the call waits, so
-		// that no tick of its slot passes unseen.
-		waitFor(t, func() bool { k.mu.Lock(); defer k.mu.Unlock(); return k.waiters == 1 })
-		k.mu.Lock()
-		ch := k.tick[slot]
-		k.mu.Unlock()
-		clk.Advance(period / clockSlots)
-		k.mu.Lock()
-		fired := k.tick[slot] != ch
-		k.mu.Unlock()
-		if fired {
-			at = append(at, <-got)
+	const delay, frame = 10 * time.Millisecond, 20 * time.Millisecond
+	tests := []struct {
+		frames, chunk int
+		sizes         []int // frames per emit
+	}{
+		{4, 0, []int{1, 1, 1, 1}},
+		{7, 3, []int{3, 3, 1}},
+		{10, 5, []int{5, 5}},
+	}
+	for _, tt := range tests {
+		period := frame * time.Duration(max(tt.chunk, 1))
+		clk := stagestest.NewClock(time.Unix(0, 0))
+		sy := NewSynthesizer(Settings{SynthDelay: delay, FrameDelay: frame, FrameCount: tt.frames, FrameChunk: tt.chunk, Clock: clk})
+		start := clk.Now()
+		type emitted struct {
+			at time.Time
+			n  int
 		}
-	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if d := at[0].Sub(start); d != delay {
-		t.Errorf("first frame after %v, want %v", d, delay)
-	}
-	if d := at[1].Sub(at[0]); d <= 0 || d > period {
-		t.Errorf("second frame %v after the first, want (0, %v]", d, period)
-	}
-	for i := 2; i < frames; i++ {
-		if d := at[i].Sub(at[i-1]); d != period {
-			t.Errorf("frame %d %v after the one before, want %v", i, d, period)
+		got := make(chan emitted)
+		done := make(chan error, 1)
+		go func() {
+			done <- sy.Synthesize(context.Background(), "x", func(a backend.Audio) error {
+				got <- emitted{clk.Now(), len(a.Samples)}
+				return nil
+			})
+		}()
+		waitFor(t, func() bool { return clk.Pending() == 1 }) // the synthesis delay
+		clk.Advance(delay)
+		at := []emitted{<-got}
+		k := sy.clock
+		slot := int(k.next.Load() % clockSlots)
+		for len(at) < len(tt.sizes) {
+			// Advance a tick at a time, and only while the call waits, so
+			// that no tick of its slot passes unseen.
+			waitFor(t, func() bool { k.mu.Lock(); defer k.mu.Unlock(); return k.waiters == 1 })
+			k.mu.Lock()
+			ch := k.tick[slot]
+			k.mu.Unlock()
+			clk.Advance(period / clockSlots)
+			k.mu.Lock()
+			fired := k.tick[slot] != ch
+			k.mu.Unlock()
+			if fired {
+				at = append(at, <-got)
+			}
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		sy.Close()
+		for i, e := range at {
+			if want := tt.sizes[i] * 320; e.n != want {
+				t.Errorf("chunk %d: emit %d carries %d samples, want %d", tt.chunk, i, e.n, want)
+			}
+		}
+		if d := at[0].at.Sub(start); d != delay {
+			t.Errorf("chunk %d: first emit after %v, want %v", tt.chunk, d, delay)
+		}
+		if len(at) > 1 {
+			if d := at[1].at.Sub(at[0].at); d <= 0 || d > period {
+				t.Errorf("chunk %d: second emit %v after the first, want (0, %v]", tt.chunk, d, period)
+			}
+		}
+		for i := 2; i < len(at); i++ {
+			if d := at[i].at.Sub(at[i-1].at); d != period {
+				t.Errorf("chunk %d: emit %d %v after the one before, want %v", tt.chunk, i, d, period)
+			}
 		}
 	}
 }
@@ -148,7 +183,7 @@ func BenchmarkToneFrame(b *testing.B) {
 		}
 	})
 	b.Run("table", func(b *testing.B) {
-		w := newTone(16000)
+		w := newTone(16000, 1)
 		b.ReportAllocs()
 		for i := range b.N {
 			_ = w.frame(i)
