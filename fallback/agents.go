@@ -48,7 +48,7 @@ type agent struct {
 	out    chan agentMessage // replies; full means the agent stopped reading
 	dirty  chan struct{}     // the waiting list changed (coalesced)
 	cancel context.CancelFunc
-	holds  map[string]int // fleet mode: claims held, ref to attempt; under ho.mu
+	holds  map[string]int // claims held, ref to attempt; under ho.mu
 }
 
 // send queues a reply without blocking; an agent that stopped reading is
@@ -73,40 +73,6 @@ func (s *Service) broadcastLocked() {
 	for a := range s.ho.agents {
 		a.markDirty()
 	}
-}
-
-// list is the agents' view of this process's handoffs.
-func (s localHandoffs) list(context.Context) ([]handoffView, bool) {
-	s.ho.mu.Lock()
-	defer s.ho.mu.Unlock()
-	return s.listLocked(), true
-}
-
-// listLocked is the waiting and claimed handoffs, oldest first. Under ho.mu.
-func (s *Service) listLocked() []handoffView {
-	now := s.clock.Now()
-	out := make([]handoffView, 0, len(s.ho.byRef))
-	waiting, _ := s.hq.Gate().Waiting(context.Background()) // in process: never fails
-	for _, w := range waiting {
-		t := w.Owner
-		if st := s.ho.byRef[t]; st != nil {
-			out = append(out, st.view(now, w.Position))
-		}
-	}
-	for _, st := range s.ho.byRef {
-		if st.agent != nil {
-			out = append(out, st.view(now, 0))
-		}
-	}
-	return out
-}
-
-func (st *hstate) view(now time.Time, pos int) handoffView {
-	v := handoffView{Ref: st.h.Ref, Call: st.h.Call, Turn: st.h.Turn, Summary: st.h.Summary, Position: pos, AgeMS: now.Sub(st.h.Born).Milliseconds()}
-	if st.agent != nil {
-		v.Agent = st.agent.id
-	}
-	return v
 }
 
 func (ho *handoffs) closeAgents() {
@@ -166,7 +132,7 @@ func (s *Service) serveAgent(parent context.Context, c *websocket.Conn, id strin
 	s.ho.mu.Lock()
 	delete(s.ho.agents, a)
 	s.ho.mu.Unlock()
-	s.hos.agentLeft(a)
+	s.agentLeft(a)
 	s.log.Info("agent disconnected", "agent", id, "err", err)
 	if errors.Is(err, websocket.ErrMessageTooBig) {
 		return // the library closed it with 1009
@@ -185,50 +151,8 @@ func (s *Service) agentReader(ctx context.Context, c *websocket.Conn, a *agent) 
 			s.replyError(a, "bad_message", "want a JSON text message with a type")
 			continue
 		}
-		s.hos.agentMessage(ctx, a, m)
+		s.serveAgentMessage(ctx, a, m)
 	}
-}
-
-// agentLeft gives the claims of an agent who left back to the stage.
-func (s localHandoffs) agentLeft(a *agent) {
-	s.ho.mu.Lock()
-	defer s.ho.mu.Unlock()
-	for _, st := range s.ho.byRef {
-		if st.agent == a {
-			s.abandonLocked(st)
-		}
-	}
-}
-
-// agentMessage serves one agent message in process.
-func (s localHandoffs) agentMessage(_ context.Context, a *agent, m agentMessage) {
-	s.ho.mu.Lock()
-	switch m.Type {
-	case "claim":
-		st, err := s.claimHandoffLocked(a, m.Ref)
-		if err != nil {
-			a.send(agentMessage{Type: "error", Ref: m.Ref, Code: claimCode(err), Message: err.Error()})
-			break
-		}
-		v := st.view(s.clock.Now(), 0)
-		a.send(agentMessage{Type: "claimed", Ref: st.h.Ref, Handoff: &v})
-	case "ack":
-		if err := s.ackHandoffLocked(a, m.Ref); err != nil {
-			a.send(agentMessage{Type: "error", Ref: m.Ref, Code: claimCode(err), Message: err.Error()})
-			break
-		}
-		a.send(agentMessage{Type: "resolved", Ref: m.Ref, Disposition: stages.Completed})
-	case "release":
-		if st := s.ho.byRef[m.Ref]; st != nil && st.agent == a {
-			s.abandonLocked(st)
-			a.send(agentMessage{Type: "released", Ref: m.Ref})
-		} else {
-			a.send(agentMessage{Type: "error", Ref: m.Ref, Code: "not_yours", Message: ErrHandoffNotYours.Error()})
-		}
-	default:
-		a.send(agentMessage{Type: "error", Code: "unknown_type", Message: "want claim, ack or release"})
-	}
-	s.ho.mu.Unlock()
 }
 
 func (s *Service) replyError(a *agent, code, msg string) {
@@ -265,7 +189,7 @@ func (s *Service) agentWriter(ctx context.Context, c *websocket.Conn, a *agent) 
 			return
 		case m = <-a.out:
 		case <-a.dirty:
-			l, ok := s.hos.list(ctx)
+			l, ok := s.listHandoffs(ctx)
 			if !ok {
 				continue // the queue is away; the next change or poll tries again
 			}

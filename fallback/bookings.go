@@ -61,7 +61,7 @@ func (s *Service) reserveBooking(ctx context.Context, source, tenant, number str
 		once.Do(func() {
 			// Not under the caller's context: a hung-up caller's booking
 			// is given back all the same.
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fleetTimeout)
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), queueTimeout)
 			defer cancel()
 			if err := s.counter.Release(rctx, ks); err != nil {
 				s.log.Warn("booking not given back; it counts until its window ends", "err", err)

@@ -4,12 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 
-	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -32,39 +28,6 @@ type CallbackResult struct {
 	Disposition stages.Disposition `json:"disposition"`
 	Ref         string             `json:"ticket,omitempty"`
 }
-
-// callbacks is the in-memory side of the callback stage: which job id is
-// current for each live ticket, and the lease timers of claims.
-type callbacks struct {
-	mu      sync.Mutex        // serializes stage+store changes, so they agree
-	jobs    map[string]string // ref -> current job id in the controller
-	leases  map[string]clock.Timer
-	backlog bool // pending rows in the store that the queue had no room for
-
-	leasesReturned atomic.Uint64
-}
-
-func (c *callbacks) init() {
-	c.jobs = map[string]string{}
-	c.leases = map[string]clock.Timer{}
-}
-
-func (c *callbacks) hasBacklog() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.backlog
-}
-
-func (c *callbacks) stopTimers() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for k, t := range c.leases {
-		t.Stop()
-		delete(c.leases, k)
-	}
-}
-
-func jobID(ref string, attempt int) string { return ref + "/" + strconv.Itoa(attempt) }
 
 // NormalizeNumber returns n without spaces if it is an E.164 number: a plus
 // sign, a first digit 1-9 and 8 to 15 digits in all.
@@ -120,56 +83,34 @@ func (s *Service) RequestCallback(ctx context.Context, req CallbackRequest) (Cal
 		s.log.Info("callback refused", "call", req.Call, "turn", req.Turn, "disposition", d, "bound", bound)
 		return CallbackResult{Disposition: d}, nil
 	}
-	res, err := s.cbs.request(ctx, req, number)
+	res, err := s.requestCallback(ctx, req, number)
 	if err != nil || res.Disposition != stages.Queued {
 		release()
 	}
 	return res, err
 }
 
-// localCallbacks is the callback queue of one process: the callback stage
-// (a claim gate, internal/claimq) over the CallbackStore, re-filled from the
-// store at start-up. Its methods are the Service's, serialized by cb.mu.
-type localCallbacks struct{ *Service }
-
-func (s localCallbacks) request(ctx context.Context, req CallbackRequest, number string) (CallbackResult, error) {
-	s.cb.mu.Lock()
-	defer s.cb.mu.Unlock()
-	// A repeated request is answered from the store, without a new offer.
-	if prev, ok, err := s.findCallback(ctx, req.Call, req.Turn); err != nil {
+// requestCallback books a callback in the queue, which checks its bound in
+// the same step as the store's write. A repeated request is answered from
+// the store, without a new offer.
+func (s *Service) requestCallback(ctx context.Context, req CallbackRequest, number string) (CallbackResult, error) {
+	if prev, ok, err := s.cq.Find(ctx, req.Call, req.Turn); err != nil {
 		return s.notEstablished(req, err)
 	} else if ok {
 		return CallbackResult{Disposition: callbackDisposition(prev.Status), Ref: prev.Ref}, nil
 	}
-	// Waiting rows from before a restart go first; if they fill the
-	// queue, this offer is refused as Overloaded and counted.
-	s.refillLocked(ctx)
-	now := s.clock.Now()
-	ref := newRef("cb_")
-	id := jobID(ref, 0)
-	d, err := s.cbq.Offer(stages.Job{ID: id, Owner: ref, Born: now})
-	if err != nil {
+	got, created, err := s.cq.Accept(ctx, Callback{Ref: newRef("cb_"), Call: req.Call, Turn: req.Turn, Number: number, Accepted: s.clock.Now()})
+	switch {
+	case errors.Is(err, ErrQueueFull):
+		s.log.Info("callback refused", "call", req.Call, "turn", req.Turn, "disposition", stages.Overloaded)
+		return CallbackResult{Disposition: stages.Overloaded}, nil
+	case err != nil:
 		return s.notEstablished(req, err)
-	}
-	if d != stages.Queued {
-		s.log.Info("callback refused", "call", req.Call, "turn", req.Turn, "disposition", d)
-		return CallbackResult{Disposition: d}, nil
-	}
-	got, created, err := s.store.Accept(ctx, Callback{Ref: ref, Call: req.Call, Turn: req.Turn, Number: number, Accepted: now})
-	if err != nil || !created {
-		s.cbq.Cancel(id, ref)
-		if errors.Is(err, ErrQueueFull) { // the store's own (fleet-wide) bound
-			s.log.Info("callback refused", "call", req.Call, "turn", req.Turn, "disposition", stages.Overloaded, "bound", "store")
-			return CallbackResult{Disposition: stages.Overloaded}, nil
-		}
-		if err != nil {
-			return s.notEstablished(req, err)
-		}
+	case !created:
 		return CallbackResult{Disposition: callbackDisposition(got.Status), Ref: got.Ref}, nil
 	}
-	s.cb.jobs[ref] = id
-	s.log.Info("callback accepted", "call", req.Call, "turn", req.Turn, "ticket", ref) // no number at info level, not even redacted
-	return CallbackResult{Disposition: stages.Queued, Ref: ref}, nil
+	s.log.Info("callback accepted", "call", req.Call, "turn", req.Turn, "ticket", got.Ref) // no number at info level, not even redacted
+	return CallbackResult{Disposition: stages.Queued, Ref: got.Ref}, nil
 }
 
 func (s *Service) notEstablished(req CallbackRequest, err error) (CallbackResult, error) {
@@ -186,105 +127,4 @@ func callbackDisposition(st Status) stages.Disposition {
 		return stages.Expired
 	}
 	return stages.Completed
-}
-
-// findCallback looks up (call, turn) among stored callbacks.
-func (s *Service) findCallback(ctx context.Context, call, turn string) (Callback, bool, error) {
-	return s.store.Find(ctx, call, turn)
-}
-
-// restore re-fills the callback stage from the store at start-up: unexpired
-// claims take a slot again (or return to pending if the slots shrank),
-// then pending callbacks are offered oldest first with their original
-// acceptance time, so the stage's bound and ages hold across restarts.
-func (s localCallbacks) start(ctx context.Context) error { return s.restore(ctx) }
-
-func (s *Service) restore(ctx context.Context) error {
-	s.cb.mu.Lock()
-	defer s.cb.mu.Unlock()
-	claimed, err := s.store.List(ctx, 0, StatusClaimed)
-	if err != nil {
-		return err
-	}
-	for _, c := range claimed {
-		now := s.clock.Now()
-		if c.LeaseUntil.After(now) {
-			id := jobID(c.Ref, c.Attempt)
-			if d, _ := s.cbq.Offer(stages.Job{ID: id, Owner: c.Ref, Born: c.Accepted}); d == stages.Queued {
-				if d, got, _ := s.cbq.Claim(id); d == stages.Admitted && got == id {
-					s.cb.jobs[c.Ref] = id
-					s.armLeaseLocked(c.Ref, c.Attempt, c.LeaseUntil.Sub(now))
-					continue
-				}
-				s.cbq.Cancel(id, c.Ref)
-			}
-		}
-		if err := s.store.Return(ctx, c.Ref, c.Attempt, now); err != nil && !errors.Is(err, ErrLeaseLost) {
-			return err
-		}
-	}
-	s.cb.backlog = true
-	s.refillLocked(ctx)
-	return nil
-}
-
-// refillLocked offers pending callbacks that are not in the stage yet,
-// oldest first, while the queue has room. Under cb.mu.
-func (s *Service) refillLocked(ctx context.Context) {
-	if !s.cb.backlog {
-		return
-	}
-	pending, err := s.store.List(ctx, 0, StatusPending)
-	if err != nil {
-		s.log.Error("callback refill", "err", err)
-		return
-	}
-	s.cb.backlog = false
-	for _, c := range pending {
-		if _, ok := s.cb.jobs[c.Ref]; ok {
-			continue
-		}
-		if !s.cbq.Room() {
-			s.cb.backlog = true
-			return
-		}
-		id := jobID(c.Ref, c.Attempt)
-		d, err := s.cbq.Offer(stages.Job{ID: id, Owner: c.Ref, Born: c.Accepted})
-		switch {
-		case err != nil:
-			s.log.Error("callback refill", "ticket", c.Ref, "err", err)
-		case d == stages.Queued:
-			s.cb.jobs[c.Ref] = id
-		case d == stages.Expired:
-			s.expireCallbackLocked(c.Ref)
-		default: // closed or full: leave it pending in the store
-			s.cb.backlog = true
-			return
-		}
-	}
-}
-
-func (s *Service) callbacksExpired(ids []string) {
-	s.cb.mu.Lock()
-	defer s.cb.mu.Unlock()
-	s.expireCallbacksLocked(ids)
-	s.refillLocked(s.ctx)
-}
-
-func (s *Service) expireCallbacksLocked(ids []string) {
-	for _, id := range ids {
-		ref, _, _ := strings.Cut(id, "/")
-		if s.cb.jobs[ref] == id {
-			s.expireCallbackLocked(ref)
-		}
-	}
-}
-
-func (s *Service) expireCallbackLocked(ref string) {
-	delete(s.cb.jobs, ref)
-	if err := s.store.Expire(s.ctx, ref, s.clock.Now()); err != nil {
-		s.log.Error("callback expire", "ticket", ref, "err", err)
-		return
-	}
-	s.log.Warn("callback expired unclaimed", "ticket", ref)
 }

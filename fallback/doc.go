@@ -22,13 +22,16 @@
 // callback bound holds across restarts. Handoffs live only as long as the
 // caller stays on the line.
 //
-// In fleet mode both queues belong to the fleet instead (CallbackQueue,
-// HandoffQueue; Redis Streams in fallback/redisqueue): bounds, order and
-// claims hold for every process at once, and an agent connected to any
-// process works the handoffs of callers held by all of them. The Service
-// chooses each queue's side once, at New (callbackQueue: localCallbacks or
-// fleetCallbacks; handoffQueue: localHandoffs or fleetHandoffs), and asks
-// it without knowing which.
+// The Service asks each queue through one contract, CallbackQueue and
+// HandoffQueue (queue.go), and never which mode it runs in: by default the
+// queues are this process's claim gates (localCallbacks in front of the
+// store, localHandoffs); in a fleet they are the fleet's (redisqueue's, on
+// Redis, given with WithStore and WithHandoffQueue), whose bounds, order
+// and claims hold for every process at once, so that an agent connected to
+// any process works the handoffs of callers held by all of them. Local and
+// fleet differ in the constructor only. The Service's rounds (loop.go) read
+// each queue's snapshot, run its sweep and learn outcomes decided
+// elsewhere (Watch, Get); an in-process queue answers them at once.
 //
 // The caller-facing sentences are package fallback/prompt's table, keyed by
 // stage, reason and whether the stage's backend had started; docs/PROMPTS.md

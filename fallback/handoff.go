@@ -10,7 +10,6 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
-	"github.com/frontdoorhq/frontdoor/stages/claim"
 )
 
 // HandoffRequest asks for a human agent to take a call.
@@ -69,48 +68,42 @@ func (h *Handoff) Wait(ctx context.Context) (HandoffOutcome, error) {
 }
 
 // Position reports the handoff's place among waiting handoffs, 1 first, or
-// false when it is not waiting (claimed or resolved).
+// false when it is not waiting (claimed or resolved): as the queue last
+// said (at the request, then at each of the Service's rounds).
 func (h *Handoff) Position() (int, bool) {
 	h.s.ho.mu.Lock()
+	defer h.s.ho.mu.Unlock()
 	st := h.s.ho.byRef[h.Ref]
-	h.s.ho.mu.Unlock()
 	if st == nil {
 		return 0, false
 	}
-	return h.s.hos.position(st)
+	return st.position, st.position > 0
 }
-
-func (s localHandoffs) position(st *hstate) (int, bool) { return s.hq.Position(st.job) }
 
 // Cancel withdraws the handoff because the caller left. It resolves as
-// Cancelled unless it already resolved; an agent holding it is told.
-func (h *Handoff) Cancel() { h.s.hos.cancel(h) }
-
-func (s localHandoffs) cancel(h *Handoff) {
+// Cancelled unless it already resolved; an agent holding it is told (by
+// its process, which learns it from the queue).
+func (h *Handoff) Cancel() {
+	s := h.s
 	s.ho.mu.Lock()
-	defer s.ho.mu.Unlock()
 	st := s.ho.byRef[h.Ref]
-	if st == nil {
-		return
+	if st != nil {
+		s.resolveLocked(st, HandoffOutcome{Disposition: stages.Cancelled})
 	}
-	s.hq.Cancel(st.job, h.Ref)
-	if st.agent != nil {
-		st.agent.send(agentMessage{Type: "resolved", Ref: h.Ref, Disposition: stages.Cancelled})
+	s.ho.mu.Unlock()
+	if st != nil {
+		s.resolveInQueue(context.Background(), h.Ref, HandoffCancelled)
 	}
-	s.resolveLocked(st, HandoffOutcome{Disposition: stages.Cancelled})
 }
 
+// hstate is the caller's side of a handoff held by this process.
 type hstate struct {
-	h       *Handoff
-	job     string // current job id in the handoff stage
-	attempt int
-	agent   *agent // the agent holding the claim, nil while waiting
-
-	// Fleet mode: the caller's side of a handoff in the shared queue.
+	h        *Handoff
 	timer    clock.Timer // expires it at Born + HandoffMaxWait
 	position int         // last known place among waiting handoffs, 0 once claimed
 }
 
+// handoffs are the callers and agents connected to this process.
 type handoffs struct {
 	mu      sync.Mutex
 	byRef   map[string]*hstate
@@ -151,40 +144,79 @@ func (s *Service) RequestHandoff(ctx context.Context, req HandoffRequest) (*Hand
 		s.log.Info("handoff refused", "call", req.Call, "turn", req.Turn, "disposition", d, "bound", bound)
 		return nil, d, nil
 	}
-	h, d, err := s.hos.request(ctx, req, newRef("ho_"))
+	h, d, err := s.requestHandoff(ctx, req, newRef("ho_"))
 	if err != nil || d != stages.Queued {
 		release()
 	}
 	return h, d, err
 }
 
-// localHandoffs is the handoff queue of one process: the handoff stage (a
-// claim gate, internal/claimq) and the callers and agents connected here. Its
-// methods are the Service's, serialized by ho.mu.
-type localHandoffs struct{ *Service }
-
-func (s localHandoffs) request(ctx context.Context, req HandoffRequest, ref string) (*Handoff, stages.Disposition, error) {
-	s.ho.mu.Lock()
-	defer s.ho.mu.Unlock()
-	if h, d, ok := s.liveHandoffLocked(req.Call); ok {
+// requestHandoff enqueues a handoff in the queue, which checks its bound in
+// the same step, and keeps the caller's side of it here. Every queue call
+// is made without ho.mu held.
+func (s *Service) requestHandoff(ctx context.Context, req HandoffRequest, ref string) (*Handoff, stages.Disposition, error) {
+	if h, d, ok := s.liveHandoff(req.Call); ok {
 		return h, d, nil
 	}
 	now := s.clock.Now()
-	h := &Handoff{Ref: ref, Call: req.Call, Turn: req.Turn, Summary: req.Summary, Born: now, s: s.Service, done: make(chan struct{})}
-	st := &hstate{h: h, job: jobID(h.Ref, 0)}
-	d, err := s.hq.Offer(stages.Job{ID: st.job, Owner: h.Ref, Born: now})
+	qctx, cancel := context.WithTimeout(ctx, queueTimeout)
+	e, d, err := s.hq.Enqueue(qctx, HandoffEntry{Ref: ref, Call: req.Call, Turn: req.Turn, Summary: req.Summary, Born: now, Tenant: req.Tenant})
+	cancel()
 	if err != nil {
-		return nil, 0, err
+		// Fail closed: never a handoff nobody can see.
+		s.log.Warn("handoff refused: the queue cannot be reached", "call", req.Call, "turn", req.Turn, "err", err)
+		return nil, stages.Closed, nil
 	}
 	if d != stages.Queued {
 		s.log.Info("handoff refused", "call", req.Call, "turn", req.Turn, "disposition", d)
 		return nil, d, nil
 	}
-	s.ho.byRef[h.Ref] = st
-	s.ho.byCall[h.Call] = st
-	s.log.Info("handoff queued", "call", req.Call, "turn", req.Turn, "ticket", h.Ref)
+	s.ho.mu.Lock()
+	if h, d, ok := s.liveHandoffLocked(req.Call); ok { // closing, or a concurrent request won
+		s.ho.mu.Unlock()
+		s.resolveInQueue(context.Background(), ref, HandoffCancelled)
+		return h, d, nil
+	}
+	defer s.ho.mu.Unlock()
+	h := &Handoff{Ref: ref, Call: req.Call, Turn: req.Turn, Summary: req.Summary, Born: now, s: s, done: make(chan struct{})}
+	st := &hstate{h: h, position: e.Position}
+	// Expiry is strictly after the deadline, as every gate's (equal is
+	// still eligible).
+	st.timer = s.clock.AfterFunc(s.cfg.HandoffMaxWait+time.Nanosecond, func() { s.expireHandoff(ref) })
+	s.ho.byRef[ref] = st
+	s.ho.byCall[req.Call] = st
+	s.log.Info("handoff queued", "call", req.Call, "turn", req.Turn, "ticket", ref, "position", e.Position)
 	s.broadcastLocked()
 	return h, stages.Queued, nil
+}
+
+// resolveInQueue ends ref in the queue, best effort: if a fleet's queue
+// cannot be reached, its sweep ends it once its caller's liveness runs out.
+func (s *Service) resolveInQueue(ctx context.Context, ref string, to HandoffState) {
+	ctx, cancel := context.WithTimeout(ctx, queueTimeout)
+	defer cancel()
+	if _, err := s.hq.Resolve(ctx, ref, to); err != nil && !errors.Is(err, ErrHandoffUnknown) {
+		s.log.Warn("handoff resolve in the queue", "ticket", ref, "to", to, "err", err)
+	}
+}
+
+// expireHandoff ends a handoff that waited HandoffMaxWait. One an agent
+// holds now is left to the agent.
+func (s *Service) expireHandoff(ref string) {
+	ctx, cancel := context.WithTimeout(s.ctx, queueTimeout)
+	defer cancel()
+	prev, err := s.hq.Resolve(ctx, ref, HandoffExpired)
+	if err == nil && prev.State == HandoffClaimed {
+		return
+	}
+	if err != nil && !errors.Is(err, ErrHandoffUnknown) {
+		s.log.Warn("handoff expiry in the queue", "ticket", ref, "err", err)
+	}
+	s.ho.mu.Lock()
+	defer s.ho.mu.Unlock()
+	if st := s.ho.byRef[ref]; st != nil {
+		s.resolveLocked(st, HandoffOutcome{Disposition: stages.Expired})
+	}
 }
 
 // liveHandoff answers a request that needs no new handoff: the service is
@@ -222,21 +254,6 @@ func (s *Service) resolveLocked(st *hstate, out HandoffOutcome) {
 	s.broadcastLocked()
 }
 
-func (s *Service) handoffsExpired(ids []string) {
-	s.ho.mu.Lock()
-	defer s.ho.mu.Unlock()
-	s.handoffsExpiredLocked(ids)
-}
-
-func (s *Service) handoffsExpiredLocked(ids []string) {
-	for _, id := range ids {
-		ref, _, _ := strings.Cut(id, "/")
-		if st := s.ho.byRef[ref]; st != nil && st.job == id {
-			s.resolveLocked(st, HandoffOutcome{Disposition: stages.Expired})
-		}
-	}
-}
-
 // Errors an agent's claim can get. A HandoffQueue returns them too.
 var (
 	ErrHandoffUnknown  = errors.New("no such waiting handoff")
@@ -247,89 +264,3 @@ var (
 	// stopped renewing it) or the handoff resolved meanwhile.
 	ErrHandoffLost = errors.New("handoff claim lost")
 )
-
-// claimHandoff gives ref (or the first waiting handoff when ref is
-// empty) to a. Under ho.mu.
-func (s *Service) claimHandoffLocked(a *agent, ref string) (*hstate, error) {
-	var want string
-	if ref != "" {
-		st := s.ho.byRef[ref]
-		if st == nil {
-			return nil, ErrHandoffUnknown
-		}
-		if st.agent != nil {
-			return nil, ErrHandoffTaken
-		}
-		want = st.job
-	}
-	d, id, err := s.hq.Claim(want)
-	if err != nil {
-		return nil, err
-	}
-	switch d {
-	case stages.Admitted:
-	case stages.Queued:
-		return nil, ErrHandoffNotNext
-	case claim.Busy:
-		return nil, ErrSlotsBusy
-	case stages.Expired:
-		return nil, ErrHandoffUnknown // resolved above
-	default:
-		return nil, ErrHandoffUnknown
-	}
-	t, _, _ := strings.Cut(id, "/")
-	st := s.ho.byRef[t]
-	if st == nil || st.job != id { // cannot happen: every job has a state
-		s.hq.Cancel(id, t)
-		return nil, ErrHandoffUnknown
-	}
-	st.agent = a
-	s.log.Info("handoff claimed", "call", st.h.Call, "ticket", t, "agent", a.id)
-	s.broadcastLocked()
-	return st, nil
-}
-
-// ackHandoffLocked completes the transfer of a handoff a holds.
-func (s *Service) ackHandoffLocked(a *agent, ref string) error {
-	st := s.ho.byRef[ref]
-	if st == nil {
-		return ErrHandoffUnknown
-	}
-	if st.agent != a {
-		return ErrHandoffNotYours
-	}
-	if _, err := s.hq.Release(st.job, ref); err != nil {
-		return err
-	}
-	s.resolveLocked(st, HandoffOutcome{Disposition: stages.Completed, Agent: a.id})
-	return nil
-}
-
-// abandonLocked handles an agent letting go of a claimed handoff (release
-// or disconnect): the claim's lease is released as cancelled, and the
-// handoff is offered again with its original Born. The stage decides, in
-// that one offer, whether it goes back to the queue or resolves (Expired
-// when too old, Overloaded or Closed otherwise): never both.
-func (s *Service) abandonLocked(st *hstate) {
-	ref := st.h.Ref
-	s.hq.Cancel(st.job, ref)
-	st.agent = nil
-	st.attempt++
-	st.job = jobID(ref, st.attempt)
-	d, err := s.hq.Offer(stages.Job{ID: st.job, Owner: ref, Born: st.h.Born})
-	switch {
-	case err == nil && d == stages.Queued:
-		s.ho.returned.Add(1)
-		s.log.Warn("handoff abandoned by agent; back in the queue", "call", st.h.Call, "ticket", ref)
-		s.broadcastLocked()
-	default:
-		if err != nil || d == 0 {
-			d = stages.Closed
-		}
-		if d == stages.Expired {
-			s.ho.abandonedExpired.Add(1)
-		}
-		s.log.Warn("handoff abandoned by agent; resolved", "call", st.h.Call, "ticket", ref, "disposition", d, "err", err)
-		s.resolveLocked(st, HandoffOutcome{Disposition: d})
-	}
-}

@@ -11,13 +11,11 @@ import (
 	"sync/atomic"
 
 	"github.com/frontdoorhq/frontdoor/fallback/booking"
-	"github.com/frontdoorhq/frontdoor/fallback/internal/claimq"
 	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/fallback/promptaudio"
 	"github.com/frontdoorhq/frontdoor/media/clock"
 
 	"github.com/frontdoorhq/frontdoor/stages"
-	"github.com/frontdoorhq/frontdoor/stages/claim"
 )
 
 // Service owns the callback and handoff stages, the callback store, the
@@ -27,21 +25,16 @@ type Service struct {
 	cfg   Config
 	log   *slog.Logger
 	clock clock.Clock
-	store CallbackStore
-	own   bool // the store was opened by New and is closed by Close
+	store CallbackStore // as given (WithStore) or opened by New
+	own   bool          // the store was opened by New and is closed by Close
 
-	cbs callbackQueue // localCallbacks, or fleetCallbacks over cq
-	cbq *claimq.Queue // localCallbacks' stage
-	cb  callbacks     // localCallbacks' state
-	hos handoffQueue  // localHandoffs, or fleetHandoffs over hfq
-	hq  *claimq.Queue // localHandoffs' stage
-	ho  handoffs      // the callers and agents of this process
+	// The two queues, each one contract (queue.go) in both modes: this
+	// process's claim gates by default, the fleet's when given.
+	cq CallbackQueue // the store itself, or a gate in front of it
+	hq HandoffQueue
+	ho handoffs // the callers and agents of this process
 
-	// Fleet mode: the queues are shared by every process and bound
-	// themselves; the local stages above then stay empty.
-	cq    CallbackQueue // the store, when it is also the queue
-	hfq   HandoffQueue
-	fleet fleetState
+	republished uint64 // callbacks a fleet's store put back, as last logged (loop's only)
 
 	prompts *promptaudio.Cache
 
@@ -61,13 +54,15 @@ type Service struct {
 type Option func(*Service)
 
 // WithStore replaces the SQLite callback store (Config.DataDir is then
-// unused). The Service does not close a store it was given.
+// unused). The Service does not close a store it was given. A store that
+// is also a CallbackQueue (redisqueue.CallbackStore) is the callback queue;
+// in front of any other the Service puts this process's claim gate.
 func WithStore(st CallbackStore) Option { return func(s *Service) { s.store = st } }
 
-// WithHandoffQueue puts handoffs in q, shared by every process of a fleet,
-// instead of this process's handoff stage: an agent on any process sees and
-// claims every caller's handoff.
-func WithHandoffQueue(q HandoffQueue) Option { return func(s *Service) { s.hfq = q } }
+// WithHandoffQueue puts handoffs in q, shared by every process of a fleet
+// (redisqueue.HandoffQueue), instead of this process's claim gate: an agent
+// on any process sees and claims every caller's handoff.
+func WithHandoffQueue(q HandoffQueue) Option { return func(s *Service) { s.hq = q } }
 
 // New opens the callback store, re-fills the callback stage from it, and
 // starts rendering every fixed prompt in the background with synth (which
@@ -88,13 +83,6 @@ func New(ctx context.Context, cfg Config, synth Synthesizer, log *slog.Logger, o
 	for _, o := range opts {
 		o(s)
 	}
-	var err error
-	if s.cbq, err = claimq.New(cfg.CallbackLimits(), s.clock); err != nil {
-		return nil, err
-	}
-	if s.hq, err = claimq.New(cfg.HandoffLimits(), s.clock); err != nil {
-		return nil, err
-	}
 	if s.store == nil {
 		if cfg.DataDir == "" {
 			return nil, fmt.Errorf("fallback: -data-dir is empty")
@@ -105,29 +93,43 @@ func New(ctx context.Context, cfg Config, synth Synthesizer, log *slog.Logger, o
 		}
 		s.store, s.own = st, true
 	}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.prompts = promptaudio.New(synth, s.log)
-	s.cb.init()
-	s.ho.init()
-	s.cbq.OnExpire = s.callbacksExpired
-	s.cbq.ExpiredLocked = s.expireCallbacksLocked
-	s.hq.OnExpire = s.handoffsExpired
-	s.hq.ExpiredLocked = s.handoffsExpiredLocked
-	s.cbs, s.hos = localCallbacks{s}, localHandoffs{s}
-	if s.hfq != nil {
-		s.hos = fleetHandoffs{s}
-	}
-	if cq, ok := s.store.(CallbackQueue); ok {
-		s.cq, s.cbs = cq, fleetCallbacks{s}
-	}
-	if err := s.cbs.start(ctx); err != nil {
-		s.Close()
+	// The queues: the fleet's when given, else this process's claim
+	// gates, the callback gate re-filled from the store.
+	if err := s.defaultQueues(ctx); err != nil {
+		if s.own {
+			s.store.Close()
+		}
 		return nil, err
 	}
-	if s.cq != nil || s.hfq != nil {
-		s.startFleet()
-	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.prompts = promptaudio.New(synth, s.log)
+	s.ho.init()
+	s.startRounds()
 	return s, nil
+}
+
+// defaultQueues gives the Service this process's queues where it was given
+// none: a handoff gate, and a callback gate in front of a store that is not
+// a queue itself.
+func (s *Service) defaultQueues(ctx context.Context) error {
+	if s.hq == nil {
+		hq, err := newLocalHandoffs(s.cfg.HandoffLimits(), s.clock)
+		if err != nil {
+			return err
+		}
+		s.hq = hq
+	}
+	if cq, ok := s.store.(CallbackQueue); ok {
+		s.cq = cq
+		return nil
+	}
+	cq, err := newLocalCallbacks(ctx, s.store, s.cfg, s.clock, s.log)
+	if err != nil {
+		s.hq.Stop()
+		return err
+	}
+	s.cq = cq
+	return nil
 }
 
 // Close stops the stages' timers, closes agents' connections, waits for
@@ -137,38 +139,23 @@ func (s *Service) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
-	s.cbq.Gate().Close()
-	s.hq.Gate().Close()
 	s.cancel()
 	s.prompts.Close()
-	s.cbq.Stop()
-	s.hq.Stop()
-	s.cb.stopTimers()
 	s.ho.closeAgents()
-	s.hos.close()
+	s.closeHandoffs()
 	s.ho.mu.Lock()
 	for _, st := range s.ho.byRef {
-		if st.agent != nil {
-			st.agent.send(agentMessage{Type: "resolved", Ref: st.h.Ref, Disposition: stages.Closed})
-		}
-		s.hq.Cancel(st.job, st.h.Ref)
 		s.resolveLocked(st, HandoffOutcome{Disposition: stages.Closed})
 	}
 	s.ho.mu.Unlock()
 	s.wg.Wait()
+	s.cq.Stop()
+	s.hq.Stop()
 	if s.own {
 		return s.store.Close()
 	}
 	return nil
 }
-
-// CallbackStage returns the callback stage's controller, for /v1/stages
-// and metrics. Use it only to observe (Snapshot, Waiting) and to Close or
-// Reopen admission when draining.
-func (s *Service) CallbackStage() *claim.Local { return s.cbq.Gate() }
-
-// HandoffStage returns the handoff stage's controller, as CallbackStage.
-func (s *Service) HandoffStage() *claim.Local { return s.hq.Gate() }
 
 // Clock returns the clock of the service's stages and timers.
 func (s *Service) Clock() clock.Clock { return s.clock }
@@ -180,10 +167,10 @@ func (s *Service) Store() CallbackStore { return s.store }
 // Acceptance checks again: room now is not a reservation.
 func (s *Service) Available() []prompt.Kind {
 	var out []prompt.Kind
-	if s.cbs.room() {
+	if s.cq.Room() {
 		out = append(out, prompt.KindCallback)
 	}
-	if s.hos.room() {
+	if s.hq.Room() {
 		out = append(out, prompt.KindHandoff)
 	}
 	return out
@@ -211,8 +198,17 @@ func (s *Service) Stats() Stats {
 		AgentsConnected:          s.ho.agentCount(),
 		HandoffsReturned:         s.ho.returned.Load(),
 		HandoffsAbandonedExpired: s.ho.abandonedExpired.Load(),
-		LeasesReturned:           s.cb.leasesReturned.Load(),
+		LeasesReturned:           s.leasesReturned(),
 	}
+}
+
+// leasesReturned is the callback queue's count of claims whose lease ran
+// out, when it keeps one (this process's gate does).
+func (s *Service) leasesReturned() uint64 {
+	if c, ok := s.cq.(interface{ LeasesReturned() uint64 }); ok {
+		return c.LeasesReturned()
+	}
+	return 0
 }
 
 // Errors for bad requests. The session server answers them with `error`.

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/session/wire"
@@ -78,38 +77,6 @@ func BenchmarkBargeIn(b *testing.B) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
-}
-
-// BenchmarkOutbound is the writer's cost per frame: push, generation
-// check, write to a transport that discards.
-func BenchmarkOutbound(b *testing.B) {
-	var gen atomic.Uint64
-	gen.Store(1)
-	o := newOutbound(OutboundLimits{}, &gen, clock.System)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			f, ok := o.pop(ctx)
-			if !ok {
-				return
-			}
-			if f.gen != gen.Load() {
-				o.stale.Add(1)
-			}
-		}
-	}()
-	payload := make([]byte, 640)
-	b.ResetTimer()
-	for range b.N {
-		if err := o.push(ctx, frame{gen: 1, audio: payload}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	o.close()
-	<-done
 }
 
 func itoa(i int) string { return time.Duration(i).String() }

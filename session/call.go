@@ -17,7 +17,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/session/internal/answer"
 	"github.com/frontdoorhq/frontdoor/session/internal/listen"
 	"github.com/frontdoorhq/frontdoor/session/internal/observe"
-	"github.com/frontdoorhq/frontdoor/session/internal/stall"
+	"github.com/frontdoorhq/frontdoor/session/internal/outbound"
 	"github.com/frontdoorhq/frontdoor/session/tenant"
 	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
@@ -43,8 +43,7 @@ type Call struct {
 	t    Transport
 	caps Capabilities // what t declared it can do beyond Transport
 	log  *slog.Logger
-	out  *outbound
-	w    writerState // the writer's own, across its runs
+	out  *outbound.Queue // its queue and single writer (package internal/outbound)
 
 	gen     atomic.Uint64 // current generation; the writer reads it before every write
 	premise atomic.Uint64 // current premise of prompts (premise.go); the writer reads it too
@@ -114,15 +113,10 @@ func newCall(s *Engine, id string, t Transport, caps Capabilities) *Call {
 		span:     1,
 		inflight: map[string]bool{}}
 	c.ans = s.ans.Listen(answerer{c}, c.log)
-	c.out = newOutbound(s.cfg.Outbound, &c.gen, s.cfg.Clock)
-	c.out.pacer = s.pacer
-	c.w.clock = s.cfg.Clock
-	c.w.stall = stall.Watch{Clock: s.cfg.Clock, Timeout: c.out.lim.Timeout, Slow: func() { c.stop(ErrSlowReader) }}
 	c.premise.Store(1)
 	c.spoken.Store(1)
-	c.out.premise, c.out.spoken = &c.premise, &c.spoken
+	c.out = c.newOutbound()
 	if caps.Voice != nil {
-		c.out.stamps = new(stamps)
 		caps.Voice(c)
 	}
 	return c
@@ -140,14 +134,6 @@ func (c *Call) Keypad() func(offered []string) []string { return c.caps.Keypad }
 // the call's state changed cuts the prompt audio spoken for the old state.
 func (c *Call) Send(ctx context.Context, msg wire.Message) error {
 	return c.push(ctx, frame{msg: msg, bump: changesPremise(msg)})
-}
-
-func (c *Call) push(ctx context.Context, f frame) error {
-	err := c.out.push(ctx, f)
-	if errors.Is(err, ErrSlowReader) {
-		c.stop(ErrSlowReader)
-	}
-	return err
 }
 
 func (c *Call) stop(cause error) {
@@ -184,15 +170,9 @@ func (c *Call) start(parent context.Context, ended func()) {
 	// must first close it with the right status.
 	ioCtx, ioCancel := context.WithCancel(parent)
 	var io sync.WaitGroup
-	// A write stalled for twice its timeout ends with the connection.
-	c.w.stall.Drop = func() { c.abort(ioCancel) }
-	c.out.serve(func(shared bool) bool { // the writer runs while there is something to write
-		parked, err := c.writeLoop(ioCtx, shared)
-		if err != nil {
-			c.stop(err)
-		}
-		return parked
-	})
+	// The writer runs while there is something to write; a write
+	// stalled for twice its timeout ends with the connection.
+	c.out.Serve(ioCtx, (*callLine)(c), c.stop, func() { c.abort(ioCancel) })
 	io.Go(func() { c.readLoop(ioCtx, &io) })
 
 	var lead sync.WaitGroup
@@ -245,7 +225,7 @@ func (c *Call) start(parent context.Context, ended func()) {
 func (c *Call) end(cause error, admitted bool, io *sync.WaitGroup, ioCancel context.CancelFunc) {
 	if errors.Is(cause, ErrSlowReader) {
 		c.s.m.SlowReaders.Inc()
-		c.log.Warn("caller not reading: closing (1008)", "queued_bytes_max", c.out.maxBytes.Load())
+		c.log.Warn("caller not reading: closing (1008)", "queued_bytes_max", c.out.MaxBytes())
 	}
 
 	// Forget the call in every turn stage: queued work is cancelled, active
@@ -264,14 +244,14 @@ func (c *Call) end(cause error, admitted bool, io *sync.WaitGroup, ioCancel cont
 
 	status, reason := closeStatus(cause)
 	if errors.Is(cause, errRefused) || errors.Is(cause, tenant.ErrRateLimited) || errors.Is(cause, audiolimit.ErrRate) || errors.Is(cause, errSessionLost) {
-		c.out.close() // let the prompt (or the error) out first
+		c.out.Close() // let the prompt (or the error) out first
 	} else {
-		c.out.discard()
+		c.out.Discard()
 	}
 	if errors.Is(cause, ErrSlowReader) {
 		c.abort(ioCancel) // it reads nothing: no close handshake to wait for
 	}
-	c.out.wait() // the writer, if one runs; none starts after close
+	c.out.Wait() // the writer, if one runs; none starts after close
 	// The close handshake may wait for a caller who does not answer; the
 	// session lease waits only for the call's backend work.
 	closed := make(chan struct{})
@@ -303,8 +283,8 @@ func (c *Call) end(cause error, admitted bool, io *sync.WaitGroup, ioCancel cont
 	c.s.cfg.Fallback.CallEnded(c.id)
 	end := endName(cause)
 	c.s.m.Calls.WithLabelValues(end).Inc()
-	c.s.m.NoteOutbound(c.out.maxBytes.Load())
-	c.log.Info("call ended", "end", end, "stale_suppressed", c.out.stale.Load())
+	c.s.m.NoteOutbound(c.out.MaxBytes())
+	c.log.Info("call ended", "end", end, "stale_suppressed", c.out.Stale())
 	c.observeEnd(end)
 }
 
@@ -630,7 +610,11 @@ func (c *Call) bargeIn() {
 	c.s.m.BargeIns.Inc()
 	c.obs.BargeIn(gen, len(cancelled))
 	msg := &wire.InterruptedMsg{Type: "interrupted", Generation: gen, Cancelled: cancelled}
-	_ = c.push(c.ctx, frame{msg: msg, interrupted: msg, speaking: speaking, bargeAt: at})
+	b := &outbound.Barge{Msg: msg, At: at}
+	if speaking != nil {
+		b.Speaking = speaking
+	}
+	_ = c.pushFrame(c.ctx, outbound.Frame{Msg: msg, Barge: b})
 	// The old generation's work is cancelled in the stages and stops
 	// after `interrupted` is queued, so that its cancelled dispositions
 	// and turn_end follow it. (Its output is already dropped.)

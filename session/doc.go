@@ -11,7 +11,8 @@
 // # Writing is single and generation-checked
 //
 // Everything a call sends goes through one bounded outbound queue drained by
-// one writer goroutine. Frames that speak for a generation (text,
+// one writer goroutine (package internal/outbound: the call gives it its
+// transport and its generation and premise, and queues frames). Frames that speak for a generation (text,
 // audio_start, audio, audio_end) carry it, and the writer drops any frame
 // whose generation is no longer current at the moment it dequeues it, which
 // is the last step before the write. Because `interrupted` is queued only
@@ -24,8 +25,9 @@
 // error so overtakes the audio queued before it; its AudioBefore says
 // when that audio has been handed to the transport, for a transport that
 // speaks after it. A transport's own lines (a phone's keypad menu) are
-// queued through the same writer (Capabilities.Voice, menuaudio.go). Prompt audio carries the
-// premise it was spoken for instead of a generation (premise.go): once
+// queued through the same writer (Capabilities.Voice, menuaudio.go). Prompt
+// audio carries the premise it was spoken for instead of a generation
+// (premise.go; the check is the queue's): once
 // the call's state changes, the writer cuts it the same way. Prompt audio
 // is paced by the engine's shared pacer (package internal/pace): the writer parks
 // between frames instead of waiting, and is resumed on a worker of the

@@ -229,7 +229,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.QueueUpdate <= 0 {
 		cfg.QueueUpdate = time.Second
 	}
-	cfg.Outbound = cfg.Outbound.withDefaults()
+	cfg.Outbound = cfg.Outbound.WithDefaults()
 	s := &Engine{cfg: cfg, log: cfg.Logger, reg: cfg.Registry, calls: map[*Call]struct{}{}, byName: map[string]int{}, ans: ans,
 		shed: meter.Shed{Rate: cfg.ShedRate}}
 	s.m = metrics.New(s.reg)

@@ -256,19 +256,13 @@ func TestPacedBargeInLongFrames(t *testing.T) {
 }
 
 // queuedAudio is the stream lane of the engine's one call: the frames
-// queued in it so far (outbound.queued), those in it now, their units and
+// queued in it so far (a frame's seq), those in it now, their units and
 // the audio they hold.
 func queuedAudio(e *Engine) (queued uint64, frames, units int, audio time.Duration) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for c := range e.calls {
-		o := c.out
-		o.mu.Lock()
-		for i := range o.n {
-			audio += time.Duration(o.q[(o.head+i)%len(o.q)].ms) * time.Microsecond
-		}
-		queued, frames, units = o.queued, o.n, o.units
-		o.mu.Unlock()
+		queued, frames, units, audio = c.out.Lane()
 	}
 	return queued, frames, units, audio
 }

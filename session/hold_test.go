@@ -10,6 +10,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/internal/outbound"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/session/tenant"
 	"github.com/frontdoorhq/frontdoor/session/wire"
@@ -112,8 +113,8 @@ func TestRefusalHeldParked(t *testing.T) {
 			sessiontest.WaitFor(t, "the refused calls waiting", func() bool {
 				return r.Engine.Calls() == n+2 && (blocking || clock.Pending() >= n)
 			})
-			clock.Advance(writerLinger) // their writers, idle, end
-			want := 1.0                 // the reader
+			clock.Advance(outbound.Linger) // their writers, idle, end
+			want := 1.0                    // the reader
 			if blocking {
 				want = 2 // the reader, and the admission goroutine blocked in Refused
 			}

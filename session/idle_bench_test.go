@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
+	"github.com/frontdoorhq/frontdoor/session/internal/outbound"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
@@ -90,9 +91,9 @@ func idleSessions(b *testing.B, r *rig, addr string, n int, turn bool, dir strin
 		}
 		conns = append(conns, c)
 	}
-	// Every call's writer goes idle writerLinger after the `session`
+	// Every call's writer goes idle outbound.Linger after the `session`
 	// message.
-	time.Sleep(writerLinger + 500*time.Millisecond)
+	time.Sleep(outbound.Linger + 500*time.Millisecond)
 	after, g1 := settle(), runtime.NumGoroutine()
 	if r.Engine.Calls() != n {
 		b.Fatalf("%d calls held, want %d", r.Engine.Calls(), n)

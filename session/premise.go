@@ -1,29 +1,15 @@
 package session
 
 import (
-	"context"
-
 	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
-// Speech has a premise. Every prompt is spoken for a state of the call:
-// queued for a line, refused, offered a fallback, booked. The call keeps a
-// premise number that moves whenever its state does; prompt audio is
-// queued with the premise it was spoken for, and the writer checks it
-// before each write exactly as it checks a reply's generation. So the
-// moment a queued caller is admitted or its wait expires, or an offer is
-// answered, the rest of the prompt spoken for the old state is cut (its
-// audio_end closes it, marked cut) and the next prompt follows. Control
-// messages never wait behind audio at all (the outbound queue's control
-// lane), so the message that says the state changed is on the wire when
-// the change happens.
-//
-// An `offer` belongs to the prompt it follows: it is queued with that
-// prompt's premise, only while no other change came since the prompt
-// (Send returns ErrPremiseGone otherwise), and the writer drops it if the
-// premise has ended by the time it would be written. So no caller is ever
-// offered a callback or a person for a state of the call that is over.
+// Speech has a premise (package internal/outbound, premise.go): prompt
+// audio is queued with the call's premise and written only while it
+// holds. The call decides which of its messages move the premise
+// (changesPremise, the frame's Bump); the queue moves it as it queues
+// them, and its writer cuts the prompt spoken for the state before.
 
 // changesPremise reports whether msg tells the caller that the call's
 // state changed, voiding what was said for the state before: the
@@ -37,50 +23,4 @@ func changesPremise(msg wire.Message) bool {
 		return true
 	}
 	return false
-}
-
-// cutPrompt reports whether f is prompt audio whose premise has ended and
-// is not to be written as it is; an error is a failed write. The audio_end of a prompt whose audio_start was
-// written is not dropped: it is written with the audio actually sent and
-// cut set, so that every audio_start the caller saw is closed.
-func (c *Call) cutPrompt(ctx context.Context, f frame) (bool, error) {
-	if f.premise == 0 || f.premise == c.premise.Load() {
-		return false, nil
-	}
-	w := &c.w
-	if !f.end || w.prompt != f.premise { // (an offer of a prompt whose premise ended is dropped here too)
-		c.out.cut.Add(1)
-		return true, nil
-	}
-	w.prompt = 0
-	// The caller's playback is not cleared (Capabilities.Interrupt): the
-	// writer keeps at most the pacing lead ahead of it, and a transport's
-	// clear would also drop lines it queued itself (a keypad menu's).
-	// The message that moved the premise was queued as it moved: it goes
-	// first, so that the caller learns why before the audio ends.
-	for {
-		u, ok := c.out.takeControl()
-		if !ok {
-			break
-		}
-		if err := c.writeFrame(ctx, u); err != nil {
-			return true, err
-		}
-	}
-	if m, ok := f.msg.(*wire.AudioEndMsg); ok {
-		m.AudioMS, m.Cut = w.promptUS/1000, true
-	}
-	return true, c.send(ctx, f)
-}
-
-// notePrompt follows the prompt audio written, for cutPrompt.
-func (w *writerState) notePrompt(f frame) {
-	switch {
-	case f.end:
-		w.prompt = 0
-	case f.audio != nil:
-		w.promptUS += f.ms
-	default: // audio_start
-		w.prompt, w.promptUS = f.premise, 0
-	}
 }

@@ -57,6 +57,10 @@ var importRules = []struct {
 	{from: "session/internal/meter", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/meter", "session/backend", "session/wire"}},
 	{from: "session/internal/metrics", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/metrics", "session/backend", "session/wire"}},
 	{from: "session/internal/observe", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/observe", "session/backend", "session/wire"}},
+	// The call's queue and its one writer: a part built on three lower
+	// ones (the shared pacer, the stall watch, pooled prompt frames); it
+	// speaks session/wire (and so its offer kinds, fallback/prompt).
+	{from: "session/internal/outbound", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/outbound", "session/internal/pace", "session/internal/stall", "session/internal/promptaudio", "session/backend", "session/wire", "fallback/prompt"}},
 	{from: "session/internal/pace", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/pace", "session/backend", "session/wire"}},
 	{from: "session/internal/promptaudio", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/promptaudio", "session/backend", "session/wire"}},
 	{from: "session/internal/stall", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/stall", "session/backend", "session/wire"}},
@@ -88,6 +92,7 @@ var engineParts = []string{
 	"session/internal/meter",
 	"session/internal/metrics",
 	"session/internal/observe",
+	"session/internal/outbound",
 	"session/internal/pace",
 	"session/internal/promptaudio",
 	"session/internal/stall",

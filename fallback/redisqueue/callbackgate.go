@@ -138,12 +138,12 @@ func (g callbackGate) position(ctx context.Context, id string) (int, bool, error
 	return n, n > 0, nil
 }
 
-func (g callbackGate) refuse(ctx context.Context, field string) error {
-	return refuse(ctx, g.s.rdb, g.s.prefix, field)
+func (g callbackGate) refuse(ctx context.Context, d stages.Disposition) error {
+	return refuse(ctx, g.s.rdb, g.s.prefix, refusalField(d))
 }
 
 func (g callbackGate) snapshot(ctx context.Context, now time.Time) (stages.Snapshot, error) {
 	return g.s.Snapshot(ctx, now)
 }
 
-func (g callbackGate) ping(ctx context.Context) error { return g.s.rdb.Ping(ctx).Err() }
+func (g callbackGate) ping(ctx context.Context, _ time.Time) error { return g.s.rdb.Ping(ctx).Err() }

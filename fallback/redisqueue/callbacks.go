@@ -50,6 +50,8 @@ type CallbackStore struct {
 	// ticket's tenant until it is accepted: set by CallbackGate.
 	tenantWaiting int
 	tenants       map[string]string
+
+	last *lastView // as last read by Snapshot
 }
 
 // tenant is the tenant c is counted under (CallbackGate's jobs only).
@@ -65,8 +67,20 @@ var _ fallback.CallbackQueue = (*CallbackStore)(nil)
 // fleet; "callbacks" is the usual name) with the callback limits of cfg,
 // which every replica must share. It does not contact Redis.
 func NewCallbackStore(rdb redis.UniversalClient, name string, cfg fallback.Config) *CallbackStore {
-	return &CallbackStore{rdb: rdb, prefix: "fdcb:{" + name + "}:", cfg: cfg, journal: map[string]fallback.Callback{}, tenants: map[string]string{}}
+	return &CallbackStore{rdb: rdb, prefix: "fdcb:{" + name + "}:", cfg: cfg, journal: map[string]fallback.Callback{}, tenants: map[string]string{},
+		last: &lastView{limits: cfg.CallbackLimits()}}
 }
+
+// Room implements fallback.CallbackQueue: room as Snapshot last read it.
+func (s *CallbackStore) Room() bool { return s.last.room() }
+
+// View implements fallback.CallbackQueue: the queue as Snapshot last read
+// it, shown closed while it cannot be reached.
+func (s *CallbackStore) View() stages.View { return s.last }
+
+// Stop implements fallback.CallbackQueue: the queue's timeouts are the
+// sweep's, run by whoever calls Sweep.
+func (s *CallbackStore) Stop() {}
 
 // Close does nothing: the client belongs to the caller.
 func (s *CallbackStore) Close() error { return nil }
@@ -433,7 +447,8 @@ func (s *CallbackStore) Sweep(ctx context.Context, now time.Time) error {
 func (s *CallbackStore) Snapshot(ctx context.Context, now time.Time) (stages.Snapshot, error) {
 	sn, err := snapshot(ctx, s.rdb, s.prefix, s.cfg.CallbackLimits(), now)
 	if err != nil {
-		return sn, s.unavailable("snapshot", err)
+		err = s.unavailable("snapshot", err)
 	}
-	return sn, nil
+	s.last.keep(sn, err)
+	return sn, err
 }

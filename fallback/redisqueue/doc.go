@@ -13,7 +13,9 @@
 // Both queues are also claim gates (ClaimGate: NewHandoffGate,
 // NewCallbackGate), on the same scripts, so that the contract every claim
 // gate keeps (stagestest.RunClaimGate) runs on the queues fallback uses in
-// fleet mode, against a real redis-server.
+// fleet mode, against a real redis-server. The handoff gate is built on
+// the fallback.HandoffQueue contract alone (NewHandoffGateOn), so the same
+// suite runs on fallback.Service's in-process handoff queue too.
 package redisqueue
 
 import "errors"

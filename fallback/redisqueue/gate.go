@@ -18,7 +18,9 @@ import (
 // head, the tenant's share, fenced claims, expiry and the ledger are the
 // queue's, kept in Redis for every replica. A job's ID is the ticket, its
 // Owner the caller. NewHandoffGate makes one on a HandoffQueue,
-// NewCallbackGate on a CallbackStore.
+// NewCallbackGate on a CallbackStore; NewHandoffGateOn on any
+// fallback.HandoffQueue, through that contract alone, so that the suite
+// also runs on this process's handoff queue (fallback.NewLocalHandoffQueue).
 //
 // What the gate keeps in this process is what the caller's replica keeps in
 // fleet mode (fallback.Service's side of a handoff): each owner's
@@ -61,10 +63,11 @@ type gateQueue interface {
 	// its place while it waits.
 	state(ctx context.Context, id string) (stages.Disposition, error)
 	position(ctx context.Context, id string) (int, bool, error)
-	// refuse counts an offer refused before the queue in its ledger.
-	refuse(ctx context.Context, field string) error
+	// refuse counts an offer refused before the queue (Stale, Expired) in
+	// its ledger.
+	refuse(ctx context.Context, d stages.Disposition) error
 	snapshot(ctx context.Context, now time.Time) (stages.Snapshot, error)
-	ping(ctx context.Context) error
+	ping(ctx context.Context, now time.Time) error
 }
 
 func newClaimGate(q gateQueue, l stages.Limits, clock clock.Clock, holder string) *ClaimGate {
@@ -99,14 +102,14 @@ func (g *ClaimGate) Submit(ctx context.Context, job stages.Job) (stages.Pending,
 	now := g.clock.Now()
 	o := g.owners[job.Owner]
 	if o != nil && job.Generation != o.gen {
-		return nil, stages.Stale, g.q.refuse(ctx, "refused_stale")
+		return nil, stages.Stale, g.q.refuse(ctx, stages.Stale)
 	}
 	deadline := job.Deadline
 	if deadline.IsZero() {
 		deadline = job.Born.Add(g.limits.MaxAge)
 	}
 	if deadline.Before(now) {
-		return nil, stages.Expired, g.q.refuse(ctx, "refused_expired")
+		return nil, stages.Expired, g.q.refuse(ctx, stages.Expired)
 	}
 	d, err := g.q.enqueue(ctx, job)
 	if err != nil {
@@ -303,7 +306,7 @@ func (g *ClaimGate) Waiting(context.Context) ([]stages.Waiter, error) { return n
 
 // Ready implements stages.Gate.
 func (g *ClaimGate) Ready(ctx context.Context) error {
-	return g.q.ping(ctx)
+	return g.q.ping(ctx, g.clock.Now())
 }
 
 // Stop implements stages.Gate: the expiry timers stop; the queue's sweep

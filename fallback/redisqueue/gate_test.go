@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/frontdoorhq/frontdoor/fallback"
 	"github.com/frontdoorhq/frontdoor/fallback/redisqueue"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/claim"
@@ -31,5 +32,20 @@ func TestCallbackGateConformance(t *testing.T) {
 	var seq atomic.Int64
 	stagestest.RunClaimGate(t, func(t *testing.T, l stages.Limits, clock *stagestest.Clock) claim.Gate {
 		return redisqueue.NewCallbackGate(srv.Client(t), fmt.Sprint("gate", seq.Add(1)), l, clock, "operator", time.Hour)
+	})
+}
+
+// TestLocalHandoffQueueConformance runs the same suite on this process's
+// handoff queue through the very gate adapter the fleet's passes
+// (NewHandoffGateOn, over fallback.HandoffQueue alone): the contract
+// fallback.Service asks its handoff queue by holds in both modes.
+func TestLocalHandoffQueueConformance(t *testing.T) {
+	stagestest.RunClaimGate(t, func(t *testing.T, l stages.Limits, clock *stagestest.Clock) claim.Gate {
+		q, err := fallback.NewLocalHandoffQueue(l, clock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(q.Stop)
+		return redisqueue.NewHandoffGateOn(q, l, clock, "agent")
 	})
 }

@@ -20,11 +20,20 @@ import (
 func NewHandoffGate(rdb redis.UniversalClient, name string, l stages.Limits, clock clock.Clock, holder string, ttl time.Duration) *ClaimGate {
 	q := NewHandoffQueue(rdb, name, fallback.Config{HandoffSlots: l.Slots, HandoffQueue: l.Waiting, HandoffMaxWait: l.MaxAge}, ttl)
 	q.tenantWaiting = l.TenantWaiting
+	return NewHandoffGateOn(q, l, clock, holder)
+}
+
+// NewHandoffGateOn returns q, any fallback.HandoffQueue with limits l, as a
+// claim gate on clock, through the contract fallback.Service asks it by
+// and nothing else: so that stagestest.RunClaimGate checks that contract
+// on the fleet's queue (NewHandoffGate) and on this process's
+// (fallback.NewLocalHandoffQueue) alike.
+func NewHandoffGateOn(q fallback.HandoffQueue, l stages.Limits, clock clock.Clock, holder string) *ClaimGate {
 	return newClaimGate(handoffGate{q}, l, clock, holder)
 }
 
 // handoffGate is a HandoffQueue's side of a ClaimGate.
-type handoffGate struct{ q *HandoffQueue }
+type handoffGate struct{ q fallback.HandoffQueue }
 
 // ARGV[1] prefix, [2] the ledger's refusal field: a refusal the gate
 // decides before the queue (a stale generation, work past its deadline) is
@@ -40,6 +49,14 @@ func refuse(ctx context.Context, rdb redis.UniversalClient, prefix, field string
 		return fmt.Errorf("%w: refuse: %w", ErrUnavailable, err)
 	}
 	return nil
+}
+
+// refusalField is the ledger's field of a refusal before the queue.
+func refusalField(d stages.Disposition) string {
+	if d == stages.Stale {
+		return "refused_stale"
+	}
+	return "refused_expired"
 }
 
 func (g handoffGate) enqueue(ctx context.Context, job stages.Job) (stages.Disposition, error) {
@@ -68,11 +85,12 @@ func (g handoffGate) claim(ctx context.Context, holder, want string, now time.Ti
 }
 
 func (g handoffGate) finish(ctx context.Context, id string, attempt int, failed bool, now time.Time) error {
-	op := "ack"
+	var err error
 	if failed {
-		op = "fail"
+		_, err = g.q.Fail(ctx, id, attempt, now)
+	} else {
+		_, err = g.q.Ack(ctx, id, attempt, now)
 	}
-	_, _, err := g.q.settle(ctx, op, id, attempt, now)
 	return err
 }
 
@@ -81,9 +99,11 @@ func (g handoffGate) cancel(ctx context.Context, id string, _ time.Time) error {
 	return err
 }
 
+// expire ends waiting work at its deadline: the queue expires it now, or
+// had already (its own timer or sweep decided first).
 func (g handoffGate) expire(ctx context.Context, id string, _ time.Time) (bool, error) {
 	prev, err := g.q.Resolve(ctx, id, fallback.HandoffExpired)
-	return err == nil && prev.State == fallback.HandoffWaiting, err
+	return err == nil && (prev.State == fallback.HandoffWaiting || prev.State == fallback.HandoffExpired), err
 }
 
 func (g handoffGate) state(ctx context.Context, id string) (stages.Disposition, error) {
@@ -93,8 +113,6 @@ func (g handoffGate) state(ctx context.Context, id string) (stages.Disposition, 
 		return 0, err
 	case len(es) == 0:
 		return 0, nil
-	case es[0].State == "failed":
-		return stages.Failed, nil
 	}
 	return es[0].State.Disposition(), nil
 }
@@ -107,12 +125,16 @@ func (g handoffGate) position(ctx context.Context, id string) (int, bool, error)
 	return es[0].Position, true, nil
 }
 
-func (g handoffGate) refuse(ctx context.Context, field string) error {
-	return refuse(ctx, g.q.rdb, g.q.prefix, field)
+func (g handoffGate) refuse(ctx context.Context, d stages.Disposition) error {
+	return g.q.Refuse(ctx, d)
 }
 
 func (g handoffGate) snapshot(ctx context.Context, now time.Time) (stages.Snapshot, error) {
 	return g.q.Snapshot(ctx, now)
 }
 
-func (g handoffGate) ping(ctx context.Context) error { return g.q.rdb.Ping(ctx).Err() }
+// ping reads the queue: a queue that answers can decide admission.
+func (g handoffGate) ping(ctx context.Context, now time.Time) error {
+	_, err := g.q.Snapshot(ctx, now)
+	return err
+}

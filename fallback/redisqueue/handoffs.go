@@ -36,6 +36,8 @@ type HandoffQueue struct {
 	// tenantWaiting is a tenant's share of the waiting handoffs (0: no
 	// share), set by NewHandoffGate from stages.Limits.TenantWaiting.
 	tenantWaiting int
+
+	last *lastView // as last read by Snapshot
 }
 
 var _ fallback.HandoffQueue = (*HandoffQueue)(nil)
@@ -52,8 +54,19 @@ func NewHandoffQueue(rdb redis.UniversalClient, name string, cfg fallback.Config
 	if ttl <= 0 {
 		ttl = 10 * time.Second
 	}
-	return &HandoffQueue{rdb: rdb, prefix: "fdho:{" + name + "}:", cfg: cfg, ttl: ttl}
+	return &HandoffQueue{rdb: rdb, prefix: "fdho:{" + name + "}:", cfg: cfg, ttl: ttl, last: &lastView{limits: cfg.HandoffLimits()}}
 }
+
+// Room implements fallback.HandoffQueue: room as Snapshot last read it.
+func (q *HandoffQueue) Room() bool { return q.last.room() }
+
+// View implements fallback.HandoffQueue: the queue as Snapshot last read
+// it, shown closed while it cannot be reached.
+func (q *HandoffQueue) View() stages.View { return q.last }
+
+// Stop implements fallback.HandoffQueue: the queue's timeouts are the
+// sweep's, run by whoever calls Sweep.
+func (q *HandoffQueue) Stop() {}
 
 // TTL implements fallback.HandoffQueue.
 func (q *HandoffQueue) TTL() time.Duration { return q.ttl }
@@ -220,6 +233,17 @@ func (q *HandoffQueue) settle(ctx context.Context, op, ref string, attempt int, 
 func (q *HandoffQueue) Ack(ctx context.Context, ref string, attempt int, now time.Time) (fallback.HandoffEntry, error) {
 	e, _, err := q.settle(ctx, "ack", ref, attempt, now)
 	return e, err
+}
+
+// Fail implements fallback.HandoffQueue.
+func (q *HandoffQueue) Fail(ctx context.Context, ref string, attempt int, now time.Time) (fallback.HandoffEntry, error) {
+	e, _, err := q.settle(ctx, "fail", ref, attempt, now)
+	return e, err
+}
+
+// Refuse implements fallback.HandoffQueue.
+func (q *HandoffQueue) Refuse(ctx context.Context, d stages.Disposition) error {
+	return refuse(ctx, q.rdb, q.prefix, refusalField(d))
 }
 
 // Release implements fallback.HandoffQueue.
@@ -406,7 +430,8 @@ func (q *HandoffQueue) Watch(ctx context.Context) <-chan struct{} {
 func (q *HandoffQueue) Snapshot(ctx context.Context, now time.Time) (stages.Snapshot, error) {
 	sn, err := snapshot(ctx, q.rdb, q.prefix, q.cfg.HandoffLimits(), now)
 	if err != nil {
-		return sn, q.unavailable("snapshot", err)
+		err = q.unavailable("snapshot", err)
 	}
-	return sn, nil
+	q.last.keep(sn, err)
+	return sn, err
 }

@@ -232,8 +232,9 @@ func TestGatewayTenantUntrusted(t *testing.T) {
 	sessiontest.WaitFor(t, "the lease freed", func() bool { return r.stage(session.StageSession).Leased == 0 })
 }
 
-// TestPromptCacheShared: callers asking for one prompt in one format at
-// once share one rendering; another format is another entry; a failed
+// TestPromptCacheShared: callers asking for one prompt at once share one
+// rendering, the same samples (whose encoding per line format the call's
+// writer keys by them); another source is another entry; a failed
 // rendering is not kept.
 func TestPromptCacheShared(t *testing.T) {
 	c := newPromptCache()
@@ -244,16 +245,16 @@ func TestPromptCacheShared(t *testing.T) {
 		<-release
 		return backend.Audio{Rate: 16000, Samples: make([]int16, 3200)}, nil
 	}
-	key := promptKey{src: fromFallback, text: "We are busy.", format: media.Telephony}
+	key := promptKey{src: fromFallback, text: "We are busy."}
 	var wg sync.WaitGroup
-	got := make([][]byte, 8)
+	got := make([]backend.Audio, 8)
 	for i := range got {
 		wg.Go(func() {
-			b, err := c.get(context.Background(), key, render)
+			a, err := c.get(context.Background(), key, render)
 			if err != nil {
 				t.Error(err)
 			}
-			got[i] = b
+			got[i] = a
 		})
 	}
 	sessiontest.WaitFor(t, "the first rendering", func() bool { return renders.Load() == 1 })
@@ -262,17 +263,17 @@ func TestPromptCacheShared(t *testing.T) {
 	if n := renders.Load(); n != 1 {
 		t.Fatalf("%d renderings for 8 callers", n)
 	}
-	for _, b := range got {
-		if len(b) != 1600 || &b[0] != &got[0][0] {
-			t.Fatalf("callers got %d bytes, not the shared 200 ms of µ-law", len(b))
+	for _, a := range got {
+		if len(a.Samples) != 3200 || &a.Samples[0] != &got[0].Samples[0] {
+			t.Fatalf("callers got %d samples, not the shared 200 ms", len(a.Samples))
 		}
 	}
-	l16 := key
-	l16.format = gateway.L16(16000)
-	if b, _ := c.get(context.Background(), l16, render); len(b) != 6400 || renders.Load() != 2 {
-		t.Fatalf("another format: %d bytes after %d renderings", len(b), renders.Load())
+	other := key
+	other.src = fromSynthesizer
+	if a, _ := c.get(context.Background(), other, render); len(a.Samples) != 3200 || renders.Load() != 2 {
+		t.Fatalf("another source: %d samples after %d renderings", len(a.Samples), renders.Load())
 	}
-	failed := promptKey{src: fromFallback, text: "fails", format: media.Telephony}
+	failed := promptKey{src: fromFallback, text: "fails"}
 	fail := func(context.Context) (backend.Audio, error) {
 		renders.Add(1)
 		return backend.Audio{}, backend.ErrMalformed

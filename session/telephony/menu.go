@@ -689,7 +689,11 @@ func (t *phoneCall) sayLast(name, text string) {
 	go func() {
 		defer t.rendering.Done()
 		defer close(done)
-		b, err := t.prompts.rendered(context.Background(), m.fb, text, t.start.format)
+		a, err := t.prompts.rendered(context.Background(), m.fb, text)
+		var b []byte
+		if err == nil {
+			b, err = encodePrompt(a, t.start.format)
+		}
 		if prev != nil {
 			<-prev
 		}

@@ -54,9 +54,8 @@ type phoneCall struct {
 
 	// ends orders the utterances' ends: each is queued on the line and
 	// numbered under it, so that endSeq follows the line's own order
-	// (what plays last) even when the call's writer and the keypad
-	// menu's lines said straight to the line (sayLast, speak) end
-	// utterances at once.
+	// (what plays last) even when the call's writer and the one line
+	// said straight to the line (sayLast) end utterances at once.
 	ends   sync.Mutex
 	endSeq uint64 // utterance ends queued on the line
 
@@ -186,7 +185,7 @@ func (t *phoneCall) Send(ctx context.Context, msg wire.Message) error {
 	case *wire.PromptMsg:
 		t.log.Info(t.msg("prompt"), "stage", m.Stage, "reason", m.Reason, "text", m.Text)
 		if !t.speaks {
-			t.speak(m.Text)
+			t.speak(m)
 		}
 	case *wire.InterruptedMsg:
 		heard := int64(-1)
@@ -236,29 +235,37 @@ func (t *phoneCall) endUtterance(utt string) {
 	t.mu.Unlock()
 }
 
-// speak renders a prompt for a Fallback that sends only text, and queues it
-// as an utterance of its own.
-func (t *phoneCall) speak(text string) {
+// speak renders a prompt for a Fallback that sends only text, and says it
+// through the call's writer (session.Voice) as an utterance of its own,
+// for the premise m was sent under: once the call's state moves on (a
+// queued caller's wait expired), what is left of it is not said.
+func (t *phoneCall) speak(m *wire.PromptMsg) {
 	t.mu.Lock()
-	if t.closing {
+	if t.closing || t.voice == nil {
 		t.mu.Unlock()
 		return
 	}
 	t.n++
 	utt := fmt.Sprintf("prompt~%d", t.n)
-	t.rendering.Add(1)
 	t.mu.Unlock()
+	// A refusal's prompt is sent as the call ends: the writer's queue is
+	// kept open for it until it is queued.
+	release, ok := t.voice.Keep()
+	if !ok {
+		return
+	}
+	t.rendering.Add(1)
 	go func() {
 		defer t.rendering.Done()
-		b, err := t.prompts.synthesized(context.Background(), t.e.Synthesizer(), text, t.start.format)
-		if err != nil || len(b) == 0 {
+		defer release()
+		a, err := t.prompts.synthesized(context.Background(), t.e.Synthesizer(), m.Text)
+		if err != nil || len(a.Samples) == 0 {
 			t.log.Warn(t.msg("prompt audio"), "err", err)
 			return
 		}
-		if err := t.line.sendAudio(utt, b); err != nil {
-			return
+		if err := t.voice.Say(context.Background(), utt, m, a); err != nil {
+			t.log.Debug(t.msg("prompt not said"), "utterance", utt, "err", err)
 		}
-		t.endUtterance(utt)
 	}()
 }
 

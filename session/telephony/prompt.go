@@ -26,12 +26,13 @@ const (
 	maxPromptBytes   = 16 << 20
 )
 
-// promptCache holds prompt audio encoded in a line's format, rendered once
-// per text, source and format and shared by every caller: under overload
-// the refused callers are many, and each hears the same sentence, which
-// must not cost a synthesis and an encoding per caller. Concurrent
-// requests for one prompt share its rendering; a failed rendering is not
-// kept, so the next caller tries again.
+// promptCache holds prompt audio, rendered once per text and source and
+// shared by every caller: under overload the refused callers are many,
+// and each hears the same sentence, which must not cost a synthesis per
+// caller. The same rendering is encoded once per line format by the
+// call's writer (session.Voice, whose encodings are keyed by the audio
+// itself). Concurrent requests for one prompt share its rendering; a
+// failed rendering is not kept, so the next caller tries again.
 type promptCache struct {
 	mu    sync.Mutex
 	m     map[promptKey]*promptEntry
@@ -57,21 +58,20 @@ const (
 )
 
 type promptKey struct {
-	src    promptSource
-	text   string
-	format media.Format
+	src  promptSource
+	text string
 }
 
 type promptEntry struct {
 	done  chan struct{}
-	audio []byte
+	audio backend.Audio
 	err   error
 }
 
 // get returns the prompt of key, rendering it with render if no caller
 // did yet. The rendering runs on the first caller's goroutine, bounded by
 // promptRender whatever its context; the others wait for it or for ctx.
-func (p *promptCache) get(ctx context.Context, key promptKey, render func(context.Context) (backend.Audio, error)) ([]byte, error) {
+func (p *promptCache) get(ctx context.Context, key promptKey, render func(context.Context) (backend.Audio, error)) (backend.Audio, error) {
 	p.mu.Lock()
 	e, ok := p.m[key]
 	if !ok {
@@ -88,14 +88,17 @@ func (p *promptCache) get(ctx context.Context, key promptKey, render func(contex
 		case <-e.done:
 			return e.audio, e.err
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return backend.Audio{}, ctx.Err()
 		}
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), promptRender)
 	defer cancel()
 	a, err := render(rctx)
 	if err == nil {
-		e.audio, err = encodePrompt(a, key.format)
+		if n := a.Rate * int(maxPrompt/time.Second); len(a.Samples) > n {
+			a.Samples = a.Samples[:n]
+		}
+		e.audio = a
 	}
 	e.err = err
 	close(e.done)
@@ -103,23 +106,23 @@ func (p *promptCache) get(ctx context.Context, key promptKey, render func(contex
 	if err != nil && p.m[key] == e {
 		delete(p.m, key)
 	} else if err == nil {
-		p.bytes += len(e.audio)
+		p.bytes += 2 * len(e.audio.Samples)
 	}
 	p.mu.Unlock()
 	return e.audio, err
 }
 
 // synthesized returns text rendered by synth, outside the synthesis stage
-// (prompts are short and must be heard even when it is full), in format f.
-func (p *promptCache) synthesized(ctx context.Context, synth backend.Synthesizer, text string, f media.Format) ([]byte, error) {
-	return p.get(ctx, promptKey{src: fromSynthesizer, text: text, format: f}, func(ctx context.Context) (backend.Audio, error) {
+// (prompts are short and must be heard even when it is full).
+func (p *promptCache) synthesized(ctx context.Context, synth backend.Synthesizer, text string) (backend.Audio, error) {
+	return p.get(ctx, promptKey{src: fromSynthesizer, text: text}, func(ctx context.Context) (backend.Audio, error) {
 		return synthesize(ctx, synth, text)
 	})
 }
 
-// rendered returns text rendered by the keypad Fallback, in format f.
-func (p *promptCache) rendered(ctx context.Context, fb KeypadFallback, text string, f media.Format) ([]byte, error) {
-	return p.get(ctx, promptKey{src: fromFallback, text: text, format: f}, func(ctx context.Context) (backend.Audio, error) {
+// rendered returns text rendered by the keypad Fallback.
+func (p *promptCache) rendered(ctx context.Context, fb KeypadFallback, text string) (backend.Audio, error) {
+	return p.get(ctx, promptKey{src: fromFallback, text: text}, func(ctx context.Context) (backend.Audio, error) {
 		return fb.RenderPrompt(ctx, text)
 	})
 }

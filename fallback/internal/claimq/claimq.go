@@ -1,35 +1,38 @@
-// Package claimq is one fallback queue as fallback.Service uses it in
-// process: a claim.Gate adapted to the Service's locking.
+// Package claimq is one fallback queue of one process, as fallback's
+// in-process queues (localCallbacks, localHandoffs) use it: a
+// claim.Gate adapted to their locking.
 package claimq
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
+	"time"
 
 	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
 	"github.com/frontdoorhq/frontdoor/stages/claim"
 )
 
-// Queue is one fallback queue as the Service uses it: a
+// Queue is one fallback queue as an in-process queue uses it: a
 // claim.Gate (the in-process Dispatcher made ClaimOnly), whose take
 // is a human's claim and whose timer expires the head at its deadline, and
 // the Pending of each piece of work it holds. Admission, bounds, expiry and
 // the ledger are the gate's, under the conformance suite
-// (stagestest.RunClaimGate); this type only adapts it to the Service's
+// (stagestest.RunClaimGate); this type only adapts it to its owner's
 // locking. Every job is its own owner (generation 0), registered at offer
 // and forgotten once terminal, so the owner table stays as small as the
 // inventory.
 //
 // Expiry is learnt through the gate's OnResolve, outside its lock. Every
-// operation of this queue is made under the Service's lock for that queue
-// (cb.mu, ho.mu): ids that expire during one are collected and handed to
+// operation of this queue is made under its owner's lock (localCallbacks.mu,
+// localHandoffs.mu): ids that expire during one are collected and handed to
 // ExpiredLocked as it ends, by the caller that holds that lock; ids the
 // gate's timer expires otherwise go to OnExpire, which takes the lock.
 // Set both before the first operation.
 type Queue struct {
-	OnExpire      func(ids []string) // called without the Service's lock, from the gate's timer
+	OnExpire      func(ids []string) // called without the owner's lock, from the gate's timer
 	ExpiredLocked func(ids []string) // called at the end of an operation, under it
 
 	g     *claim.Local // the in-process ClaimGate, also for views and draining
@@ -162,6 +165,52 @@ func (q *Queue) Release(id, owner string) (stages.Disposition, error) {
 	return d, err
 }
 
+// ReleaseFailed is Release counted Failed in the ledger.
+func (q *Queue) ReleaseFailed(id, owner string) (stages.Disposition, error) {
+	ctx := context.Background()
+	q.begin()
+	defer q.end()
+	d, err := q.g.ReleaseFailed(ctx, id)
+	_ = q.g.Forget(ctx, owner)
+	q.mu.Lock()
+	delete(q.pending, id)
+	q.mu.Unlock()
+	return d, err
+}
+
+// Refuse counts in the gate's ledger an offer that its owner refused before
+// the gate, as Stale or Expired: the gate is offered a job it refuses so,
+// under an owner of its own that is forgotten at once, so that nothing else
+// changes.
+func (q *Queue) Refuse(d stages.Disposition) error {
+	ctx := context.Background()
+	q.begin()
+	defer q.end()
+	const owner = "\x00refused" // no job's: jobs are their own owners, named by their tickets
+	now := q.clock.Now()
+	job := stages.Job{ID: owner, Owner: owner, Born: now}
+	switch d {
+	case stages.Stale:
+		job.Generation = 1
+	case stages.Expired:
+		job.Deadline = now.Add(-time.Nanosecond)
+	default:
+		return fmt.Errorf("claimq: refuse %v: want stale or expired", d)
+	}
+	if err := q.g.Rotate(ctx, owner, 2); err != nil && !errors.Is(err, stages.ErrGeneration) {
+		return err
+	}
+	defer q.g.Forget(ctx, owner)
+	if d == stages.Expired {
+		job.Generation = 2
+	}
+	_, got, err := q.g.Submit(ctx, job)
+	if err == nil && got != d {
+		err = fmt.Errorf("claimq: refuse %v: the gate said %v", d, got)
+	}
+	return err
+}
+
 // Cancel withdraws id: queued work leaves the queue; active work is
 // cancelled and, since a human claim holds no backend to wait for, its
 // lease is released at once. It returns the state before cancellation
@@ -189,6 +238,17 @@ func (q *Queue) Cancel(id, owner string) stages.Disposition {
 	delete(q.pending, id)
 	q.mu.Unlock()
 	return d
+}
+
+// ExpireDue expires now the work past its deadline that the gate's timer
+// has not reached yet (timers that fall due together run in any order).
+// The gate has no operation of its own for it: every operation first
+// expires the heads past their deadline, and forgetting an owner nobody
+// has ("") is the one that changes nothing else.
+func (q *Queue) ExpireDue() {
+	q.begin()
+	defer q.end()
+	_ = q.g.Forget(context.Background(), "")
 }
 
 // Stop ends the gate's timer; nothing expires afterwards.

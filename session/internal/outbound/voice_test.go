@@ -1,4 +1,4 @@
-package session
+package outbound
 
 import (
 	"context"
@@ -19,17 +19,17 @@ import (
 func TestOutboundKeepsAClosingQueueForALine(t *testing.T) {
 	var gen atomic.Uint64
 	gen.Store(1)
-	o := newOutbound(OutboundLimits{}, &gen, clock.System)
+	o := New(Config{Limits: Limits{}, Clock: clock.System, Gen: &gen})
 	ctx := context.Background()
-	release, ok := o.holdVoice()
+	release, ok := o.HoldVoice()
 	if !ok {
 		t.Fatal("Keep refused on an open queue")
 	}
-	o.close()
-	if err := o.push(ctx, frame{gen: 1}); !errors.Is(err, errOutClosed) {
-		t.Fatalf("push of a reply frame after close = %v, want errOutClosed", err)
+	o.Close()
+	if err := o.Push(ctx, Frame{Gen: 1}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("push of a reply frame after close = %v, want ErrClosed", err)
 	}
-	if err := o.push(ctx, frame{voice: true, audio: []byte{1}}); err != nil {
+	if err := o.Push(ctx, Frame{Voice: true, Audio: []byte{1}}); err != nil {
 		t.Fatalf("push of the kept line after close = %v", err)
 	}
 	if _, r := o.take(ctx, nil); r != popFrame {
@@ -46,16 +46,16 @@ func TestOutboundKeepsAClosingQueueForALine(t *testing.T) {
 	if r := <-done; r != popEnd {
 		t.Fatalf("take = %d after release, want the end", r)
 	}
-	if _, ok := o.holdVoice(); ok {
+	if _, ok := o.HoldVoice(); ok {
 		t.Fatal("Keep taken on a closed queue with no writer")
 	}
 
-	o = newOutbound(OutboundLimits{}, &gen, clock.System)
-	release, _ = o.holdVoice()
+	o = New(Config{Limits: Limits{}, Clock: clock.System, Gen: &gen})
+	release, _ = o.HoldVoice()
 	defer release()
-	o.discard()
-	if err := o.push(ctx, frame{voice: true, audio: []byte{1}}); !errors.Is(err, errOutClosed) {
-		t.Fatalf("push of a line after discard = %v, want errOutClosed", err)
+	o.Discard()
+	if err := o.Push(ctx, Frame{Voice: true, Audio: []byte{1}}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("push of a line after discard = %v, want ErrClosed", err)
 	}
 	if _, r := o.take(ctx, nil); r != popEnd {
 		t.Fatalf("take after discard = %d, want the end", r)
@@ -71,12 +71,11 @@ func TestStampsFollowTheOutcome(t *testing.T) {
 	gen.Store(1)
 	premise.Store(1)
 	spoken.Store(1)
-	o := newOutbound(OutboundLimits{}, &gen, clock.System)
-	o.premise, o.spoken, o.stamps = &premise, &spoken, new(stamps)
+	o := New(Config{Clock: clock.System, Gen: &gen, Premise: &premise, Spoken: &spoken, Stamps: true})
 	ctx := context.Background()
-	send := func(m wire.Message) {
+	send := func(m wire.Message) { // (each changes the call's state)
 		t.Helper()
-		if err := o.push(ctx, frame{msg: m, bump: changesPremise(m)}); err != nil {
+		if err := o.Push(ctx, Frame{Msg: m, Bump: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -96,5 +95,28 @@ func TestStampsFollowTheOutcome(t *testing.T) {
 	}
 	if _, ok := o.stamps.of(&wire.FallbackMsg{}); ok {
 		t.Fatal("a message never queued has a stamp")
+	}
+}
+
+// A line said after a prompt (a phone's rendering of a text-only prompt)
+// is spoken for the premise the prompt was queued under: said while it
+// holds, refused once the call's state moved on, and refused for a
+// prompt never queued.
+func TestSaysForPrompt(t *testing.T) {
+	var gen, premise atomic.Uint64
+	gen.Store(1)
+	premise.Store(5)
+	o := New(Config{Clock: clock.System, Gen: &gen, Premise: &premise})
+	queued := &wire.PromptMsg{Type: "prompt"}
+	queued.SetPremise(5)
+	if p, err := o.SaysFor(queued); err != nil || p != 5 {
+		t.Fatalf("SaysFor(a prompt of this premise) = %d, %v", p, err)
+	}
+	premise.Store(6)
+	if _, err := o.SaysFor(queued); !errors.Is(err, ErrPremiseGone) {
+		t.Fatalf("SaysFor(a prompt of a premise gone) = %v, want ErrPremiseGone", err)
+	}
+	if _, err := o.SaysFor(&wire.PromptMsg{Type: "prompt"}); !errors.Is(err, ErrPremiseGone) {
+		t.Fatalf("SaysFor(a prompt never queued) = %v, want ErrPremiseGone", err)
 	}
 }

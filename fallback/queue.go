@@ -7,13 +7,41 @@ import (
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
-// CallbackQueue is a CallbackStore that is also the callback queue, shared
-// by every process of a fleet (redisqueue.CallbackStore): it bounds
-// pending callbacks and claims, orders claims and expires callbacks
-// itself, for all of them at once. A Service given one (WithStore) keeps
-// no callback stage of its own: its bounds would be per process.
+// The Service asks each of its two queues through one contract, the same in
+// both modes: CallbackQueue and HandoffQueue. A queue is a claim gate
+// (claim.Gate) seen with what the Service keeps beside it: it bounds
+// waiting work and claims, orders claims, expires work at its deadline and
+// counts every offer in its ledger. In process the queue is a
+// claim.Gate of this process (internal/claimq; localCallbacks over
+// the durable store, localHandoffs), the default of New; in a fleet it is
+// the fleet's queue on Redis (redisqueue.CallbackStore, HandoffQueue), on
+// the same scripts as the Redis claim gates (redisqueue.NewCallbackGate,
+// NewHandoffGate). stagestest.RunClaimGate runs on the HandoffQueue
+// contract in both modes (redisqueue.NewHandoffGateOn over
+// NewLocalHandoffQueue and over the Redis queue), and on the gates beneath
+// the callback queues (internal/claimq; redisqueue.NewCallbackGate). The
+// Service never asks which one it has: local and fleet differ in the
+// constructor.
+//
+// Work another process decided (an agent elsewhere acknowledged a handoff,
+// a sweep expired it) reaches the Service through Watch and Get, which an
+// in-process queue answers at once.
+
+// CallbackQueue is a CallbackStore that is also the callback queue: it
+// bounds pending callbacks (Accept refuses with ErrQueueFull) and claims,
+// orders claims, leases and expires callbacks itself. The default is this
+// process's claim gate over the durable store (New with a plain store);
+// redisqueue.CallbackStore is the fleet's, for every process at once.
 type CallbackQueue interface {
 	CallbackStore
+	// Room reports, without waiting, whether an offer now would find a
+	// waiting place: a remote queue answers from its last Snapshot.
+	Room() bool
+	// View shows the queue as a stage without waiting (a remote queue by
+	// its last Snapshot, shown closed while it cannot be reached).
+	View() stages.View
+	// Stop ends the queue's timers; the store stays open.
+	Stop()
 	// Next claims the oldest waiting callback for operator, with a lease
 	// of Config.CallbackLease. It returns ErrSlotsBusy when
 	// Config.CallbackSlots claims are held in the fleet, ErrNoneWaiting
@@ -22,8 +50,8 @@ type CallbackQueue interface {
 	// Sweep returns claims whose lease ran out to the queue, at their
 	// place, and expires callbacks that waited Config.CallbackMaxWait.
 	Sweep(ctx context.Context, now time.Time) error
-	// Snapshot reports the fleet's queue as a stage: limits, waiting and
-	// claimed callbacks, the ledger.
+	// Snapshot reads the queue as a stage: limits, waiting and claimed
+	// callbacks, the ledger. A remote queue keeps it for Room and View.
 	Snapshot(ctx context.Context, now time.Time) (stages.Snapshot, error)
 }
 
@@ -38,6 +66,10 @@ const (
 	HandoffExpired   HandoffState = "expired"
 	HandoffCancelled HandoffState = "cancelled"
 	HandoffClosed    HandoffState = "closed"
+	// HandoffFailed: acknowledged as failed (Fail).
+	HandoffFailed HandoffState = "failed"
+	// HandoffOverloaded: an abandoned claim found no waiting place.
+	HandoffOverloaded HandoffState = "overloaded"
 )
 
 // Live reports whether the handoff still waits or is held by an agent.
@@ -56,6 +88,10 @@ func (s HandoffState) Disposition() stages.Disposition {
 		return stages.Expired
 	case HandoffCancelled:
 		return stages.Cancelled
+	case HandoffOverloaded:
+		return stages.Overloaded
+	case HandoffFailed:
+		return stages.Failed
 	}
 	return stages.Closed
 }
@@ -79,10 +115,12 @@ type HandoffEntry struct {
 	Tenant string
 }
 
-// HandoffQueue is the handoff queue shared by every process of a fleet
-// (redisqueue.HandoffQueue): an agent connected to any process sees and
-// claims the handoffs of calls held by every process. It bounds waiting
-// handoffs (Config.HandoffQueue) and claims (Config.HandoffSlots) itself.
+// HandoffQueue is the handoff queue: this process's claim gate (the
+// default of New), or the one shared by every process of a fleet
+// (redisqueue.HandoffQueue, WithHandoffQueue), where an agent connected to
+// any process sees and claims the handoffs of calls held by every process.
+// It bounds waiting handoffs (Config.HandoffQueue) and claims
+// (Config.HandoffSlots) itself.
 //
 // Liveness crosses processes through Keep: the process holding a caller
 // renews the caller's handoffs, and the process holding an agent renews the
@@ -100,9 +138,18 @@ type HandoffQueue interface {
 	// Ack completes the claim attempt of ref at now (ErrHandoffLost if it
 	// was taken over).
 	Ack(ctx context.Context, ref string, attempt int, now time.Time) (HandoffEntry, error)
-	// Release puts the claim attempt of ref back at its place, or
+	// Fail is Ack counted Failed in the ledger: a claim gate's
+	// ReleaseFailed (the Service itself never fails a handoff).
+	Fail(ctx context.Context, ref string, attempt int, now time.Time) (HandoffEntry, error)
+	// Refuse counts in the ledger an offer that a claim gate over the
+	// queue refused before it (Stale, Expired), as the queue counts its
+	// own refusals.
+	Refuse(ctx context.Context, d stages.Disposition) error
+	// Release puts the claim attempt of ref back in the queue, or
 	// expires the handoff if it waited longer than Config.HandoffMaxWait:
-	// Queued or Expired.
+	// Queued or Expired (in process, Overloaded or Closed when it found no
+	// waiting place). A fleet's queue puts it back at its place; this
+	// process's gate offers it again, behind the handoffs waiting now.
 	Release(ctx context.Context, ref string, attempt int, now time.Time) (stages.Disposition, error)
 	// Resolve ends a live handoff from the caller's side, as Cancelled or
 	// Closed, or as Expired only while it waits. It returns the entry as
@@ -122,8 +169,14 @@ type HandoffQueue interface {
 	// Watch signals (coalesced) when any process changed the queue, until
 	// ctx ends; the channel is then closed.
 	Watch(ctx context.Context) <-chan struct{}
-	// Snapshot reports the fleet's handoffs as a stage.
+	// Snapshot reads the handoffs as a stage; a remote queue keeps it for
+	// Room and View.
 	Snapshot(ctx context.Context, now time.Time) (stages.Snapshot, error)
+	// Room and View are CallbackQueue's.
+	Room() bool
+	View() stages.View
 	// TTL is how long liveness lasts without Keep.
 	TTL() time.Duration
+	// Stop ends the queue's timers.
+	Stop()
 }

@@ -1,4 +1,4 @@
-package session
+package outbound
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 func TestOutboundAudioBefore(t *testing.T) {
 	var gen atomic.Uint64
 	gen.Store(1)
-	o := newOutbound(OutboundLimits{}, &gen, clock.System)
+	o := New(Config{Limits: Limits{}, Clock: clock.System, Gen: &gen})
 	ctx := context.Background()
 	isClosed := func(c <-chan struct{}) bool {
 		select {
@@ -31,14 +31,14 @@ func TestOutboundAudioBefore(t *testing.T) {
 	audio := func(n int) {
 		t.Helper()
 		for range n {
-			if err := o.push(ctx, frame{gen: 1, audio: make([]byte, 160)}); err != nil {
+			if err := o.Push(ctx, Frame{Gen: 1, Audio: make([]byte, 160)}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 
 	early := &wire.OfferMsg{Type: "offer"}
-	if err := o.push(ctx, frame{msg: early}); err != nil {
+	if err := o.Push(ctx, Frame{Msg: early}); err != nil {
 		t.Fatal(err)
 	}
 	if !isClosed(early.AudioBefore()) {
@@ -50,24 +50,24 @@ func TestOutboundAudioBefore(t *testing.T) {
 
 	audio(3)
 	offer := &wire.OfferMsg{Type: "offer"}
-	if err := o.push(ctx, frame{msg: offer}); err != nil {
+	if err := o.Push(ctx, Frame{Msg: offer}); err != nil {
 		t.Fatal(err)
 	}
 	audio(2)
 	answer := &wire.FallbackMsg{Type: "callback"}
-	if err := o.push(ctx, frame{msg: answer}); err != nil {
+	if err := o.Push(ctx, Frame{Msg: answer}); err != nil {
 		t.Fatal(err)
 	}
 	// The writer takes the control messages first, then the audio.
 	for range 3 {
 		f, ok := o.pop(ctx)
-		if !ok || f.msg == nil || f.seq != 0 {
+		if !ok || f.Msg == nil || f.seq != 0 {
 			t.Fatalf("took %+v, want a control message first", f)
 		}
 	}
 	for i := 1; i <= 5; i++ {
 		f, ok := o.pop(ctx)
-		if !ok || f.audio == nil || f.seq != uint64(i) {
+		if !ok || f.Audio == nil || f.seq != uint64(i) {
 			t.Fatalf("took %+v, want audio frame %d", f, i)
 		}
 		if i <= 3 && isClosed(offer.AudioBefore()) {
@@ -84,13 +84,13 @@ func TestOutboundAudioBefore(t *testing.T) {
 
 	audio(2)
 	failed := &wire.ErrorMsg{Type: "error"}
-	if err := o.push(ctx, frame{msg: failed}); err != nil {
+	if err := o.Push(ctx, Frame{Msg: failed}); err != nil {
 		t.Fatal(err)
 	}
 	if isClosed(failed.AudioBefore()) {
 		t.Fatal("an error queued behind audio passed at once")
 	}
-	o.discard()
+	o.Discard()
 	if !isClosed(failed.AudioBefore()) {
 		t.Fatal("a discarded queue left a barrier waiting")
 	}

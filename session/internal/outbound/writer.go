@@ -1,4 +1,4 @@
-package session
+package outbound
 
 import (
 	"context"
@@ -6,18 +6,58 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/media/clock"
-	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/internal/pace"
 	"github.com/frontdoorhq/frontdoor/session/internal/promptaudio"
 	"github.com/frontdoorhq/frontdoor/session/internal/stall"
 	"github.com/frontdoorhq/frontdoor/session/wire"
 )
 
-// writerLinger is how long the call's writer waits for a next frame
+// Line is the call as its writer sees it: the transport it writes to,
+// and what the call does as the writer writes or drops frames.
+type Line interface {
+	// Send and SendAudio write one message or audio frame to the caller.
+	Send(ctx context.Context, msg wire.Message) error
+	SendAudio(ctx context.Context, audio []byte) error
+	// Interrupting is called right before b's `interrupted` is written:
+	// the call clears the caller's playback and fills in what of
+	// b.Speaking was heard. lastOld is how long after the barge-in the
+	// writer wrote its last frame of an older generation (0: none).
+	Interrupting(ctx context.Context, b *Barge, lastOld time.Duration)
+	// Stale is called for each frame dropped as stale.
+	Stale()
+}
+
+// Serve makes the queue's writer write to line: a goroutine runs it
+// whenever frames are queued and none runs, until ctx ends. end is
+// called with the error that ends the call: ErrSlowReader once a write
+// has taken Limits.Timeout, ErrGone for a failed write; drop is called
+// once a write has taken twice that (the connection is to be dropped).
+// Frames queued before Serve are written now.
+func (o *Queue) Serve(ctx context.Context, line Line, end func(error), drop func()) {
+	o.line = line
+	o.w.stall.Slow = func() { end(ErrSlowReader) }
+	o.w.stall.Drop = drop
+	o.serve(func(shared bool) bool {
+		parked, err := o.writeLoop(ctx, shared)
+		if err != nil {
+			end(err)
+		}
+		return parked
+	})
+}
+
+// MaxBytes is the most the queue held, in bytes.
+func (o *Queue) MaxBytes() int64 { return o.maxBytes.Load() }
+
+// Stale is how many frames were dropped as stale (of a generation gone,
+// or of a silenced turn).
+func (o *Queue) Stale() int64 { return o.nStale.Load() }
+
+// Linger is how long the call's writer waits for a next frame
 // before its goroutine ends (the next frame starts another): long enough
 // that a reply's frames, or a turn's messages, keep one writer; an idle
 // call holds none.
-const writerLinger = time.Second
+const Linger = time.Second
 
 // writerState is what the call's writer keeps from one run of writeLoop to
 // the next. Only the running writer touches it, but for stall, whose
@@ -56,9 +96,9 @@ func (w *writerState) wait() <-chan time.Time {
 	w.waitStart = w.clock.Now()
 	switch {
 	case w.idle == nil:
-		w.idle = clock.NewTimer(w.clock, writerLinger)
+		w.idle = clock.NewTimer(w.clock, Linger)
 	case !w.idleArmed:
-		w.idle.Reset(writerLinger)
+		w.idle.Reset(Linger)
 	}
 	w.idleArmed = true
 	return w.idle.C
@@ -68,14 +108,14 @@ func (w *writerState) wait() <-chan time.Time {
 var closedTime = func() chan time.Time { c := make(chan time.Time); close(c); return c }()
 
 // idleFor reports, once the idle timer fired, whether the current wait has
-// lasted writerLinger; if not, the timer fired for an earlier wait and is
+// lasted Linger; if not, the timer fired for an earlier wait and is
 // armed again for the rest of this one (lingerer).
 func (w *writerState) idleFor() bool {
 	if w.shared {
 		return true
 	}
 	w.idleArmed = false
-	left := writerLinger - w.clock.Now().Sub(w.waitStart)
+	left := Linger - w.clock.Now().Sub(w.waitStart)
 	if left <= 0 {
 		return true
 	}
@@ -115,14 +155,14 @@ var (
 // heldFrame is the frame a writer that parked is to write first when it
 // runs again, with the time it is due.
 type heldFrame struct {
-	f   frame
+	f   Frame
 	due time.Time
 	ok  bool
 }
 
 // writeLoop is the call's single writer, started by the outbound queue
 // when frames are queued and none runs; it returns when the queue has
-// stayed empty for writerLinger, is closed and drained, or ctx ends. The
+// stayed empty for Linger, is closed and drained, or ctx ends. The
 // generation check right before each write is what keeps an older
 // generation off the wire once `interrupted` has been queued; the premise
 // check does the same for prompt audio once the call's state changed.
@@ -133,26 +173,26 @@ type heldFrame struct {
 // (the next push starts a writer), and hands a reply's frame that is not
 // due to a goroutine of its own. It reports parked when it parked (or
 // handed over): the writer is still running, from its held frame.
-func (c *Call) writeLoop(ctx context.Context, shared bool) (parked bool, err error) {
-	w := &c.w
+func (o *Queue) writeLoop(ctx context.Context, shared bool) (parked bool, err error) {
+	w := &o.w
 	w.shared = shared
 	if h := w.held; h.ok {
 		w.held = heldFrame{}
-		if stop, parked, err := c.written(h.f, c.writeAt(ctx, h.f, h.due)); stop {
+		if stop, parked, err := o.written(h.f, o.writeAt(ctx, h.f, h.due)); stop {
 			return parked, err
 		}
 	}
 	for {
-		f, r := c.out.take(ctx, w)
+		f, r := o.take(ctx, w)
 		if r == popIdle {
 			return false, nil // the next push starts another writer, which takes over w
 		}
 		if r != popFrame { // no writer starts after this one
 			w.stop()
-			c.out.release()
+			o.release()
 			return false, nil
 		}
-		if stop, parked, err := c.written(f, c.writeFrame(ctx, f)); stop {
+		if stop, parked, err := o.written(f, o.writeFrame(ctx, f)); stop {
 			return parked, err
 		}
 	}
@@ -160,18 +200,18 @@ func (c *Call) writeLoop(ctx context.Context, shared bool) (parked bool, err err
 
 // written handles what writing f returned: whether the writer stops (or
 // parked), and the error that ends the call.
-func (c *Call) written(f frame, err error) (stop, parked bool, _ error) {
+func (o *Queue) written(f Frame, err error) (stop, parked bool, _ error) {
 	if errors.Is(err, errParked) {
 		return true, true, nil // w and f belong to the writer that resumes
 	}
 	if f.seq != 0 {
-		c.out.wrote(f.seq)
+		o.wrote(f.seq)
 	}
 	if err == nil {
 		return false, false, nil
 	}
-	c.w.stop()
-	c.out.release()
+	o.w.stop()
+	o.release()
 	if errors.Is(err, errWriterDone) {
 		return true, false, nil
 	}
@@ -181,57 +221,57 @@ func (c *Call) written(f frame, err error) (stop, parked bool, _ error) {
 // writeFrame writes f unless it is stale. Audio is paced; control messages
 // queued while it waits for a frame's time are written meanwhile, so that
 // none waits behind audio.
-func (c *Call) writeFrame(ctx context.Context, f frame) error {
-	w := &c.w
-	if c.stale(f) {
-		c.recycle(f, false)
+func (o *Queue) writeFrame(ctx context.Context, f Frame) error {
+	w := &o.w
+	if o.stale(f) {
+		o.recycle(f, false)
 		return nil
 	}
-	if cut, err := c.cutPrompt(ctx, f); cut || err != nil {
+	if cut, err := o.cutPrompt(ctx, f); cut || err != nil {
 		return err
 	}
-	if c.s.cfg.Pace && f.audio != nil {
-		due := w.pc.Next(w.clock.Now(), time.Duration(f.ms)*time.Microsecond, c.s.cfg.PaceLead)
-		return c.writeAt(ctx, f, due)
+	if o.cfg.Pace && f.Audio != nil {
+		due := w.pc.Next(w.clock.Now(), time.Duration(f.US)*time.Microsecond, o.cfg.PaceLead)
+		return o.writeAt(ctx, f, due)
 	}
-	return c.writeNow(ctx, f)
+	return o.writeNow(ctx, f)
 }
 
 // writeAt writes the audio frame f at due: parked in the shared pacer
 // for a prompt's frame (or a goroutine writer's, for a reply's frame met
 // on the pacer), waiting on the writer's own timer otherwise.
-func (c *Call) writeAt(ctx context.Context, f frame, due time.Time) error {
-	w := &c.w
+func (o *Queue) writeAt(ctx context.Context, f Frame, due time.Time) error {
+	w := &o.w
 	switch {
-	case c.out.pacer != nil && f.premise != 0:
-		if dropped, err := c.parkUntil(ctx, f, due); dropped || err != nil {
+	case o.pacer != nil && f.Premise != 0:
+		if dropped, err := o.parkUntil(ctx, f, due); dropped || err != nil {
 			return err
 		}
-		return c.writeNow(ctx, f)
+		return o.writeNow(ctx, f)
 	case w.shared:
 		// A reply's frames are paced by the call's own writer: this one
 		// is handed to a goroutine that waits for it.
 		w.held = heldFrame{f: f, due: due, ok: true}
-		c.out.handOver()
+		o.handOver()
 		return errParked
 	}
 	for {
-		reached, err := c.waitDue(ctx, due)
+		reached, err := o.waitDue(ctx, due)
 		if err != nil {
 			return err
 		}
 		// Rechecked after the wait, and after each control message
 		// written meanwhile: an `interrupted` or a message that ends
 		// the prompt's premise drops f now, not at its time.
-		if c.stale(f) {
-			c.recycle(f, false)
+		if o.stale(f) {
+			o.recycle(f, false)
 			return nil
 		}
-		if cut, err := c.cutPrompt(ctx, f); cut || err != nil {
+		if cut, err := o.cutPrompt(ctx, f); cut || err != nil {
 			return err
 		}
 		if reached {
-			return c.writeNow(ctx, f)
+			return o.writeNow(ctx, f)
 		}
 	}
 }
@@ -241,35 +281,29 @@ func (c *Call) writeAt(ctx context.Context, f frame, due time.Time) error {
 // whether f was dropped (stale, or its prompt cut). It returns errParked
 // once parked: from then on the writer, w and f belong to the pacer's
 // worker that resumes it, and the caller returns at once.
-func (c *Call) parkUntil(ctx context.Context, f frame, due time.Time) (dropped bool, err error) {
-	w := &c.w
+func (o *Queue) parkUntil(ctx context.Context, f Frame, due time.Time) (dropped bool, err error) {
+	w := &o.w
 	for {
-		for {
-			u, ok := c.out.takeControl()
-			if !ok {
-				break
-			}
-			if err := c.writeFrame(ctx, u); err != nil {
-				return false, err
-			}
+		if err := o.writeControl(ctx); err != nil {
+			return false, err
 		}
-		if ctx.Err() != nil || c.out.dropped.Load() {
+		if ctx.Err() != nil || o.dropped.Load() {
 			return false, errWriterDone
 		}
 		// As after a wait on the writer's own timer: an `interrupted` or
 		// a message that ended the prompt's premise drops f now.
-		if c.stale(f) {
-			c.recycle(f, false)
+		if o.stale(f) {
+			o.recycle(f, false)
 			return true, nil
 		}
-		if cut, err := c.cutPrompt(ctx, f); cut || err != nil {
+		if cut, err := o.cutPrompt(ctx, f); cut || err != nil {
 			return true, err
 		}
 		if !w.clock.Now().Before(due) {
 			return false, nil
 		}
 		w.held = heldFrame{f: f, due: due, ok: true}
-		if c.out.park(due) {
+		if o.park(due) {
 			return false, errParked
 		}
 		w.held = heldFrame{} // a control message came: written first
@@ -277,42 +311,33 @@ func (c *Call) parkUntil(ctx context.Context, f frame, due time.Time) (dropped b
 }
 
 // writeNow writes f, due now, and notes what it wrote.
-func (c *Call) writeNow(ctx context.Context, f frame) error {
-	w := &c.w
-	if _, ok := f.msg.(*wire.AudioStartMsg); ok {
+func (o *Queue) writeNow(ctx context.Context, f Frame) error {
+	w := &o.w
+	if _, ok := f.Msg.(*wire.AudioStartMsg); ok {
 		w.pc.Reset()
 	}
-	if im := f.interrupted; im != nil {
-		played := c.interruptPlayback(ctx, f.speaking) // clears the caller's playback first
-		if f.speaking != nil {
-			im.Heard = f.speaking.heard()
-			if played != nil {
-				im.Heard = played
-			}
-			c.history.Add(backend.Message{Role: backend.RoleAssistant, Content: im.Heard.Text})
-		}
+	if b := f.Barge; b != nil {
+		// How long after the barge-in the last frame of an older
+		// generation was written (0: none was).
 		var d time.Duration
-		if w.lastGen != 0 && w.lastGen < im.Generation && w.lastAt.After(f.bargeAt) {
-			d = w.lastAt.Sub(f.bargeAt)
+		if w.lastGen != 0 && w.lastGen < b.Msg.Generation && w.lastAt.After(b.At) {
+			d = w.lastAt.Sub(b.At)
 		}
-		c.s.m.BargeToLast.Observe(d.Seconds())
+		o.line.Interrupting(ctx, b, d)
 	}
-	err := c.send(ctx, f)
-	c.recycle(f, true)
+	err := o.send(ctx, f)
+	o.recycle(f, true)
 	if err != nil {
 		return err
 	}
-	if f.gen != 0 {
-		w.lastGen, w.lastAt = f.gen, w.clock.Now()
+	if f.Gen != 0 {
+		w.lastGen, w.lastAt = f.Gen, w.clock.Now()
 	}
-	if f.premise != 0 && !f.control() { // (an offer carries its prompt's premise too)
+	if f.Premise != 0 && !f.control() { // (an offer carries its prompt's premise too)
 		w.notePrompt(f)
 	}
-	if f.turn != nil {
-		f.turn.sentUS.Add(f.ms)
-		if f.end {
-			f.turn.markPlayed()
-		}
+	if f.Turn != nil {
+		f.Turn.Sent(f.US, f.End)
 	}
 	return nil
 }
@@ -320,8 +345,8 @@ func (c *Call) writeNow(ctx context.Context, f frame) error {
 // waitDue waits until due, or until control messages were queued
 // meanwhile, which it writes; it reports whether due was reached. A
 // discarded queue ends the wait: nobody listens for the frame.
-func (c *Call) waitDue(ctx context.Context, due time.Time) (reached bool, err error) {
-	w := &c.w
+func (o *Queue) waitDue(ctx context.Context, due time.Time) (reached bool, err error) {
+	w := &o.w
 	if !w.armAt(due) {
 		return true, nil
 	}
@@ -331,19 +356,25 @@ func (c *Call) waitDue(ctx context.Context, due time.Time) (reached bool, err er
 	case <-ctx.Done():
 		w.due.Stop()
 		return false, errWriterDone
-	case <-c.out.urgent:
+	case <-o.urgent:
 		w.due.Stop()
-		if c.out.dropped.Load() {
+		if o.dropped.Load() {
 			return false, errWriterDone
 		}
-		for {
-			u, ok := c.out.takeControl()
-			if !ok {
-				return false, nil
-			}
-			if err := c.writeFrame(ctx, u); err != nil {
-				return false, err
-			}
+		return false, o.writeControl(ctx)
+	}
+}
+
+// writeControl writes the control messages queued, ahead of the audio
+// frame the writer holds.
+func (o *Queue) writeControl(ctx context.Context) error {
+	for {
+		u, ok := o.takeControl()
+		if !ok {
+			return nil
+		}
+		if err := o.writeFrame(ctx, u); err != nil {
+			return err
 		}
 	}
 }
@@ -362,41 +393,41 @@ func (w *writerState) armAt(due time.Time) bool {
 // marks the caller as not reading before anything else sees the
 // connection fail; at twice that the connection is dropped, which ends
 // the write (package internal/stall).
-func (c *Call) send(ctx context.Context, f frame) error {
-	c.w.stall.Begin()
+func (o *Queue) send(ctx context.Context, f Frame) error {
+	o.w.stall.Begin()
 	var err error
-	if f.msg != nil {
-		err = c.t.Send(ctx, f.msg)
+	if f.Msg != nil {
+		err = o.line.Send(ctx, f.Msg)
 	} else {
-		err = c.t.SendAudio(ctx, f.audio)
+		err = o.line.SendAudio(ctx, f.Audio)
 	}
-	stalled := c.w.stall.End()
+	stalled := o.w.stall.End()
 	if err != nil {
-		c.out.discard()
+		o.Discard()
 		if stalled {
 			return ErrSlowReader
 		}
-		return errGone
+		return ErrGone
 	}
 	return nil
 }
 
 // recycle gives f's pooled audio buffer back (promptaudio.PutFrameBuf): always for a
 // frame never written, and for one written only if the transport keeps
-// nothing of it (Capabilities.ReusableAudio). f.audio is not read after.
-func (c *Call) recycle(f frame, written bool) {
-	if f.pooled && (!written || c.caps.ReusableAudio) {
-		promptaudio.PutFrameBuf(f.audio)
+// nothing of it (Config.ReusableAudio). f.Audio is not read after.
+func (o *Queue) recycle(f Frame, written bool) {
+	if f.Pooled && (!written || o.cfg.ReusableAudio) {
+		promptaudio.PutFrameBuf(f.Audio)
 	}
 }
 
 // stale reports (and counts) a frame whose generation is no longer current,
-// or audio of a turn that lost a lease (lease.go).
-func (c *Call) stale(f frame) bool {
-	if (f.gen == 0 || f.gen == c.gen.Load()) && (f.turn == nil || !f.turn.silenced.Load()) {
+// or audio of a turn that lost a lease (Turn.Silenced).
+func (o *Queue) stale(f Frame) bool {
+	if (f.Gen == 0 || f.Gen == o.gen.Load()) && (f.Turn == nil || !f.Turn.Silenced()) {
 		return false
 	}
-	c.out.stale.Add(1)
-	c.s.m.Stale.Inc()
+	o.nStale.Add(1)
+	o.line.Stale()
 	return true
 }

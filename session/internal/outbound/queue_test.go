@@ -1,4 +1,4 @@
-package session
+package outbound
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 func TestOutboundGrowsOnDemand(t *testing.T) {
 	var gen atomic.Uint64
 	gen.Store(1)
-	o := newOutbound(OutboundLimits{Frames: 100, Bytes: 1 << 20}, &gen, clock.System)
+	o := New(Config{Limits: Limits{Frames: 100, Bytes: 1 << 20}, Clock: clock.System, Gen: &gen})
 	if o.q != nil {
 		t.Fatalf("idle queue holds a ring of %d frames", len(o.q))
 	}
@@ -27,7 +27,7 @@ func TestOutboundGrowsOnDemand(t *testing.T) {
 	pushN := func(n int) {
 		t.Helper()
 		for range n {
-			if err := o.push(ctx, frame{gen: 1, ms: int64(next)}); err != nil {
+			if err := o.Push(ctx, Frame{Gen: 1, US: int64(next)}); err != nil {
 				t.Fatal(err)
 			}
 			next++
@@ -37,8 +37,8 @@ func TestOutboundGrowsOnDemand(t *testing.T) {
 		t.Helper()
 		for range n {
 			f, ok := o.pop(ctx)
-			if !ok || f.ms != int64(want) {
-				t.Fatalf("pop = %d, %v; want frame %d", f.ms, ok, want)
+			if !ok || f.US != int64(want) {
+				t.Fatalf("pop = %d, %v; want frame %d", f.US, ok, want)
 			}
 			want++
 		}
@@ -58,7 +58,7 @@ func TestOutboundGrowsOnDemand(t *testing.T) {
 	// Full: a further push waits for room.
 	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
-	if err := o.push(short, frame{gen: 1}); !errors.Is(err, context.DeadlineExceeded) {
+	if err := o.Push(short, Frame{Gen: 1}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("push on a full queue: %v, want it to wait", err)
 	}
 	popN(99)
@@ -74,7 +74,7 @@ func TestOutboundGrowsOnDemand(t *testing.T) {
 		t.Errorf("ring released right after it grew: %d frames", len(o.q))
 	}
 	pushN(3)
-	o.discard()
+	o.Discard()
 	if o.q != nil || o.n != 0 || o.bytes != 0 {
 		t.Errorf("after discard: ring %d, %d frames, %d bytes", len(o.q), o.n, o.bytes)
 	}
@@ -88,12 +88,11 @@ func TestOutboundOfferNeedsItsPrompt(t *testing.T) {
 	gen.Store(1)
 	premise.Store(1)
 	spoken.Store(1)
-	o := newOutbound(OutboundLimits{}, &gen, clock.System)
-	o.premise, o.spoken = &premise, &spoken
+	o := New(Config{Clock: clock.System, Gen: &gen, Premise: &premise, Spoken: &spoken})
 	ctx := context.Background()
-	offer := func() error { return o.push(ctx, frame{msg: &wire.OfferMsg{Type: "offer"}}) }
+	offer := func() error { return o.Push(ctx, Frame{Msg: &wire.OfferMsg{Type: "offer"}}) }
 	pm := &wire.PromptMsg{Type: "prompt"}
-	if err := o.push(ctx, frame{msg: pm, bump: true}); err != nil {
+	if err := o.Push(ctx, Frame{Msg: pm, Bump: true}); err != nil {
 		t.Fatal(err)
 	}
 	if pm.Premise() != 2 || spoken.Load() != 2 {
@@ -102,12 +101,12 @@ func TestOutboundOfferNeedsItsPrompt(t *testing.T) {
 	if err := offer(); err != nil {
 		t.Fatalf("offer after its prompt: %v", err)
 	}
-	if f := o.ctl[len(o.ctl)-1]; f.premise != 2 {
-		t.Fatalf("offer queued with premise %d, want its prompt's 2", f.premise)
+	if f := o.ctl[len(o.ctl)-1]; f.Premise != 2 {
+		t.Fatalf("offer queued with premise %d, want its prompt's 2", f.Premise)
 	}
 	// The call's state changes (an answer, a session outcome): an offer
 	// of the prompt before is not made.
-	if err := o.push(ctx, frame{msg: &wire.FallbackMsg{Type: "callback"}, bump: true}); err != nil {
+	if err := o.Push(ctx, Frame{Msg: &wire.FallbackMsg{Type: "callback"}, Bump: true}); err != nil {
 		t.Fatal(err)
 	}
 	if err := offer(); !errors.Is(err, ErrPremiseGone) {
@@ -126,19 +125,19 @@ func TestOutboundCountsAudioTime(t *testing.T) {
 	}{
 		{0, 1}, {1, 1}, {19954, 1}, {20000, 1}, {20001, 2}, {40000, 2}, {59954, 3}, {60000, 3}, {120000, 6},
 	} {
-		if got := frameUnits(&frame{ms: tc.ms}); got != tc.units {
+		if got := frameUnits(&Frame{US: tc.ms}); got != tc.units {
 			t.Errorf("frameUnits of %d µs = %d, want %d", tc.ms, got, tc.units)
 		}
 	}
 
 	var gen atomic.Uint64
 	gen.Store(1)
-	o := newOutbound(OutboundLimits{Frames: 9}, &gen, clock.System)
+	o := New(Config{Limits: Limits{Frames: 9}, Clock: clock.System, Gen: &gen})
 	ctx := context.Background()
 	ended, cancel := context.WithCancel(ctx)
 	cancel()
 	push := func(ctx context.Context, ms int64) error {
-		return o.push(ctx, frame{gen: 1, audio: make([]byte, 8), ms: ms})
+		return o.Push(ctx, Frame{Gen: 1, Audio: make([]byte, 8), US: ms})
 	}
 	for range 3 {
 		if err := push(ended, 60000); err != nil { // room: pushed without a wait
@@ -151,8 +150,8 @@ func TestOutboundCountsAudioTime(t *testing.T) {
 	if err := push(ended, 20000); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a 20 ms frame past 9 units of 60 ms frames: %v, want it to wait", err)
 	}
-	if f, ok := o.pop(ctx); !ok || f.ms != 60000 || o.units != 6 {
-		t.Fatalf("pop: %v %v, %d units left", f.ms, ok, o.units)
+	if f, ok := o.pop(ctx); !ok || f.US != 60000 || o.units != 6 {
+		t.Fatalf("pop: %v %v, %d units left", f.US, ok, o.units)
 	}
 	if err := push(ended, 40000); err != nil {
 		t.Fatal(err)
@@ -171,14 +170,14 @@ func TestOutboundCountsAudioTime(t *testing.T) {
 	}
 
 	// A frame of more units than the bound goes alone.
-	o = newOutbound(OutboundLimits{Frames: 2}, &gen, clock.System)
+	o = New(Config{Limits: Limits{Frames: 2}, Clock: clock.System, Gen: &gen})
 	if err := push(ended, 120000); err != nil {
 		t.Fatalf("a 120 ms frame into an empty lane of 2 units: %v", err)
 	}
 	if err := push(ended, 20000); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a frame behind an oversized one: %v, want it to wait", err)
 	}
-	o.discard()
+	o.Discard()
 	if o.units != 0 {
 		t.Fatalf("%d units after discard", o.units)
 	}
