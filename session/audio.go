@@ -107,7 +107,7 @@ func (c *Call) SendAudio(ctx context.Context, turn string, prompt *wire.PromptMs
 		if err != nil {
 			return err
 		}
-		return c.sendPrompt(ctx, a.id, premise, p, span)
+		return c.sendPrompt(ctx, a.id, premise, p, span, false)
 	}
 	if err := a.emit(ctx, au); err != nil {
 		return err

@@ -309,7 +309,7 @@ func (s *Engine) Readiness(ctx context.Context) Readiness {
 	if !s.Ready() {
 		rd.Reasons = append(rd.Reasons, "draining")
 	}
-	if err := s.quarantinedStages(); err != nil {
+	if err := admission.Quarantined(s.stageList()); err != nil {
 		rd.Reasons = append(rd.Reasons, err.Error())
 	}
 	if s.cfg.Ready != nil {

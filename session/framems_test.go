@@ -335,7 +335,7 @@ type audioPrompts struct {
 }
 
 func (f audioPrompts) Refused(ctx context.Context, r Refusal, out Sender) {
-	pm := &wire.PromptMsg{Type: "prompt", Reason: reason(r), Stage: r.Stage, Text: PromptText(r)}
+	pm := &wire.PromptMsg{Type: "prompt", Reason: r.Outcome().Reason, Stage: r.Stage, Text: PromptText(r)}
 	if out.Send(ctx, pm) == nil {
 		_ = out.SendAudio(ctx, r.Turn, pm, f.audio)
 	}

@@ -33,7 +33,7 @@ type offerFallback struct {
 }
 
 func (f *offerFallback) Refused(ctx context.Context, r Refusal, out Sender) {
-	_ = out.Send(ctx, &wire.PromptMsg{Type: "prompt", Reason: reason(r), Stage: r.Stage, Text: PromptText(r)})
+	_ = out.Send(ctx, &wire.PromptMsg{Type: "prompt", Reason: r.Outcome().Reason, Stage: r.Stage, Text: PromptText(r)})
 	_ = out.Send(ctx, &wire.OfferMsg{Type: "offer", Kinds: []prompt.Kind{prompt.KindCallback}})
 	if r.Stage != StageSession || r.Disposition == stages.Queued {
 		return

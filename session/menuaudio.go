@@ -57,18 +57,7 @@ func (c *Call) Say(ctx context.Context, id string, after wire.Message, au backen
 	if err != nil {
 		return err
 	}
-	start := &wire.AudioStartMsg{Type: "audio_start", Turn: id, Generation: c.gen.Load(), Encoding: string(p.Enc), Rate: p.Rate}
-	if err := c.push(ctx, frame{premise: premise, voice: true, msg: start}); err != nil {
-		return err
-	}
-	for i := range p.Frames(span) {
-		b, us := p.At(i, span)
-		if err := c.push(ctx, frame{premise: premise, voice: true, audio: b, ms: us}); err != nil {
-			return err
-		}
-	}
-	end := &wire.AudioEndMsg{Type: "audio_end", Turn: id, Generation: c.gen.Load(), AudioMS: p.SynthUS / 1000}
-	if err := c.push(ctx, frame{premise: premise, voice: true, end: true, msg: end}); err != nil {
+	if err := c.sendPrompt(ctx, id, premise, p, span, true); err != nil {
 		return err
 	}
 	if c.premise.Load() != premise {

@@ -50,6 +50,9 @@ var importRules = []struct {
 	{from: "session/audiolimit", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/audiolimit", "session/backend", "session/wire"}},
 	{from: "session/heartbeat", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/heartbeat", "session/backend", "session/wire"}},
 	{from: "session/tenant", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/tenant", "session/backend", "session/wire"}},
+	// The refusal contract: what the engine reports and its Fallback
+	// answers, in the protocol's terms and the prompt table's.
+	{from: "session/refusal", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/refusal", "session/backend", "session/wire", "fallback/prompt"}},
 	{from: "session/view", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/view", "session/backend", "session/wire"}},
 	{from: "session/internal/admission", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/admission", "session/backend", "session/wire"}},
 	{from: "session/internal/answer", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/answer", "session/backend", "session/wire", "fallback/prompt"}},
@@ -84,6 +87,7 @@ var importRules = []struct {
 var engineParts = []string{
 	"session/audiolimit",
 	"session/heartbeat",
+	"session/refusal",
 	"session/tenant",
 	"session/view",
 	"session/internal/admission",

@@ -1,7 +1,9 @@
 package admission
 
 import (
+	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -82,4 +84,19 @@ func (s *quarantine) Confirmed() {
 	s.gauge.WithLabelValues(s.stage).Set(0)
 	s.log.Warn("backend quarantine lifted: every overdue cleanup confirmed", "stage", s.stage,
 		"quarantined_for", clock.Since(s.clock, s.since).Round(time.Millisecond))
+}
+
+// Quarantined names the stages of list whose backend is quarantined (for
+// /readyz), or returns nil.
+func Quarantined(list []*Stage) error {
+	var names []string
+	for _, st := range list {
+		if st.Quarantined() {
+			names = append(names, st.Name())
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	return fmt.Errorf("backend quarantined: %s", strings.Join(names, ", "))
 }

@@ -156,6 +156,9 @@ func testHoldOverdueQuarantines(t *testing.T) {
 	if !r.st.Quarantined() || testutil.ToFloat64(r.m.Quarantined.WithLabelValues("model")) != 1 {
 		t.Fatal("not quarantined after one overdue cleanup")
 	}
+	if err := Quarantined([]*Stage{r.st}); err == nil || err.Error() != "backend quarantined: model" {
+		t.Fatalf("Quarantined = %v, want the model stage named (for /readyz)", err)
+	}
 	if _, d, err := r.st.Submit(context.Background(), stages.Job{ID: "j2", Owner: "call", Generation: 1, Born: r.clk.Now()}); d != stages.Closed || err != nil {
 		t.Fatalf("submit while quarantined: %v %v, want closed", d, err)
 	}
