@@ -100,6 +100,7 @@ func (s *Service) requestCallback(ctx context.Context, req CallbackRequest, numb
 		return CallbackResult{Disposition: callbackDisposition(prev.Status), Ref: prev.Ref}, nil
 	}
 	got, created, err := s.cq.Accept(ctx, Callback{Ref: newRef("cb_"), Call: req.Call, Turn: req.Turn, Number: number, Accepted: s.clock.Now()})
+	s.touched()
 	switch {
 	case errors.Is(err, ErrQueueFull):
 		s.log.Info("callback refused", "call", req.Call, "turn", req.Turn, "disposition", stages.Overloaded)

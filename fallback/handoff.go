@@ -162,6 +162,7 @@ func (s *Service) requestHandoff(ctx context.Context, req HandoffRequest, ref st
 	qctx, cancel := context.WithTimeout(ctx, queueTimeout)
 	e, d, err := s.hq.Enqueue(qctx, HandoffEntry{Ref: ref, Call: req.Call, Turn: req.Turn, Summary: req.Summary, Born: now, Tenant: req.Tenant})
 	cancel()
+	s.touched()
 	if err != nil {
 		// Fail closed: never a handoff nobody can see.
 		s.log.Warn("handoff refused: the queue cannot be reached", "call", req.Call, "turn", req.Turn, "err", err)

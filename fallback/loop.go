@@ -70,8 +70,17 @@ func (s *Service) loop(ctx context.Context) {
 			}
 			lastList = s.clock.Now()
 			s.broadcast()
+		case <-s.changed:
 		case <-poll.C:
 		}
+	}
+}
+
+// touched wakes the loop after this process changed a queue.
+func (s *Service) touched() {
+	select {
+	case s.changed <- struct{}{}:
+	default:
 	}
 }
 

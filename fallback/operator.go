@@ -23,6 +23,7 @@ func (s *Service) ClaimCallback(ctx context.Context, operator string) (Callback,
 		return Callback{}, ErrClosed
 	}
 	c, err := s.cq.Next(ctx, operator, s.clock.Now())
+	s.touched()
 	if err == nil {
 		s.log.Info("callback claimed", "ticket", c.Ref, "operator", operator, "attempt", c.Attempt) // no number at info level
 	}
@@ -38,6 +39,7 @@ func (s *Service) FinishCallback(ctx context.Context, ref string, attempt int, t
 		note = note[:1024]
 	}
 	c, err := s.cq.Finish(ctx, ref, attempt, to, note, s.clock.Now())
+	s.touched()
 	if err == nil {
 		s.log.Info("callback finished", "ticket", ref, "status", c.Status, "attempt", c.Attempt)
 	}
