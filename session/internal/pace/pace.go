@@ -20,9 +20,9 @@ import (
 // audio is paced by one engine-wide Pacer instead:
 //
 //   - A call's writer that reaches a prompt frame not yet due does not
-//     wait: it parks (session's outbound.park), leaving the frame held in its
-//     writerState, and its goroutine ends. The writer still counts as
-//     running (outbound.writing, outbound.writers): no other writer starts
+//     wait: it parks (package session/internal/outbound, Queue.park),
+//     leaving the frame held in its writer's state, and its goroutine
+//     ends. The writer still counts as running: no other writer starts
 //     for the call, so the single-writer promise holds, and the held frame
 //     goes through the same generation and premise checks when it resumes.
 //   - The pacer keeps the parked writers in a heap by due time under one
@@ -66,8 +66,8 @@ type Pacer struct {
 	ticks atomic.Int64 // timer callbacks run
 }
 
-// Writer is a call's writer as the pacer sees it (session's outbound
-// queue): parked with an epoch, resumed on a worker.
+// Writer is a call's writer as the pacer sees it (an outbound.Queue):
+// parked with an epoch, resumed on a worker.
 type Writer interface {
 	// Unpark reports whether the writer is still parked as epoch, and
 	// if so takes it out of its park: the pacer then resumes it.
