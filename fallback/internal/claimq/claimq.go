@@ -154,23 +154,19 @@ func (q *Queue) Claim(want string) (stages.Disposition, string, error) {
 
 // Release returns id's lease. Work that is done with is forgotten.
 func (q *Queue) Release(id, owner string) (stages.Disposition, error) {
-	ctx := context.Background()
-	q.begin()
-	defer q.end()
-	d, err := q.g.Release(ctx, id)
-	_ = q.g.Forget(ctx, owner)
-	q.mu.Lock()
-	delete(q.pending, id)
-	q.mu.Unlock()
-	return d, err
+	return q.release(id, owner, q.g.Release)
 }
 
 // ReleaseFailed is Release counted Failed in the ledger.
 func (q *Queue) ReleaseFailed(id, owner string) (stages.Disposition, error) {
+	return q.release(id, owner, q.g.ReleaseFailed)
+}
+
+func (q *Queue) release(id, owner string, release func(context.Context, string) (stages.Disposition, error)) (stages.Disposition, error) {
 	ctx := context.Background()
 	q.begin()
 	defer q.end()
-	d, err := q.g.ReleaseFailed(ctx, id)
+	d, err := release(ctx, id)
 	_ = q.g.Forget(ctx, owner)
 	q.mu.Lock()
 	delete(q.pending, id)
