@@ -12,6 +12,7 @@ import (
 	"github.com/frontdoorhq/frontdoor/media/pcm"
 	"github.com/frontdoorhq/frontdoor/media/twilio/twiliotest"
 	"github.com/frontdoorhq/frontdoor/session"
+	"github.com/frontdoorhq/frontdoor/session/backend"
 	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
@@ -33,9 +34,11 @@ var (
 
 // spokenOffers is a keypad rig whose session stage has one slot, held,
 // and whose engine hears answers with the answer recognizer.
-func spokenOffers(t *testing.T) *keypad {
+func spokenOffers(t *testing.T) *keypad { t.Helper(); return offersHeardBy(t, answerRecognizer(t)) }
+
+// offersHeardBy is spokenOffers with rec as the answer recognizer.
+func offersHeardBy(t *testing.T, rec backend.Recognizer) *keypad {
 	t.Helper()
-	rec := answerRecognizer(t)
 	k := wireKeypad(t, keypadOptions{window: 20 * time.Second, keyWait: 15 * time.Second}, func(c *session.Config, _ *stub.Settings) {
 		c.Session = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 200 * time.Millisecond}
 		c.Answers = rec

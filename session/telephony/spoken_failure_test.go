@@ -12,11 +12,8 @@ import (
 	"github.com/frontdoorhq/frontdoor/fallback/prompt"
 	"github.com/frontdoorhq/frontdoor/media/pcm"
 	"github.com/frontdoorhq/frontdoor/media/twilio/twiliotest"
-	"github.com/frontdoorhq/frontdoor/session"
 	"github.com/frontdoorhq/frontdoor/session/backend"
-	"github.com/frontdoorhq/frontdoor/session/backend/stub"
 	"github.com/frontdoorhq/frontdoor/session/internal/sessiontest"
-	"github.com/frontdoorhq/frontdoor/stages"
 )
 
 // failingAnswers is an answer recognizer that fails every time, as one
@@ -27,18 +24,6 @@ func (failingAnswers) Recognize(context.Context, backend.Audio) (string, error) 
 	return "", errors.New("answers: recognizer gone")
 }
 
-// failedOffers is spokenOffers with an answer recognizer that fails.
-func failedOffers(t *testing.T) *keypad {
-	t.Helper()
-	k := wireKeypad(t, keypadOptions{window: 20 * time.Second, keyWait: 15 * time.Second}, func(c *session.Config, _ *stub.Settings) {
-		c.Session = stages.Limits{Slots: 1, Waiting: 1, MaxAge: 200 * time.Millisecond}
-		c.Answers = failingAnswers{}
-	})
-	holder := k.Admitted()
-	t.Cleanup(holder.HangUp)
-	return k
-}
-
 // TestSpokenAnswerRecognizerFails: a refused caller who answers the offer
 // in words while the answer recognizer fails (timed out under load, its
 // process gone) is told that the answer was not caught and asked again,
@@ -46,7 +31,7 @@ func failedOffers(t *testing.T) *keypad {
 // menu's wait runs out (a CI flake under load found this).
 func TestSpokenAnswerRecognizerFails(t *testing.T) {
 	t.Run("native", func(t *testing.T) {
-		k := failedOffers(t)
+		k := offersHeardBy(t, failingAnswers{})
 		c := k.Dial()
 		defer c.Conn.CloseNow()
 		c.Send(map[string]any{"type": "hello", "audio": map[string]any{"encoding": "pcm16", "rate": 16000}})
@@ -64,7 +49,7 @@ func TestSpokenAnswerRecognizerFails(t *testing.T) {
 		}
 	})
 	t.Run("twilio", func(t *testing.T) {
-		k := failedOffers(t)
+		k := offersHeardBy(t, failingAnswers{})
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		g := k.dialRefused(ctx, t, "+15550170099")
