@@ -244,6 +244,9 @@ func (c *Call) end(cause error, admitted bool, io *sync.WaitGroup, ioCancel cont
 
 	status, reason := closeStatus(cause)
 	if errors.Is(cause, errRefused) || errors.Is(cause, tenant.ErrRateLimited) || errors.Is(cause, audiolimit.ErrRate) || errors.Is(cause, errSessionLost) {
+		if c.caps.Closing != nil {
+			c.caps.Closing(status) // its last line, if any, is kept before the close
+		}
 		c.out.Close() // let the prompt (or the error) out first
 	} else {
 		c.out.Discard()

@@ -78,6 +78,12 @@ type Capabilities struct {
 	// before any event: the transport says lines of its own (a keypad
 	// menu) through it, by the call's writer (menuaudio.go).
 	Voice func(Voice)
+	// Closing, when set, is called as a call refused or ended for a rule
+	// ends with status, before its queue closes: the transport may still
+	// take a line of its own (Voice.Keep, then Say), which the call's
+	// writer says before the transport is closed (a phone's "the search
+	// stopped"). It must not wait for the line.
+	Closing func(status wire.CloseStatus)
 }
 
 // closeGrace bounds the close handshake of a call ended for a policy

@@ -551,14 +551,28 @@ func (t *phoneCall) answerFailed(e *wire.ErrorMsg) {
 	m.fb.EndOffer(call)
 }
 
-// menuClosing runs as the stream closes: the menu's timers stop, and a
-// caller still holding for a person when a refused call ends (the offer
-// window ran out; the handoff is withdrawn with the call) hears that the
-// search stopped.
-func (t *phoneCall) menuClosing(status wire.CloseStatus) {
+// menuEnding runs as a refused call ends, before its writer's queue
+// closes (Capabilities.Closing): a caller still holding for a person (the
+// offer window ran out; the handoff is withdrawn with the call) hears that
+// the search stopped, through the call's writer like every other line.
+// The menu itself stays as it is: what the writer still drains (an
+// outcome's line) is said as before.
+func (t *phoneCall) menuEnding(status wire.CloseStatus) {
 	m := t.menu
 	m.mu.Lock()
 	holding := m.state == menuHolding && !m.midcall
+	m.mu.Unlock()
+	if holding && status == wire.CloseTryLater {
+		p := prompt.For(prompt.StageHandoff, stages.Expired, nil)
+		t.log.Info(t.msg("handoff hold ended with the call"))
+		t.say("handoff-expired", p.Text, nil, nil)
+	}
+}
+
+// menuClosing runs as the stream closes: the menu's timers stop.
+func (t *phoneCall) menuClosing() {
+	m := t.menu
+	m.mu.Lock()
 	if m.timer != nil {
 		m.timer.Stop()
 	}
@@ -567,11 +581,6 @@ func (t *phoneCall) menuClosing(status wire.CloseStatus) {
 	}
 	m.state = menuDone
 	m.mu.Unlock()
-	if holding && status == wire.CloseTryLater {
-		p := prompt.For(prompt.StageHandoff, stages.Expired, nil)
-		t.log.Info(t.msg("handoff hold ended with the call"))
-		t.sayLast("handoff-expired", p.Text)
-	}
 }
 
 // say renders text as a prompt (outside the synthesis stage) and queues it
@@ -667,43 +676,3 @@ func (t *phoneCall) lineEnded(id string, ok bool) {
 	}
 }
 
-// sayLast says a line as the stream closes, straight to the line: the
-// call's writer has stopped by then (the one line that does not go
-// through it). Close waits for it to be rendered and played.
-func (t *phoneCall) sayLast(name, text string) {
-	m := t.menu
-	t.mu.Lock()
-	if t.closing {
-		t.mu.Unlock()
-		return
-	}
-	t.n++
-	utt := fmt.Sprintf("%s~%d", name, t.n)
-	t.rendering.Add(1)
-	t.mu.Unlock()
-	m.mu.Lock()
-	prev, done := m.speech, make(chan struct{})
-	m.speech = done
-	m.mu.Unlock()
-	t.log.Info(t.msg("say"), "utterance", utt, "text", text)
-	go func() {
-		defer t.rendering.Done()
-		defer close(done)
-		a, err := t.prompts.rendered(context.Background(), m.fb, text)
-		var b []byte
-		if err == nil {
-			b, err = encodePrompt(a, t.start.format)
-		}
-		if prev != nil {
-			<-prev
-		}
-		if err != nil || len(b) == 0 {
-			t.log.Warn(t.msg("prompt audio"), "utterance", utt, "err", err)
-			return
-		}
-		if err := t.line.sendAudio(utt, b); err != nil {
-			return
-		}
-		t.endUtterance(utt)
-	}()
-}

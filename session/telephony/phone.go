@@ -54,8 +54,9 @@ type phoneCall struct {
 
 	// ends orders the utterances' ends: each is queued on the line and
 	// numbered under it, so that endSeq follows the line's own order
-	// (what plays last) even when the call's writer and the one line
-	// said straight to the line (sayLast) end utterances at once.
+	// (what plays last). Every utterance now reaches the line through the
+	// call's one writer, so they come one at a time; the lock keeps the
+	// order a promise of this type, not of its caller.
 	ends   sync.Mutex
 	endSeq uint64 // utterance ends queued on the line
 
@@ -74,7 +75,7 @@ func (t *phoneCall) msg(what string) string { return t.start.protocol + ": " + w
 // capabilities are what the transport declares to its call.
 func (t *phoneCall) capabilities() session.Capabilities {
 	return session.Capabilities{Name: t.start.name, Interrupt: t.Interrupt, Keypad: t.keypad, Answer: t.spokenAnswer, Listening: t.listening,
-		Voice: func(v session.Voice) { t.voice = v }}
+		Voice: func(v session.Voice) { t.voice = v }, Closing: t.menuEnding}
 }
 
 // wait waits for the goroutines the transport started: prompt rendering
@@ -326,7 +327,7 @@ func (t *phoneCall) Interrupt(ctx context.Context, turn string) (time.Duration, 
 // Close waits for is all there will be.
 func (t *phoneCall) Close(status wire.CloseStatus, reason string) {
 	t.once.Do(func() {
-		t.menuClosing(status)
+		t.menuClosing()
 		t.mu.Lock()
 		t.closing = true
 		t.mu.Unlock()
