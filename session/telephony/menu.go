@@ -675,4 +675,3 @@ func (t *phoneCall) lineEnded(id string, ok bool) {
 		l.ended(ok)
 	}
 }
-
