@@ -24,8 +24,10 @@
 // the writer waits to pace a frame. An offer, a fallback outcome or an
 // error so overtakes the audio queued before it; its AudioBefore says
 // when that audio has been handed to the transport, for a transport that
-// speaks after it. A transport's own lines (a phone's keypad menu) are
-// queued through the same writer (Capabilities.Voice, menuaudio.go). Prompt
+// speaks after it. A transport's own lines (a phone's keypad menu, its
+// rendering of a text-only prompt, its last line as a refused call ends,
+// Capabilities.Closing) are queued through the same writer
+// (Capabilities.Voice, menuaudio.go): nothing reaches a caller around it. Prompt
 // audio carries the premise it was spoken for instead of a generation
 // (premise.go; the check is the queue's): once
 // the call's state changes, the writer cuts it the same way. Prompt audio
