@@ -234,7 +234,7 @@ func TestGatewayTenantUntrusted(t *testing.T) {
 
 // TestPromptCacheShared: callers asking for one prompt at once share one
 // rendering, the same samples (whose encoding per line format the call's
-// writer keys by them); another source is another entry; a failed
+// writer keys by them); another prompt is another entry; a failed
 // rendering is not kept.
 func TestPromptCacheShared(t *testing.T) {
 	c := newPromptCache()
@@ -245,7 +245,7 @@ func TestPromptCacheShared(t *testing.T) {
 		<-release
 		return backend.Audio{Rate: 16000, Samples: make([]int16, 3200)}, nil
 	}
-	key := promptKey{src: fromFallback, text: "We are busy."}
+	key := promptKey("We are busy.")
 	var wg sync.WaitGroup
 	got := make([]backend.Audio, 8)
 	for i := range got {
@@ -268,12 +268,10 @@ func TestPromptCacheShared(t *testing.T) {
 			t.Fatalf("callers got %d samples, not the shared 200 ms", len(a.Samples))
 		}
 	}
-	other := key
-	other.src = fromSynthesizer
-	if a, _ := c.get(context.Background(), other, render); len(a.Samples) != 3200 || renders.Load() != 2 {
-		t.Fatalf("another source: %d samples after %d renderings", len(a.Samples), renders.Load())
+	if a, _ := c.get(context.Background(), promptKey("Still busy."), render); len(a.Samples) != 3200 || renders.Load() != 2 {
+		t.Fatalf("another prompt: %d samples after %d renderings", len(a.Samples), renders.Load())
 	}
-	failed := promptKey{src: fromFallback, text: "fails"}
+	failed := promptKey("fails")
 	fail := func(context.Context) (backend.Audio, error) {
 		renders.Add(1)
 		return backend.Audio{}, backend.ErrMalformed

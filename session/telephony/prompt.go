@@ -6,9 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/frontdoorhq/frontdoor/media"
-	"github.com/frontdoorhq/frontdoor/media/gateway"
-	"github.com/frontdoorhq/frontdoor/media/pcm"
 	"github.com/frontdoorhq/frontdoor/session/backend"
 )
 
@@ -26,7 +23,7 @@ const (
 	maxPromptBytes   = 16 << 20
 )
 
-// promptCache holds prompt audio, rendered once per text and source and
+// promptCache holds prompt audio, rendered once per text and
 // shared by every caller: under overload the refused callers are many,
 // and each hears the same sentence, which must not cost a synthesis per
 // caller. The same rendering is encoded once per line format by the
@@ -48,19 +45,9 @@ func NewPromptCache() *PromptCache { return &PromptCache{c: newPromptCache()} }
 
 func newPromptCache() *promptCache { return &promptCache{m: map[promptKey]*promptEntry{}} }
 
-// promptSource says who renders a prompt: the engine's synthesizer (a
-// Fallback that sends only text) or the Fallback (the keypad menu's lines).
-type promptSource int
-
-const (
-	fromSynthesizer promptSource = iota + 1
-	fromFallback
-)
-
-type promptKey struct {
-	src  promptSource
-	text string
-}
+// promptKey is a prompt's text: the engine's synthesizer renders it (the
+// keypad menu's lines are rendered, and cached, by its Fallback).
+type promptKey string
 
 type promptEntry struct {
 	done  chan struct{}
@@ -115,15 +102,8 @@ func (p *promptCache) get(ctx context.Context, key promptKey, render func(contex
 // synthesized returns text rendered by synth, outside the synthesis stage
 // (prompts are short and must be heard even when it is full).
 func (p *promptCache) synthesized(ctx context.Context, synth backend.Synthesizer, text string) (backend.Audio, error) {
-	return p.get(ctx, promptKey{src: fromSynthesizer, text: text}, func(ctx context.Context) (backend.Audio, error) {
+	return p.get(ctx, promptKey(text), func(ctx context.Context) (backend.Audio, error) {
 		return synthesize(ctx, synth, text)
-	})
-}
-
-// rendered returns text rendered by the keypad Fallback.
-func (p *promptCache) rendered(ctx context.Context, fb KeypadFallback, text string) (backend.Audio, error) {
-	return p.get(ctx, promptKey{src: fromFallback, text: text}, func(ctx context.Context) (backend.Audio, error) {
-		return fb.RenderPrompt(ctx, text)
 	})
 }
 
@@ -143,24 +123,6 @@ func synthesize(ctx context.Context, synth backend.Synthesizer, text string) (ba
 		return nil
 	})
 	return out, err
-}
-
-// encodePrompt converts prompt audio to format f, at most maxPrompt of it.
-func encodePrompt(a backend.Audio, f media.Format) ([]byte, error) {
-	s := a.Samples
-	if len(s) == 0 {
-		return nil, nil
-	}
-	if a.Rate != f.SampleRate {
-		var err error
-		if s, err = pcm.Resample(s, a.Rate, f.SampleRate); err != nil {
-			return nil, fmt.Errorf("telephony: prompt audio: %w", err)
-		}
-	}
-	if n := f.SampleRate * int(maxPrompt/time.Second); len(s) > n {
-		s = s[:n]
-	}
-	return gateway.AppendPCM(nil, f, s), nil
 }
 
 // cache returns p's cache, or a new one for a nil p.
