@@ -70,7 +70,7 @@ func (s *Service) loop(ctx context.Context) {
 			}
 			lastList = s.clock.Now()
 			s.broadcast()
-		case <-s.changed:
+		case <-s.touches:
 		case <-poll.C:
 		}
 	}
@@ -79,7 +79,7 @@ func (s *Service) loop(ctx context.Context) {
 // touched wakes the loop after this process changed a queue.
 func (s *Service) touched() {
 	select {
-	case s.changed <- struct{}{}:
+	case s.touches <- struct{}{}:
 	default:
 	}
 }

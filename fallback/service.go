@@ -35,10 +35,10 @@ type Service struct {
 	ho handoffs // the callers and agents of this process
 
 	republished uint64 // callbacks a fleet's store put back, as last logged (loop's only)
-	// changed wakes the loop to read the queues again at once after this
+	// touches wakes the loop to read the queues again at once after this
 	// process changed one (an offer, a claim, an outcome): a fleet's Room
 	// is then what this process just did, not up to a poll old.
-	changed chan struct{}
+	touches chan struct{}
 
 	prompts *promptaudio.Cache
 
@@ -79,7 +79,7 @@ func New(ctx context.Context, cfg Config, synth Synthesizer, log *slog.Logger, o
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Service{cfg: cfg, log: log.With("component", "fallback"), clock: cfg.Clock, changed: make(chan struct{}, 1)}
+	s := &Service{cfg: cfg, log: log.With("component", "fallback"), clock: cfg.Clock, touches: make(chan struct{}, 1)}
 	if s.clock == nil {
 		s.clock = clock.System
 	}
