@@ -234,7 +234,14 @@ func TestSIPMediaTimeout(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clock := stagestest.NewClock(stagestest.Epoch)
-			r := newRig(t, func(c *session.Config, _ *stub.Settings) { c.Clock = clock })
+			r := newRig(t, func(c *session.Config, _ *stub.Settings) {
+				c.Clock = clock
+				// The clock jumps tens of seconds here, and the writer's
+				// watchdog reads it too: a write still in flight as it jumps
+				// (the session's `admitted`, on a loaded machine) would count
+				// as stalled that long and end the call as a slow reader.
+				c.Outbound.Timeout = time.Hour
+			})
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			calls := make(chan *sip.Call, 1)
