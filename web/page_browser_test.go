@@ -210,6 +210,12 @@ func TestBrowser(t *testing.T) {
 		r := newRig(t, func(c *rigConfig) {
 			c.cfg.Recognizer = rec
 			c.stub.FrameCount = 50 // a 1 s reply: more than the 25 packets the check waits for
+			// A turn is born when the caller stops speaking, and pocketsphinx
+			// under -race on a loaded machine can take longer than the rig's
+			// 2 s wait to recognize it: the turn then (truthfully) expires at
+			// the model, and no reply is heard. This test is about the media
+			// path, so its turn may wait.
+			c.cfg.Model.MaxAge, c.cfg.Synthesis.MaxAge = 20*time.Second, 20*time.Second
 		})
 		tb := newTab(t, bctx, 30*time.Second)
 		tb.do(chromedp.Navigate(r.http.URL + "/"))
