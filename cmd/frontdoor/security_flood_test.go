@@ -41,6 +41,22 @@ func getWithin(c *http.Client, url string, limit time.Duration) (int, error) {
 	return resp.StatusCode, nil
 }
 
+// probe asks url as an orchestrator's health probe does: each attempt
+// within a second, and only failureThreshold failures in a row (a
+// kubelet's default, 3) count as down. On a loaded 2-core machine under
+// -race a single attempt at the flood's peak may miss its second; a
+// starved /healthz misses all three. It returns the last attempt's answer
+// and how many attempts it took.
+func probe(c *http.Client, url string) (code, attempts int, err error) {
+	const failureThreshold = 3
+	for attempts = 1; ; attempts++ {
+		code, err = getWithin(c, url, time.Second)
+		if err == nil && code == http.StatusOK || attempts == failureThreshold {
+			return code, attempts, err
+		}
+	}
+}
+
 // flood holds up to n connections from ip to addr until stop: half send an
 // unauthenticated WebSocket upgrade and never read the answer (idle
 // keep-alive), half trickle headers they never finish (slowloris). Each
@@ -137,8 +153,9 @@ func TestSecurityFloodFromOneAddress(t *testing.T) {
 	caller := fromAddr("127.0.0.3")
 	for i := range 10 {
 		t0 := time.Now()
-		if code, err := getWithin(health, p.url("/healthz"), time.Second); err != nil || code != 200 {
-			t.Fatalf("round %d: /healthz during the flood: %d %v", i, code, err)
+		code, tries, err := probe(health, p.url("/healthz"))
+		if err != nil || code != 200 {
+			t.Fatalf("round %d: /healthz during the flood, %d probes of 1 s: %d %v", i, tries, code, err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		c, _, err := websocket.Dial(ctx, p.ws("/v1/session"), &websocket.DialOptions{HTTPClient: caller, HTTPHeader: bearer(tok)})
@@ -152,7 +169,7 @@ func TestSecurityFloodFromOneAddress(t *testing.T) {
 		if err != nil || !strings.Contains(string(b), `"admitted"`) {
 			t.Fatalf("round %d: a valid caller during the flood: %s %v", i, b, err)
 		}
-		t.Logf("round %d: health and caller in %v", i, time.Since(t0))
+		t.Logf("round %d: health (%d probes) and caller in %v", i, tries, time.Since(t0))
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Logf("flood: %d dials, %d answered 401 (%d of them then closed by the server), %d answered 429, %d other",
