@@ -99,7 +99,7 @@ func (s *Service) requestCallback(ctx context.Context, req CallbackRequest, numb
 	} else if ok {
 		return CallbackResult{Disposition: callbackDisposition(prev.Status), Ref: prev.Ref}, nil
 	}
-	got, created, err := s.cq.Accept(ctx, Callback{Ref: newRef("cb_"), Call: req.Call, Turn: req.Turn, Number: number, Accepted: s.clock.Now()})
+	got, created, err := s.cq.Accept(ctx, Callback{Ref: newRef("cb_"), Call: req.Call, Turn: req.Turn, Number: number, Accepted: s.clock.Now(), Tenant: req.Tenant})
 	s.touched()
 	switch {
 	case errors.Is(err, ErrQueueFull):

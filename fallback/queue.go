@@ -42,14 +42,22 @@ type CallbackQueue interface {
 	View() stages.View
 	// Stop ends the queue's timers; the store stays open.
 	Stop()
-	// Next claims the oldest waiting callback for operator, with a lease
-	// of Config.CallbackLease. It returns ErrSlotsBusy when
+	// Next claims the oldest waiting callback for operator, or ref only
+	// when it is the oldest (so that an operator gets the callback they
+	// saw at the head, not whichever is the head when the claim lands),
+	// with a lease of Config.CallbackLease. It returns ErrSlotsBusy when
 	// Config.CallbackSlots claims are held in the fleet, ErrNoneWaiting
-	// when nothing waits.
-	Next(ctx context.Context, operator string, now time.Time) (Callback, error)
-	// Sweep returns claims whose lease ran out to the queue, at their
-	// place, and expires callbacks that waited Config.CallbackMaxWait.
+	// when nothing waits, ErrNotNext when ref waits behind others, and
+	// for a ref that does not wait ErrNotFound or ErrNotLive.
+	Next(ctx context.Context, operator, ref string, now time.Time) (Callback, error)
+	// Sweep returns claims whose lease ran out to the queue and expires
+	// callbacks that waited Config.CallbackMaxWait. A fleet's queue
+	// returns a claim to its place; this process's gate offers it again,
+	// behind the callbacks waiting now (as HandoffQueue.Release).
 	Sweep(ctx context.Context, now time.Time) error
+	// Refuse counts in the ledger an offer that a claim gate over the
+	// queue refused before it (Stale, Expired), as HandoffQueue.Refuse.
+	Refuse(ctx context.Context, d stages.Disposition) error
 	// Snapshot reads the queue as a stage: limits, waiting and claimed
 	// callbacks, the ledger. A remote queue keeps it for Room and View.
 	Snapshot(ctx context.Context, now time.Time) (stages.Snapshot, error)

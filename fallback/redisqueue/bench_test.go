@@ -117,7 +117,7 @@ func BenchmarkCallbackCycle(b *testing.B) {
 				if _, created, err := st.Accept(ctx, fallback.Callback{Ref: ref, Call: fmt.Sprint("call", i), Turn: "t1", Number: "+15550100", Accepted: benchEpoch}); err != nil || !created {
 					b.Fatal(created, err)
 				}
-				c, err := st.Next(ctx, "op1", benchEpoch)
+				c, err := st.Next(ctx, "op1", "", benchEpoch)
 				if err != nil || c.Ref != ref {
 					b.Fatal(c.Ref, err)
 				}
