@@ -16,7 +16,8 @@ type CallbackRequest struct {
 	Number  string // E.164, e.g. +15550123; spaces are ignored
 	Consent bool   // the caller agreed to be called at Number
 	// Tenant and Source (the caller's address), when known, are counted
-	// against Config.Bookings with Number.
+	// against Config.Bookings with Number; the callback keeps Tenant, for
+	// a tenant's share of the queue.
 	Tenant, Source string
 }
 
