@@ -78,22 +78,30 @@ func TestCallbackClaimFinishedElsewhereFreesSlot(t *testing.T) {
 	}
 }
 
-// TestLocalCallbackNextNamesHead: a claim naming a callback takes it only
-// at the head of this process's queue, within the claim slots.
-func TestLocalCallbackNextNamesHead(t *testing.T) {
-	clock := stagestest.NewClock(epoch)
+// newLocalQueue is this process's callback queue over a SQLite file, with
+// testConfig's limits and a minute's lease.
+func newLocalQueue(t *testing.T, clock *stagestest.Clock) fallback.CallbackQueue {
+	t.Helper()
 	ctx := context.Background()
 	st, err := fallback.OpenSQLite(ctx, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
-	cfg := testConfig("")
-	q, err := fallback.NewLocalCallbackQueue(ctx, st, cfg.CallbackLimits(), time.Minute, clock, nil)
+	t.Cleanup(func() { st.Close() })
+	q, err := fallback.NewLocalCallbackQueue(ctx, st, testConfig("").CallbackLimits(), time.Minute, clock, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer q.Stop()
+	t.Cleanup(q.Stop)
+	return q
+}
+
+// TestLocalCallbackNextNamesHead: a claim naming a callback takes it only
+// at the head of this process's queue, within the claim slots.
+func TestLocalCallbackNextNamesHead(t *testing.T) {
+	clock := stagestest.NewClock(epoch)
+	ctx := context.Background()
+	q := newLocalQueue(t, clock)
 	for i, ref := range []string{"cb_1", "cb_2"} {
 		if _, _, err := q.Accept(ctx, fallback.Callback{Ref: ref, Call: ref, Turn: "t", Accepted: epoch.Add(time.Duration(i))}); err != nil {
 			t.Fatal(err)
@@ -124,17 +132,7 @@ func TestLocalCallbackNextNamesHead(t *testing.T) {
 func TestLocalCallbackExpireThroughGate(t *testing.T) {
 	clock := stagestest.NewClock(epoch)
 	ctx := context.Background()
-	st, err := fallback.OpenSQLite(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	l := testConfig("").CallbackLimits() // two waiting places, an hour's wait
-	q, err := fallback.NewLocalCallbackQueue(ctx, st, l, time.Minute, clock, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer q.Stop()
+	q := newLocalQueue(t, clock) // two waiting places, an hour's wait
 	for _, ref := range []string{"cb_1", "cb_2"} {
 		if _, _, err := q.Accept(ctx, fallback.Callback{Ref: ref, Call: ref, Turn: "t", Accepted: epoch}); err != nil {
 			t.Fatal(err)

@@ -216,17 +216,24 @@ func claimExpires(t *testing.T, ng NewClaimGate, _ claimOptions) {
 	}
 }
 
-// claimRotate: a new generation cancels the owner's waiting work before
-// Rotate returns; its claimed work keeps the slot until released.
-func claimRotate(t *testing.T, ng NewClaimGate, o claimOptions) {
-	h := newClaimHarness(t, ng, stages.Limits{Slots: 1, Waiting: 3, MaxAge: time.Minute}, "a", "b")
+// rotated is the start of the rotation cases: a1 claimed, a2 and b1
+// waiting, and owner a moved to generation 2.
+func rotated(t *testing.T, ng NewClaimGate) (h claimHarness, a2, b1 stages.Pending) {
+	h = newClaimHarness(t, ng, stages.Limits{Slots: 1, Waiting: 3, MaxAge: time.Minute}, "a", "b")
 	h.submit("a1", "a", 1, Epoch)
-	a2 := h.submit("a2", "a", 1, Epoch)
-	b1 := h.submit("b1", "b", 1, Epoch)
+	a2 = h.submit("a2", "a", 1, Epoch)
+	b1 = h.submit("b1", "b", 1, Epoch)
 	h.claim("", stages.Admitted, "a1")
 	if err := h.g.Rotate(h.ctx, "a", 2); err != nil {
 		t.Fatal(err)
 	}
+	return h, a2, b1
+}
+
+// claimRotate: a new generation cancels the owner's waiting work before
+// Rotate returns; its claimed work keeps the slot until released.
+func claimRotate(t *testing.T, ng NewClaimGate, _ claimOptions) {
+	h, a2, b1 := rotated(t, ng)
 	resolved(t, a2, stages.Cancelled, Epoch)
 	h.claim("", claim.Busy, "") // the cancelled claim still holds the slot
 	h.release("a1", stages.Cancelled)
@@ -243,14 +250,7 @@ func claimRotate(t *testing.T, ng NewClaimGate, o claimOptions) {
 // it waits, and its claimed work completes as claimed; work of the old
 // generation is refused as Stale all the same.
 func claimRotateKept(t *testing.T, ng NewClaimGate, _ claimOptions) {
-	h := newClaimHarness(t, ng, stages.Limits{Slots: 1, Waiting: 3, MaxAge: time.Minute}, "a", "b")
-	h.submit("a1", "a", 1, Epoch)
-	a2 := h.submit("a2", "a", 1, Epoch)
-	b1 := h.submit("b1", "b", 1, Epoch)
-	h.claim("", stages.Admitted, "a1")
-	if err := h.g.Rotate(h.ctx, "a", 2); err != nil {
-		t.Fatal(err)
-	}
+	h, a2, b1 := rotated(t, ng)
 	pending(t, a2)
 	if _, d, err := h.g.Submit(h.ctx, stages.Job{ID: "a3", Owner: "a", Generation: 1, Born: Epoch}); err != nil || d != stages.Stale {
 		t.Fatalf("Submit of the old generation = %v, %v; want Stale", d, err)
