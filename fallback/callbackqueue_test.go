@@ -161,3 +161,32 @@ func TestLocalCallbackExpireThroughGate(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestLocalCallbackReturnFreesSlot: a claim given back through this
+// process's queue frees its slot at once, and the callback can be claimed
+// again; the slot stayed held until the lease ran out.
+func TestLocalCallbackReturnFreesSlot(t *testing.T) {
+	clock := stagestest.NewClock(epoch)
+	ctx := context.Background()
+	q := newLocalQueue(t, clock) // one claim slot
+	if _, _, err := q.Accept(ctx, fallback.Callback{Ref: "cb_1", Call: "c1", Turn: "t", Accepted: epoch}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := q.Next(ctx, "op", "", epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Return(ctx, c.Ref, c.Attempt, epoch); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := q.Next(ctx, "op2", "", epoch); err != nil || again.Ref != "cb_1" || again.Attempt != 2 {
+		t.Fatalf("Next after Return = %+v, %v; want cb_1, attempt 2", again, err)
+	}
+	sn, _ := q.Snapshot(ctx, epoch)
+	if sn.Leased != 1 || sn.Queued != 0 {
+		t.Fatalf("stage %+v: want the one claim", sn)
+	}
+	if err := sn.Ledger.Check(sn.Queued, sn.Leased); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -155,19 +155,8 @@ func (c *localCallbacks) Next(ctx context.Context, operator, ref string, now tim
 		if err != nil {
 			return Callback{}, err
 		}
-		switch d {
-		case stages.Admitted:
-		case claim.Busy:
-			return Callback{}, ErrSlotsBusy
-		case stages.Queued:
-			return Callback{}, ErrNotNext
-		case claim.Empty:
-			return Callback{}, ErrNoneWaiting
-		default: // ref no longer waits (claimed, expired), or the gate is closed
-			if ref != "" {
-				return Callback{}, fmt.Errorf("%w: %q is %v", ErrNotLive, ref, d)
-			}
-			return Callback{}, ErrNoneWaiting
+		if err := claimRefusal(d, ref); err != nil {
+			return Callback{}, err
 		}
 		got, _, _ := strings.Cut(id, "/")
 		cb, err := c.CallbackStore.Claim(ctx, got, operator, now, now.Add(c.lease))
@@ -175,9 +164,7 @@ func (c *localCallbacks) Next(ctx context.Context, operator, ref string, now tim
 			// Claimed or finished by another process on the same file,
 			// or the store failed: drop it from the gate; a pending row
 			// comes back by refill.
-			c.q.Cancel(id, got)
-			delete(c.jobs, got)
-			c.backlog = true
+			c.dropLocked(got)
 			if (errors.Is(err, ErrNotLive) || errors.Is(err, ErrNotFound)) && ref == "" {
 				continue
 			}
@@ -186,6 +173,25 @@ func (c *localCallbacks) Next(ctx context.Context, operator, ref string, now tim
 		c.armLeaseLocked(got, cb.Attempt, c.lease)
 		return cb, nil
 	}
+}
+
+// claimRefusal is the error of a gate's claim that admitted nothing (nil
+// when it admitted), for a claim of the head or of ref.
+func claimRefusal(d stages.Disposition, ref string) error {
+	switch d {
+	case stages.Admitted:
+		return nil
+	case claim.Busy:
+		return ErrSlotsBusy
+	case stages.Queued:
+		return ErrNotNext
+	case claim.Empty:
+		return ErrNoneWaiting
+	}
+	if ref != "" { // ref no longer waits (claimed, expired), or the gate is closed
+		return fmt.Errorf("%w: %q is %v", ErrNotLive, ref, d)
+	}
+	return ErrNoneWaiting
 }
 
 // wantLocked is the gate's job of ref for a claim of it: one that is
@@ -260,6 +266,23 @@ func (c *localCallbacks) Expire(ctx context.Context, ref string, now time.Time) 
 		return err
 	}
 	c.dropLocked(ref)
+	return nil
+}
+
+// Return implements CallbackStore through the gate: the claim's slot is
+// free at once and the callback waits again, behind those waiting now.
+func (c *localCallbacks) Return(ctx context.Context, ref string, attempt int, now time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.CallbackStore.Return(ctx, ref, attempt, now); err != nil {
+		return err
+	}
+	if l, ok := c.leases[ref]; ok {
+		l.t.Stop()
+		delete(c.leases, ref)
+	}
+	c.dropLocked(ref)
+	c.refillLocked(ctx)
 	return nil
 }
 
