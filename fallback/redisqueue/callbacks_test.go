@@ -26,8 +26,8 @@ func TestCallbackStoreContract(t *testing.T) {
 	st := redisqueue.NewCallbackStore(srv.Client(t), "callbacks", workerConfig())
 	at := func(s int) time.Time { return epoch.Add(time.Duration(s) * time.Second) }
 
-	a, created, err := st.Accept(ctx, fallback.Callback{Ref: "cb_a", Call: "c1", Turn: "t1", Number: "+15550100", Accepted: at(0)})
-	if err != nil || !created || a.Status != fallback.StatusPending || !a.Accepted.Equal(at(0)) || a.Number != "+15550100" {
+	a, created, err := st.Accept(ctx, fallback.Callback{Ref: "cb_a", Call: "c1", Turn: "t1", Number: "+15550100", Accepted: at(0), Tenant: "acme"})
+	if err != nil || !created || a.Status != fallback.StatusPending || !a.Accepted.Equal(at(0)) || a.Number != "+15550100" || a.Tenant != "acme" {
 		t.Fatalf("accept: %+v %v %v", a, created, err)
 	}
 	again, created, err := st.Accept(ctx, fallback.Callback{Ref: "cb_other", Call: "c1", Turn: "t1", Number: "+15550100", Accepted: at(1)})
