@@ -16,7 +16,8 @@ type CallbackRequest struct {
 	Number  string // E.164, e.g. +15550123; spaces are ignored
 	Consent bool   // the caller agreed to be called at Number
 	// Tenant and Source (the caller's address), when known, are counted
-	// against Config.Bookings with Number.
+	// against Config.Bookings with Number; the callback keeps Tenant, for
+	// a tenant's share of the queue.
 	Tenant, Source string
 }
 
@@ -99,7 +100,7 @@ func (s *Service) requestCallback(ctx context.Context, req CallbackRequest, numb
 	} else if ok {
 		return CallbackResult{Disposition: callbackDisposition(prev.Status), Ref: prev.Ref}, nil
 	}
-	got, created, err := s.cq.Accept(ctx, Callback{Ref: newRef("cb_"), Call: req.Call, Turn: req.Turn, Number: number, Accepted: s.clock.Now()})
+	got, created, err := s.cq.Accept(ctx, Callback{Ref: newRef("cb_"), Call: req.Call, Turn: req.Turn, Number: number, Accepted: s.clock.Now(), Tenant: req.Tenant})
 	s.touched()
 	switch {
 	case errors.Is(err, ErrQueueFull):

@@ -11,6 +11,8 @@ var (
 	ErrNoneWaiting = errors.New("fallback: no callback waiting")
 	// ErrSlotsBusy: every claim slot (-callback-slots) is held.
 	ErrSlotsBusy = errors.New("fallback: every claim slot is in use")
+	// ErrNotNext: the callback named waits behind older ones.
+	ErrNotNext = errors.New("fallback: an older callback is waiting: claim the oldest")
 )
 
 // ClaimCallback gives the oldest waiting callback to operator under a lease
@@ -22,7 +24,7 @@ func (s *Service) ClaimCallback(ctx context.Context, operator string) (Callback,
 	if s.closed.Load() {
 		return Callback{}, ErrClosed
 	}
-	c, err := s.cq.Next(ctx, operator, s.clock.Now())
+	c, err := s.cq.Next(ctx, operator, "", s.clock.Now())
 	s.touched()
 	if err == nil {
 		s.log.Info("callback claimed", "ticket", c.Ref, "operator", operator, "attempt", c.Attempt) // no number at info level

@@ -14,24 +14,34 @@ import (
 // counts every offer in its ledger. In process the queue is a
 // claim.Gate of this process (internal/claimq; localCallbacks over
 // the durable store, localHandoffs), the default of New; in a fleet it is
-// the fleet's queue on Redis (redisqueue.CallbackStore, HandoffQueue), on
-// the same scripts as the Redis claim gates (redisqueue.NewCallbackGate,
-// NewHandoffGate). stagestest.RunClaimGate runs on the HandoffQueue
-// contract in both modes (redisqueue.NewHandoffGateOn over
-// NewLocalHandoffQueue and over the Redis queue), and on the gates beneath
-// the callback queues (internal/claimq; redisqueue.NewCallbackGate). The
-// Service never asks which one it has: local and fleet differ in the
-// constructor.
+// the fleet's queue on Redis (redisqueue.CallbackStore, HandoffQueue).
+// stagestest.RunClaimGate runs on both contracts in both modes, through
+// gates built on the contract alone (redisqueue.NewCallbackGateOn over
+// NewLocalCallbackQueue on the SQLite store and over the Redis queue;
+// redisqueue.NewHandoffGateOn over NewLocalHandoffQueue and over the Redis
+// queue). A booked callback is kept until a claim or its deadline: the
+// caller was told it will be called back, so no later turn of the call
+// withdraws it (the suite runs with stagestest.Kept). The Service never
+// asks which queue it has: local and fleet differ in the constructor.
 //
 // Work another process decided (an agent elsewhere acknowledged a handoff,
 // a sweep expired it) reaches the Service through Watch and Get, which an
 // in-process queue answers at once.
 
 // CallbackQueue is a CallbackStore that is also the callback queue: it
-// bounds pending callbacks (Accept refuses with ErrQueueFull) and claims,
+// bounds pending callbacks (Accept refuses with ErrQueueFull; a tenant's
+// share by Callback.Tenant, where the queue is given one) and claims,
 // orders claims, leases and expires callbacks itself. The default is this
 // process's claim gate over the durable store (New with a plain store);
 // redisqueue.CallbackStore is the fleet's, for every process at once.
+//
+// Finish, Return and Expire through the queue free the claim's slot or the
+// callback's place as well as changing the record. Claim is the store's:
+// it takes a callback wherever it waits. The fleet's queue counts it in
+// its slots; this process's queue records it in the store only, and its
+// gate learns of it as of a claim made by another process on the same
+// file (frontdoor callbacks): it holds no slot here. The queue's own
+// claims are Next's.
 type CallbackQueue interface {
 	CallbackStore
 	// Room reports, without waiting, whether an offer now would find a
@@ -42,14 +52,22 @@ type CallbackQueue interface {
 	View() stages.View
 	// Stop ends the queue's timers; the store stays open.
 	Stop()
-	// Next claims the oldest waiting callback for operator, with a lease
-	// of Config.CallbackLease. It returns ErrSlotsBusy when
+	// Next claims the oldest waiting callback for operator, or ref only
+	// when it is the oldest (so that an operator gets the callback they
+	// saw at the head, not whichever is the head when the claim lands),
+	// with a lease of Config.CallbackLease. It returns ErrSlotsBusy when
 	// Config.CallbackSlots claims are held in the fleet, ErrNoneWaiting
-	// when nothing waits.
-	Next(ctx context.Context, operator string, now time.Time) (Callback, error)
-	// Sweep returns claims whose lease ran out to the queue, at their
-	// place, and expires callbacks that waited Config.CallbackMaxWait.
+	// when nothing waits, ErrNotNext when ref waits behind others, and
+	// for a ref that does not wait ErrNotFound or ErrNotLive.
+	Next(ctx context.Context, operator, ref string, now time.Time) (Callback, error)
+	// Sweep returns claims whose lease ran out to the queue and expires
+	// callbacks that waited Config.CallbackMaxWait. A fleet's queue
+	// returns a claim to its place; this process's gate offers it again,
+	// behind the callbacks waiting now (as HandoffQueue.Release).
 	Sweep(ctx context.Context, now time.Time) error
+	// Refuse counts in the ledger an offer that a claim gate over the
+	// queue refused before it (Stale, Expired), as HandoffQueue.Refuse.
+	Refuse(ctx context.Context, d stages.Disposition) error
 	// Snapshot reads the queue as a stage: limits, waiting and claimed
 	// callbacks, the ledger. A remote queue keeps it for Room and View.
 	Snapshot(ctx context.Context, now time.Time) (stages.Snapshot, error)

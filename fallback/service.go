@@ -127,7 +127,7 @@ func (s *Service) defaultQueues(ctx context.Context) error {
 		s.cq = cq
 		return nil
 	}
-	cq, err := newLocalCallbacks(ctx, s.store, s.cfg, s.clock, s.log)
+	cq, err := newLocalCallbacks(ctx, s.store, s.cfg.CallbackLimits(), s.cfg.CallbackLease, s.clock, s.log)
 	if err != nil {
 		s.hq.Stop()
 		return err

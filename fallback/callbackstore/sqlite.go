@@ -39,6 +39,7 @@ CREATE TABLE IF NOT EXISTS callbacks (
 	lease_until INTEGER NOT NULL DEFAULT 0,
 	updated     INTEGER NOT NULL,
 	note        TEXT NOT NULL DEFAULT '',
+	tenant      TEXT NOT NULL DEFAULT '',
 	UNIQUE (call, turn)
 );
 CREATE INDEX IF NOT EXISTS callbacks_status ON callbacks (status, accepted);
@@ -67,6 +68,10 @@ func OpenSQLite(ctx context.Context, dir string) (*SQLite, error) {
 		db.Close()
 		return nil, fmt.Errorf("fallback: schema %s: %w", path, err)
 	}
+	if err := migrate(ctx, db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("fallback: schema %s: %w", path, err)
+	}
 	var mode string
 	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || !strings.EqualFold(mode, "wal") {
 		db.Close()
@@ -75,10 +80,23 @@ func OpenSQLite(ctx context.Context, dir string) (*SQLite, error) {
 	return &SQLite{db: db}, nil
 }
 
+// migrate adds the columns a database made by an older server lacks.
+func migrate(ctx context.Context, db *sql.DB) error {
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('callbacks') WHERE name = 'tenant'`).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	_, err := db.ExecContext(ctx, `ALTER TABLE callbacks ADD COLUMN tenant TEXT NOT NULL DEFAULT ''`)
+	return err
+}
+
 // Close closes the database.
 func (s *SQLite) Close() error { return s.db.Close() }
 
-const columns = `ticket, call, turn, number, status, accepted, attempt, operator, lease_until, updated, note`
+const columns = `ticket, call, turn, number, status, accepted, attempt, operator, lease_until, updated, note, tenant`
 
 type scanner interface{ Scan(...any) error }
 
@@ -86,7 +104,7 @@ func scanCallback(r scanner) (Callback, error) {
 	var c Callback
 	var status string
 	var accepted, lease, updated int64
-	if err := r.Scan(&c.Ref, &c.Call, &c.Turn, &c.Number, &status, &accepted, &c.Attempt, &c.Operator, &lease, &updated, &c.Note); err != nil {
+	if err := r.Scan(&c.Ref, &c.Call, &c.Turn, &c.Number, &status, &accepted, &c.Attempt, &c.Operator, &lease, &updated, &c.Note, &c.Tenant); err != nil {
 		return Callback{}, err
 	}
 	c.Status = Status(status)
@@ -100,9 +118,9 @@ func scanCallback(r scanner) (Callback, error) {
 
 // Accept implements Store.
 func (s *SQLite) Accept(ctx context.Context, c Callback) (Callback, bool, error) {
-	res, err := s.db.ExecContext(ctx, `INSERT INTO callbacks (ticket, call, turn, number, status, accepted, updated)
-		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (call, turn) DO NOTHING`,
-		c.Ref, c.Call, c.Turn, c.Number, string(StatusPending), c.Accepted.UnixNano(), c.Accepted.UnixNano())
+	res, err := s.db.ExecContext(ctx, `INSERT INTO callbacks (ticket, call, turn, number, status, accepted, updated, tenant)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (call, turn) DO NOTHING`,
+		c.Ref, c.Call, c.Turn, c.Number, string(StatusPending), c.Accepted.UnixNano(), c.Accepted.UnixNano(), c.Tenant)
 	if err != nil {
 		return Callback{}, false, fmt.Errorf("fallback: accept callback: %w", err)
 	}

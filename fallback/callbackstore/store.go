@@ -44,6 +44,10 @@ type Callback struct {
 	LeaseUntil time.Time `json:"lease_until,omitzero"`
 	Updated    time.Time `json:"updated"`
 	Note       string    `json:"note,omitempty"` // completion note or failure reason
+	// Tenant, when known, is whose share of the queue the callback uses
+	// while it waits (a queue given a share enforces it); kept with the
+	// record, so that a queue re-filled from it counts the share again.
+	Tenant string `json:"tenant,omitempty"`
 }
 
 // Store errors. Implementations wrap them so callers can use errors.Is.

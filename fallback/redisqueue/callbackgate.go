@@ -3,6 +3,7 @@ package redisqueue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -13,10 +14,6 @@ import (
 	"github.com/frontdoorhq/frontdoor/stages/claim"
 )
 
-// errNotHead is the callback queue's answer to a claim of a callback that
-// waits behind others (CallbackGate's claims of a named ticket only).
-var errNotHead = errors.New("redisqueue: callback is not the head of the queue")
-
 // NewCallbackGate returns the callback queue called name on rdb with limits
 // l as a claim gate on clock; holder names the operator its claims are
 // made for. A claim's lease is lease (Config.CallbackLease): one left
@@ -24,42 +21,46 @@ var errNotHead = errors.New("redisqueue: callback is not the head of the queue")
 func NewCallbackGate(rdb redis.UniversalClient, name string, l stages.Limits, clock clock.Clock, holder string, lease time.Duration) *ClaimGate {
 	s := NewCallbackStore(rdb, name, fallback.Config{CallbackSlots: l.Slots, CallbackQueue: l.Waiting, CallbackMaxWait: l.MaxAge, CallbackLease: lease})
 	s.tenantWaiting = l.TenantWaiting
-	return newClaimGate(callbackGate{s}, l, clock, holder)
+	return NewCallbackGateOn(s, l, clock, holder)
 }
 
-// callbackGate is a CallbackStore's side of a ClaimGate: a job is a
-// callback whose call is the owner and whose turn is the job's ID.
-type callbackGate struct{ s *CallbackStore }
+// NewCallbackGateOn returns q, any fallback.CallbackQueue with limits l, as
+// a claim gate on clock, through the contract fallback.Service asks it by
+// and nothing else: so that stagestest.RunClaimGate checks that contract on
+// the fleet's queue (NewCallbackGate) and on this process's
+// (fallback.NewLocalCallbackQueue over the SQLite store) alike. A job is a
+// callback: its ID the ticket and the turn, its Owner the call. Its
+// deadline is the queue's, Born plus l.MaxAge (a callback records no
+// other).
+//
+// A booked callback is kept: the caller was told it will be called back,
+// so neither a new generation of its call nor its owner withdraws it
+// (Cancel fails with errors.ErrUnsupported; stagestest.Kept); it leaves
+// the queue by a claim or at its deadline.
+func NewCallbackGateOn(q fallback.CallbackQueue, l stages.Limits, clock clock.Clock, holder string) *ClaimGate {
+	g := newClaimGate(callbackGate{q}, l, clock, holder)
+	g.kept = true
+	return g
+}
+
+// callbackGate is a CallbackQueue's side of a ClaimGate.
+type callbackGate struct{ q fallback.CallbackQueue }
 
 func (g callbackGate) enqueue(ctx context.Context, job stages.Job) (stages.Disposition, error) {
-	if job.Tenant != "" {
-		g.s.mu.Lock()
-		g.s.tenants[job.ID] = job.Tenant
-		g.s.mu.Unlock()
-		defer func() {
-			g.s.mu.Lock()
-			delete(g.s.tenants, job.ID)
-			g.s.mu.Unlock()
-		}()
-	}
-	_, _, err := g.s.Accept(ctx, fallback.Callback{Ref: job.ID, Call: job.Owner, Turn: job.ID, Accepted: job.Born})
-	if errors.Is(err, fallback.ErrQueueFull) {
+	_, created, err := g.q.Accept(ctx, fallback.Callback{Ref: job.ID, Call: job.Owner, Turn: job.ID, Accepted: job.Born, Tenant: job.Tenant})
+	switch {
+	case errors.Is(err, fallback.ErrQueueFull):
 		return stages.Overloaded, nil
-	}
-	if err != nil {
+	case err != nil:
 		return 0, err
+	case !created:
+		return 0, fmt.Errorf("redisqueue: callback %q accepted before", job.ID)
 	}
 	return stages.Queued, nil
 }
 
 func (g callbackGate) claim(ctx context.Context, holder, want string, now time.Time) (stages.Disposition, string, int, error) {
-	var c fallback.Callback
-	var err error
-	if want == "" {
-		c, err = g.s.Next(ctx, holder, now)
-	} else {
-		c, err = g.s.transition(ctx, "head", want, 0, now, "", holder, now.Add(g.s.cfg.CallbackLease))
-	}
+	c, err := g.q.Next(ctx, holder, want, now)
 	switch {
 	case err == nil:
 		return stages.Admitted, c.Ref, c.Attempt, nil
@@ -67,7 +68,7 @@ func (g callbackGate) claim(ctx context.Context, holder, want string, now time.T
 		return claim.Busy, "", 0, nil
 	case errors.Is(err, fallback.ErrNoneWaiting):
 		return claim.Empty, "", 0, nil
-	case errors.Is(err, errNotHead):
+	case errors.Is(err, fallback.ErrNotNext):
 		return stages.Queued, "", 0, nil
 	case errors.Is(err, fallback.ErrNotFound), errors.Is(err, fallback.ErrNotLive):
 		d, err := g.state(ctx, want)
@@ -81,25 +82,28 @@ func (g callbackGate) finish(ctx context.Context, id string, attempt int, failed
 	if failed {
 		to = fallback.StatusFailed
 	}
-	_, err := g.s.Finish(ctx, id, attempt, to, "", now)
+	_, err := g.q.Finish(ctx, id, attempt, to, "", now)
 	return err
 }
 
-func (g callbackGate) cancel(ctx context.Context, id string, now time.Time) error {
-	_, err := g.s.transition(ctx, "cancel", id, 0, now, "", "", time.Time{})
-	return err
+// cancel is never asked of a kept queue (ClaimGate.kept).
+func (g callbackGate) cancel(context.Context, string, time.Time) error {
+	return fmt.Errorf("redisqueue: cancel a callback: %w", errors.ErrUnsupported)
 }
 
+// expire ends a waiting callback at its deadline: the queue expires it
+// now, or had already (its own timer or sweep decided first).
 func (g callbackGate) expire(ctx context.Context, id string, now time.Time) (bool, error) {
-	err := g.s.Expire(ctx, id, now)
+	err := g.q.Expire(ctx, id, now)
 	if errors.Is(err, fallback.ErrNotLive) {
-		return false, nil
+		d, err := g.state(ctx, id)
+		return d == stages.Expired, err
 	}
 	return err == nil, err
 }
 
 func (g callbackGate) state(ctx context.Context, id string) (stages.Disposition, error) {
-	c, err := g.s.Get(ctx, id)
+	c, err := g.q.Get(ctx, id)
 	if errors.Is(err, fallback.ErrNotFound) {
 		return 0, nil
 	}
@@ -115,35 +119,38 @@ func (g callbackGate) state(ctx context.Context, id string) (stages.Disposition,
 		return stages.Expired, nil
 	case fallback.StatusFailed:
 		return stages.Failed, nil
-	case "cancelled":
-		return stages.Cancelled, nil
 	}
 	return stages.Completed, nil
 }
 
-// ARGV[1] prefix, [2] ticket: its place among waiting tickets, 0 if none.
-var positionScript = script(`
-local k = P .. 't:' .. ARGV[2]
-if redis.call('HGET', k, 'status') ~= 'pending' then return 0 end
-local r = redis.call('ZRANK', Q, redis.call('HGET', k, 'qm'))
-if r then return r + 1 end
-return 0
-`)
-
+// position is id's place among the waiting callbacks as the queue lists
+// them, oldest accepted first: the queue's order, but for a claim this
+// process's gate took back, which waits behind the others
+// (fallback.CallbackQueue.Sweep). One List per call: a view, not a path
+// any claim takes.
 func (g callbackGate) position(ctx context.Context, id string) (int, bool, error) {
-	n, err := positionScript.Run(ctx, g.s.rdb, nil, g.s.prefix, id).Int()
+	waiting, err := g.q.List(ctx, 0, fallback.StatusPending)
 	if err != nil {
-		return 0, false, g.s.unavailable("position", err)
+		return 0, false, err
 	}
-	return n, n > 0, nil
+	for i, c := range waiting {
+		if c.Ref == id {
+			return i + 1, true, nil
+		}
+	}
+	return 0, false, nil
 }
 
 func (g callbackGate) refuse(ctx context.Context, d stages.Disposition) error {
-	return refuse(ctx, g.s.rdb, g.s.prefix, refusalField(d))
+	return g.q.Refuse(ctx, d)
 }
 
 func (g callbackGate) snapshot(ctx context.Context, now time.Time) (stages.Snapshot, error) {
-	return g.s.Snapshot(ctx, now)
+	return g.q.Snapshot(ctx, now)
 }
 
-func (g callbackGate) ping(ctx context.Context, _ time.Time) error { return g.s.rdb.Ping(ctx).Err() }
+// ping reads the queue: a queue that answers can decide admission.
+func (g callbackGate) ping(ctx context.Context, now time.Time) error {
+	_, err := g.q.Snapshot(ctx, now)
+	return err
+}

@@ -46,19 +46,11 @@ type CallbackStore struct {
 	journal     map[string]fallback.Callback // by ticket
 	republished atomic.Uint64
 
-	// A tenant's share of the pending callbacks (0: none), and each
-	// ticket's tenant until it is accepted: set by CallbackGate.
+	// A tenant's share of the pending callbacks (0: none), counted by
+	// Callback.Tenant: set by NewCallbackGate.
 	tenantWaiting int
-	tenants       map[string]string
 
 	last *lastView // as last read by Snapshot
-}
-
-// tenant is the tenant c is counted under (CallbackGate's jobs only).
-func (s *CallbackStore) tenant(c fallback.Callback) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.tenants[c.Ref]
 }
 
 var _ fallback.CallbackQueue = (*CallbackStore)(nil)
@@ -67,7 +59,7 @@ var _ fallback.CallbackQueue = (*CallbackStore)(nil)
 // fleet; "callbacks" is the usual name) with the callback limits of cfg,
 // which every replica must share. It does not contact Redis.
 func NewCallbackStore(rdb redis.UniversalClient, name string, cfg fallback.Config) *CallbackStore {
-	return &CallbackStore{rdb: rdb, prefix: "fdcb:{" + name + "}:", cfg: cfg, journal: map[string]fallback.Callback{}, tenants: map[string]string{},
+	return &CallbackStore{rdb: rdb, prefix: "fdcb:{" + name + "}:", cfg: cfg, journal: map[string]fallback.Callback{},
 		last: &lastView{limits: cfg.CallbackLimits()}}
 }
 
@@ -103,7 +95,7 @@ func fromHash(m map[string]string) (fallback.Callback, bool) {
 	return fallback.Callback{
 		Ref: m["ticket"], Call: m["call"], Turn: m["turn"], Number: m["number"],
 		Status: fallback.Status(m["status"]), Accepted: unns(m["born"]), Attempt: attempt,
-		Operator: m["holder"], LeaseUntil: unns(m["lease"]), Updated: unns(m["updated"]), Note: m["note"],
+		Operator: m["holder"], LeaseUntil: unns(m["lease"]), Updated: unns(m["updated"]), Note: m["note"], Tenant: m["tenant"],
 	}, true
 }
 
@@ -132,7 +124,7 @@ func (s *CallbackStore) Accept(ctx context.Context, c fallback.Callback) (fallba
 		return fallback.Callback{}, false, fmt.Errorf("fallback: accept callback: empty ticket, call, turn or time")
 	}
 	v, err := acceptScript.Run(ctx, s.rdb, nil, s.prefix, c.Ref, callKey(c.Call, c.Turn), c.Call, c.Turn, c.Number,
-		ns(c.Accepted), s.cfg.CallbackQueue, s.tenant(c), s.tenantWaiting).Slice()
+		ns(c.Accepted), s.cfg.CallbackQueue, c.Tenant, s.tenantWaiting).Slice()
 	if err != nil {
 		return fallback.Callback{}, false, s.unavailable("accept", err)
 	}
@@ -299,8 +291,7 @@ func (s *CallbackStore) List(ctx context.Context, limit int, statuses ...fallbac
 // (1 done, -1 no such ticket, -2 not in the state op needs, -3 attempt
 // superseded, -5 every claim slot busy, -6 nothing waiting, -7 not the
 // head) and the record. Nothing waiting is told before busy slots, as by
-// the in-process queue. head claims t only when it is the head; cancel
-// (CallbackGate's) ends a live callback as cancelled.
+// the in-process queue. head claims t only when it is the head.
 var transitionScript = script(`
 local op, t, want, now = ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
 if op == 'next' then
@@ -312,12 +303,6 @@ end
 local k = P .. 't:' .. t
 local st = redis.call('HGET', k, 'status')
 if not st then return {-1, {}} end
-if op == 'cancel' then
-  if st ~= 'pending' and st ~= 'claimed' then return {-2, redis.call('HGETALL', k)} end
-  finish(t, 'cancelled', 'cancelled_queued', 'cancelled_active,released_cancelled', 0)
-  redis.call('HSET', k, 'updated', now)
-  return {1, redis.call('HGETALL', k)}
-end
 if op == 'head' and st == 'pending' and redis.call('ZRANGE', Q, 0, 0)[1] ~= redis.call('HGET', k, 'qm') then
   return {-7, redis.call('HGETALL', k)}
 end
@@ -367,7 +352,7 @@ func (s *CallbackStore) transition(ctx context.Context, op, ref string, attempt 
 	case -6:
 		return fallback.Callback{}, fallback.ErrNoneWaiting
 	case -7:
-		return cur, errNotHead
+		return fallback.Callback{}, fmt.Errorf("%w: %q", fallback.ErrNotNext, ref)
 	}
 	return cur, nil
 }
@@ -379,12 +364,22 @@ func (s *CallbackStore) Claim(ctx context.Context, ref, operator string, now, un
 }
 
 // Next implements fallback.CallbackQueue: the oldest waiting callback, in
-// the order the fleet accepted them (a returned claim keeps its place).
-func (s *CallbackStore) Next(ctx context.Context, operator string, now time.Time) (fallback.Callback, error) {
+// the order the fleet accepted them (a returned claim keeps its place), or
+// ref when it is the oldest.
+func (s *CallbackStore) Next(ctx context.Context, operator, ref string, now time.Time) (fallback.Callback, error) {
 	if err := s.Sweep(ctx, now); err != nil {
 		return fallback.Callback{}, err
 	}
-	return s.transition(ctx, "next", "", 0, now, "", operator, now.Add(s.cfg.CallbackLease))
+	op := "next"
+	if ref != "" {
+		op = "head"
+	}
+	return s.transition(ctx, op, ref, 0, now, "", operator, now.Add(s.cfg.CallbackLease))
+}
+
+// Refuse implements fallback.CallbackQueue.
+func (s *CallbackStore) Refuse(ctx context.Context, d stages.Disposition) error {
+	return refuse(ctx, s.rdb, s.prefix, refusalField(d))
 }
 
 // Return implements fallback.CallbackStore.

@@ -26,8 +26,8 @@ func TestCallbackStoreContract(t *testing.T) {
 	st := redisqueue.NewCallbackStore(srv.Client(t), "callbacks", workerConfig())
 	at := func(s int) time.Time { return epoch.Add(time.Duration(s) * time.Second) }
 
-	a, created, err := st.Accept(ctx, fallback.Callback{Ref: "cb_a", Call: "c1", Turn: "t1", Number: "+15550100", Accepted: at(0)})
-	if err != nil || !created || a.Status != fallback.StatusPending || !a.Accepted.Equal(at(0)) || a.Number != "+15550100" {
+	a, created, err := st.Accept(ctx, fallback.Callback{Ref: "cb_a", Call: "c1", Turn: "t1", Number: "+15550100", Accepted: at(0), Tenant: "acme"})
+	if err != nil || !created || a.Status != fallback.StatusPending || !a.Accepted.Equal(at(0)) || a.Number != "+15550100" || a.Tenant != "acme" {
 		t.Fatalf("accept: %+v %v %v", a, created, err)
 	}
 	again, created, err := st.Accept(ctx, fallback.Callback{Ref: "cb_other", Call: "c1", Turn: "t1", Number: "+15550100", Accepted: at(1)})
@@ -238,18 +238,18 @@ func TestCallbackQueueTimeouts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	first, err := st.Next(ctx, "op-gone", now)
+	first, err := st.Next(ctx, "op-gone", "", now)
 	if err != nil || first.Ref != "cb_1" {
 		t.Fatalf("next: %+v %v", first, err)
 	}
-	if second, err := st.Next(ctx, "op", now); err != nil || second.Ref != "cb_2" {
+	if second, err := st.Next(ctx, "op", "", now); err != nil || second.Ref != "cb_2" {
 		t.Fatalf("next: %+v %v", second, err)
 	}
 	time.Sleep(cfg.CallbackLease + 100*time.Millisecond) // both leases run out on the Redis clock
 	if _, err := st.Finish(ctx, "cb_2", 1, fallback.StatusCompleted, "in time? no", time.Now()); err != nil {
 		t.Fatalf("finish after the lease but before any sweep: %v", err) // no one took it yet
 	}
-	again, err := st.Next(ctx, "op2", time.Now()) // sweeps: cb_1 back first
+	again, err := st.Next(ctx, "op2", "", time.Now()) // sweeps: cb_1 back first
 	if err != nil || again.Ref != "cb_1" || again.Attempt != 2 {
 		t.Fatalf("after the lease ran out: %+v %v", again, err)
 	}
@@ -293,7 +293,7 @@ func TestCallbackClaimByTicketKeepsOrder(t *testing.T) {
 	}
 	var got []string
 	for range 3 {
-		c, err := st.Next(ctx, "op", now)
+		c, err := st.Next(ctx, "op", "", now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -304,13 +304,13 @@ func TestCallbackClaimByTicketKeepsOrder(t *testing.T) {
 	}
 	// Nothing waits: none waiting, though every slot is held (as in
 	// process, and as stagestest.RunClaimGate asks of every claim gate).
-	if _, err := st.Next(ctx, "op", now); !errors.Is(err, fallback.ErrNoneWaiting) {
+	if _, err := st.Next(ctx, "op", "", now); !errors.Is(err, fallback.ErrNoneWaiting) {
 		t.Fatalf("claim with nothing waiting: %v", err)
 	}
 	if _, _, err := st.Accept(ctx, fallback.Callback{Ref: "cb_5", Call: "cb_5", Turn: "t", Number: "+15550100", Accepted: now}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Next(ctx, "op", now); !errors.Is(err, fallback.ErrSlotsBusy) {
+	if _, err := st.Next(ctx, "op", "", now); !errors.Is(err, fallback.ErrSlotsBusy) {
 		t.Fatalf("fifth claim with 4 slots: %v", err)
 	}
 }

@@ -11,11 +11,13 @@
 // caller was promised is lost. docs/FLEET.md has the failure model.
 //
 // Both queues are also claim gates (ClaimGate: NewHandoffGate,
-// NewCallbackGate), on the same scripts, so that the contract every claim
-// gate keeps (stagestest.RunClaimGate) runs on the queues fallback uses in
-// fleet mode, against a real redis-server. The handoff gate is built on
-// the fallback.HandoffQueue contract alone (NewHandoffGateOn), so the same
-// suite runs on fallback.Service's in-process handoff queue too.
+// NewCallbackGate), so that the contract every claim gate keeps
+// (stagestest.RunClaimGate) runs on the queues fallback uses in fleet
+// mode, against a real redis-server. Each gate is built on its queue's
+// fallback contract alone (NewHandoffGateOn, NewCallbackGateOn), so the
+// same suite runs on fallback.Service's in-process queues too; the
+// callback gate with stagestest.Kept, since a booked callback is not
+// withdrawn.
 package redisqueue
 
 import "errors"

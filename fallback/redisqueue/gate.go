@@ -2,6 +2,7 @@ package redisqueue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -18,9 +19,10 @@ import (
 // head, the tenant's share, fenced claims, expiry and the ledger are the
 // queue's, kept in Redis for every replica. A job's ID is the ticket, its
 // Owner the caller. NewHandoffGate makes one on a HandoffQueue,
-// NewCallbackGate on a CallbackStore; NewHandoffGateOn on any
-// fallback.HandoffQueue, through that contract alone, so that the suite
-// also runs on this process's handoff queue (fallback.NewLocalHandoffQueue).
+// NewCallbackGate on a CallbackStore; NewHandoffGateOn and NewCallbackGateOn
+// on any fallback.HandoffQueue or fallback.CallbackQueue, through that
+// contract alone, so that the suite also runs on this process's queues
+// (fallback.NewLocalHandoffQueue, fallback.NewLocalCallbackQueue).
 //
 // What the gate keeps in this process is what the caller's replica keeps in
 // fleet mode (fallback.Service's side of a handoff): each owner's
@@ -35,6 +37,9 @@ type ClaimGate struct {
 	clock  clock.Clock
 	limits stages.Limits
 	holder string // who the gate's claims are made for
+	// kept: its owner cannot withdraw work (a booked callback): Cancel
+	// fails with errors.ErrUnsupported and Rotate leaves the work waiting.
+	kept bool
 
 	mu     sync.Mutex
 	owners map[string]*gateOwner
@@ -245,6 +250,9 @@ func (g *ClaimGate) Cancel(ctx context.Context, id string) (stages.Disposition, 
 }
 
 func (g *ClaimGate) cancelLocked(ctx context.Context, id string) (stages.Disposition, error) {
+	if g.kept {
+		return 0, fmt.Errorf("redisqueue: cancel %q: the queue keeps its work: %w", id, errors.ErrUnsupported)
+	}
 	w := g.work[id]
 	if w == nil {
 		return g.q.state(ctx, id)
@@ -262,7 +270,7 @@ func (g *ClaimGate) cancelLocked(ctx context.Context, id string) (stages.Disposi
 
 // Rotate implements stages.Gate: the owner's waiting work is cancelled in
 // the queue before it returns; its claimed work is cancelled and keeps its
-// slot until released.
+// slot until released. A kept queue's work stays as it is.
 func (g *ClaimGate) Rotate(ctx context.Context, owner string, generation uint64) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -275,6 +283,9 @@ func (g *ClaimGate) Rotate(ctx context.Context, owner string, generation uint64)
 		return fmt.Errorf("%w: owner %q at %d, asked %d", stages.ErrGeneration, owner, o.gen, generation)
 	}
 	o.gen = generation
+	if g.kept {
+		return nil // the owner's work outlives its generation
+	}
 	for id := range o.ids {
 		if _, err := g.cancelLocked(ctx, id); err != nil {
 			return err

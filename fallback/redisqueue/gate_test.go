@@ -1,6 +1,7 @@
 package redisqueue_test
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -27,12 +28,36 @@ func TestHandoffGateConformance(t *testing.T) {
 	})
 }
 
+// The callback queues keep a booked callback until a claim or its deadline
+// (stagestest.Kept): NewCallbackGate is NewCallbackGateOn over the fleet's
+// queue, so this runs the Service's callback contract on Redis.
 func TestCallbackGateConformance(t *testing.T) {
 	srv := redistest.Start(t)
 	var seq atomic.Int64
 	stagestest.RunClaimGate(t, func(t *testing.T, l stages.Limits, clock *stagestest.Clock) claim.Gate {
 		return redisqueue.NewCallbackGate(srv.Client(t), fmt.Sprint("gate", seq.Add(1)), l, clock, "operator", time.Hour)
-	})
+	}, stagestest.Kept())
+}
+
+// TestLocalCallbackQueueConformance runs the same suite on this process's
+// callback queue over a real SQLite file, the default of fallback.New,
+// through the gate adapter the fleet's passes (NewCallbackGateOn, over
+// fallback.CallbackQueue alone).
+func TestLocalCallbackQueueConformance(t *testing.T) {
+	stagestest.RunClaimGate(t, func(t *testing.T, l stages.Limits, clock *stagestest.Clock) claim.Gate {
+		ctx := context.Background()
+		st, err := fallback.OpenSQLite(ctx, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		q, err := fallback.NewLocalCallbackQueue(ctx, st, l, time.Hour, clock, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(q.Stop)
+		return redisqueue.NewCallbackGateOn(q, l, clock, "operator")
+	}, stagestest.Kept())
 }
 
 // TestLocalHandoffQueueConformance runs the same suite on this process's
