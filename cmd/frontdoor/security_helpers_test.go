@@ -29,6 +29,16 @@ var secBinary struct {
 
 func buildOnce(t testing.TB) string {
 	t.Helper()
+	buildBinary()
+	if secBinary.err != nil {
+		t.Fatal(secBinary.err)
+	}
+	return secBinary.path
+}
+
+// buildBinary builds the package's binary once; a caller that comes while
+// the build runs waits for it.
+func buildBinary() {
 	secBinary.once.Do(func() {
 		secBinary.dir, secBinary.err = os.MkdirTemp("", "frontdoor-sec-")
 		if secBinary.err != nil {
@@ -40,10 +50,6 @@ func buildOnce(t testing.TB) string {
 			secBinary.err = &buildError{err, string(out)}
 		}
 	})
-	if secBinary.err != nil {
-		t.Fatal(secBinary.err)
-	}
-	return secBinary.path
 }
 
 type buildError struct {
