@@ -73,7 +73,5 @@ func (a answerer) AsTurn(u backend.Audio, spoke time.Time) {
 	if a.c.s.cfg.Recognizer == nil {
 		return
 	}
-	if pe := a.c.enqueue(wire.TurnRequest{}, &u, spoke); pe != nil {
-		a.c.badInput(pe)
-	}
+	a.c.post(event{kind: evHeard, ev: wire.ClientEvent{Kind: wire.EventSpeech, Speech: u}, at: spoke})
 }

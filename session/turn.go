@@ -30,8 +30,6 @@ type turn struct {
 	speech *backend.Audio // a speech turn, before recognition
 	format media.Format
 	span   int // the call's reply framing (Call.span)
-	done   chan struct{}
-	ended  atomic.Bool
 
 	played     chan struct{} // closed once its audio_end was written
 	silenced   atomic.Bool   // a lease of the turn was lost: its audio is not written
@@ -78,7 +76,6 @@ func (c *Call) jobID(t *turn, stage string) string {
 // as the model has written it (stream.go). It returns once every backend
 // it started has returned and every lease it took is released.
 func (c *Call) runTurn(t *turn) {
-	defer close(t.done)
 	first := stages.Job{ID: c.jobID(t, StageModel), Owner: c.id, Generation: t.gen, Born: t.born, Tenant: c.tenant()}
 	if t.speech != nil {
 		first.ID = c.jobID(t, StageRecognize)
@@ -209,11 +206,16 @@ func (c *Call) sendDisposition(t *turn, st string, seg int, d stages.Disposition
 		Segment: seg, Disposition: d, Position: pos, Error: kind})
 }
 
+// endTurn ends t from its goroutine: the owner learns it first (the turn
+// is no longer in flight: the caller may reuse its id once told), then
+// the caller is told.
 func (c *Call) endTurn(t *turn, disposition, st, kind string) {
-	t.ended.Store(true)
-	c.mu.Lock()
-	delete(c.inflight, t.id)
-	c.mu.Unlock()
+	c.post(event{kind: evTurnEnded, turn: t})
+	c.reportTurnEnd(t, disposition, st, kind)
+}
+
+// reportTurnEnd counts and logs t's end and queues its turn_end.
+func (c *Call) reportTurnEnd(t *turn, disposition, st, kind string) {
 	c.s.m.Turns.WithLabelValues(disposition).Inc()
 	c.observeTurnEnd(t, disposition, st, kind)
 	_ = c.Send(c.ctx, &wire.TurnEndMsg{Type: "turn_end", Turn: t.id, Generation: t.gen, Disposition: disposition, Stage: st, Error: kind})

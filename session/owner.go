@@ -1,0 +1,181 @@
+package session
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/wire"
+)
+
+// A call's owner (doc.go, "One owner per call") is the goroutine that
+// drains its mailbox: it runs while events are queued and ends when it
+// finds none (an idle call holds no goroutine for it).
+
+// own is the state only the call's owner touches, with no lock.
+type own struct {
+	phase     phase
+	genCtx    context.Context // cancelled when the generation rotates
+	genCancel context.CancelFunc
+	pending   []*turn // accepted, waiting for the turn before them
+	speaking  *turn   // the turn running, until it ends or is barged in on
+	inflight  map[string]bool
+	seq       uint64
+}
+
+type eventKind uint8
+
+const (
+	evClient    eventKind = iota // a client event the reader passed on (not hello, not audio)
+	evHeard                      // an utterance heard in the caller's audio: a speech turn
+	evVoice                      // the caller started to speak: a barge-in if a turn runs
+	evAdmitted                   // the session stage admitted the call
+	evTalking                    // the turn stages are at generation 1: turns may run
+	evTurnEnded                  // a turn's goroutine ended it (its turn_end follows)
+	evEnd                        // the call stopped: nothing starts any more
+)
+
+// event is one message to the call's owner.
+type event struct {
+	kind eventKind
+	ev   wire.ClientEvent // evClient; evHeard: its Speech
+	turn *turn            // evTurnEnded
+	at   time.Time        // a barge-in: when it came; evHeard: when the caller stopped speaking
+	gone chan struct{}    // evEnd: closed once the owner has stopped
+}
+
+// mailbox is a call's queue of events; its mutex guards the queue alone.
+type mailbox struct {
+	mu      sync.Mutex
+	q       []event
+	running bool          // an owner goroutine drains q
+	closed  bool          // evEnd was applied: later events are dropped
+	gone    chan struct{} // evEnd's: closed as the last owner goroutine returns
+}
+
+// post queues e for the call's owner, starting the owner unless one runs.
+// It never waits for the owner. After the call's end, e is dropped.
+func (c *Call) post(e event) {
+	b := &c.box
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return
+	}
+	b.q = append(b.q, e)
+	start := !b.running
+	b.running = true
+	b.mu.Unlock()
+	if start {
+		go c.drain()
+	}
+}
+
+// drain is the owner: it applies the call's events until none is queued.
+func (c *Call) drain() {
+	for {
+		e, ok := c.box.take()
+		if !ok {
+			return
+		}
+		c.apply(&e)
+	}
+}
+
+// take removes the next event; with none, the owner counts as stopped and
+// take reports false.
+func (b *mailbox) take() (event, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.q) == 0 {
+		b.q, b.running = nil, false // an idle call keeps no queue
+		if b.closed {
+			close(b.gone)
+		}
+		return event{}, false
+	}
+	e := b.q[0]
+	b.q[0] = event{}
+	b.q = b.q[1:]
+	return e, true
+}
+
+// apply is the owner's step: e applied to the call's state.
+func (c *Call) apply(e *event) {
+	switch e.kind {
+	case evClient:
+		c.client(e.ev, e.at)
+	case evHeard:
+		c.turnIn(wire.TurnRequest{}, &e.ev.Speech, e.at)
+	case evVoice:
+		if c.o.phase >= phaseAdmitted && c.o.speaking != nil {
+			c.bargeIn(e.at)
+		}
+	case evAdmitted:
+		c.advance(phaseAdmitted)
+	case evTalking:
+		c.advance(phaseTalking)
+		c.talk()
+	case evTurnEnded:
+		delete(c.o.inflight, e.turn.id)
+		if c.o.speaking == e.turn {
+			c.o.speaking = nil
+			c.talk()
+		}
+	case evEnd:
+		c.stopOwner(e.gone)
+	}
+}
+
+// client applies a client event the reader passed on.
+func (c *Call) client(ev wire.ClientEvent, at time.Time) {
+	admitted := c.o.phase >= phaseAdmitted
+	switch ev.Kind {
+	case wire.EventTurn, wire.EventSpeech:
+		var speech *backend.Audio
+		if ev.Kind == wire.EventSpeech {
+			speech = &ev.Speech
+		}
+		switch {
+		case !admitted:
+			c.badInput(wire.Errorf(wire.CodeNotAdmitted, "the session is not admitted yet"))
+		case speech != nil && c.s.cfg.Recognizer == nil:
+			c.badInput(wire.Errorf(wire.CodeUnsupported, "no recognizer: send turns as text"))
+		default:
+			c.turnIn(ev.Turn, speech, ev.SpeechEnd)
+		}
+	case wire.EventBargeIn:
+		if admitted {
+			c.bargeIn(at)
+		}
+	case wire.EventHangup:
+		c.stop(errHangup)
+	case wire.EventOther:
+		if !c.s.cfg.Fallback.Message(c.ctx, c.id, ev, c) {
+			c.badInput(wire.Errorf(wire.CodeUnknownType, "unknown message type %q", ev.Type))
+		}
+	}
+}
+
+// stopOwner ends the conversation (evEnd): no turn and no barge-in is
+// taken from now on, the turns still pending end cancelled without having
+// run, the speaking one loses its generation (its goroutine ends it once
+// its backends returned), and the mailbox takes no more events.
+func (c *Call) stopOwner(gone chan struct{}) {
+	c.advance(phaseEnded)
+	c.ans.Stop()
+	c.o.genCancel()
+	c.o.speaking = nil
+	c.dropPending()
+	c.box.mu.Lock()
+	c.box.closed, c.box.gone = true, gone
+	c.box.mu.Unlock()
+}
+
+// endOwner asks the owner to stop (evEnd) and waits until it has.
+func (c *Call) endOwner() {
+	gone := make(chan struct{})
+	c.post(event{kind: evEnd, gone: gone})
+	<-gone
+}
