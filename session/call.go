@@ -67,7 +67,7 @@ type Call struct {
 
 	jobs sync.WaitGroup   // turn goroutines, until their backends returned
 	ans  *answer.Listener // spoken answers to an offer (answer.go); nil without a recognizer
-	hold holdState        // a refused call held open for its offer (hold.go)
+	hold answer.Hold      // a refused call held open for its offer (answer.go)
 	// leaveTenant gives the call's tenant slot back (once); nil until
 	// the call entered its tenant (tenant.go).
 	leaveTenant func()
@@ -167,7 +167,7 @@ func (c *Call) start(parent context.Context, ended func()) {
 		admitted, lost = c.admitSession(ctx)
 		c.obs.Session(admitted)
 		if !admitted {
-			if !c.held() { // a held call stops when its hold ends (hold.go)
+			if !c.hold.Held() { // a held call stops when its hold ends (answer.go)
 				c.stop(errRefused)
 			}
 			return
@@ -363,7 +363,7 @@ func (c *Call) refuseSession(ctx context.Context, d stages.Disposition) {
 	if c.leaveTenant != nil {
 		c.leaveTenant() // a refused caller holds no slot of its tenant while it hears why
 	}
-	c.refusing(true)
+	c.hold.Refusing(true)
 	c.s.refuse(ctx, Refusal{Call: c.id, Stage: StageSession, Disposition: d}, c)
-	c.refusing(false)
+	c.hold.Refusing(false)
 }

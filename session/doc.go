@@ -45,7 +45,23 @@
 // admission goes through one contract, stages.Gate (Config.NewGate builds
 // one per stage: in process, on Redis, or a baseline policy to measure
 // against), which the engine wraps in its own decorators (drain,
-// quarantine); the conformance suite runs on that wiring. No gate
-// operation is made while a call's mutex is held. What a refused caller
-// hears comes from a Fallback (Prompts, or package session/offer's).
+// quarantine); the conformance suite runs on that wiring. What a refused
+// caller hears comes from a Fallback (Prompts, or package session/offer's).
+//
+// # One owner per call
+//
+// A call's conversation has one owner (owner.go): the goroutine draining
+// its mailbox, started when an event is posted and gone once none is
+// left, so an idle call holds none. The phase, the pending and speaking
+// turns, the turn ids in flight and the generation's context are the
+// owner's alone, with no lock; the reader (which keeps hello and caller
+// audio: no hand-over per frame), the admission goroutine, the turns'
+// goroutines and the call's end post events, applied in the order posted.
+// Backend work runs in the turns' goroutines. The owner keeps: no turn
+// runs before the turn stages are ready (evTalking) or after the call
+// stopped; turns run one at a time, in the order accepted; a barge-in
+// advances the generation before `interrupted` is queued and ends the
+// pending and speaking turns at once (leases held until backends return);
+// a turn leaves the flight before its turn_end is queued; after evEnd
+// nothing starts and the end waits for the owner to stop.
 package session

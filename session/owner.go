@@ -2,18 +2,18 @@ package session
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/internal/outbound"
 	"github.com/frontdoorhq/frontdoor/session/wire"
+	"github.com/frontdoorhq/frontdoor/stages"
 )
 
-// A call's owner (doc.go, "One owner per call") is the goroutine that
-// drains its mailbox: it runs while events are queued and ends when it
-// finds none (an idle call holds no goroutine for it).
-
-// own is the state only the call's owner touches, with no lock.
+// own is the state only the call's owner touches, with no lock (doc.go,
+// "One owner per call").
 type own struct {
 	phase     phase
 	genCtx    context.Context // cancelled when the generation rotates
@@ -178,4 +178,110 @@ func (c *Call) endOwner() {
 	gone := make(chan struct{})
 	c.post(event{kind: evEnd, gone: gone})
 	<-gone
+}
+
+// turnIn adds a turn behind the call's running and waiting turns, or
+// tells the caller why not. A speech turn is born when the caller stopped
+// speaking.
+func (c *Call) turnIn(r wire.TurnRequest, speech *backend.Audio, spoke time.Time) {
+	if c.o.phase == phaseEnded || !c.allowTurn() {
+		return // the call is ending (or now: rate_limited)
+	}
+	if c.o.inflight[r.ID] {
+		c.badInput(wire.Errorf(wire.CodeDuplicate, "turn %q is still in progress", r.ID))
+		return
+	}
+	if len(c.o.inflight) >= c.s.cfg.MaxTurnsInFlight {
+		c.badInput(wire.Errorf(wire.CodeTooManyTurns, "at most %d turns in flight per call", c.s.cfg.MaxTurnsInFlight))
+		return
+	}
+	now := c.s.cfg.Clock.Now()
+	born := now.Add(-r.Age())
+	if speech != nil && !spoke.IsZero() && !spoke.After(now) {
+		born = spoke
+	}
+	c.o.seq++
+	if r.ID == "" {
+		r.ID = fmt.Sprintf("speech-%d", c.o.seq)
+	}
+	f := c.replyFormat()
+	t := &turn{id: r.ID, seq: c.o.seq, gen: c.gen.Load(), ctx: c.o.genCtx, born: born,
+		text: r.Text, speech: speech, format: f.Format, span: f.span, played: make(chan struct{})}
+	t.obs.Init(&c.obs, t.id, t.gen, t.born, speech != nil, t.ctx, &t.silenced)
+	c.o.inflight[r.ID] = true
+	c.o.pending = append(c.o.pending, t)
+	c.talk()
+}
+
+// talk starts the first pending turn when the call is talking and no turn
+// runs. A call that is stopping starts nothing: its pending turns end
+// cancelled with it (stopOwner).
+func (c *Call) talk() {
+	if c.o.phase != phaseTalking || c.o.speaking != nil || len(c.o.pending) == 0 || c.ctx.Err() != nil {
+		return
+	}
+	t := c.o.pending[0]
+	c.o.pending[0] = nil
+	c.o.pending = c.o.pending[1:]
+	if len(c.o.pending) == 0 {
+		c.o.pending = nil
+	}
+	c.o.speaking = t
+	c.jobs.Go(func() { c.runTurn(t) })
+}
+
+// bargeIn rotates the call's generation (at: when the barge-in came). The
+// generation advances before `interrupted` is queued, so no older frame
+// follows it; then the stages are rotated (a stage that fails is rotated
+// again before its next work: Call.rotate) and the old generation's
+// context is cancelled, so its cancelled dispositions and turn_end follow
+// `interrupted`. The speaking turn's goroutine ends it once its backends
+// have returned; the next turn does not wait for that.
+func (c *Call) bargeIn(at time.Time) {
+	if c.o.phase == phaseEnded {
+		return
+	}
+	gen := c.gen.Add(1) // from here on, older frames are dropped
+	stopOld := c.o.genCancel
+	c.o.genCtx, c.o.genCancel = context.WithCancel(c.ctx)
+	cancelled := []string{}
+	speaking := c.o.speaking
+	if speaking != nil {
+		cancelled = append(cancelled, speaking.id)
+	}
+	for _, t := range c.o.pending {
+		cancelled = append(cancelled, t.id)
+	}
+	c.s.m.BargeIns.Inc()
+	c.obs.BargeIn(gen, len(cancelled))
+	msg := &wire.InterruptedMsg{Type: "interrupted", Generation: gen, Cancelled: cancelled}
+	b := &outbound.Barge{Msg: msg, At: at}
+	if speaking != nil {
+		b.Speaking = speaking
+	}
+	_ = c.pushFrame(c.ctx, outbound.Frame{Msg: msg, Barge: b})
+	for _, st := range c.turnStages() {
+		if err := c.rotate(c.ctx, st, gen); err != nil {
+			c.log.Error("rotate", "stage", st.Name(), "generation", gen, "err", err)
+		}
+	}
+	stopOld()
+	c.o.speaking = nil
+	c.dropPending()
+	c.talk()
+}
+
+// dropPending ends the turns still waiting, cancelled: they never ran, so
+// no stage holds anything of theirs.
+func (c *Call) dropPending() {
+	for _, t := range c.o.pending {
+		delete(c.o.inflight, t.id)
+		c.reportTurnEnd(t, stages.Cancelled.String(), "", "")
+	}
+	c.o.pending = nil
+}
+
+// turnStages are the stages a turn passes, in order.
+func (c *Call) turnStages() []*stage {
+	return []*stage{c.s.recognize, c.s.model, c.s.synth}
 }

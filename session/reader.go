@@ -12,12 +12,6 @@ import (
 	"github.com/frontdoorhq/frontdoor/session/wire"
 )
 
-// The call's reader takes what the caller sends. It keeps what is its own
-// (whether hello came first, the caller's audio format, its allowance and
-// its voice activity detection: every audio frame stays on the reader,
-// with no hand-over) and posts everything else to the call's owner
-// (owner.go) in the order it came.
-
 // replyFormat is the call's audio format (hello.audio) and its reply
 // framing: set by the reader at hello, read by whoever queues audio.
 type replyFormat struct {
@@ -103,9 +97,9 @@ func (c *Call) badInput(pe *wire.ProtocolError) {
 	_ = c.Send(c.ctx, &wire.ErrorMsg{Type: "error", Code: pe.Code, Message: pe.Message})
 }
 
-// handle takes one client event: hello and audio here, the rest to the
-// owner. An event's Data may be the transport's reused buffer (ReadNative):
-// what the owner keeps of it is copied.
+// handle takes one client event: hello and audio (every frame) on the
+// reader, the rest posted to the owner in order. An event's Data may be
+// the transport's reused buffer (ReadNative): the owner's is a copy.
 func (c *Call) handle(ev wire.ClientEvent) {
 	first := !c.greeted
 	c.greeted = true

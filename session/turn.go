@@ -156,25 +156,11 @@ func (s *Engine) backendOutcome(stage string, err error) {
 // returns the channel closed if the lease is lost (holdLease).
 func (c *Call) admit(t *turn, st *stage, job stages.Job, seg int) (stages.Disposition, <-chan struct{}) {
 	t.obs.Submit(st.Name())
-	var tk stages.Pending
-	d := stages.Closed
-	err := c.rotate(t.ctx, st, t.gen)
-	if err == nil {
-		tk, d, err = st.Submit(t.ctx, job)
-	}
-	if err != nil {
-		if t.ctx.Err() != nil { // a barge-in or the call's end, not the store
-			d = stages.Cancelled
-		} else {
-			c.log.Error("submit", "stage", st.Name(), "job", job.ID, "err", err)
-			d = stages.Closed
-		}
-	}
-	if d == stages.Queued {
-		pos, _, _ := tk.Position(t.ctx)
+	d, tk, err := st.Offer(t.ctx, &c.rotated[st.Slot()], job, func(pos int) {
 		c.sendDisposition(t, st.Name(), seg, stages.Queued, pos, "")
-		<-tk.Done() // Rotate and Forget resolve it as cancelled
-		d, _ = tk.Result()
+	})
+	if err != nil {
+		c.log.Error("submit", "stage", st.Name(), "job", job.ID, "err", err)
 	}
 	c.sendDisposition(t, st.Name(), seg, d, 0, "")
 	// A later sentence of a reply the caller is hearing has its prompt

@@ -36,3 +36,30 @@ func (s *Stage) Await(ctx context.Context, tk stages.Pending, id string, pos int
 		}
 	}
 }
+
+// Offer submits job (its owner's rotation in the stage, r, brought to
+// the job's generation first) and waits while it is queued, telling queued
+// its place. A store that cannot take it (the rotation or the offer
+// failed) refuses it Closed, with the error; work whose ctx ended
+// meanwhile (a barge-in or the call's end, not the store) is Cancelled.
+// Admitted, it returns the job's ticket (Lost).
+func (s *Stage) Offer(ctx context.Context, r *Rotation, job stages.Job, queued func(pos int)) (stages.Disposition, stages.Pending, error) {
+	var tk stages.Pending
+	d := stages.Closed
+	err := s.Rotate(ctx, r, job.Owner, job.Generation)
+	if err == nil {
+		tk, d, err = s.Submit(ctx, job)
+	}
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return stages.Cancelled, nil, nil
+	case err != nil:
+		return stages.Closed, nil, err
+	case d == stages.Queued:
+		pos, _, _ := tk.Position(ctx)
+		queued(pos)
+		<-tk.Done() // Rotate and Forget resolve it as cancelled
+		d, _ = tk.Result()
+	}
+	return d, tk, nil
+}
