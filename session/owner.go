@@ -19,7 +19,7 @@ type own struct {
 	genCtx    context.Context // cancelled when the generation rotates
 	genCancel context.CancelFunc
 	pending   []*turn // accepted, waiting for the turn before them
-	speaking  *turn   // the turn running, until it ends or is barged in on
+	speaking  *turn   // the turn running, until its goroutine returns or a barge-in
 	inflight  map[string]bool
 	seq       uint64
 }
@@ -27,12 +27,13 @@ type own struct {
 type eventKind uint8
 
 const (
-	evClient    eventKind = iota // a client event the reader passed on (not hello, not audio)
+	evClient    eventKind = iota // turn, speech, barge_in or hangup, from the reader
 	evHeard                      // an utterance heard in the caller's audio: a speech turn
 	evVoice                      // the caller started to speak: a barge-in if a turn runs
 	evAdmitted                   // the session stage admitted the call
 	evTalking                    // the turn stages are at generation 1: turns may run
 	evTurnEnded                  // a turn's goroutine ended it (its turn_end follows)
+	evTurnDone                   // a turn's goroutine returned: the next turn may start
 	evEnd                        // the call stopped: nothing starts any more
 )
 
@@ -40,7 +41,7 @@ const (
 type event struct {
 	kind eventKind
 	ev   wire.ClientEvent // evClient; evHeard: its Speech
-	turn *turn            // evTurnEnded
+	turn *turn            // evTurnEnded, evTurnDone
 	at   time.Time        // a barge-in: when it came; evHeard: when the caller stopped speaking
 	gone chan struct{}    // evEnd: closed once the owner has stopped
 }
@@ -109,7 +110,7 @@ func (c *Call) apply(e *event) {
 	case evHeard:
 		c.turnIn(wire.TurnRequest{}, &e.ev.Speech, e.at)
 	case evVoice:
-		if c.o.phase >= phaseAdmitted && c.o.speaking != nil {
+		if c.o.phase >= phaseAdmitted && c.o.speaking != nil && !c.o.speaking.ended {
 			c.bargeIn(e.at)
 		}
 	case evAdmitted:
@@ -119,6 +120,8 @@ func (c *Call) apply(e *event) {
 		c.talk()
 	case evTurnEnded:
 		delete(c.o.inflight, e.turn.id)
+		e.turn.ended = true
+	case evTurnDone:
 		if c.o.speaking == e.turn {
 			c.o.speaking = nil
 			c.talk()
@@ -151,10 +154,6 @@ func (c *Call) client(ev wire.ClientEvent, at time.Time) {
 		}
 	case wire.EventHangup:
 		c.stop(errHangup)
-	case wire.EventOther:
-		if !c.s.cfg.Fallback.Message(c.ctx, c.id, ev, c) {
-			c.badInput(wire.Errorf(wire.CodeUnknownType, "unknown message type %q", ev.Type))
-		}
 	}
 }
 
@@ -227,7 +226,10 @@ func (c *Call) talk() {
 		c.o.pending = nil
 	}
 	c.o.speaking = t
-	c.jobs.Go(func() { c.runTurn(t) })
+	c.jobs.Go(func() {
+		c.runTurn(t)
+		c.post(event{kind: evTurnDone, turn: t})
+	})
 }
 
 // bargeIn rotates the call's generation (at: when the barge-in came). The
@@ -246,8 +248,10 @@ func (c *Call) bargeIn(at time.Time) {
 	c.o.genCtx, c.o.genCancel = context.WithCancel(c.ctx)
 	cancelled := []string{}
 	speaking := c.o.speaking
-	if speaking != nil {
+	if speaking != nil && !speaking.ended {
 		cancelled = append(cancelled, speaking.id)
+	} else {
+		speaking = nil
 	}
 	for _, t := range c.o.pending {
 		cancelled = append(cancelled, t.id)
@@ -265,9 +269,9 @@ func (c *Call) bargeIn(at time.Time) {
 			c.log.Error("rotate", "stage", st.Name(), "generation", gen, "err", err)
 		}
 	}
-	stopOld()
 	c.o.speaking = nil
-	c.dropPending()
+	c.dropPending() // their turn_end first: the speaking turn's comes once its backends returned
+	stopOld()
 	c.talk()
 }
 

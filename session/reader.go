@@ -1,7 +1,6 @@
 package session
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -97,9 +96,9 @@ func (c *Call) badInput(pe *wire.ProtocolError) {
 	_ = c.Send(c.ctx, &wire.ErrorMsg{Type: "error", Code: pe.Code, Message: pe.Message})
 }
 
-// handle takes one client event: hello and audio (every frame) on the
-// reader, the rest posted to the owner in order. An event's Data may be
-// the transport's reused buffer (ReadNative): the owner's is a copy.
+// handle takes one client event: hello, audio (every frame) and the
+// Fallback's messages on the reader, the rest posted to the owner in
+// order. (The owner gets no Data, which may be a reused buffer.)
 func (c *Call) handle(ev wire.ClientEvent) {
 	first := !c.greeted
 	c.greeted = true
@@ -114,10 +113,13 @@ func (c *Call) handle(ev wire.ClientEvent) {
 		if c.audioAllowed(ev.Data) {
 			c.hear(ev.Data)
 		}
+	case wire.EventOther: // the Fallback's (an offer's answer), none of the call's state
+		if !c.s.cfg.Fallback.Message(c.ctx, c.id, ev, c) {
+			c.badInput(wire.Errorf(wire.CodeUnknownType, "unknown message type %q", ev.Type))
+		}
 	case wire.EventBargeIn:
 		c.post(event{kind: evClient, ev: ev, at: c.now()})
 	default:
-		ev.Data = bytes.Clone(ev.Data)
 		c.post(event{kind: evClient, ev: ev})
 	}
 }

@@ -29,7 +29,8 @@ type turn struct {
 	text   string
 	speech *backend.Audio // a speech turn, before recognition
 	format media.Format
-	span   int // the call's reply framing (Call.span)
+	span   int  // the call's reply framing (replyFormat.span)
+	ended  bool // its end was posted to the owner (owner.go: the owner's alone)
 
 	played     chan struct{} // closed once its audio_end was written
 	silenced   atomic.Bool   // a lease of the turn was lost: its audio is not written
