@@ -62,7 +62,7 @@ type Call struct {
 
 	// rotated is the generation each stage has confirmed for this call
 	// (by stage index): work of generation g is submitted only once its
-	// stage is at g (Call.rotate), never on the owner but by bargeIn.
+	// stage is at g (Call.rotate).
 	rotated [4]admission.Rotation
 
 	jobs sync.WaitGroup   // turn goroutines, until their backends returned
@@ -190,7 +190,9 @@ func (c *Call) start(parent context.Context, ended func()) {
 	// its owner stops taking turns, then the call is taken down.
 	context.AfterFunc(ctx, func() {
 		lead.Wait()
-		c.endOwner()
+		gone := make(chan struct{})
+		c.post(event{kind: evEnd, gone: gone}) // (stopOwner)
+		<-gone
 		c.end(context.Cause(ctx), admitted, &io, ioCancel)
 		ioCancel()
 		ended()

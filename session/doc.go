@@ -50,18 +50,19 @@
 //
 // # One owner per call
 //
-// A call's conversation has one owner (owner.go): the goroutine draining
-// its mailbox, started when an event is posted and gone once none is
-// left (an idle call holds none). The phase, the pending and speaking
-// turns, the ids in flight and the generation's context are the owner's
-// alone, with no lock. The reader (which keeps hello, caller audio, with
-// no hand-off per frame, and the Fallback's messages), the admission
-// goroutine, the turns' goroutines (backend work) and the call's end post
-// events, applied in the order posted. The owner keeps: no turn runs
-// before the turn stages are ready or after the call stopped; turns run
-// one at a time, in order, the next once the one before returned; a
-// barge-in advances the generation before `interrupted` is queued and
-// ends the pending and speaking turns at once (leases held until their
-// backends return); a turn leaves the flight before its turn_end is
-// queued; after evEnd nothing starts, and the end waits for the owner.
+// A call's conversation has one owner (owner.go) at a time: whichever
+// goroutine posts an event to its idle mailbox, until the mailbox is
+// empty (no goroutine of its own: an idle call holds none). The phase,
+// the pending and speaking turns, the ids in flight and the generation's
+// context are the owner's alone, with no lock. The reader (which keeps
+// hello, caller audio, with no hand-off per frame, and the Fallback's
+// messages), the admission goroutine, the turns' goroutines (backend
+// work) and the call's end post events, applied one at a time in the
+// order posted. The owner keeps: no turn runs before the turn stages are
+// ready or after the call stopped; turns run one at a time, in order, the
+// next once the one before returned; a barge-in advances the generation
+// before `interrupted` is queued and ends the pending and speaking turns
+// at once (leases held until their backends return); a turn leaves the
+// flight before its turn_end is queued; after evEnd nothing starts, and
+// the end waits for the owner.
 package session

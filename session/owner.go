@@ -50,36 +50,28 @@ type event struct {
 type mailbox struct {
 	mu      sync.Mutex
 	q       []event
-	running bool          // an owner goroutine drains q
+	running bool          // a goroutine is the owner: it drains q
 	closed  bool          // evEnd was applied: later events are dropped
-	gone    chan struct{} // evEnd's: closed as the last owner goroutine returns
+	gone    chan struct{} // evEnd's: closed once the owner applied the last event
 }
 
-// post queues e for the call's owner, starting the owner unless one runs.
-// It never waits for the owner. After the call's end, e is dropped.
+// post gives e to the call's owner. With none, the poster is the owner
+// until the mailbox is empty (no hand-over: the reader's barge-in is
+// applied at once, on the reader, as before); with one, e is queued for
+// it and post returns at once. After the call's end, e is dropped.
 func (c *Call) post(e event) {
 	b := &c.box
 	b.mu.Lock()
-	if b.closed {
+	if b.closed || b.running {
+		if !b.closed {
+			b.q = append(b.q, e)
+		}
 		b.mu.Unlock()
 		return
 	}
-	b.q = append(b.q, e)
-	start := !b.running
-	b.running = true
+	b.running = true // the queue is empty: e is first
 	b.mu.Unlock()
-	if start {
-		go c.drain()
-	}
-}
-
-// drain is the owner: it applies the call's events until none is queued.
-func (c *Call) drain() {
-	for {
-		e, ok := c.box.take()
-		if !ok {
-			return
-		}
+	for ok := true; ok; e, ok = b.take() {
 		c.apply(&e)
 	}
 }
@@ -108,7 +100,8 @@ func (c *Call) apply(e *event) {
 	case evClient:
 		c.client(e.ev, e.at)
 	case evHeard:
-		c.turnIn(wire.TurnRequest{}, &e.ev.Speech, e.at)
+		sp := e.ev.Speech // (a copy of its own: e stays on the owner's stack)
+		c.turnIn(wire.TurnRequest{}, &sp, e.at)
 	case evVoice:
 		if c.o.phase >= phaseAdmitted && c.o.speaking != nil && !c.o.speaking.ended {
 			c.bargeIn(e.at)
@@ -138,7 +131,8 @@ func (c *Call) client(ev wire.ClientEvent, at time.Time) {
 	case wire.EventTurn, wire.EventSpeech:
 		var speech *backend.Audio
 		if ev.Kind == wire.EventSpeech {
-			speech = &ev.Speech
+			sp := ev.Speech
+			speech = &sp
 		}
 		switch {
 		case !admitted:
@@ -170,13 +164,6 @@ func (c *Call) stopOwner(gone chan struct{}) {
 	c.box.mu.Lock()
 	c.box.closed, c.box.gone = true, gone
 	c.box.mu.Unlock()
-}
-
-// endOwner asks the owner to stop (evEnd) and waits until it has.
-func (c *Call) endOwner() {
-	gone := make(chan struct{})
-	c.post(event{kind: evEnd, gone: gone})
-	<-gone
 }
 
 // turnIn adds a turn behind the call's running and waiting turns, or
