@@ -21,13 +21,15 @@ import (
 // memline, driven through its reader, with events also posted straight to
 // the owner as the reader's voice detection would post them.
 
-// ownerEngine is an engine on stub backends, closed when the test ends.
-func ownerEngine(t *testing.T, mod func(*Config, *stub.Settings)) *Engine {
+// MemEngine is an engine on stub backends, with the rig's limits, that
+// calls reach through memline: no socket, so that a test can run it in a
+// synctest bubble. It is closed when the test ends. (Exported for the
+// package's black-box tests: mem_test.go.)
+func MemEngine(t *testing.T, mod func(*Config, *stub.Settings)) (*Engine, *stub.Synthesizer) {
 	t.Helper()
 	cfg := Config{Session: sessiontest.Calls, Model: sessiontest.Turns, Synthesis: sessiontest.Turns,
 		CleanupTimeout: sessiontest.CleanupTimeout, QueueUpdate: sessiontest.QueueUpdate}
 	st := sessiontest.Settings()
-	st.FrameCount, st.FrameDelay = 20, 5*time.Millisecond // a reply of 100 ms
 	if mod != nil {
 		mod(&cfg, &st)
 	}
@@ -41,6 +43,18 @@ func ownerEngine(t *testing.T, mod func(*Config, *stub.Settings)) *Engine {
 		e.Close()
 		m.Close()
 		s.Close()
+	})
+	return e, s
+}
+
+// ownerEngine is MemEngine with replies of 100 ms (20 frames 5 ms apart),
+// so that a step can find a turn speaking.
+func ownerEngine(t *testing.T, mod func(*Config, *stub.Settings)) *Engine {
+	e, _ := MemEngine(t, func(c *Config, s *stub.Settings) {
+		s.FrameCount, s.FrameDelay = 20, 5*time.Millisecond
+		if mod != nil {
+			mod(c, s)
+		}
 	})
 	return e
 }
