@@ -73,7 +73,20 @@ func (a answerer) AsTurn(u backend.Audio, spoke time.Time) {
 	if a.c.s.cfg.Recognizer == nil {
 		return
 	}
-	if pe := a.c.enqueue(wire.TurnRequest{}, &u, spoke); pe != nil {
-		a.c.badInput(pe)
+	a.c.post(event{kind: evHeard, ev: wire.ClientEvent{Kind: wire.EventSpeech, Speech: u}, at: spoke})
+}
+
+// Hold implements Sender: while a Fallback refuses the call at the session
+// stage, it keeps the call open after Refused returns, until release is
+// called (the offer was answered), window has passed on the engine's
+// clock, or the caller leaves; the call then closes as refused (1013),
+// after the audio queued. Asked at any other time it does nothing: a
+// call in conversation is not held (package internal/answer's Hold).
+func (c *Call) Hold(window time.Duration) (release func()) {
+	release, ok := c.hold.Start(c.ctx, c.s.cfg.Clock, window, func() { c.stop(errRefused) })
+	if ok {
+		c.s.m.HeldRefusals.Inc()
+		context.AfterFunc(c.ctx, c.s.m.HeldRefusals.Dec)
 	}
+	return release
 }

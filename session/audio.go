@@ -91,9 +91,8 @@ func (a *audioOut) announce() uint64 {
 // once per rendering and format and shared by every call (prompts.go),
 // whatever each call's frame length.
 func (c *Call) SendAudio(ctx context.Context, turn string, prompt *wire.PromptMsg, au backend.Audio) error {
-	c.mu.Lock()
-	f, span := c.format, c.span
-	c.mu.Unlock()
+	rf := c.replyFormat()
+	f, span := rf.Format, rf.span
 	premise := c.spoken.Load()
 	if prompt != nil && prompt.Premise() != 0 {
 		premise = prompt.Premise()

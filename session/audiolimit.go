@@ -16,10 +16,7 @@ func (c *Call) audioAllowed(b []byte) bool {
 		return false
 	}
 	if c.audio == nil {
-		c.mu.Lock()
-		f := c.format
-		c.mu.Unlock()
-		c.audio = l.NewLimiter(f)
+		c.audio = l.NewLimiter(c.replyFormat().Format)
 	}
 	if c.audio.AllowN(c.s.cfg.Clock.Now(), len(b)) {
 		return true

@@ -45,7 +45,24 @@
 // admission goes through one contract, stages.Gate (Config.NewGate builds
 // one per stage: in process, on Redis, or a baseline policy to measure
 // against), which the engine wraps in its own decorators (drain,
-// quarantine); the conformance suite runs on that wiring. No gate
-// operation is made while a call's mutex is held. What a refused caller
-// hears comes from a Fallback (Prompts, or package session/offer's).
+// quarantine); the conformance suite runs on that wiring. What a refused
+// caller hears comes from a Fallback (Prompts, or package session/offer's).
+//
+// # One owner per call
+//
+// A call's conversation has one owner (owner.go) at a time: whichever
+// goroutine posts an event to its idle mailbox, until the mailbox is
+// empty (no goroutine of its own: an idle call holds none). The phase,
+// the pending and speaking turns, the ids in flight and the generation's
+// context are the owner's alone, with no lock. The reader (which keeps
+// hello, caller audio, with no hand-off per frame, and the Fallback's
+// messages), the admission goroutine, the turns' goroutines (backend
+// work) and the call's end post events, applied one at a time in the
+// order posted. The owner keeps: no turn runs before the turn stages are
+// ready or after the call stopped; turns run one at a time, in order, the
+// next once the one before returned; a barge-in advances the generation
+// before `interrupted` is queued and ends the pending and speaking turns
+// at once (leases held until their backends return); a turn leaves the
+// flight before its turn_end is queued; after evEnd nothing starts, and
+// the end waits for the owner.
 package session

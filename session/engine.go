@@ -166,7 +166,7 @@ type Engine struct {
 	byName    map[string]int // calls by view.TransportName; a name stays at 0 once seen (its gauge)
 	callsWG   sync.WaitGroup
 	draining  atomic.Bool
-	inTransit transit // turns past model admission not yet offered to synthesis
+	inTransit admission.Transit // turns past model admission not yet offered to synthesis
 	// firstSentence estimates the model's time to a reply's first
 	// sentence, which bounds the model stage's useful wait.
 	firstSentence meter.FirstSentence
@@ -426,8 +426,8 @@ func (s *Engine) Drain(ctx context.Context) error {
 	// The synthesis stage closes when the last turn in transit hands off
 	// (s.inTransit signals each time the count reaches zero) or when the
 	// calls are gone, whichever comes first.
-	zero := s.inTransit.zero()
-	for s.inTransit.n.Load() != 0 {
+	zero := s.inTransit.Zero()
+	for s.inTransit.Busy() {
 		select {
 		case <-zero:
 		case <-done:
@@ -456,32 +456,6 @@ func (s *Engine) stopAll() {
 		c.stop(errGoingAway)
 	}
 	s.mu.Unlock()
-}
-
-// transit counts the turns past model admission not yet offered to
-// synthesis; a drain waits on it to reach zero instead of polling it.
-type transit struct {
-	n  atomic.Int64
-	mu sync.Mutex
-	ch chan struct{} // signalled (never closed) each time n reaches zero
-}
-
-func (t *transit) Add(delta int64) {
-	if t.n.Add(delta) == 0 {
-		select {
-		case t.zero() <- struct{}{}:
-		default: // a signal is pending already
-		}
-	}
-}
-
-func (t *transit) zero() chan struct{} {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.ch == nil {
-		t.ch = make(chan struct{}, 1)
-	}
-	return t.ch
 }
 
 // Close refuses new calls, ends the ones in progress (1001), waits for them,

@@ -16,29 +16,8 @@ import (
 )
 
 // memEngine is an engine on stub backends, with the rig's limits, that
-// calls reach through memline: no socket, so that a test can run it in a
-// synctest bubble. It is closed when the test ends.
-func memEngine(t *testing.T, mod func(*session.Config, *stub.Settings)) (*session.Engine, *stub.Synthesizer) {
-	t.Helper()
-	cfg := session.Config{Session: sessiontest.Calls, Model: sessiontest.Turns, Synthesis: sessiontest.Turns,
-		CleanupTimeout: sessiontest.CleanupTimeout, QueueUpdate: sessiontest.QueueUpdate}
-	st := sessiontest.Settings()
-	if mod != nil {
-		mod(&cfg, &st)
-	}
-	m, s := stub.NewModel(st), stub.NewSynthesizer(st)
-	cfg.ModelBackend, cfg.Synthesizer = m, s
-	e, err := session.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		e.Close()
-		m.Close()
-		s.Close()
-	})
-	return e, s
-}
+// calls reach through memline (session.MemEngine, owner_test.go).
+var memEngine = session.MemEngine
 
 // call starts a call on a new line and waits for its admission.
 func call(t *testing.T, e *session.Engine) *memline.Line {

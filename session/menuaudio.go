@@ -50,9 +50,8 @@ func (c *Call) Say(ctx context.Context, id string, after wire.Message, au backen
 	if au.Rate <= 0 || len(au.Samples) == 0 {
 		return ErrNoVoice
 	}
-	c.mu.Lock()
-	f, span := c.format, c.span
-	c.mu.Unlock()
+	rf := c.replyFormat()
+	f, span := rf.Format, rf.span
 	p, err := promptaudio.Shared.Get(au, f)
 	if err != nil {
 		return err

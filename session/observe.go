@@ -5,7 +5,6 @@ import (
 
 	"github.com/frontdoorhq/frontdoor/session/internal/observe"
 	"github.com/frontdoorhq/frontdoor/session/wire"
-	"github.com/frontdoorhq/frontdoor/stages"
 )
 
 // The call's log line per turn, its latency histograms and its trace live
@@ -16,20 +15,10 @@ import (
 
 func (c *Call) now() time.Time { return c.s.cfg.Clock.Now() }
 
-// observeEnd closes the call's span (end, after its last line). A turn
-// left pending when the call stopped (enqueued after the conversation
-// stopped taking turns, before the call was marked ended) never ran and
-// never got its turn_end; it is reported here as cancelled by the call's
-// end, so that the log and the trace still have one end for every turn.
+// observeEnd closes the call's span (end, after its last line). Every
+// turn has had its end by then: a turn still pending when the call
+// stopped ended cancelled on the owner (stopOwner).
 func (c *Call) observeEnd(end string) {
-	c.mu.Lock()
-	left := append([]*turn(nil), c.pending...)
-	c.mu.Unlock()
-	for _, t := range left {
-		if t != nil && !t.ended.Load() {
-			c.observeTurnEnd(t, stages.Cancelled.String(), "", "")
-		}
-	}
 	c.obs.End(end, c.gen.Load())
 }
 

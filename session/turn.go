@@ -29,9 +29,8 @@ type turn struct {
 	text   string
 	speech *backend.Audio // a speech turn, before recognition
 	format media.Format
-	span   int // the call's reply framing (Call.span)
-	done   chan struct{}
-	ended  atomic.Bool
+	span   int  // the call's reply framing (replyFormat.span)
+	ended  bool // its end was posted to the owner (owner.go: the owner's alone)
 
 	played     chan struct{} // closed once its audio_end was written
 	silenced   atomic.Bool   // a lease of the turn was lost: its audio is not written
@@ -78,7 +77,6 @@ func (c *Call) jobID(t *turn, stage string) string {
 // as the model has written it (stream.go). It returns once every backend
 // it started has returned and every lease it took is released.
 func (c *Call) runTurn(t *turn) {
-	defer close(t.done)
 	first := stages.Job{ID: c.jobID(t, StageModel), Owner: c.id, Generation: t.gen, Born: t.born, Tenant: c.tenant()}
 	if t.speech != nil {
 		first.ID = c.jobID(t, StageRecognize)
@@ -159,25 +157,11 @@ func (s *Engine) backendOutcome(stage string, err error) {
 // returns the channel closed if the lease is lost (holdLease).
 func (c *Call) admit(t *turn, st *stage, job stages.Job, seg int) (stages.Disposition, <-chan struct{}) {
 	t.obs.Submit(st.Name())
-	var tk stages.Pending
-	d := stages.Closed
-	err := c.rotate(t.ctx, st, t.gen)
-	if err == nil {
-		tk, d, err = st.Submit(t.ctx, job)
-	}
-	if err != nil {
-		if t.ctx.Err() != nil { // a barge-in or the call's end, not the store
-			d = stages.Cancelled
-		} else {
-			c.log.Error("submit", "stage", st.Name(), "job", job.ID, "err", err)
-			d = stages.Closed
-		}
-	}
-	if d == stages.Queued {
-		pos, _, _ := tk.Position(t.ctx)
+	d, tk, err := st.Offer(t.ctx, &c.rotated[st.Slot()], job, func(pos int) {
 		c.sendDisposition(t, st.Name(), seg, stages.Queued, pos, "")
-		<-tk.Done() // Rotate and Forget resolve it as cancelled
-		d, _ = tk.Result()
+	})
+	if err != nil {
+		c.log.Error("submit", "stage", st.Name(), "job", job.ID, "err", err)
 	}
 	c.sendDisposition(t, st.Name(), seg, d, 0, "")
 	// A later sentence of a reply the caller is hearing has its prompt
@@ -209,11 +193,16 @@ func (c *Call) sendDisposition(t *turn, st string, seg int, d stages.Disposition
 		Segment: seg, Disposition: d, Position: pos, Error: kind})
 }
 
+// endTurn ends t from its goroutine: the owner learns it first (the turn
+// is no longer in flight: the caller may reuse its id once told), then
+// the caller is told.
 func (c *Call) endTurn(t *turn, disposition, st, kind string) {
-	t.ended.Store(true)
-	c.mu.Lock()
-	delete(c.inflight, t.id)
-	c.mu.Unlock()
+	c.post(event{kind: evTurnEnded, turn: t})
+	c.reportTurnEnd(t, disposition, st, kind)
+}
+
+// reportTurnEnd counts and logs t's end and queues its turn_end.
+func (c *Call) reportTurnEnd(t *turn, disposition, st, kind string) {
 	c.s.m.Turns.WithLabelValues(disposition).Inc()
 	c.observeTurnEnd(t, disposition, st, kind)
 	_ = c.Send(c.ctx, &wire.TurnEndMsg{Type: "turn_end", Turn: t.id, Generation: t.gen, Disposition: disposition, Stage: st, Error: kind})
