@@ -152,7 +152,7 @@ type Call struct {
 
 // Turn is a turn's part, in the turn itself. Each stage's fields are
 // touched by one goroutine at a time: the one that runs the turn (admit,
-// sendDisposition, finished and endTurn run there, or in converse for a
+// sendDisposition, finished and endTurn run there, or on the call's owner for a
 // turn that never ran), except the model stage's release, reported by the
 // model's goroutine (writeReply) while the turn's waits on synthesis; the
 // first token and audio may be noted by a backend's goroutine, hence
