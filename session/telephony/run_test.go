@@ -177,10 +177,13 @@ type nativeCaller struct {
 	done chan struct{}
 }
 
-func dialNative(_ context.Context, t *testing.T, r *rig, _ *logRecords) caller {
+func dialNative(ctx context.Context, t *testing.T, r *rig, _ *logRecords) caller {
 	n := &nativeCaller{c: r.Dial(), done: make(chan struct{})}
 	n.c.Send(map[string]any{"type": "hello", "audio": map[string]any{"encoding": "pcm16", "rate": 8000}})
-	go n.read()
+	// It reads for as long as the scenario lasts (ctx), not the rig's
+	// client's 10 s: a read whose context ends closes the connection, and
+	// on a loaded machine a scenario may take longer.
+	go n.read(ctx)
 	t.Cleanup(func() {
 		n.c.Conn.Close(websocket.StatusNormalClosure, "")
 		<-n.done
@@ -188,10 +191,10 @@ func dialNative(_ context.Context, t *testing.T, r *rig, _ *logRecords) caller {
 	return n
 }
 
-func (n *nativeCaller) read() {
+func (n *nativeCaller) read(ctx context.Context) {
 	defer close(n.done)
 	for {
-		typ, b, err := n.c.Conn.Read(n.c.Ctx)
+		typ, b, err := n.c.Conn.Read(ctx)
 		n.mu.Lock()
 		switch {
 		case err != nil:
