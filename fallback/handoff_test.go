@@ -173,6 +173,7 @@ func TestHandoffAbandonedByDisconnectingAgent(t *testing.T) {
 		t.Fatalf("resolved as %v although it went back to the queue", h.Outcome().Disposition)
 	default:
 	}
+	waitFor(t, "the abandoned claim counted", func() bool { return s.Stats().HandoffsReturned == 1 })
 	if st := s.Stats(); st.HandoffsReturned != 1 || st.HandoffsAbandonedExpired != 0 {
 		t.Fatalf("stats %+v", st)
 	}
@@ -201,6 +202,9 @@ func TestHandoffAbandonedTooLateExpires(t *testing.T) {
 	if d := h.Outcome().Disposition; d != stages.Expired {
 		t.Fatalf("outcome %v, want expired (not back in the queue)", d)
 	}
+	// The agent's side counts the abandoned claim once the queue's Release
+	// has returned, which is after the caller's handle learned the outcome.
+	waitFor(t, "the abandoned claim counted", func() bool { return s.Stats().HandoffsAbandonedExpired == 1 })
 	if st := s.Stats(); st.HandoffsReturned != 0 || st.HandoffsAbandonedExpired != 1 {
 		t.Fatalf("stats %+v", st)
 	}
