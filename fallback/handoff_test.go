@@ -61,14 +61,7 @@ func (a *agentClient) next(typ string) agentMsg {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for {
-		_, b, err := a.c.Read(ctx)
-		if err != nil {
-			a.t.Fatalf("waiting for %s: %v", typ, err)
-		}
-		var m agentMsg
-		if err := json.Unmarshal(b, &m); err != nil {
-			a.t.Fatal(err)
-		}
+		m, b := a.read(ctx, typ)
 		if m.Type == typ {
 			return m
 		}
@@ -76,6 +69,21 @@ func (a *agentClient) next(typ string) agentMsg {
 			a.t.Fatalf("waiting for %s: got error %s", typ, b)
 		}
 	}
+}
+
+// read decodes the agent's next message (and returns it raw), waiting
+// for what.
+func (a *agentClient) read(ctx context.Context, what string) (agentMsg, []byte) {
+	a.t.Helper()
+	_, b, err := a.c.Read(ctx)
+	if err != nil {
+		a.t.Fatalf("waiting for %s: %v", what, err)
+	}
+	var m agentMsg
+	if err := json.Unmarshal(b, &m); err != nil {
+		a.t.Fatal(err)
+	}
+	return m, b
 }
 
 // waitList reads list updates until one satisfies ok.

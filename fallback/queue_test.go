@@ -2,7 +2,6 @@ package fallback_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http/httptest"
 	"slices"
@@ -164,15 +163,7 @@ func (a *agentClient) nextAny() agentMsg {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for {
-		_, b, err := a.c.Read(ctx)
-		if err != nil {
-			a.t.Fatal(err)
-		}
-		var m agentMsg
-		if err := json.Unmarshal(b, &m); err != nil {
-			a.t.Fatal(err)
-		}
-		if m.Type != "waiting" {
+		if m, _ := a.read(ctx, "a message"); m.Type != "waiting" {
 			return m
 		}
 	}
