@@ -178,7 +178,10 @@ func TestSecurityCallTokens(t *testing.T) {
 		t.Fatalf("acme's call with a server-minted token: %d %s", st, code)
 	}
 	// The token refused 429 above was not spent by its refusal: once acme
-	// has room again, it admits the retry.
+	// has room again, it admits the retry. The minted call is counted
+	// first: closed before its session was admitted, "3 calls" would hold
+	// at once while the guard still counted it against acme's cap.
+	waitFor(t, 5*time.Second, "the server-minted call to be admitted", func() bool { return calls() == 4 })
 	minted.CloseNow()
 	waitFor(t, 5*time.Second, "the server-minted call to end", func() bool { return calls() == 3 })
 	if _, st, code := twilioStream(t, p, authToken, public, "/v1/twilio/"+tok3, ""); st != 101 {
