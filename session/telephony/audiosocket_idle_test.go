@@ -78,6 +78,7 @@ func waitClosed(t *testing.T, c net.Conn) {
 // finish read as a caller not reading (end=slow_reader), which closed
 // the call before the idle watch could (a flake under load).
 func TestAudioSocketSilentPeer(t *testing.T) {
+	t.Parallel()
 	clock := stagestest.NewClock(stagestest.Epoch)
 	logs := &logRecords{}
 	logs.dumpOnFailure(t)
@@ -104,6 +105,7 @@ func TestAudioSocketSilentPeer(t *testing.T) {
 // peer that sends a frame every 20 ms for three times the idle bound
 // keeps its call; once it falls silent it is closed and its lease freed.
 func TestAudioSocketIdleRealSockets(t *testing.T) {
+	t.Parallel()
 	const idle = 300 * time.Millisecond
 	r := newRig(t, rigGateway(func(gc *GatewayConfig) { gc.AudioSocketIdle = idle }))
 	c := audioSocketStart(t, r)

@@ -88,6 +88,9 @@ type GatewayConfig struct {
 	OriginPatterns []string
 	// Logger (nil: discard).
 	Logger *slog.Logger
+	// KeyWait is how long a keypad menu waits for a key once it has
+	// played (0: DefaultKeyWait).
+	KeyWait time.Duration
 	// Prompts holds the prompt audio the endpoint renders itself, shared
 	// with the other telephony endpoints given the same cache (nil: one of
 	// its own).
@@ -279,7 +282,7 @@ func (h *GatewayHandler) serve(ctx context.Context, link gateway.Link, codec gat
 	}
 	ctx = tenant.WithCaller(ctx, caller)
 	log := h.log.With("stream", start.StreamID, "gateway_call", start.CallID)
-	st := lineStart{name: h.dialect, protocol: h.dialect, params: start.Params, format: start.Format, noKeys: !codec.Capabilities().DTMF}
+	st := lineStart{name: h.dialect, protocol: h.dialect, params: start.Params, format: start.Format, noKeys: !codec.Capabilities().DTMF, keyWait: h.cfg.KeyWait}
 	runLine(ctx, l, st, h.prompts, log, ws)
 	_ = link.Close()
 }

@@ -165,6 +165,7 @@ func (r *rig) rawGateway(ctx context.Context, d dialect) gateway.Link {
 // the gateway presents it, on the upgrade (Basic or Bearer) or in its
 // start; any other is closed with 1008 before it asks for admission.
 func TestGatewayToken(t *testing.T) {
+	t.Parallel()
 	logs := &logRecords{}
 	logs.dumpOnFailure(t)
 	r := newRig(t, rigGateway(func(c *GatewayConfig) { c.Token = "s3cret" }),
@@ -217,6 +218,7 @@ func TestGatewayToken(t *testing.T) {
 // TestGatewayTenantUntrusted: on an endpoint that requires no token, a
 // start naming a tenant is served without one (anyone could name any).
 func TestGatewayTenantUntrusted(t *testing.T) {
+	t.Parallel()
 	logs := &logRecords{}
 	logs.dumpOnFailure(t)
 	r := newRig(t, func(c *session.Config, _ *stub.Settings) { c.Logger = slog.New(logs) })
@@ -237,6 +239,7 @@ func TestGatewayTenantUntrusted(t *testing.T) {
 // writer keys by them); another prompt is another entry; a failed
 // rendering is not kept.
 func TestPromptCacheShared(t *testing.T) {
+	t.Parallel()
 	c := newPromptCache()
 	var renders atomic.Int32
 	release := make(chan struct{})

@@ -236,6 +236,7 @@ func TestGatewayRefused(t *testing.T) {
 	t.Parallel()
 	for _, d := range dialects {
 		t.Run(d.test(), func(t *testing.T) {
+			t.Parallel()
 			logs := &logRecords{}
 			logs.dumpOnFailure(t)
 			r := newRig(t, func(c *session.Config, s *stub.Settings) {

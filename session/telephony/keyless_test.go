@@ -22,6 +22,7 @@ import (
 // dialect can), not after a key wait it could never answer. The menu
 // would wait keyWait, far longer than the test's deadline.
 func TestKeylessRefusal(t *testing.T) {
+	t.Parallel()
 	n := 0
 	for _, d := range dialects {
 		if d.caps().DTMF {
@@ -63,6 +64,7 @@ func TestKeylessRefusal(t *testing.T) {
 // not keys, and the words it names are the ones the spoken answer takes
 // (fallback.SpokenAnswer); on a line with keys it names keys.
 func TestSpokenMenuSentences(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		spoken, callback, handoff bool
 		want                      string
@@ -98,6 +100,7 @@ func TestSpokenMenuSentences(t *testing.T) {
 // as words, not keys, answers "call me back" by voice (espeak-ng, heard by
 // pocketsphinx) and hears its callback booked to its number.
 func TestKeylessSpokenOffer(t *testing.T) {
+	t.Parallel()
 	k, hm := spokenMidcall(t)
 	k.logs.dumpOnFailure(t)
 	t.Cleanup(func() {

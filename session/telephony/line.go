@@ -64,6 +64,9 @@ type lineStart struct {
 	// refused call hears its prompt and is hung up (there is no turn
 	// after a call's refusal to hear an answer in).
 	noKeys bool
+	// keyWait is how long a keypad menu waits for a key once it has
+	// played (the endpoint's KeyWait; 0: DefaultKeyWait).
+	keyWait time.Duration
 }
 
 // lineEventKind says what a lineEvent is.

@@ -13,15 +13,15 @@ import (
 // go negative so that UserAgent.Close skips it. It was seen once in the
 // fresh-clone CI run (a refused SIP dial's transaction).
 //
-// Up to four tests run at once unless -parallel says otherwise: the tests
-// that call t.Parallel mostly wait on audio paced in real time, so more
-// of them than the two cores overlap their waits. The tests that set the
-// keypad's key wait (twilioKeyWait, a package variable) stay sequential:
-// they run, one at a time, before any parallel test starts.
+// Up to eight tests run at once unless -parallel says otherwise: the tests
+// mostly wait on audio paced in real time, so more of them than the two
+// cores overlap their waits. Every test and most subtests run in parallel:
+// nothing they set is shared (a keypad's key wait is its endpoint's
+// KeyWait, not a package variable).
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if !flagSet("test.parallel") {
-		_ = flag.Set("test.parallel", "4")
+		_ = flag.Set("test.parallel", "8")
 	}
 	goleak.VerifyTestMain(m,
 		goleak.IgnoreAnyFunction("github.com/emiago/sipgo/sip.(*TransportUDP).readUDPConnection"))

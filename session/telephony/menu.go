@@ -1,12 +1,12 @@
 package telephony
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/fallback"
@@ -63,12 +63,10 @@ const (
 // number (E.164), the number a keypad callback calls back.
 const callerParam = "caller"
 
-// twilioKeyWait is how long the menu waits for a key once it has played
-// (a variable so that tests can shorten it). After a session refusal the
-// offer window of the Fallback bounds the whole wait as well.
-var twilioKeyWait atomic.Int64
-
-func init() { twilioKeyWait.Store(int64(10 * time.Second)) }
+// DefaultKeyWait is how long a keypad menu waits for a key once it has
+// played, unless the endpoint's KeyWait says otherwise. After a session
+// refusal the offer window of the Fallback bounds the whole wait as well.
+const DefaultKeyWait = 10 * time.Second
 
 // KeypadFallback is a Fallback that a keypad menu can drive
 // (session/offer.Offers): the menu opens for the offers it makes, and the
@@ -144,12 +142,12 @@ type phoneMenu struct {
 	withdrawing bool
 }
 
-func newPhoneMenu(fb session.Fallback, params map[string]string, noKeys, hears bool) *phoneMenu {
-	m := &phoneMenu{keyWait: time.Duration(twilioKeyWait.Load()), spoken: noKeys, hears: hears, lines: map[string]*menuLine{}}
+func newPhoneMenu(fb session.Fallback, st lineStart, hears bool) *phoneMenu {
+	m := &phoneMenu{keyWait: cmp.Or(st.keyWait, DefaultKeyWait), spoken: st.noKeys, hears: hears, lines: map[string]*menuLine{}}
 	if k, ok := fb.(KeypadFallback); ok {
 		m.fb = k
 	}
-	if n, err := fallback.NormalizeNumber(params[callerParam]); err == nil {
+	if n, err := fallback.NormalizeNumber(st.params[callerParam]); err == nil {
 		m.number = n
 	}
 	return m

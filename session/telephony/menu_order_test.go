@@ -141,6 +141,7 @@ func orderKeypad(t *testing.T) *keypad {
 // the prompt is still queued; the marks come back prompt first, then the
 // menu.
 func TestTwilioMenuAfterPrompt(t *testing.T) {
+	t.Parallel()
 	k := orderKeypad(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -169,11 +170,13 @@ func TestTwilioMenuAfterPrompt(t *testing.T) {
 // TestGatewayMenuAfterPrompt: the same on gateway dialects, µ-law (Plivo)
 // and 16 kHz linear (Vonage).
 func TestGatewayMenuAfterPrompt(t *testing.T) {
+	t.Parallel()
 	for _, d := range dialects {
 		if d.name != "plivo" && d.name != "vonage" {
 			continue
 		}
 		t.Run(d.test(), func(t *testing.T) {
+			t.Parallel()
 			k := orderKeypad(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
@@ -208,10 +211,11 @@ func TestGatewayMenuAfterPrompt(t *testing.T) {
 // TestSIPMenuAfterPrompt: the same on a SIP call, where RTP has no marks:
 // the caller's RTP holds all of the prompt, then the menu.
 func TestSIPMenuAfterPrompt(t *testing.T) {
+	t.Parallel()
 	k := orderKeypad(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	s := sipServer(t, k.Engine, sip.Config{}, SIPConfig{Logger: slog.New(k.logs)})
+	s := sipServer(t, k.Engine, sip.Config{}, SIPConfig{Logger: slog.New(k.logs), KeyWait: k.keyWait})
 	out, err := sip.Dial(ctx, fmt.Sprintf("sip:acme@%s", s.Addr()), sip.DialConfig{From: "+15550100"})
 	if err != nil {
 		t.Fatal(err)
@@ -297,6 +301,7 @@ func (f voiceFallback) RenderPrompt(ctx context.Context, _ string) (backend.Audi
 // was not said; one whose premise holds is heard whole, and its end is
 // what tells the menu it was said.
 func TestMenuLinesGoThroughTheWriter(t *testing.T) {
+	t.Parallel()
 	st := stub.Settings{Tokens: 4, FrameCount: 5, Rate: 16000}
 	model, synth := stub.NewModel(st), stub.NewSynthesizer(st)
 	defer model.Close()

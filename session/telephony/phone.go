@@ -65,7 +65,7 @@ type phoneCall struct {
 // newPhoneCall returns the transport of one started stream.
 func newPhoneCall(e *session.Engine, l line, st lineStart, prompts *promptCache, log *slog.Logger) *phoneCall {
 	return &phoneCall{e: e, line: l, start: st, prompts: prompts, speaks: e.Fallback().SpeaksPrompts(),
-		log: log, byTurn: map[string]string{}, menu: newPhoneMenu(e.Fallback(), st.params, st.noKeys, e.HearsAnswers())}
+		log: log, byTurn: map[string]string{}, menu: newPhoneMenu(e.Fallback(), st, e.HearsAnswers())}
 }
 
 // msg is a log message of the transport's, prefixed with its name

@@ -115,6 +115,7 @@ func (l *orderLine) asked(utt string) <-chan struct{} {
 // the hang-up has to wait for the confirmation (on the engine's manual
 // clock), not take prompt~3's echo as the end of what was said.
 func TestKeypadConfirmationEndedConcurrently(t *testing.T) {
+	t.Parallel()
 	clk := stagestest.NewClock(time.Unix(1_700_000_000, 0))
 	st := stub.Settings{Tokens: 4, FrameCount: 5, Rate: 16000}
 	model, synth := stub.NewModel(st), stub.NewSynthesizer(st)

@@ -64,6 +64,7 @@ var transports = []transport{
 func run(t *testing.T, setup func(*session.Config, *stub.Settings), scenario func(t *testing.T, r *rig, tr transport, logs *logRecords)) {
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
+			t.Parallel()
 			logs := &logRecords{}
 			logs.dumpOnFailure(t)
 			r := newRig(t, func(c *session.Config, s *stub.Settings) {

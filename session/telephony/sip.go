@@ -45,6 +45,9 @@ type SIPConfig struct {
 	MediaTimeout time.Duration
 	// Logger (nil: discard).
 	Logger *slog.Logger
+	// KeyWait is how long a keypad menu waits for a key once it has
+	// played (0: DefaultKeyWait).
+	KeyWait time.Duration
 	// Prompts holds the prompt audio the handler renders itself, shared
 	// with the other telephony endpoints given the same cache (nil: one
 	// of its own).
@@ -128,7 +131,7 @@ func (h *SIPHandler) ServeSIP(ctx context.Context, c *sip.Call) {
 	l := &sipLine{call: c, media: m, track: gateway.NewTracker(clk), timeout: h.cfg.MediaTimeout,
 		clock: clk, since: clk.Now(), timer: clock.NewTimer(clk, h.cfg.MediaTimeout)}
 	defer l.timer.Stop()
-	st := lineStart{name: "sip", protocol: "sip", params: map[string]string{callerParam: c.From.User}, format: format}
+	st := lineStart{name: "sip", protocol: "sip", params: map[string]string{callerParam: c.From.User}, format: format, keyWait: h.cfg.KeyWait}
 	t := newPhoneCall(h.e, l, st, h.prompts, log)
 	log.Info("sip: call answered", "tenant", c.Tenant, "user", c.User, "codec", m.Codec().Name, "media", m.String())
 	h.e.Run(ctx, t, sipCapabilities(t.capabilities()))

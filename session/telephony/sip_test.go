@@ -97,6 +97,7 @@ func TestSIPCall(t *testing.T) {
 	t.Parallel()
 	for _, codec := range []sip.Codec{sip.PCMU, sip.PCMA} {
 		t.Run(codec.Name, func(t *testing.T) {
+			t.Parallel()
 			logs := &logRecords{}
 			r := newRig(t, func(c *session.Config, s *stub.Settings) {
 				c.Recognizer = stub.NewRecognizer(stub.Settings{})
@@ -169,7 +170,7 @@ func TestSIPRefusedCallback(t *testing.T) {
 	k := newKeypad(t, keypadOptions{window: 5 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s := sipServer(t, k.Engine, sip.Config{}, SIPConfig{Logger: slog.New(k.logs)})
+	s := sipServer(t, k.Engine, sip.Config{}, SIPConfig{Logger: slog.New(k.logs), KeyWait: k.keyWait})
 	c := dialSIP(ctx, t, s, "acme", sip.DialConfig{From: "+15550100"})
 	sessiontest.WaitFor(t, "the keypad menu", func() bool { return len(k.logs.find("sip: keypad menu")) > 0 })
 	if m := k.logs.find("sip: keypad menu")[0]; m["callback"] != true || m["handoff"] != false {
@@ -319,6 +320,7 @@ func sendForeignRTP(t *testing.T, dst netip.AddrPort, n int) {
 // calls as that tenant whatever the request URI says, and a trunk user
 // names it in the request URI; the caller's number is its From user.
 func TestSIPTenant(t *testing.T) {
+	t.Parallel()
 	logs := &logRecords{}
 	r := newRig(t, func(c *session.Config, _ *stub.Settings) { c.Logger = slog.New(logs) })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

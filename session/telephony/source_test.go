@@ -59,6 +59,7 @@ func (s *callerSpy) seen() []tenant.Caller {
 // booking caps of callbacks and handoffs count by), with no guard in
 // front to set it; so does an AudioSocket call.
 func TestGatewaySource(t *testing.T) {
+	t.Parallel()
 	spy := &callerSpy{}
 	r := newRig(t, func(c *session.Config, _ *stub.Settings) {
 		c.Fallback = spy
@@ -109,6 +110,7 @@ func TestGatewaySource(t *testing.T) {
 }
 
 func TestSourceOf(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"192.0.2.7:5060":                   "192.0.2.7",
 		"192.0.2.7":                        "192.0.2.7",

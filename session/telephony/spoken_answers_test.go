@@ -54,6 +54,7 @@ func offersHeardBy(t *testing.T, rec backend.Recognizer) *keypad {
 // a callback that cannot be booked without a number, which the caller is
 // told in words.
 func TestSpokenAnswersNative(t *testing.T) {
+	t.Parallel()
 	k := spokenOffers(t)
 	for _, v := range answerVoices {
 		for _, rate := range []int{16000, 8000} {
@@ -106,6 +107,7 @@ func TestSpokenAnswersNative(t *testing.T) {
 // holds for a person, and "no, thank you" declines the menu: the caller
 // hears that nothing was arranged, then 1013.
 func TestSpokenAnswersTwilio(t *testing.T) {
+	t.Parallel()
 	k := spokenOffers(t)
 	n := 0
 	for _, v := range answerVoices {
@@ -153,6 +155,7 @@ func TestSpokenAnswersTwilio(t *testing.T) {
 // words answer nothing is asked again once, then hears that nothing was
 // arranged and the call ends (1013): no question asked forever.
 func TestSpokenAnswerNotUnderstood(t *testing.T) {
+	t.Parallel()
 	k := spokenOffers(t)
 	c := k.Dial()
 	defer c.Conn.CloseNow()

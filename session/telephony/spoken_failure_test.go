@@ -30,6 +30,7 @@ func (failingAnswers) Recognize(context.Context, backend.Audio) (string, error) 
 // as for words that answer nothing; it is not left in silence until the
 // menu's wait runs out (a CI flake under load found this).
 func TestSpokenAnswerRecognizerFails(t *testing.T) {
+	t.Parallel()
 	t.Run("native", func(t *testing.T) {
 		k := offersHeardBy(t, failingAnswers{})
 		c := k.Dial()

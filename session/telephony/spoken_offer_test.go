@@ -51,6 +51,7 @@ func spokenMidcall(t *testing.T) (*midcall, *historyModel) {
 // says "a person please" (espeak-ng, heard by pocketsphinx) and is queued
 // for a person, confirmed in words; the model never sees the answer.
 func TestSpokenPersonAfterRefusal(t *testing.T) {
+	t.Parallel()
 	k, hm := spokenMidcall(t)
 	k.fillModel()
 	c := k.Dial()
@@ -95,6 +96,7 @@ func TestSpokenPersonAfterRefusal(t *testing.T) {
 // books a callback to its number (in the store) with the keypad's consent,
 // and it hears the booking confirmed. The answer never reaches the model.
 func TestSpokenCallbackAfterRefusal(t *testing.T) {
+	t.Parallel()
 	k, hm := spokenMidcall(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()

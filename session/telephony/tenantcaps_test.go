@@ -108,6 +108,7 @@ func TestTenantCapsGateways(t *testing.T) {
 			continue // AudioSocket below; Asterisk's plain-text control names no tenant
 		}
 		t.Run(d.test(), func(t *testing.T) {
+			t.Parallel()
 			r := capsRig(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()

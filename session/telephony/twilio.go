@@ -73,7 +73,7 @@ func (s *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ctx = tenant.WithCaller(ctx, caller)
 	}
 	log := s.log.With("stream", start.StreamID, "twilio_call", start.CallID)
-	st := lineStart{name: dialect.String(), protocol: "twilio", params: start.Params, format: media.Telephony}
+	st := lineStart{name: dialect.String(), protocol: "twilio", params: start.Params, format: media.Telephony, keyWait: s.cfg.KeyWait}
 	runLine(ctx, l, st, s.prompts, log, ws)
 }
 
@@ -120,6 +120,9 @@ type Config struct {
 	OriginPatterns []string
 	// Logger (nil: discard).
 	Logger *slog.Logger
+	// KeyWait is how long a keypad menu waits for a key once it has
+	// played (0: DefaultKeyWait).
+	KeyWait time.Duration
 	// Prompts holds the prompt audio the endpoint renders itself, shared
 	// with the other telephony endpoints given the same cache (nil: one of
 	// its own).

@@ -378,6 +378,7 @@ func TestTwilioMidcallHoldEnds(t *testing.T) {
 // the menu, is not asked again; nothing is booked or queued, and its next
 // utterance is answered as usual.
 func TestTwilioMidcallNoKey(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		key  string
@@ -421,6 +422,7 @@ func TestTwilioMidcallNoKey(t *testing.T) {
 // prompt with no offer (one menu at a time, no second question); a turn
 // admitted meanwhile is answered; a key then still answers the menu.
 func TestTwilioMidcallSpeechDuringMenu(t *testing.T) {
+	t.Parallel()
 	k := newMidcall(t, keypadOptions{window: 20 * time.Second, keyWait: 8 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -503,6 +505,7 @@ func TestTwilioMidcallNoNumber(t *testing.T) {
 // offers bothKinds fallbacks and the `offer`, books a callback with a
 // `callback` message, and its conversation goes on.
 func TestOffersMidcallNative(t *testing.T) {
+	t.Parallel()
 	k := newMidcall(t, keypadOptions{window: 10 * time.Second})
 	k.fillModel()
 	c := k.Admitted()

@@ -34,6 +34,9 @@ type keypad struct {
 	svc    *fallback.Service
 	offers *offer.Offers
 	logs   *logRecords
+	// keyWait is the endpoints' KeyWait (0: DefaultKeyWait): a SIP server
+	// a test starts itself is given it too.
+	keyWait time.Duration
 }
 
 type keypadOptions struct {
@@ -59,12 +62,7 @@ func newKeypad(t *testing.T, o keypadOptions) *keypad {
 // /v1/agents, prompts of 200 ms) and the stage limits set by limits.
 func wireKeypad(t *testing.T, o keypadOptions, limits func(*session.Config, *stub.Settings)) *keypad {
 	t.Helper()
-	if o.keyWait > 0 {
-		old := twilioKeyWait.Load()
-		twilioKeyWait.Store(int64(o.keyWait))
-		t.Cleanup(func() { twilioKeyWait.Store(old) })
-	}
-	k := &keypad{logs: &logRecords{}}
+	k := &keypad{logs: &logRecords{}, keyWait: o.keyWait}
 	wire := func(c *session.Config, s *stub.Settings) {
 		fc := fallback.DefaultConfig()
 		fc.DataDir = t.TempDir()
@@ -94,7 +92,9 @@ func wireKeypad(t *testing.T, o keypadOptions, limits func(*session.Config, *stu
 	agents := sessiontest.Routes(func() map[string]http.Handler {
 		return map[string]http.Handler{"GET /v1/agents": k.svc.AgentHandler(nil)}
 	})
-	k.rig = newRig(t, wire, sessiontest.After(after), agents)
+	keyWait := []any{rigTwilio(func(c *Config) { c.KeyWait = o.keyWait }),
+		rigGateway(func(c *GatewayConfig) { c.KeyWait = o.keyWait })}
+	k.rig = newRig(t, append(keyWait, wire, sessiontest.After(after), agents)...)
 	return k
 }
 
@@ -399,6 +399,7 @@ func TestTwilioKeypadHandoffNoAgent(t *testing.T) {
 // window); a key that is not on the menu does the same at once. Nothing is
 // booked or queued.
 func TestTwilioKeypadNoKey(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		key  string

@@ -203,6 +203,7 @@ func TestTwilioRefused(t *testing.T) {
 // TestTwilioSignature: with an auth token configured, only an upgrade
 // signed over the configured public URL is accepted.
 func TestTwilioSignature(t *testing.T) {
+	t.Parallel()
 	const token, public = "test-token-0123456789", "wss://frontdoor.example.com/v1/twilio"
 	r := newRig(t, rigTwilio(func(c *Config) {
 		c.AuthToken, c.PublicURL = token, public
