@@ -290,12 +290,13 @@ func TestServeSIPBaresip(t *testing.T) {
 // TestServeSIPp runs the real binary with -sip-listen and SIPp calling it
 // as a trunk would test it. SIPp's standard uac call (INVITE, ACK, BYE)
 // passes, three times; a caller that is answered and then sends no RTP
-// is hung up with a BYE within 31 s (the 30 s media timeout); and once
+// is hung up with a BYE within 6 s (-sip-media-timeout 5s; the default,
+// 30 s, is the flag's); and once
 // serve drains (SIGTERM, with a call still in progress) SIPp's INVITEs
 // are answered 503 with a Retry-After, so that a trunk fails over.
 func TestServeSIPp(t *testing.T) {
 	t.Parallel()
-	p := startServe(t, nil, "-sip-listen", "127.0.0.1:0", "-drain-timeout", "60s")
+	p := startServe(t, nil, "-sip-listen", "127.0.0.1:0", "-sip-media-timeout", sippMediaTimeout.String(), "-drain-timeout", "60s")
 	logs := &sipLogs{p: p}
 	addr := logs.wait(t, 10*time.Second, "sip listening", nil)["addr"].(string)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -304,7 +305,11 @@ func TestServeSIPp(t *testing.T) {
 	sippDrain(ctx, t, p, logs, addr)
 }
 
-// sippCalls: SIPp's uac calls, and a silent one hung up in 30-31 s.
+// sippMediaTimeout is the media timeout TestServeSIPp runs serve with:
+// testdata/sipp/silent.xml waits for the BYE at most a second longer.
+const sippMediaTimeout = 5 * time.Second
+
+// sippCalls: SIPp's uac calls, and a silent one hung up in 5-6 s.
 func sippCalls(ctx context.Context, t *testing.T, p *proc, addr string) {
 	silentXML, _ := filepath.Abs("testdata/sipp/silent.xml")
 	silent := make(chan error, 1)
@@ -317,8 +322,8 @@ func sippCalls(ctx context.Context, t *testing.T, p *proc, addr string) {
 		t.Errorf("the silent caller: %v", err)
 	}
 	elapsed := time.Since(start)
-	if elapsed < 29*time.Second {
-		t.Errorf("the silent caller was hung up after %v, before the 30 s media timeout", elapsed)
+	if elapsed < sippMediaTimeout-time.Second {
+		t.Errorf("the silent caller was hung up after %v, before the %v media timeout", elapsed, sippMediaTimeout)
 	}
 	t.Logf("the silent caller was hung up %v after SIPp started", elapsed)
 	waitFor(t, 10*time.Second, "the session leases released", func() bool { return stageLeased(t, p, "session") == 0 })
