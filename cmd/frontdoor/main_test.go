@@ -12,7 +12,7 @@ import (
 	"go.uber.org/goleak"
 )
 
-// TestMain runs up to four tests at once unless -parallel says otherwise:
+// TestMain runs up to eight tests at once unless -parallel says otherwise:
 // the tests that call t.Parallel mostly wait (on the binary's processes,
 // Redis TTLs, SIP and media timeouts), so more of them than the two cores
 // overlap their waits. goleak checks the whole package at the end, as a
@@ -23,7 +23,7 @@ import (
 // that test runs before the parallel ones, which all wait for it.
 func TestMain(m *testing.M) {
 	flag.Parse()
-	parallelAtLeast(4)
+	parallelAtLeast(8)
 	var build sync.WaitGroup
 	if !flagSet("test.run") && !flagSet("test.bench") {
 		build.Go(buildBinary)

@@ -196,33 +196,58 @@ func dialPlivo(ctx context.Context, t *testing.T, p *proc) *jsonPhone {
 // TestCallerContentStaysPrivate: what callers say (as text on the native
 // WebSocket, as speech on native, WebRTC, Twilio, Plivo and SIP) and what
 // the model answers them reach no log line at debug level, no metric and no
-// span.
-// The run includes answers to an offer said out loud (a phone caller's and
-// a native caller's), which used to be logged word for word.
+// span. The run includes answers to an offer said out loud (a phone
+// caller's), which used to be logged word for word. Each door runs against
+// a server of its own, at once, and each server's output is checked.
 func TestCallerContentStaysPrivate(t *testing.T) {
 	t.Parallel()
-	ai := fakeOpenAI(t)
-	rcv := newOTLPReceiver()
-	defer rcv.srv.Close()
-	p := startServe(t, nil, "-log-level", "debug", "-otlp-endpoint", rcv.addr(), "-otlp-insecure",
-		"-recognize", "openai", "-recognize-url", ai.URL+"/v1", "-model", "openai", "-model-url", ai.URL+"/v1", "-model-name", "m",
-		"-model-slots", "1", "-model-queue", "1", "-sip-listen", "127.0.0.1:0", "-webrtc-loopback-only")
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, l := range p.lines() {
-				t.Log(l)
-			}
-		}
-	})
-	sipAddr := (&sipLogs{p: p}).wait(t, 10*time.Second, "sip listening", nil)["addr"].(string)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	completed := `"disposition":"completed"`
+	for _, door := range []struct {
+		name string
+		call func(ctx context.Context, t *testing.T, p *proc, wg *sync.WaitGroup)
+	}{
+		{"native", privateNative},
+		{"twilio", func(ctx context.Context, t *testing.T, p *proc, wg *sync.WaitGroup) {
+			privatePhone(ctx, t, p, wg, dialTwilio(ctx, t, p, "+15550142"))
+		}},
+		{"plivo", func(ctx context.Context, t *testing.T, p *proc, wg *sync.WaitGroup) {
+			privatePhone(ctx, t, p, wg, dialPlivo(ctx, t, p))
+		}},
+		{"webrtc", privateWebRTC},
+		{"sip", privateSIP},
+		{"spoken answer", privateSpokenAnswer},
+	} {
+		t.Run(door.name, func(t *testing.T) {
+			t.Parallel()
+			ai := fakeOpenAI(t)
+			rcv := newOTLPReceiver()
+			defer rcv.srv.Close()
+			p := startServe(t, nil, "-log-level", "debug", "-otlp-endpoint", rcv.addr(), "-otlp-insecure",
+				"-recognize", "openai", "-recognize-url", ai.URL+"/v1", "-model", "openai", "-model-url", ai.URL+"/v1", "-model-name", "m",
+				"-model-slots", "1", "-model-queue", "1", "-sip-listen", "127.0.0.1:0", "-webrtc-loopback-only",
+				"-drain-timeout", "1s") // checkPrivate's SIGTERM ends the calls still up
+			t.Cleanup(func() {
+				if t.Failed() {
+					for _, l := range p.lines() {
+						t.Log(l)
+					}
+				}
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			var wg sync.WaitGroup
+			defer wg.Wait()
+			defer cancel()
+			door.call(ctx, t, p, &wg)
+			checkPrivate(t, p, rcv)
+		})
+	}
+}
 
-	// Native: a typed turn, then a spoken one.
+// completed is the log of a turn that completed.
+const completed = `"disposition":"completed"`
+
+// privateNative: a typed turn, then a spoken one, on the native WebSocket.
+func privateNative(ctx context.Context, t *testing.T, p *proc, _ *sync.WaitGroup) {
 	nat, _, err := dial(t, p.ws("/v1/session"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -260,54 +285,86 @@ func TestCallerContentStaysPrivate(t *testing.T) {
 	for m := next(t, nat2, "turn_end"); m.Disposition != "completed"; m = next(t, nat2, "turn_end") {
 		t.Logf("spoken turn_end %+v", m)
 	}
-
-	// Twilio and Plivo: a spoken turn each, to its end.
-	done := countLines(p, completed)
-	for _, ph := range []*jsonPhone{dialTwilio(ctx, t, p, "+15550142"), dialPlivo(ctx, t, p)} {
-		ph.listen(ctx, &wg)
-		ph.say(ctx, t, speech(t, 8000))
-		done++
-		waitLines(t, p, completed, done)
-		_ = ph.c.Close(websocket.StatusNormalClosure, "")
+	// -log-level debug says something of native calls too.
+	if n := countLines(p, "native: websocket accepted"); n < 2 {
+		t.Errorf("%d debug lines of accepted native sockets, want 2", n)
 	}
+}
 
-	// WebRTC: a pion peer on /v1/webrtc says the recording over RTP.
-	// (Waited for by its transcript: another call's late utterance may
-	// complete a turn meanwhile.)
+// phoneAdmitted waits until n phone calls were told they were admitted:
+// a caller's audio before that is not listened to, and a phone here sends
+// its recording at once, not in real time.
+func phoneAdmitted(t *testing.T, p *proc, n int) {
+	t.Helper()
+	waitFor(t, 30*time.Second, "a phone call admitted", func() bool {
+		admitted := 0
+		for _, l := range p.lines() {
+			if strings.Contains(l, `: session",`) && strings.Contains(l, `"disposition":"admitted"`) {
+				admitted++
+			}
+		}
+		return admitted >= n
+	})
+}
+
+// privatePhone: a spoken turn on a gateway dialect, to its end.
+func privatePhone(ctx context.Context, t *testing.T, p *proc, wg *sync.WaitGroup, ph *jsonPhone) {
+	ph.listen(ctx, wg)
+	phoneAdmitted(t, p, 1)
+	ph.say(ctx, t, speech(t, 8000))
+	waitLines(t, p, completed, 1)
+	_ = ph.c.Close(websocket.StatusNormalClosure, "")
+}
+
+// privateWebRTC: a pion peer on /v1/webrtc says the recording over RTP.
+func privateWebRTC(ctx context.Context, t *testing.T, p *proc, _ *sync.WaitGroup) {
 	rtcTranscript := rtcSay(ctx, t, p, speech(t, 8000))
 	waitFor(t, 30*time.Second, "the WebRTC caller's transcript", func() bool { return strings.Contains(rtcTranscript(), sentinel) })
-	done = countLines(p, completed)
+}
 
-	// SIP: baresip says its recording.
+// privateSIP: baresip calls and says its recording.
+func privateSIP(ctx context.Context, t *testing.T, p *proc, _ *sync.WaitGroup) {
+	sipAddr := (&sipLogs{p: p}).wait(t, 10*time.Second, "sip listening", nil)["addr"].(string)
 	phone := siptest.Start(t, siptest.Options{User: "+15550143", Source: mustAbs(t, "../../media/testdata/hello-8k.wav")})
 	phone.Command(ctx, "dial", fmt.Sprintf("sip:acme@%s", sipAddr))
 	phone.WaitEvent(ctx, "CALL_ESTABLISHED")
-	done++
-	waitLines(t, p, completed, done)
+	waitLines(t, p, completed, 1)
 	phone.Command(ctx, "hangup", "")
+}
 
-	// The model is held: the next turns expire in its queue and are and offered a
-	// callback, which the callers take out loud.
+// privateSpokenAnswer: the model is held, so a phone caller's turn
+// expires in its queue and is offered a callback, which the caller takes
+// out loud.
+func privateSpokenAnswer(ctx context.Context, t *testing.T, p *proc, wg *sync.WaitGroup) {
+	nat, _, err := dial(t, p.ws("/v1/session"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, nat, `{"type":"hello","audio":{"encoding":"pcm16","rate":16000}}`)
+	if m := next(t, nat, "session"); m.Disposition != "admitted" {
+		t.Fatalf("session %+v", m)
+	}
 	send(t, nat, `{"type":"turn","id":"hold","text":"hold"}`)
 	waitFor(t, 10*time.Second, "the model held", func() bool { return stageLeased(t, p, "model") == 1 })
 	tw := dialTwilio(ctx, t, p, "+15550144")
-	tw.listen(ctx, &wg)
+	tw.listen(ctx, wg)
+	phoneAdmitted(t, p, 1)
 	tw.say(ctx, t, speech(t, 8000)) // refused: the menu is said
 	waitLines(t, p, "keypad menu", 1)
 	tw.say(ctx, t, speech(t, 8000)) // "please call me back"
 	waitLines(t, p, "twilio: spoken answer", 1)
 	_ = tw.c.Close(websocket.StatusNormalClosure, "")
+}
 
-	// -log-level debug says something of native calls too.
-	if n := countLines(p, "native: websocket accepted"); n < 2 {
-		t.Errorf("%d debug lines of accepted native sockets, want 2", n)
-	}
-
+// checkPrivate stops p and checks that none of its log lines, its
+// metrics or the spans rcv received carries the sentinel.
+func checkPrivate(t *testing.T, p *proc, rcv *otlpReceiver) {
+	t.Helper()
 	metrics := httpGet(t, p.url("/metrics"))
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	err = <-p.exited
+	err := <-p.exited
 	p.exited <- err // for the cleanup
 
 	for _, l := range p.lines() {
