@@ -3,6 +3,7 @@ package fallback_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/frontdoorhq/frontdoor/fallback"
+	"github.com/frontdoorhq/frontdoor/media/clock"
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
@@ -25,13 +27,14 @@ func buildBinaries(t *testing.T, dir string, pkgs ...string) {
 }
 
 // TestCallbacksSurviveKill9: a process that answered Queued is killed with
-// SIGKILL; `frontdoor callbacks` then finds every booked callback, claims
-// one and completes it.
+// SIGKILL; a Service opened on its data directory then finds every booked
+// callback, claims one and completes it. (The operator's CLI on such a
+// directory is cmd/frontdoor's TestCallbacksCLI.)
 func TestCallbacksSurviveKill9(t *testing.T) {
 	bin := t.TempDir()
 	data := t.TempDir()
-	buildBinaries(t, bin, "github.com/frontdoorhq/frontdoor/fallback/internal/acceptor", "github.com/frontdoorhq/frontdoor/cmd/frontdoor")
-	acceptor, frontdoor := filepath.Join(bin, "acceptor"), filepath.Join(bin, "frontdoor")
+	buildBinaries(t, bin, "github.com/frontdoorhq/frontdoor/fallback/internal/acceptor")
+	acceptor := filepath.Join(bin, "acceptor")
 
 	cmd := exec.Command(acceptor, "-data-dir", data)
 	stdout, err := cmd.StdoutPipe()
@@ -68,13 +71,11 @@ func TestCallbacksSurviveKill9(t *testing.T) {
 	}
 	cmd.Wait()
 
-	out, err := exec.Command(frontdoor, "callbacks", "list", "-data-dir", data, "-json").Output()
+	ctx := context.Background()
+	s := newService(t, testConfig(data), clock.Or(nil)) // the wall clock, as the acceptor booked on
+	list, err := s.ListCallbacks(ctx, 0)
 	if err != nil {
-		t.Fatalf("list: %v", err)
-	}
-	var list []fallback.Callback
-	if err := json.Unmarshal(out, &list); err != nil {
-		t.Fatalf("list output %q: %v", out, err)
+		t.Fatal(err)
 	}
 	if len(list) != len(refs) {
 		t.Fatalf("after kill -9, %d callbacks listed, want %d", len(list), len(refs))
@@ -84,20 +85,11 @@ func TestCallbacksSurviveKill9(t *testing.T) {
 			t.Errorf("listed %+v", c)
 		}
 	}
-	if strings.Contains(string(out), "+15550100") {
-		t.Error("list shows a number unredacted")
-	}
-
-	out, err = exec.Command(frontdoor, "callbacks", "claim", "-data-dir", data, "-operator", "op1", "-json").Output()
-	if err != nil {
-		t.Fatalf("claim: %v", err)
-	}
-	var c fallback.Callback
-	if err := json.Unmarshal(out, &c); err != nil || c.Number != "+15550100" || c.Attempt != 1 {
+	c, err := s.ClaimCallback(ctx, "op1")
+	if err != nil || c.Number != "+15550100" || c.Attempt != 1 {
 		t.Fatalf("claim = %+v, %v", c, err)
 	}
-	out, err = exec.Command(frontdoor, "callbacks", "complete", "-data-dir", data, "-attempt", "1", "-note", "done", c.Ref).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "completed") {
-		t.Fatalf("complete: %v\n%s", err, out)
+	if done, err := s.FinishCallback(ctx, c.Ref, 1, fallback.StatusCompleted, "done"); err != nil || done.Status != fallback.StatusCompleted {
+		t.Fatalf("complete = %+v, %v", done, err)
 	}
 }
