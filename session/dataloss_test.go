@@ -20,6 +20,7 @@ import (
 // refused stale for as long as the call lasted, issue 15); a new caller is
 // admitted too.
 func TestFleetDataLossCallsGoOn(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	const ttl = 900 * time.Millisecond
 	rdb := srv.Client(t)

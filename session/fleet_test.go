@@ -135,6 +135,7 @@ func TestFleetBargeInCancelsWorkQueuedElsewhere(t *testing.T) {
 // Redis down: a queued caller is not left waiting, new callers hear the
 // truthful closed prompt, /readyz is 503; with Redis back, calls admit.
 func TestFleetRedisDownFailsClosed(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	r, _ := fleetRig(t, srv, stages.Limits{Slots: 1, Waiting: 2, MaxAge: 500 * time.Millisecond})
 	a, b := r.Admitted(), r.Admitted()

@@ -101,6 +101,7 @@ func scrape(t *testing.T, r *rig) string {
 // (failed, unavailable) not one more frame of the reply reaches the caller,
 // although seconds of it were queued.
 func TestLostSynthesisLeaseSilencesReply(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
 	const ttl = 500 * time.Millisecond
@@ -152,6 +153,7 @@ func TestLostSynthesisLeaseSilencesReply(t *testing.T) {
 // its line may be another caller's: it hears a short true prompt, which
 // offers nothing, and is closed with 1013, while Redis is still paused.
 func TestLostSessionLeaseEndsCall(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
 	const ttl = 500 * time.Millisecond

@@ -211,6 +211,7 @@ func TestHandoffAcrossReplicas(t *testing.T) {
 // attempt is fenced. A caller whose replica died (nobody renews it) is
 // cancelled after the TTL and leaves the agents' list.
 func TestHandoffDeadReplicas(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	cfg := handoffConfig()
 	a := newReplica(t, srv, cfg)

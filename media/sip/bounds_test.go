@@ -144,6 +144,7 @@ func TestDigestReplayed(t *testing.T) {
 // answered 503 with Retry-After), and a caller from another address
 // (127.0.0.2) is answered meanwhile.
 func TestPendingPerAddr(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	const bound = 16
@@ -278,6 +279,7 @@ func waitFor(t *testing.T, ctx context.Context, what string, ok func() bool) {
 // latched once); RTP from anywhere else, another port of the caller's host
 // included, is dropped and counted.
 func TestRTPSource(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		offered  string   // the host the offer names

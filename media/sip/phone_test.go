@@ -51,6 +51,7 @@ func listen(t *testing.T, cfg Config) *Server {
 // answers and plays a tone, gets the caller's speech and a DTMF 1, and the
 // call ends when the phone hangs up; the phone recorded the tone.
 func TestBaresipCall(t *testing.T) {
+	t.Parallel()
 	for _, transport := range []string{"udp", "tcp"} {
 		t.Run(transport, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -14,6 +14,7 @@ import (
 // session lease is freed well within 30 s (pion declares the connection
 // disconnected after 5 s without consent).
 func TestWebRTCSilentCaller(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -21,6 +21,7 @@ import (
 // it rate_limited (one turn a minute, burst 1, on a clock that does not
 // move).
 func TestTenantCapsWebRTC(t *testing.T) {
+	t.Parallel()
 	lim := tenant.NewLocal(tenant.Caps{Sessions: 2, TurnsPerMinute: 1, TurnBurst: 1}, 0,
 		stagestest.NewClock(time.Unix(1e9, 0)))
 	var r *rig

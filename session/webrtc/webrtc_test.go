@@ -147,6 +147,7 @@ func has(typ string) func([]sessiontest.Msg) bool {
 // arrives, the reply's audio stops, and nothing of the old generation
 // follows; hangup on the data channel ends the call.
 func TestWebRTCCall(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, func(c *session.Config, s *stub.Settings) {
 		c.Recognizer = stub.NewRecognizer(stub.Settings{})
 		s.FrameCount = 200 // a 4 s reply

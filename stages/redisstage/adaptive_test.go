@@ -20,6 +20,7 @@ import (
 // to 12, is followed by that one limit within 5 s (on the test's clock) of
 // each change, and no lease is ever granted over the limit in force.
 func TestFleetAdaptiveConverges(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	clock := stagestest.NewClock(stagestest.Epoch)

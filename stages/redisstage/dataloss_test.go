@@ -18,6 +18,7 @@ import (
 // next work is not refused stale, and new calls are admitted once the
 // warm-up (one TTL) has passed, never beyond the slots.
 func TestDataLossCallsGoOn(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	const ttl = 600 * time.Millisecond
 	rdb := srv.Client(t)

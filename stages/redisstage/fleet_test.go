@@ -238,6 +238,7 @@ func TestFleetRedisRestartFailsClosedThenRecovers(t *testing.T) {
 // closed for a warm-up of one TTL so that leases granted before have run
 // out, fencing tokens keep growing, and the old holder is fenced.
 func TestDataLossWarmsUpClosed(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	const ttl = 300 * time.Millisecond
 	s, err := redisstage.New(srv.Client(t), fmt.Sprint("loss", stageSeq.Add(1)), stages.Limits{Slots: 1, Waiting: 1, MaxAge: time.Minute}, redisstage.Options{LeaseTTL: ttl})

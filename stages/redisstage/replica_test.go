@@ -63,6 +63,7 @@ func replicaMain() int {
 // held (capacity reduced, never over-admitted) until their TTL runs out on
 // the server's clock, and come back then.
 func TestKilledReplicaLeasesReturnAfterTTL(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	const slots = 2
 	stage := fmt.Sprint("killed", stageSeq.Add(1))
