@@ -29,6 +29,7 @@ var fast = stub.Settings{ModelDelay: 20 * time.Millisecond, TokenDelay: 2 * time
 // stage stays full while the burst dials (milliseconds) and the 24 callers
 // beyond its lines and queue are refused before retention.
 func TestSmokeRunBalances(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, serverOpts{
 		session: stages.Limits{Slots: 4, Waiting: 2, MaxAge: 10 * time.Second},
 		model:   stages.Limits{Slots: 2, Waiting: 2, MaxAge: 150 * time.Millisecond},

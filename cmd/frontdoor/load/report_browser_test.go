@@ -24,6 +24,7 @@ import (
 // text) or leave their chart. A screenshot of the page is kept
 // ($FRONTDOOR_ARTIFACTS/load, or a temporary directory).
 func TestReportChartsInBrowser(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile(filepath.Join("testdata", "report.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -164,6 +164,7 @@ func twilioScript(log *scriptLog) http.HandlerFunc {
 // after a clear is counted as stale, and a mark is echoed only once the
 // audio before it has played.
 func TestTwilioCallerByScript(t *testing.T) {
+	t.Parallel()
 	log := &scriptLog{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/twilio", twilioScript(log))
@@ -254,6 +255,7 @@ func queueScript(heard *atomic.Int32) http.HandlerFunc {
 // when its turn gets no answer it says it again, and the answer to the
 // repeat admits it. The ignored attempt is not a turn.
 func TestTwilioCallerQueued(t *testing.T) {
+	t.Parallel()
 	var heard atomic.Int32
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/twilio", queueScript(&heard))

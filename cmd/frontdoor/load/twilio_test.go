@@ -37,6 +37,7 @@ func startTwilioServer(t *testing.T, sess stages.Limits, st stub.Settings) strin
 // stage matches the server's ledger, and the server's recognize, model and
 // synthesis ledgers show that it heard the speech turns.
 func TestTwilioRun(t *testing.T) {
+	t.Parallel()
 	url := startTwilioServer(t, phoneLimits, phoneStub)
 	r := phoneRun(t, load.Config{Target: url, Dialect: load.Twilio, TwilioAuthToken: twilioToken, TwilioURL: twilioPublic})
 	sess := r.Stages[0]
