@@ -166,7 +166,10 @@ func (r *Report) turns(cfg Config, recs []*callerRec) {
 	var firstSent, lastDone time.Time
 	bucket := cfg.Deadline / 20
 	r.Hist = Histograms{BucketMS: float64(bucket) / 1e6, FirstAud: make([]int, 61), QueueWait: make([]int, 61)}
-	hist := func(h []int, d time.Duration) { h[min(int(d/bucket), len(h)-1)]++ }
+	// A duration below zero (a phone caller's reply read before its
+	// writer stamped the last frame it sent, under load) counts in the
+	// first bucket.
+	hist := func(h []int, d time.Duration) { h[max(min(int(d/bucket), len(h)-1), 0)]++ }
 	for _, c := range recs {
 		for _, t := range c.turns {
 			l.Offered++
@@ -247,7 +250,7 @@ func (r *Report) turns(cfg Config, recs []*callerRec) {
 				silence = append(silence, t.silence)
 			}
 			if !t.firstAudio.IsZero() {
-				d := t.firstAudio.Sub(t.sent)
+				d := max(t.firstAudio.Sub(t.sent), 0)
 				ttfa = append(ttfa, d)
 				hist(r.Hist.FirstAud, d)
 				if d <= cfg.Deadline {
