@@ -156,6 +156,7 @@ type Engine struct {
 	obs *observe.Observer // turn histograms and the tracer
 
 	session, recognize, model, synth *stage
+	steps                            []step       // the turn pipeline (pipeline.go)
 	ans                              *answer.Gate // spoken answers to offers (answer.go); nil: none
 	pacer                            *pace.Pacer  // prompt audio's (nil: not paced)
 	shed                             meter.Shed   // the shedding rule's (shed.go)
@@ -259,6 +260,7 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.steps = s.turnSteps()
 	metrics.Register(s.reg, scrapeSource{s})
 	return s, nil
 }
@@ -266,7 +268,7 @@ func New(cfg Config) (*Engine, error) {
 func (s *Engine) stageList() []*stage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]*stage{s.session, s.recognize, s.model, s.synth}, s.extra...)
+	return append(append([]*stage{s.session}, s.turnStages()...), s.extra...)
 }
 
 // Clock returns the clock the engine's stages and calls run on

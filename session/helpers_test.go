@@ -22,11 +22,23 @@ type rig struct {
 	*sessiontest.Rig[*Engine]
 }
 
+// pipeline is a rig option that changes the engine's turn pipeline
+// before its first call (pipeline_test.go).
+type pipeline func(*Engine, []step) []step
+
 func newRig(t testing.TB, opts ...any) *rig {
 	t.Helper()
+	var pipe pipeline
 	return &rig{sessiontest.NewRig(t, sessiontest.Build[Config, *Engine]{
 		Config: Config{Session: sessiontest.Calls, Model: sessiontest.Turns, Synthesis: sessiontest.Turns,
 			CleanupTimeout: sessiontest.CleanupTimeout, QueueUpdate: sessiontest.QueueUpdate},
+		Option: func(o any) bool {
+			p, ok := o.(pipeline)
+			if ok {
+				pipe = p
+			}
+			return ok
+		},
 		New: func(cfg Config, m *stub.Model, s *stub.Synthesizer) (*Engine, error) {
 			// A test may put its own backend in place of a stub.
 			if cfg.ModelBackend == nil {
@@ -35,7 +47,11 @@ func newRig(t testing.TB, opts ...any) *rig {
 			if cfg.Synthesizer == nil {
 				cfg.Synthesizer = s
 			}
-			return New(cfg)
+			e, err := New(cfg)
+			if err == nil && pipe != nil {
+				e.steps = pipe(e, e.steps)
+			}
+			return e, err
 		},
 		Mount: mount,
 	}, opts...)}
