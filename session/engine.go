@@ -167,7 +167,7 @@ type Engine struct {
 	byName    map[string]int // calls by view.TransportName; a name stays at 0 once seen (its gauge)
 	callsWG   sync.WaitGroup
 	draining  atomic.Bool
-	inTransit admission.Transit // turns past model admission not yet offered to synthesis
+	inTransit admission.Transit // running turns whose reply is not all offered to synthesis yet
 	// firstSentence estimates the model's time to a reply's first
 	// sentence, which bounds the model stage's useful wait.
 	firstSentence meter.FirstSentence
@@ -413,9 +413,9 @@ var ErrDrainTimeout = errors.New("session: drain timeout: calls ended with 1001"
 // ctx ends first, the remaining calls are told to end (1001) and Drain
 // returns ErrDrainTimeout; Close waits for their backend work to stop.
 //
-// The synthesis stage closes last, once no turn admitted by the model stage
-// is still on its way to it, so turns already running finish with their
-// audio. (A speech turn still in recognition meets the closed model stage.)
+// The synthesis stage closes last, once no running turn is still on its way
+// to it, so turns already past the model finish with their audio. (A turn
+// not yet admitted by the model meets its closed stage.)
 func (s *Engine) Drain(ctx context.Context) error {
 	s.draining.Store(true)
 	for _, st := range s.stageList() {

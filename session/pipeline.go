@@ -13,15 +13,6 @@ import (
 	"github.com/frontdoorhq/frontdoor/stages"
 )
 
-// The turn pipeline is a list of steps (turnSteps): a new stage is one
-// entry. Every step runs one loop (stepRun.run) on a goroutine of the
-// turn's: each item of its inbox (a transcript, a sentence) is admitted,
-// worked under the lease until the backend returns, and reported; what
-// the work makes goes to the next inbox at once, so a reply streams
-// (stream.go). A step stops at its first refusal, failure or cancel and
-// records the outcome; the steps before it are halted, the steps after it
-// finish what they hold. Once all have returned, endRun ends the turn.
-
 // step is one stage of the turn pipeline.
 type step struct {
 	st       *stage
@@ -62,7 +53,7 @@ type pipeRun struct {
 	steps   []*stepRun
 	job     stages.Job  // the turn's: every step's job is its Next (Born and Tenant kept)
 	a       *audioOut   // the reply's audio
-	audible atomic.Bool // the reply's audio started: a refusal's prompt is endPartial's
+	audible atomic.Bool // the reply's audio started: a later refusal's prompt is endRun's, partial
 	mu      sync.Mutex
 	end     outcome
 }
@@ -86,7 +77,7 @@ type stepRun struct {
 	t       *turn
 	r       *pipeRun
 	i, n    int              // its place; the items it took
-	in, out *admission.Inbox // out: nil for the last step
+	in, out *admission.Inbox // out: the next step's (the last step's is read by none)
 	ctx     context.Context
 	halt    context.CancelFunc
 	cur     atomic.Value // string: the job offered or held, "" between items
@@ -110,7 +101,6 @@ func (c *Call) runTurn(t *turn) {
 		}
 	}
 	last := r.steps[len(r.steps)-1]
-	last.out = nil
 	c.s.inTransit.Add(1)
 	var wg sync.WaitGroup
 	for _, x := range r.steps[:last.i] {
@@ -131,10 +121,8 @@ func (x *stepRun) run() {
 			break
 		}
 	}
-	if x.out != nil {
-		x.out.Close()
-	} else {
-		x.c.s.inTransit.Add(-1)
+	if x.out.Close(); x.i == len(x.r.steps)-1 {
+		x.c.s.inTransit.Add(-1) // the turn has no more to offer to synthesis
 	}
 }
 
@@ -158,11 +146,8 @@ func (x *stepRun) serve(in string) bool {
 	if d != stages.Admitted {
 		return x.stop(outcome{disp: d})
 	}
-	out := func(s string) {
-		if x.out != nil {
-			x.out.Put(s)
-		}
-	}
+	out := x.out.Put
+	x.rest = ""
 	disp, err := c.holdLease(x.ctx, x.t, x.st, job.ID, lost, func(ctx context.Context) error { return x.work(x, ctx, in, out) })
 	x.cur.Store("")
 	cancelled, kind := x.report(seg, disp, err)

@@ -7,8 +7,8 @@ import (
 )
 
 // Transit counts work between two stages: admitted by one, not yet
-// offered to the next (a turn past model admission whose reply has not
-// all been offered to synthesis). A drain closes the next stage once
+// offered to the next (a running turn whose reply has not all been
+// offered to synthesis). A drain closes the next stage once
 // none is in transit, waiting on Zero instead of polling.
 type Transit struct {
 	n  atomic.Int64
