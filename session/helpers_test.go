@@ -84,6 +84,18 @@ func testHandler(e *Engine, extra map[string]http.Handler) http.Handler {
 	return mux
 }
 
+// released checks that the named stages hold no lease and that their
+// ledgers balance.
+func (r *rig) released(names ...string) {
+	r.T.Helper()
+	for _, name := range names {
+		s := r.stage(name)
+		if err := s.Ledger.Check(s.Leased, s.Queued); err != nil || s.Leased != 0 {
+			r.T.Errorf("%s: %v %+v", name, err, s)
+		}
+	}
+}
+
 func (r *rig) stage(name string) view.Stage {
 	v, ok := r.Engine.Stages().Stage(name)
 	if !ok {

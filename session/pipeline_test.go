@@ -69,12 +69,7 @@ func TestPipelineExtraStep(t *testing.T) {
 	if n := len(slices.DeleteFunc(slices.Clone(all), func(m sessiontest.Msg) bool { return !isDisp(stageUpper, "completed", 0)(m) })); n != 1 {
 		t.Fatalf("%d upper completions after first audio, want 1: %v", n, sessiontest.Types(all))
 	}
-	for _, name := range []string{StageModel, stageUpper, StageSynthesis} {
-		s := r.stage(name)
-		if err := s.Ledger.Check(s.Leased, s.Queued); err != nil || s.Leased != 0 {
-			t.Errorf("%s: %v %+v", name, err, s)
-		}
-	}
+	r.released(StageModel, stageUpper, StageSynthesis)
 	if s := r.stage(stageUpper); s.Ledger.Admitted != 2 {
 		t.Errorf("upper admitted %d leases, want one per sentence", s.Ledger.Admitted)
 	}
@@ -91,48 +86,25 @@ func TestPipelineExtraStepRefusal(t *testing.T) {
 	model, synth, hold := newScriptModel(q), newRecSynth(), make(chan struct{})
 	r := newRig(t, withUpper(t, stages.Limits{Slots: 1, Waiting: 1, MaxAge: time.Second}, hold),
 		func(c *Config, _ *stub.Settings) { c.Clock, c.ModelBackend, c.Synthesizer = clock, model, synth })
-	a := r.Admitted()
-	a.Send(map[string]any{"type": "turn", "id": "t1", "text": q})
-	model.write(t, q, "First part.")
-	untilFrames(t, a, 5)
-	// Another caller's sentence takes the only upper slot and holds it.
-	b := r.Admitted()
-	b.Send(map[string]any{"type": "turn", "id": "b1", "text": "hold on."})
-	b.Until(isDisp(stageUpper, "admitted", 0))
+	a, b := heardThenHeld(t, r, model, q, stageUpper, 0)
 	clock.Advance(2 * time.Second) // past the turn's birth + the stage's max wait
 	model.write(t, q, " Second part.")
 	all := a.Until(sessiontest.IsType("turn_end"))
 	if !slices.ContainsFunc(all, isDisp(stageUpper, "expired", 0)) {
 		t.Fatalf("no expiry at the upper stage: %v", sessiontest.Types(all))
 	}
-	p := sessiontest.LastOf(all, "prompt")
-	want := PromptText(Refusal{Stage: stageUpper, Disposition: stages.Expired, Partial: true})
-	if p.Text != want || !strings.Contains(p.Text, "lost the rest of my answer") {
-		t.Fatalf("prompt %q, want %q", p.Text, want)
-	}
+	lostTheRest(t, all, stageUpper, stages.Expired)
 	if n := len(slices.DeleteFunc(slices.Clone(all), func(m sessiontest.Msg) bool { return m.Type != "prompt" })); n != 1 {
 		t.Fatalf("%d prompts, want the partial one alone: %v", n, sessiontest.Types(all))
-	}
-	if end := all[len(all)-1]; end.Disposition != "expired" || end.Stage != stageUpper {
-		t.Fatalf("turn_end %+v", end)
 	}
 	if !slices.ContainsFunc(all, IsAudioEnd) {
 		t.Fatalf("the heard part did not play out: %v", sessiontest.Types(all))
 	}
-	if got := <-model.stopped; got != q {
-		t.Fatalf("stopped %q", got)
-	}
-	sessiontest.WaitFor(t, "the model's lease released", func() bool { return r.stage(StageModel).Leased == 0 })
-	if s := r.stage(StageModel); s.Ledger.CancelledActive != 1 {
-		t.Fatalf("model stage %+v: its cancelled lease", s)
-	}
+	model.cancelled(t, r, q)
 	if got := synth.said(); !slices.Equal(got, []string{"FIRST PART."}) {
 		t.Fatalf("synthesized %q", got)
 	}
 	close(hold)
 	b.Until(sessiontest.IsType("turn_end"))
-	s := r.stage(stageUpper)
-	if err := s.Ledger.Check(s.Leased, s.Queued); err != nil || s.Leased != 0 {
-		t.Errorf("upper: %v %+v", err, s)
-	}
+	r.released(stageUpper)
 }
