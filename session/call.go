@@ -61,9 +61,9 @@ type Call struct {
 	admitted atomic.Bool                 // the session admitted the call: the reader's view (hear)
 
 	// rotated is the generation each stage has confirmed for this call
-	// (by stage index): work of generation g is submitted only once its
-	// stage is at g (Call.rotate).
-	rotated [4]admission.Rotation
+	// (by stage slot: the session's, then the turn pipeline's): work of
+	// generation g is submitted only once its stage is at g (Call.rotate).
+	rotated []admission.Rotation
 
 	jobs sync.WaitGroup   // turn goroutines, until their backends returned
 	ans  *answer.Listener // spoken answers to an offer (answer.go); nil without a recognizer
@@ -96,8 +96,8 @@ func (c *Call) advance(p phase) {
 
 func newCall(s *Engine, id string, t Transport, caps Capabilities) *Call {
 	c := &Call{s: s, id: id, t: t, caps: caps, log: s.log.With("call", id),
-		history: backend.NewHistory(0, 0),
-		o:       own{inflight: map[string]bool{}}}
+		history: backend.NewHistory(0, 0), rotated: make([]admission.Rotation, 1+len(s.steps)),
+		o: own{inflight: map[string]bool{}}}
 	c.format.Store(&replyFormat{Format: media.Format{Encoding: media.PCM16, Channels: 1}, span: 1})
 	c.ans = s.ans.Listen(answerer{c}, c.log)
 	c.premise.Store(1)
@@ -176,7 +176,7 @@ func (c *Call) start(parent context.Context, ended func()) {
 		// The call becomes an owner at generation 1 of each turn stage
 		// now, so that its first turn finds it there; a stage that fails
 		// is tried again before the turn's work is submitted to it.
-		for _, st := range c.turnStages() {
+		for _, st := range c.s.turnStages() {
 			if err := c.rotate(ctx, st, 1); err != nil {
 				c.log.Warn("rotate", "stage", st.Name(), "generation", 1, "err", err)
 			}
@@ -212,7 +212,7 @@ func (c *Call) end(cause error, admitted bool, io *sync.WaitGroup, ioCancel cont
 	// Forget the call in every turn stage: queued work is cancelled, active
 	// work loses its right to speak (the owner cancelled its generation)
 	// and keeps its lease until its backend returns.
-	for _, st := range c.turnStages() {
+	for _, st := range c.s.turnStages() {
 		if err := st.Forget(c.ctx, c.id); err != nil {
 			c.log.Warn("forget", "stage", st.Name(), "err", err)
 		}

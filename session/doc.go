@@ -2,7 +2,16 @@
 // and barge-in, in the protocol of package session/wire.
 //
 // An Engine admits each call through the session stage, then each turn's
-// model request and synthesis job through their own stages (package stages).
+// work through the stages of its pipeline (package stages). The pipeline
+// is a list of steps (pipeline.go, turnSteps: recognition for a speech
+// turn, the model, synthesis sentence by sentence), and a new stage is one
+// entry. Every step runs one loop on a goroutine of the turn's: each item
+// of its inbox (a transcript, a sentence) is admitted, worked under its
+// lease until the backend returns, and reported; what the work makes goes
+// to the next inbox at once, so a reply streams (stream.go). A step stops
+// at its first refusal, failure or cancel; the steps before it are halted,
+// the steps after it finish what they hold, and once all have returned
+// one exit ends the turn (endRun) with the truth about what was heard.
 // A call's generation advances when the caller barges in: queued work of the
 // old generation is cancelled at once and active work loses its right to
 // speak at once, but every lease is held until its backend returns, which is

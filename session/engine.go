@@ -156,6 +156,7 @@ type Engine struct {
 	obs *observe.Observer // turn histograms and the tracer
 
 	session, recognize, model, synth *stage
+	steps                            []step       // the turn pipeline (pipeline.go)
 	ans                              *answer.Gate // spoken answers to offers (answer.go); nil: none
 	pacer                            *pace.Pacer  // prompt audio's (nil: not paced)
 	shed                             meter.Shed   // the shedding rule's (shed.go)
@@ -166,7 +167,7 @@ type Engine struct {
 	byName    map[string]int // calls by view.TransportName; a name stays at 0 once seen (its gauge)
 	callsWG   sync.WaitGroup
 	draining  atomic.Bool
-	inTransit admission.Transit // turns past model admission not yet offered to synthesis
+	inTransit admission.Transit // running turns whose reply is not all offered to synthesis yet
 	// firstSentence estimates the model's time to a reply's first
 	// sentence, which bounds the model stage's useful wait.
 	firstSentence meter.FirstSentence
@@ -259,6 +260,7 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.steps = s.turnSteps()
 	metrics.Register(s.reg, scrapeSource{s})
 	return s, nil
 }
@@ -266,7 +268,7 @@ func New(cfg Config) (*Engine, error) {
 func (s *Engine) stageList() []*stage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]*stage{s.session, s.recognize, s.model, s.synth}, s.extra...)
+	return append(append([]*stage{s.session}, s.turnStages()...), s.extra...)
 }
 
 // Clock returns the clock the engine's stages and calls run on
@@ -411,9 +413,9 @@ var ErrDrainTimeout = errors.New("session: drain timeout: calls ended with 1001"
 // ctx ends first, the remaining calls are told to end (1001) and Drain
 // returns ErrDrainTimeout; Close waits for their backend work to stop.
 //
-// The synthesis stage closes last, once no turn admitted by the model stage
-// is still on its way to it, so turns already running finish with their
-// audio. (A speech turn still in recognition meets the closed model stage.)
+// The synthesis stage closes last, once no running turn is still on its way
+// to it, so turns already past the model finish with their audio. (A turn
+// not yet admitted by the model meets its closed stage.)
 func (s *Engine) Drain(ctx context.Context) error {
 	s.draining.Store(true)
 	for _, st := range s.stageList() {

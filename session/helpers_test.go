@@ -22,11 +22,23 @@ type rig struct {
 	*sessiontest.Rig[*Engine]
 }
 
+// pipeline is a rig option that changes the engine's turn pipeline
+// before its first call (pipeline_test.go).
+type pipeline func(*Engine, []step) []step
+
 func newRig(t testing.TB, opts ...any) *rig {
 	t.Helper()
+	var pipe pipeline
 	return &rig{sessiontest.NewRig(t, sessiontest.Build[Config, *Engine]{
 		Config: Config{Session: sessiontest.Calls, Model: sessiontest.Turns, Synthesis: sessiontest.Turns,
 			CleanupTimeout: sessiontest.CleanupTimeout, QueueUpdate: sessiontest.QueueUpdate},
+		Option: func(o any) bool {
+			p, ok := o.(pipeline)
+			if ok {
+				pipe = p
+			}
+			return ok
+		},
 		New: func(cfg Config, m *stub.Model, s *stub.Synthesizer) (*Engine, error) {
 			// A test may put its own backend in place of a stub.
 			if cfg.ModelBackend == nil {
@@ -35,7 +47,11 @@ func newRig(t testing.TB, opts ...any) *rig {
 			if cfg.Synthesizer == nil {
 				cfg.Synthesizer = s
 			}
-			return New(cfg)
+			e, err := New(cfg)
+			if err == nil && pipe != nil {
+				e.steps = pipe(e, e.steps)
+			}
+			return e, err
 		},
 		Mount: mount,
 	}, opts...)}
@@ -66,6 +82,18 @@ func testHandler(e *Engine, extra map[string]http.Handler) http.Handler {
 		mux.Handle(p, h)
 	}
 	return mux
+}
+
+// released checks that the named stages hold no lease and that their
+// ledgers balance.
+func (r *rig) released(names ...string) {
+	r.T.Helper()
+	for _, name := range names {
+		s := r.stage(name)
+		if err := s.Ledger.Check(s.Leased, s.Queued); err != nil || s.Leased != 0 {
+			r.T.Errorf("%s: %v %+v", name, err, s)
+		}
+	}
 }
 
 func (r *rig) stage(name string) view.Stage {

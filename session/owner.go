@@ -251,7 +251,7 @@ func (c *Call) bargeIn(at time.Time) {
 		b.Speaking = speaking
 	}
 	_ = c.pushFrame(c.ctx, outbound.Frame{Msg: msg, Barge: b})
-	for _, st := range c.turnStages() {
+	for _, st := range c.s.turnStages() {
 		if err := c.rotate(c.ctx, st, gen); err != nil {
 			c.log.Error("rotate", "stage", st.Name(), "generation", gen, "err", err)
 		}
@@ -270,9 +270,4 @@ func (c *Call) dropPending() {
 		c.reportTurnEnd(t, stages.Cancelled.String(), "", "")
 	}
 	c.o.pending = nil
-}
-
-// turnStages are the stages a turn passes, in order.
-func (c *Call) turnStages() []*stage {
-	return []*stage{c.s.recognize, c.s.model, c.s.synth}
 }

@@ -173,12 +173,7 @@ func TestStreamedReply(t *testing.T) {
 	if n := len(slices.DeleteFunc(slices.Clone(all), func(m sessiontest.Msg) bool { return m.Type != "audio_start" })); n != 0 {
 		t.Errorf("%d more audio_start: one reply is one audio_start … audio_end", n)
 	}
-	for _, st := range []string{StageModel, StageSynthesis} {
-		s := r.stage(st)
-		if err := s.Ledger.Check(s.Leased, s.Queued); err != nil || s.Leased != 0 {
-			t.Errorf("%s: %v %+v", st, err, s)
-		}
-	}
+	r.released(StageModel, StageSynthesis)
 	if s := r.stage(StageSynthesis); s.Ledger.Admitted != 3 {
 		t.Errorf("synthesis admitted %d leases, want one per sentence", s.Ledger.Admitted)
 	}
@@ -263,14 +258,7 @@ func TestStreamedLaterSentenceExpires(t *testing.T) {
 		c.Synthesis = stages.Limits{Slots: 1, Waiting: 4, MaxAge: time.Second}
 		c.SegmentGrace = 300 * time.Millisecond
 	})
-	a := r.Admitted()
-	a.Send(map[string]any{"type": "turn", "id": "t1", "text": q})
-	model.write(t, q, "First part.")
-	untilFrames(t, a, 5)
-	// Another caller's reply takes the only synthesis slot and holds it.
-	b := r.Admitted()
-	b.Send(map[string]any{"type": "turn", "id": "b1", "text": "hold on."})
-	b.Until(isDisp(StageSynthesis, "admitted", 1))
+	a, b := heardThenHeld(t, r, model, q, StageSynthesis, 1)
 	clock.Advance(2 * time.Second) // past the turn's birth + max wait
 	model.write(t, q, " Second part.")
 	model.write(t, q, " Third")
@@ -288,21 +276,8 @@ func TestStreamedLaterSentenceExpires(t *testing.T) {
 	if !slices.ContainsFunc(all, isDisp(StageSynthesis, "expired", 2)) {
 		t.Fatalf("no expiry of the second sentence: %v", sessiontest.Types(all))
 	}
-	p := sessiontest.LastOf(all, "prompt")
-	want := PromptText(Refusal{Stage: StageSynthesis, Disposition: stages.Expired, Partial: true})
-	if p.Text != want || !strings.Contains(p.Text, "lost the rest of my answer") {
-		t.Fatalf("prompt %q, want %q", p.Text, want)
-	}
-	if end := all[len(all)-1]; end.Disposition != "expired" || end.Stage != StageSynthesis {
-		t.Fatalf("turn_end %+v", end)
-	}
-	if got := <-model.stopped; got != q {
-		t.Fatalf("stopped %q", got)
-	}
-	sessiontest.WaitFor(t, "the model's lease released", func() bool { return r.stage(StageModel).Leased == 0 })
-	if s := r.stage(StageModel); s.Ledger.CancelledActive != 1 {
-		t.Fatalf("model stage %+v: its cancelled lease", s)
-	}
+	lostTheRest(t, all, StageSynthesis, stages.Expired)
+	model.cancelled(t, r, q)
 	if got := synth.said(); !slices.Equal(got, []string{"First part.", "hold on."}) {
 		t.Fatalf("synthesized %q", got)
 	}
@@ -367,6 +342,47 @@ func TestStreamedModelFailsMidReply(t *testing.T) {
 	h := model.historyOf(t, a)
 	if len(h) != 2 || h[1].Content != "Here is the first part." {
 		t.Fatalf("history %+v", h)
+	}
+}
+
+// heardThenHeld starts a's turn q, whose first sentence is heard, then
+// b's, which takes the only slot of stage and holds it (its item seg).
+func heardThenHeld(t *testing.T, r *rig, model *scriptModel, q, stage string, seg int) (a, b *sessiontest.Client) {
+	t.Helper()
+	a = r.Admitted()
+	a.Send(map[string]any{"type": "turn", "id": "t1", "text": q})
+	model.write(t, q, "First part.")
+	untilFrames(t, a, 5)
+	b = r.Admitted()
+	b.Send(map[string]any{"type": "turn", "id": "b1", "text": "hold on."})
+	b.Until(isDisp(stage, "admitted", seg))
+	return a, b
+}
+
+// lostTheRest checks the end of a turn whose reply the caller heard part
+// of, refused (d) at stage: the prompt says the rest was lost.
+func lostTheRest(t *testing.T, all []sessiontest.Msg, stage string, d stages.Disposition) {
+	t.Helper()
+	p := sessiontest.LastOf(all, "prompt")
+	want := PromptText(Refusal{Stage: stage, Disposition: d, Partial: true})
+	if p.Text != want || !strings.Contains(p.Text, "lost the rest of my answer") {
+		t.Fatalf("prompt %q, want %q", p.Text, want)
+	}
+	if end := all[len(all)-1]; end.Disposition != d.String() || end.Stage != stage {
+		t.Fatalf("turn_end %+v", end)
+	}
+}
+
+// cancelled checks that the model writing q was stopped, its lease
+// cancelled in the stage and released once it returned.
+func (m *scriptModel) cancelled(t *testing.T, r *rig, q string) {
+	t.Helper()
+	if got := <-m.stopped; got != q {
+		t.Fatalf("stopped %q", got)
+	}
+	sessiontest.WaitFor(t, "the model's lease released", func() bool { return r.stage(StageModel).Leased == 0 })
+	if s := r.stage(StageModel); s.Ledger.CancelledActive != 1 {
+		t.Fatalf("model stage %+v: its cancelled lease", s)
 	}
 }
 

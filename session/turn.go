@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -67,124 +66,12 @@ func (t *turn) replyText() string {
 // that report playback can do better: heardUpTo).
 func (t *turn) heard() *wire.Heard { return t.heardAt(t.sentUS.Load()) }
 
-func (c *Call) jobID(t *turn, stage string) string {
-	return fmt.Sprintf("%s/%d/%s", c.id, t.seq, stage)
-}
-
-// runTurn takes t through recognition (a speech turn), the model and
-// synthesis, sending every disposition, and ends it with turn_end. The
-// reply streams: each sentence is offered to the synthesis stage as soon
-// as the model has written it (stream.go). It returns once every backend
-// it started has returned and every lease it took is released.
-func (c *Call) runTurn(t *turn) {
-	first := stages.Job{ID: c.jobID(t, StageModel), Owner: c.id, Generation: t.gen, Born: t.born, Tenant: c.tenant()}
-	if t.speech != nil {
-		first.ID = c.jobID(t, StageRecognize)
-		if !c.recognize(t, first) {
-			return
-		}
-	}
-	mjob := first.Next(c.jobID(t, StageModel)) // keeps Born and tenant
-	mjob.Deadline = c.s.modelDeadline(mjob.Born)
-	// Until its last sentence is offered to synthesis, this turn keeps a
-	// drain from closing the synthesis stage under it.
-	c.s.inTransit.Add(1)
-	var once sync.Once
-	handedOff := func() { once.Do(func() { c.s.inTransit.Add(-1) }) }
-	defer handedOff()
-	d, lost := c.admit(t, c.s.model, mjob, 0)
-	if d != stages.Admitted {
-		c.endTurn(t, d.String(), StageModel, "")
-		return
-	}
-	c.speak(t, mjob, lost, handedOff)
-}
-
-// finished reports a stage's outcome after its lease was released, and
-// whether the turn goes on.
-func (c *Call) finished(t *turn, st string, disp stages.Disposition, err error) bool {
-	cancelled, kind := c.reportStage(t, st, 0, disp, err)
-	switch {
-	case cancelled:
-		c.endTurn(t, stages.Cancelled.String(), st, "")
-		return false
-	case err != nil:
-		c.s.refuse(c.ctx, Refusal{Call: c.id, Turn: t.id, Stage: st, Reason: kind, Started: true}, c)
-		c.endTurn(t, wire.TurnFailed, st, kind)
-		return false
-	}
-	return true
-}
-
-// reportStage sends the disposition of a stage's released lease (of
-// segment seg of a reply, 0 for other stages), counts and logs a backend
-// failure, and says whether the work was cancelled and, if it failed,
-// its error kind.
-func (c *Call) reportStage(t *turn, st string, seg int, disp stages.Disposition, err error) (cancelled bool, kind string) {
-	cancelled = disp == stages.Cancelled || t.ctx.Err() != nil
-	if err != nil && !cancelled {
-		kind = string(backend.KindOf(err))
-	}
-	c.sendDisposition(t, st, seg, disp, 0, kind)
-	switch {
-	case cancelled:
-	case err != nil:
-		c.s.m.BackendErrors.WithLabelValues(st, kind).Inc()
-		c.log.Warn("backend failed", "stage", st, "turn", t.id, "err", err)
-		c.s.backendOutcome(st, err)
-	default:
-		c.s.backendOutcome(st, nil)
-	}
-	return cancelled, kind
-}
-
 // backendOutcome tells Config.OnBackend how a backend did, leaving out a
 // lease lost to the store (not the backend's doing).
 func (s *Engine) backendOutcome(stage string, err error) {
 	if s.cfg.OnBackend != nil && !errors.Is(err, ErrLeaseLost) {
 		s.cfg.OnBackend(stage, err)
 	}
-}
-
-// admit offers job to st and waits while it is queued. Every disposition
-// reaches the caller; refusals and expiry also get the fallback's prompt,
-// except a later sentence of a reply the caller is hearing (seg > 1 with
-// a Deadline), whose prompt says the rest was lost (endPartial). A store that cannot take the work (its rotation to the
-// turn's generation or the offer itself failed) refuses it closed, with
-// the prompt that says the service is unavailable: stale is only ever
-// said of a generation the caller really left. seg numbers a reply's
-// sentences at the synthesis stage (0 elsewhere). Admitted, it also
-// returns the channel closed if the lease is lost (holdLease).
-func (c *Call) admit(t *turn, st *stage, job stages.Job, seg int) (stages.Disposition, <-chan struct{}) {
-	t.obs.Submit(st.Name())
-	d, tk, err := st.Offer(t.ctx, &c.rotated[st.Slot()], job, func(pos int) {
-		c.sendDisposition(t, st.Name(), seg, stages.Queued, pos, "")
-	})
-	if err != nil {
-		c.log.Error("submit", "stage", st.Name(), "job", job.ID, "err", err)
-	}
-	c.sendDisposition(t, st.Name(), seg, d, 0, "")
-	// A later sentence of a reply the caller is hearing has its prompt
-	// said by endPartial, once the audio before it has played.
-	hearing := seg > 1 && !job.Deadline.IsZero()
-	if d.Refusal() && !hearing {
-		c.s.refuse(c.ctx, Refusal{Call: c.id, Turn: t.id, Stage: st.Name(), Disposition: d}, c)
-	}
-	if d != stages.Admitted {
-		return d, nil
-	}
-	if t.ctx.Err() != nil {
-		// Rotated between admission and now: nothing was started, so the
-		// lease is released at once.
-		rd, rerr := st.Release(t.ctx, job.ID)
-		if rerr != nil {
-			c.log.Warn("release", "stage", st.Name(), "job", job.ID, "err", rerr)
-			rd = stages.Cancelled
-		}
-		c.sendDisposition(t, st.Name(), seg, rd, 0, "")
-		return stages.Cancelled, nil
-	}
-	return d, tk.Lost()
 }
 
 func (c *Call) sendDisposition(t *turn, st string, seg int, d stages.Disposition, pos int, kind string) {
@@ -208,32 +95,51 @@ func (c *Call) reportTurnEnd(t *turn, disposition, st, kind string) {
 	_ = c.Send(c.ctx, &wire.TurnEndMsg{Type: "turn_end", Turn: t.id, Generation: t.gen, Disposition: disposition, Stage: st, Error: kind})
 }
 
-// recognize takes a speech turn through the recognition stage; the
-// transcript becomes the turn's text. It reports whether the turn goes on.
-func (c *Call) recognize(t *turn, job stages.Job) bool {
-	d, lost := c.admit(t, c.s.recognize, job, 0)
-	if d != stages.Admitted {
-		c.endTurn(t, d.String(), StageRecognize, "")
-		return false
+// endRun is the turn's one exit, once every step of its pipeline has
+// returned: its audio finished and heard, or the truth about what was
+// lost. A reply the caller heard part of keeps what was said (it plays
+// out and is the history's answer), and its prompt, marked partial, says
+// the rest was lost. Audio of a turn that lost a lease is cut as a
+// barge-in's is (lease.go): it is not "what was said".
+func (c *Call) endRun(r *pipeRun) {
+	t, a, o := r.t, r.a, r.end
+	i := len(r.steps) - 1 // the furthest step that took an item: where a cancel is told
+	for i > 0 && r.steps[i].n == 0 {
+		i--
 	}
-	var text string
-	disp, err := c.holdLease(t.ctx, t, c.s.recognize, job.ID, lost, func(ctx context.Context) error {
-		var err error
-		text, err = c.s.cfg.Recognizer.Recognize(ctx, *t.speech)
-		return err
-	})
-	t.speech = nil // the audio is no longer needed
-	if !c.finished(t, StageRecognize, disp, err) {
-		return false
+	st, disp := r.steps[i].st.Name(), o.disp.String()
+	if o.step != nil && o.disp != stages.Cancelled {
+		st = o.step.st.Name()
 	}
-	t.text = text
-	_ = c.push(t.ctx, frame{gen: t.gen, msg: &wire.TranscriptMsg{Type: "transcript", Turn: t.id, Generation: t.gen, Text: text}})
-	if ev, ok := c.answerOf(t.ctx, text); ok {
-		// An answer to an offer goes to the Fallback, as a key would;
-		// the model never sees it.
-		c.s.cfg.Fallback.Message(c.ctx, c.id, ev, c)
-		c.endTurn(t, stages.Completed.String(), StageRecognize, "")
-		return false
+	failed := Refusal{Call: c.id, Turn: t.id, Stage: st, Disposition: o.disp}
+	if o.disp == stages.Failed {
+		failed, disp = Refusal{Call: c.id, Turn: t.id, Stage: st, Reason: o.kind, Started: true}, wire.TurnFailed
 	}
-	return true
+	switch {
+	case t.ctx.Err() != nil || o.disp == stages.Cancelled:
+		c.endTurn(t, stages.Cancelled.String(), st, "")
+	case o.disp == stages.Completed: // the caller answered an offer
+		c.endTurn(t, disp, st, "")
+	case o.step != nil && a.fr.Started() && !t.silenced.Load():
+		failed.Partial = true
+		heard := c.finishAudio(t, a)
+		c.history.Add(backend.Message{Role: backend.RoleAssistant, Content: t.spokenText()})
+		if !heard {
+			c.endTurn(t, stages.Cancelled.String(), st, "")
+			return
+		}
+		fallthrough
+	case o.step != nil:
+		if o.disp == stages.Failed || failed.Partial { // a refusal's own prompt was said (admit)
+			c.s.refuse(c.ctx, failed, c)
+		}
+		c.endTurn(t, disp, st, o.kind)
+	case !c.finishAudio(t, a):
+		c.endTurn(t, stages.Cancelled.String(), st, "")
+	default:
+		if reply := t.replyText(); strings.TrimSpace(reply) != "" {
+			c.history.Add(backend.Message{Role: backend.RoleAssistant, Content: reply})
+		}
+		c.endTurn(t, stages.Completed.String(), "", "")
+	}
 }
