@@ -420,6 +420,7 @@ func TestDocumentedCall(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			p := dialDocumented(ctx, t, r, d)
+			logs.waitAdmitted(t, 1)
 			rate := d.format.SampleRate
 			p.speak(ctx, sessiontest.Speech(t, "hello-8k.wav", rate))
 			p.speak(ctx, silence(600*time.Millisecond, rate))

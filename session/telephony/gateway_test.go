@@ -160,6 +160,7 @@ func TestGatewayCall(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			g := r.gatewayFor(ctx, d, 2, nil)
+			logs.waitAdmitted(t, 1)
 			f := g.Start().Format
 			if err := g.SendPCM(ctx, sessiontest.Speech(t, "hello-8k.wav", f.SampleRate)); err != nil {
 				t.Fatal(err)

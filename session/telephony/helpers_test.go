@@ -2,6 +2,7 @@ package telephony
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -195,6 +196,26 @@ func callsEnded(t testing.TB, r *rig, end string) float64 {
 		}
 	}
 	return 0
+}
+
+// waitAdmitted waits until the transports have logged n calls told they
+// were admitted ("twilio: session", "asterisk: session", ... with the
+// disposition admitted). A test phone sends its speech at once, not in
+// real time: sent before its call was admitted, all of it would be what
+// a waiting caller says, which is no turn (TestOwnerNoTurnBeforeAdmission).
+func (l *logRecords) waitAdmitted(t testing.TB, n int) {
+	t.Helper()
+	sessiontest.WaitFor(t, fmt.Sprintf("%d calls admitted", n), func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		admitted := 0
+		for _, r := range l.recs {
+			if strings.HasSuffix(r["msg"].(string), ": session") && fmt.Sprint(r["disposition"]) == "admitted" {
+				admitted++
+			}
+		}
+		return admitted >= n
+	})
 }
 
 // dumpOnFailure logs every record captured when t has failed.

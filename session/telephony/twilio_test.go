@@ -71,6 +71,7 @@ func TestTwilioCall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	g := r.gateway(ctx, twiliotest.Options{Speed: 2, CustomParameters: map[string]string{"caller": "+15550100"}})
+	logs.waitAdmitted(t, 1)
 
 	if err := g.SendPCM(ctx, sessiontest.Speech(t, "hello-8k.wav", 8000)); err != nil {
 		t.Fatal(err)
