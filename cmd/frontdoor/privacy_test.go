@@ -246,30 +246,31 @@ func TestCallerContentStaysPrivate(t *testing.T) {
 // completed is the log of a turn that completed.
 const completed = `"disposition":"completed"`
 
-// privateNative: a typed turn, then a spoken one, on the native WebSocket.
-func privateNative(ctx context.Context, t *testing.T, p *proc, _ *sync.WaitGroup) {
-	nat, _, err := dial(t, p.ws("/v1/session"), nil)
+// admittedCaller is a native caller (PCM16 at 16 kHz) whose session was
+// admitted.
+func admittedCaller(t *testing.T, p *proc) *websocket.Conn {
+	t.Helper()
+	c, _, err := dial(t, p.ws("/v1/session"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	send(t, nat, `{"type":"hello","audio":{"encoding":"pcm16","rate":16000}}`)
-	if m := next(t, nat, "session"); m.Disposition != "admitted" {
+	send(t, c, `{"type":"hello","audio":{"encoding":"pcm16","rate":16000}}`)
+	if m := next(t, c, "session"); m.Disposition != "admitted" {
 		t.Fatalf("session %+v", m)
 	}
+	return c
+}
+
+// privateNative: a typed turn, then a spoken one, on the native WebSocket.
+func privateNative(ctx context.Context, t *testing.T, p *proc, _ *sync.WaitGroup) {
+	nat := admittedCaller(t, p)
 	send(t, nat, `{"type":"turn","id":"t1","text":"`+callerWords+`"}`)
 	if m := next(t, nat, "turn_end"); m.Disposition != "completed" {
 		t.Fatalf("typed turn_end %+v", m)
 	}
 	// A spoken turn after a typed one on the same call is refused
 	// out-of-order (the generation does not move on): a second call speaks.
-	nat2, _, err := dial(t, p.ws("/v1/session"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	send(t, nat2, `{"type":"hello","audio":{"encoding":"pcm16","rate":16000}}`)
-	if m := next(t, nat2, "session"); m.Disposition != "admitted" {
-		t.Fatalf("session %+v", m)
-	}
+	nat2 := admittedCaller(t, p)
 	for s := speech(t, 16000); len(s) > 0; {
 		n := min(320, len(s))
 		if err := nat2.Write(ctx, websocket.MessageBinary, pcm.Encode(nil, s[:n])); err != nil {
@@ -336,14 +337,7 @@ func privateSIP(ctx context.Context, t *testing.T, p *proc, _ *sync.WaitGroup) {
 // expires in its queue and is offered a callback, which the caller takes
 // out loud.
 func privateSpokenAnswer(ctx context.Context, t *testing.T, p *proc, wg *sync.WaitGroup) {
-	nat, _, err := dial(t, p.ws("/v1/session"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	send(t, nat, `{"type":"hello","audio":{"encoding":"pcm16","rate":16000}}`)
-	if m := next(t, nat, "session"); m.Disposition != "admitted" {
-		t.Fatalf("session %+v", m)
-	}
+	nat := admittedCaller(t, p)
 	send(t, nat, `{"type":"turn","id":"hold","text":"hold"}`)
 	waitFor(t, 10*time.Second, "the model held", func() bool { return stageLeased(t, p, "model") == 1 })
 	tw := dialTwilio(ctx, t, p, "+15550144")
