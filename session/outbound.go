@@ -45,7 +45,7 @@ type frame struct {
 // reading stops the call.
 func (c *Call) push(ctx context.Context, f frame) error {
 	of := outbound.Frame{Gen: f.gen, Premise: f.premise, Bump: f.bump, Pooled: f.pooled, Voice: f.voice,
-		Msg: f.msg, Audio: f.audio, End: f.end, US: f.ms}
+		Msg: f.msg, Audio: f.audio, End: f.end, US: f.ms, Inline: f.turn != nil && f.gen != 0}
 	if f.turn != nil { // (a nil *turn is no Turn)
 		of.Turn = f.turn
 	}
@@ -66,7 +66,7 @@ func (c *Call) newOutbound() *outbound.Queue {
 	cfg := c.s.cfg
 	return outbound.New(outbound.Config{Limits: cfg.Outbound, Clock: cfg.Clock, Gen: &c.gen,
 		Premise: &c.premise, Spoken: &c.spoken, Stamps: c.caps.Voice != nil,
-		Pacer: c.s.pacer, Pace: cfg.Pace, PaceLead: cfg.PaceLead, ReusableAudio: c.caps.ReusableAudio})
+		Pacer: c.s.pacer, Pace: cfg.Pace, PaceLead: cfg.PaceLead, ReusableAudio: c.caps.ReusableAudio, Inline: c.caps.InlineAudio})
 }
 
 // callLine is the call as its writer sees it (outbound.Line).

@@ -53,6 +53,13 @@ type Capabilities struct {
 	// encodes a later frame into the same buffer. Unset, a frame's buffer
 	// is the transport's after SendAudio.
 	ReusableAudio bool
+	// InlineAudio says that SendAudio returns once the frame is handed to
+	// the connection, never waiting for playback (a WebSocket): a reply's
+	// frames are then written by the goroutine that makes them when the
+	// call's writer is not running, with no hand-off to it
+	// (outbound.Config.Inline). A transport that paces its own writes
+	// leaves it unset.
+	InlineAudio bool
 	// Interrupt stops the caller's playback on a barge-in, before
 	// `interrupted` is sent, and reports how much of turn's reply audio
 	// was played (nil: what was heard is estimated from the audio sent).

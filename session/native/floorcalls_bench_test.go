@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -194,12 +195,26 @@ func floorCallsPeer(mode string) error {
 	fmt.Printf("ADDR %s\n", addr)
 	var start time.Duration
 	var read int64
+	stopProfile := func() {}
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		switch in.Text() {
 		case "START":
 			start, read = rusageCPU(), frames.Load()
+			if p := os.Getenv("FRONTDOOR_FLOOR_CPUPROFILE"); p != "" {
+				// The peer's profile over the measured window, to
+				// set beside the server's (serve -cpuprofile).
+				f, err := os.Create(p)
+				if err != nil {
+					return err
+				}
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
+			}
 		case "STOP":
+			stopProfile()
 			fmt.Printf("CPU %d %d\n", rusageCPU()-start, frames.Load()-read)
 			stopPacers(pacers)
 			closeAll()

@@ -132,10 +132,11 @@ func (w *WebSocket) Close(status wire.CloseStatus, reason string) {
 }
 
 // Capabilities are the WebSocket's: its name ("native"), the undecoded
-// reader, Abort, and reusable audio (coder/websocket has copied a frame
-// into its buffered writer, or written it, once Write returns).
+// reader, Abort, reusable audio (coder/websocket has copied a frame into
+// its buffered writer, or written it, once Write returns) and inline
+// audio (Write waits for the socket, never for playback).
 func (w *WebSocket) Capabilities() session.Capabilities {
-	return session.Capabilities{Name: Name, ReadNative: w.readNative, Abort: w.Abort, ReusableAudio: true}
+	return session.Capabilities{Name: Name, ReadNative: w.readNative, Abort: w.Abort, ReusableAudio: true, InlineAudio: true}
 }
 
 // readNative reads the next message undecoded (Capabilities.ReadNative)

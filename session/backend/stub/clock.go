@@ -31,6 +31,17 @@ type clock struct {
 	idle    int                       // ticks in a row that found no waiter
 	due     time.Time                 // when the next tick is due
 	tick    [clockSlots]chan struct{} // slot k's waiters hold tick[k], closed at its tick
+	jobs    [clockSlots][]*job        // slot k's jobs, stepped at its tick (run)
+	batch   []*job                    // fire's copy of a slot's jobs, reused
+}
+
+// job is a run's step, called on the clock's tick until it is done.
+type job struct {
+	mu       sync.Mutex // held while step runs: a tick that finds it held skips it
+	step     func() (more bool, err error)
+	finished bool
+	err      error
+	done     chan struct{} // closed once step said no more, or failed
 }
 
 func newClock(period time.Duration, src backend.Clock) *clock {
@@ -47,15 +58,7 @@ func (k *clock) wait(ctx context.Context, slot int) error {
 		return ctx.Err()
 	}
 	k.mu.Lock()
-	if !k.running {
-		k.running = true
-		for i := range k.tick {
-			k.tick[i] = make(chan struct{})
-		}
-		k.slot0, k.idle = 0, 0
-		k.due = k.src.Now()
-		k.armLocked()
-	}
+	k.startLocked()
 	k.waiters++
 	ch := k.tick[slot]
 	k.mu.Unlock()
@@ -72,6 +75,72 @@ func (k *clock) wait(ctx context.Context, slot int) error {
 	}
 }
 
+// run calls step at each of slot's ticks, on the clock's goroutine, until
+// it returns more false or an error (which run returns), or ctx ends.
+// No call waits on a tick of its own: a thousand calls' steps are made
+// one after another at a tick, as one writer writes every call's frame.
+// A step still running at the slot's next tick (its write blocked) is
+// skipped that tick; run returns only once no step of it runs.
+func (k *clock) run(ctx context.Context, slot int, step func() (bool, error)) error {
+	if k.period <= 0 {
+		for {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if more, err := step(); !more || err != nil {
+				return err
+			}
+		}
+	}
+	j := &job{step: step, done: make(chan struct{})}
+	k.mu.Lock()
+	k.startLocked()
+	k.waiters++
+	k.jobs[slot] = append(k.jobs[slot], j)
+	k.mu.Unlock()
+	defer k.remove(slot, j)
+	select {
+	case <-j.done:
+		return j.err
+	case <-ctx.Done():
+	}
+	j.mu.Lock() // a step running ends first
+	j.finished = true
+	j.mu.Unlock()
+	return ctx.Err()
+}
+
+func (k *clock) remove(slot int, j *job) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.waiters--
+	js := k.jobs[slot]
+	for i, x := range js {
+		if x == j {
+			js[i] = js[len(js)-1]
+			js[len(js)-1] = nil
+			k.jobs[slot] = js[:len(js)-1]
+			return
+		}
+	}
+}
+
+// stepJobs makes one step of each of js that is not finished or running.
+func stepJobs(js []*job) {
+	for _, j := range js {
+		if !j.mu.TryLock() {
+			continue
+		}
+		if !j.finished {
+			if more, err := j.step(); !more || err != nil {
+				j.finished, j.err = true, err
+				close(j.done)
+			}
+		}
+		j.mu.Unlock()
+	}
+}
+
 // armLocked schedules the next tick a step after the last one was due,
 // so that the wheel does not drift by the timer's latency; a wheel fallen
 // a whole step behind starts again from now.
@@ -85,11 +154,25 @@ func (k *clock) armLocked() {
 	k.src.AfterFunc(d, k.fire)
 }
 
-// fire is one tick: it wakes the waiters of one slot and arms the next
-// tick, unless a full turn found no one waiting.
+// startLocked starts the ticks if they are stopped.
+func (k *clock) startLocked() {
+	if k.running {
+		return
+	}
+	k.running = true
+	for i := range k.tick {
+		k.tick[i] = make(chan struct{})
+	}
+	k.slot0, k.idle = 0, 0
+	k.due = k.src.Now()
+	k.armLocked()
+}
+
+// fire is one tick: it wakes the waiters of one slot, arms the next
+// tick (unless a full turn found no one waiting), and steps the slot's
+// jobs.
 func (k *clock) fire() {
 	k.mu.Lock()
-	defer k.mu.Unlock()
 	i := k.slot0
 	k.slot0 = (i + 1) % clockSlots
 	close(k.tick[i])
@@ -98,7 +181,16 @@ func (k *clock) fire() {
 		k.idle = 0
 	} else if k.idle++; k.idle >= clockSlots {
 		k.running = false
+		k.mu.Unlock()
 		return
 	}
 	k.armLocked()
+	js := append(k.batch[:0], k.jobs[i]...)
+	k.batch = nil // the next tick's fire may run while this one steps
+	k.mu.Unlock()
+	stepJobs(js)
+	clear(js)
+	k.mu.Lock()
+	k.batch = js
+	k.mu.Unlock()
 }

@@ -18,7 +18,7 @@ const FrameDuration = 20 * time.Millisecond
 type Synthesizer struct {
 	*core
 	wave  tone
-	clock *clock // paces frames FrameDelay apart, shared by every call
+	clock *clock // emits frames FrameDelay apart, shared by every call
 }
 
 // NewSynthesizer returns a stub synthesizer with settings s.
@@ -37,12 +37,14 @@ func NewSynthesizer(s Settings) *Synthesizer {
 // Rate returns the sample rate of the audio it emits.
 func (s *Synthesizer) Rate() int { return s.s.Rate }
 
-// Synthesize implements backend.Synthesizer. After the first frame, each
-// frame waits for the call's next tick of a clock that every call of s
-// shares: FrameCount frames take about (FrameCount-1)·FrameDelay, and a
-// thousand calls cost one timer, not a timer per call per frame. With a
-// FrameChunk of k, each emit carries k frames (the last what is left) and
-// waits k ticks' time for the next.
+// Synthesize implements backend.Synthesizer. The first frame is emitted
+// at once; each next one at the call's next tick of a clock that every
+// call of s shares, by the clock's goroutine (clock.run): FrameCount
+// frames take about (FrameCount-1)·FrameDelay, and a thousand calls cost
+// one timer and no goroutine wake-up per frame, as a streaming TTS
+// client's reader emits what arrives. With a FrameChunk of k, each emit
+// carries k frames (the last what is left) and waits k ticks' time for
+// the next.
 func (s *Synthesizer) Synthesize(ctx context.Context, text string, emit func(backend.Audio) error) error {
 	s.enter()
 	defer s.exit()
@@ -57,17 +59,24 @@ func (s *Synthesizer) Synthesize(ctx context.Context, text string, emit func(bac
 	if s.s.WordFrames > 0 {
 		frames = s.s.WordFrames * max(len(strings.Fields(text)), 1)
 	}
-	for i := 0; i < frames; i += s.s.FrameChunk {
-		if i > 0 {
-			if err := s.clock.wait(ctx, slot); err != nil {
-				return s.stop(err)
-			}
-		} else if err := ctx.Err(); err != nil {
-			return s.stop(err)
-		}
+	if err := ctx.Err(); err != nil {
+		return s.stop(err)
+	}
+	i := 0
+	step := func() (bool, error) {
 		if err := emit(backend.Audio{Rate: s.s.Rate, Samples: s.wave.frames(i, min(s.s.FrameChunk, frames-i))}); err != nil {
-			return s.stop(backend.EmitError("stub", "synthesize", err))
+			return false, backend.EmitError("stub", "synthesize", err)
 		}
+		i += s.s.FrameChunk
+		return i < frames, nil
+	}
+	if more, err := step(); err != nil {
+		return s.stop(err)
+	} else if !more {
+		return nil
+	}
+	if err := s.clock.run(ctx, slot, step); err != nil {
+		return s.stop(err)
 	}
 	return nil
 }

@@ -120,7 +120,7 @@ func TestSynthesizerPacing(t *testing.T) {
 			at time.Time
 			n  int
 		}
-		got := make(chan emitted)
+		got := make(chan emitted, len(tt.sizes)) // (emit runs on the clock's tick, inside Advance)
 		done := make(chan error, 1)
 		go func() {
 			done <- sy.Synthesize(context.Background(), "x", func(a backend.Audio) error {

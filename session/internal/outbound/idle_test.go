@@ -17,7 +17,7 @@ type testLinger struct {
 
 func (l *testLinger) wait() <-chan time.Time { return l.c }
 func (l *testLinger) idleFor() bool          { return true }
-func (l *testLinger) release()               { l.released = true }
+func (l *testLinger) release() bool          { l.released = true; return true }
 
 // A writer that stops for idleness gives its ring (and its timer) back:
 // an idle call holds neither; the next frame grows a ring again.

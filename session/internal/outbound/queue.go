@@ -94,6 +94,11 @@ type Frame struct {
 	Pooled  bool         // Audio is a pooled buffer (promptaudio.FrameBuf), given back once written or dropped
 	Voice   bool         // a transport's own line: taken by a closed queue while one is held (HoldVoice)
 	End     bool         // audio_end: the turn's audio is all written
+	// Inline: with Config.Inline, a frame of the stream lane that finds
+	// no writer running is written by the goroutine that pushes it (a
+	// reply's audio, pushed by its synthesizer), not handed to a writer
+	// goroutine: see Push.
+	Inline bool
 }
 
 // Barge is a barge-in, as its `interrupted` frame carries it to the
@@ -210,6 +215,16 @@ type Config struct {
 	// ReusableAudio: the transport keeps nothing of an audio frame once
 	// SendAudio returns, so a pooled buffer is given back once written.
 	ReusableAudio bool
+	// Inline says that the transport's writes return once the frame is
+	// handed to the connection, never waiting for playback (a WebSocket
+	// over TCP). A frame pushed with Frame.Inline is then written by its
+	// pusher when no writer runs, and a writer goroutine stops as soon as
+	// the queue is empty rather than linger: a reply's frames, which come
+	// one every 20 ms, cost no goroutine wake-up each (docs/BENCHMARKS.md,
+	// section 6). The pusher waits for the write, as it waits for room in
+	// a full queue; a frame not yet due is still paced by a writer
+	// goroutine.
+	Inline bool
 }
 
 // New returns an empty queue; it writes nothing until Serve.
@@ -221,6 +236,7 @@ func New(cfg Config) *Queue {
 		o.stamps = new(stamps)
 	}
 	o.w.clock = cfg.Clock
+	o.w.brisk = cfg.Inline
 	o.w.stall.Clock, o.w.stall.Timeout = cfg.Clock, lim.Timeout
 	return o
 }
@@ -236,7 +252,10 @@ func signal(c chan struct{}) {
 // when a write stalls). A frame of a generation already gone, or prompt
 // audio whose premise ended, is dropped at once. The control lane has room
 // for lim.Frames messages of its own: audio filling the stream lane never
-// holds a control message back.
+// holds a control message back. With Config.Inline, a stream-lane frame
+// with Inline set that finds no writer running makes the calling
+// goroutine the writer until the queue is empty (or a frame is not yet
+// due): Push returns once it is written.
 func (o *Queue) Push(ctx context.Context, f Frame) error {
 	if f.Size == 0 {
 		f.Size = len(f.Audio) + 64
@@ -321,6 +340,16 @@ func (o *Queue) Push(ctx context.Context, f Frame) error {
 			if b := int64(o.bytes); b > o.maxBytes.Load() {
 				o.maxBytes.Store(b)
 			}
+			if f.Inline && o.cfg.Inline && o.write != nil && !o.writing && !o.finishedLocked() {
+				o.writing = true
+				o.writers.Add(1)
+				write := o.write
+				o.mu.Unlock()
+				if !write(true) { // (one that parked is counted until it stops)
+					o.writers.Done()
+				}
+				return nil
+			}
 			start := o.startLocked()
 			o.mu.Unlock()
 			signal(o.ready)
@@ -361,7 +390,10 @@ const (
 type lingerer interface {
 	wait() <-chan time.Time
 	idleFor() bool // the wait's channel received: did the wait last the linger?
-	release()
+	// release lets go of the timers, unless the writer is to run again
+	// soon (a brisk writer in the middle of a reply); it reports whether
+	// it did, and the ring goes with them.
+	release() bool
 }
 
 // take is pop for the on-demand writer: when linger is not nil and its
@@ -406,8 +438,9 @@ func (o *Queue) take(ctx context.Context, linger lingerer) (Frame, int) {
 			o.mu.Lock()
 			if o.n == 0 && len(o.ctl) == 0 && !o.closed {
 				o.writing = false
-				o.q, o.head = nil, 0 // an idle call holds no ring
-				linger.release()
+				if linger.release() {
+					o.q, o.head = nil, 0 // an idle call holds no ring
+				}
 				o.mu.Unlock()
 				return Frame{}, popIdle
 			}

@@ -70,7 +70,12 @@ type writerState struct {
 	pc      pace.Due
 	due     *clock.ChanTimer // the pacer's wait; nil until audio is paced
 	held    heldFrame        // the frame to write first when a parked writer runs again
-	shared  bool             // this run is on the shared pacer: no wait for a frame
+	shared  bool             // this run is on a goroutine it does not own (the pacer's, a pusher's): no wait for a frame
+	// brisk (Config.Inline): the writer stops as soon as the queue is
+	// empty; in the middle of a reply (midReply) it keeps its ring and
+	// timers for the next frame.
+	brisk    bool
+	midReply bool
 
 	// The idle timer is armed once per run and not per wait: a wait
 	// notes when it began, and a timer that fires for an earlier wait is
@@ -90,7 +95,7 @@ type writerState struct {
 // wait notes the start of one wait of the writer and returns the idle
 // timer's channel (lingerer).
 func (w *writerState) wait() <-chan time.Time {
-	if w.shared {
+	if w.shared || w.brisk {
 		return closedTime // a writer on the shared pacer stops rather than wait
 	}
 	w.waitStart = w.clock.Now()
@@ -111,7 +116,7 @@ var closedTime = func() chan time.Time { c := make(chan time.Time); close(c); re
 // lasted Linger; if not, the timer fired for an earlier wait and is
 // armed again for the rest of this one (lingerer).
 func (w *writerState) idleFor() bool {
-	if w.shared {
+	if w.shared || w.brisk {
 		return true
 	}
 	w.idleArmed = false
@@ -125,8 +130,18 @@ func (w *writerState) idleFor() bool {
 }
 
 // release drops the timers (the idle one has fired) when the writer stops
-// for idleness: an idle call keeps none (lingerer).
-func (w *writerState) release() {
+// for idleness: an idle call keeps none (lingerer). A brisk writer that
+// stops between two frames of a reply keeps them.
+func (w *writerState) release() bool {
+	if w.brisk && w.midReply {
+		return false
+	}
+	w.drop()
+	return true
+}
+
+// drop lets go of the writer's timers but the idle one, which has fired.
+func (w *writerState) drop() {
 	w.idle, w.idleArmed = nil, false
 	if w.due != nil {
 		w.due.Stop()
@@ -140,7 +155,7 @@ func (w *writerState) stop() {
 	if w.idle != nil {
 		w.idle.Stop()
 	}
-	w.release()
+	w.drop()
 }
 
 // Sentinels of the writer.
@@ -242,6 +257,9 @@ func (o *Queue) writeFrame(ctx context.Context, f Frame) error {
 // on the pacer), waiting on the writer's own timer otherwise.
 func (o *Queue) writeAt(ctx context.Context, f Frame, due time.Time) error {
 	w := &o.w
+	if !w.clock.Now().Before(due) {
+		return o.writeNow(ctx, f) // (writeFrame checked it right before)
+	}
 	switch {
 	case o.pacer != nil && f.Premise != 0:
 		if dropped, err := o.parkUntil(ctx, f, due); dropped || err != nil {
@@ -332,6 +350,11 @@ func (o *Queue) writeNow(ctx context.Context, f Frame) error {
 	}
 	if f.Gen != 0 {
 		w.lastGen, w.lastAt = f.Gen, w.clock.Now()
+	}
+	if !f.control() {
+		w.midReply = f.Gen != 0 && !f.End
+	} else if f.Barge != nil {
+		w.midReply = false
 	}
 	if f.Premise != 0 && !f.control() { // (an offer carries its prompt's premise too)
 		w.notePrompt(f)
@@ -429,5 +452,6 @@ func (o *Queue) stale(f Frame) bool {
 	}
 	o.nStale.Add(1)
 	o.line.Stale()
+	o.w.midReply = false // (a reply cut short)
 	return true
 }
