@@ -42,7 +42,12 @@
 // the call's state changes, the writer cuts it the same way. Prompt audio
 // is paced by the engine's shared pacer (package internal/pace): the writer parks
 // between frames instead of waiting, and is resumed on a worker of the
-// pacer, still the call's only writer, with the same checks.
+// pacer, still the call's only writer, with the same checks. On a
+// transport whose writes never wait for playback (Capabilities.InlineAudio,
+// the WebSocket), a reply's frame that finds no writer running is written
+// by the goroutine that made it, which is the writer for that while: one
+// writer at a time still, with the same checks, and no goroutine wake-up
+// per frame.
 //
 // # Seams
 //

@@ -226,7 +226,8 @@ func (l *Listener) forgetLocked(addr netip.Addr, a *addrCount) {
 }
 
 // conn counts itself out once closed and, with idle set, makes every Read
-// give up after idle (or the deadline its user set, if earlier).
+// give up after idle (or the deadline its user set, if earlier), less at
+// most idle/idleSlack.
 //
 // mu is held while the socket's read deadline is set, by Read as by
 // SetReadDeadline: a deadline set while Read arms its idle deadline must
@@ -251,6 +252,7 @@ type conn struct {
 
 	mu        sync.Mutex
 	deadline  time.Time  // the read deadline the user (net/http) set
+	armed     time.Time  // the read deadline last set on the socket
 	handshake bool       // counted as a handshake in progress
 	client    netip.Addr // behind a trusted proxy: the client it counts for
 }
@@ -264,7 +266,13 @@ func (c *conn) Read(b []byte) (int, error) {
 		if !c.deadline.IsZero() && c.deadline.Before(d) {
 			d = c.deadline
 		}
-		_ = c.Conn.SetReadDeadline(d)
+		// A deadline moved later by less than idleSlack is left as it
+		// is: a call reads 50 frames a second, and re-arming the poller's
+		// timer for each was a few per cent of the server's CPU.
+		if late := d.Sub(c.armed); c.armed.IsZero() || late < 0 || late >= c.idle/idleSlack {
+			_ = c.Conn.SetReadDeadline(d)
+			c.armed = d
+		}
 		c.mu.Unlock()
 	}
 	return c.Conn.Read(b)
@@ -273,16 +281,21 @@ func (c *conn) Read(b []byte) (int, error) {
 func (c *conn) SetReadDeadline(t time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.deadline = t
+	c.deadline, c.armed = t, t
 	return c.Conn.SetReadDeadline(t)
 }
 
 func (c *conn) SetDeadline(t time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.deadline = t
+	c.deadline, c.armed = t, t
 	return c.Conn.SetDeadline(t)
 }
+
+// idleSlack: a Read re-arms the socket's deadline only once it would move
+// it by idle/idleSlack or more, so an idle connection is cut after
+// between idle·(1-1/idleSlack) and idle.
+const idleSlack = 32
 
 // requested notes that a whole request has arrived: the connection's
 // handshake is over.
