@@ -17,8 +17,12 @@ func Encode(dst []byte, samples []int16) []byte {
 	n := len(dst)
 	dst = slices.Grow(dst, 2*len(samples))[:n+2*len(samples)]
 	out := dst[n:]
-	for i, s := range samples {
-		binary.LittleEndian.PutUint16(out[2*i:], uint16(s))
+	for i := 0; i+4 <= len(samples); i += 4 { // four samples a step, one bounds check
+		s := samples[i : i+4 : i+4]
+		binary.LittleEndian.PutUint64(out[2*i:], uint64(uint16(s[0]))|uint64(uint16(s[1]))<<16|uint64(uint16(s[2]))<<32|uint64(uint16(s[3]))<<48)
+	}
+	for i := len(samples) &^ 3; i < len(samples); i++ {
+		binary.LittleEndian.PutUint16(out[2*i:], uint16(samples[i]))
 	}
 	return dst
 }
