@@ -44,6 +44,11 @@ import (
 // frames the server read), the reply frames received per call-second (50
 // when the two keep real time), and the reply frames' |gap - 20 ms|, as
 // frontdoor load measures jitter.
+//
+// FRONTDOOR_FLOOR_CPUPROFILE writes the server peer's CPU profile over the
+// measured window; FRONTDOOR_FLOOR_BALLAST gives each of its calls state
+// of that many bytes that every frame read touches, to see what a
+// server's per-call state costs the socket work around it.
 func BenchmarkFloorCalls(b *testing.B) {
 	for _, mode := range []string{"tcp", "websocket"} {
 		for _, n := range floorCallsN() {
@@ -150,13 +155,21 @@ func stopPacers(ps []*floorPacer) {
 func floorCallsPeer(mode string) error {
 	pacers := newFloorPacers(runtime.GOMAXPROCS(0))
 	var next, frames atomic.Int64
+	// FRONTDOOR_FLOOR_BALLAST (bytes): per call, state of that size that
+	// each frame read touches (a cache line in 64 bytes), as a server's
+	// per-call state does; 0, the floor itself.
+	ballast, _ := strconv.Atoi(os.Getenv("FRONTDOOR_FLOOR_BALLAST"))
 	serve := func(c *floorConn) {
 		pacers[int(next.Add(1))%len(pacers)].add(c)
 		buf := make([]byte, 0, 2048)
+		state := make([]byte, ballast)
 		for {
 			var err error
 			if buf, err = c.read(buf); err != nil {
 				return
+			}
+			for i := 0; i < len(state); i += 64 {
+				state[i]++
 			}
 			frames.Add(1)
 		}
