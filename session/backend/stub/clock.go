@@ -10,29 +10,29 @@ import (
 )
 
 // clockSlots is how many groups a clock's period is cut into: calls are
-// spread over them, so that a thousand calls do not all wake, and emit
-// their frames, at the same instant.
+// spread over them, so that a thousand calls do not all emit their frames
+// at the same instant.
 const clockSlots = 4
 
-// clock is one ticker shared by every call waiting on it, a wheel of
+// clock is one ticker shared by every call of a synthesizer, a wheel of
 // clockSlots slots: a call keeps its slot, and each tick (every
-// period/clockSlots on src) closes the channel the waiters of one slot
-// hold, which wakes them all at once. Its ticks start with the first waiter
-// and stop at the first full turn of the wheel that finds none.
+// period/clockSlots on src) makes the next step of every job of one slot,
+// one after another on the tick's goroutine (run). Its ticks start with
+// the first job and stop at the first full turn of the wheel that finds
+// none.
 type clock struct {
 	period time.Duration
 	src    backend.Clock
 	next   atomic.Uint32 // the slot of the next call
 
 	mu      sync.Mutex
-	waiters int
+	waiters int // the jobs in the slots
 	running bool
-	slot0   int                       // the slot the next tick closes
-	idle    int                       // ticks in a row that found no waiter
-	due     time.Time                 // when the next tick is due
-	tick    [clockSlots]chan struct{} // slot k's waiters hold tick[k], closed at its tick
-	jobs    [clockSlots][]*job        // slot k's jobs, stepped at its tick (run)
-	batch   []*job                    // fire's copy of a slot's jobs, reused
+	slot0   int                // the slot the next tick steps
+	idle    int                // ticks in a row that found no job
+	due     time.Time          // when the next tick is due
+	jobs    [clockSlots][]*job // slot k's jobs, stepped at its tick (run)
+	batch   []*job             // fire's copy of a slot's jobs, reused
 }
 
 // job is a run's step, called on the clock's tick until it is done.
@@ -50,30 +50,6 @@ func newClock(period time.Duration, src backend.Clock) *clock {
 
 // slot returns the slot of a new call.
 func (k *clock) slot() int { return int(k.next.Add(1) % clockSlots) }
-
-// wait returns at slot's next tick, or with ctx's error if ctx ends first.
-// A clock of period 0 or less does not wait.
-func (k *clock) wait(ctx context.Context, slot int) error {
-	if k.period <= 0 {
-		return ctx.Err()
-	}
-	k.mu.Lock()
-	k.startLocked()
-	k.waiters++
-	ch := k.tick[slot]
-	k.mu.Unlock()
-	defer func() {
-		k.mu.Lock()
-		k.waiters--
-		k.mu.Unlock()
-	}()
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
 
 // run calls step at each of slot's ticks, on the clock's goroutine, until
 // it returns more false or an error (which run returns), or ctx ends.
@@ -160,23 +136,17 @@ func (k *clock) startLocked() {
 		return
 	}
 	k.running = true
-	for i := range k.tick {
-		k.tick[i] = make(chan struct{})
-	}
 	k.slot0, k.idle = 0, 0
 	k.due = k.src.Now()
 	k.armLocked()
 }
 
-// fire is one tick: it wakes the waiters of one slot, arms the next
-// tick (unless a full turn found no one waiting), and steps the slot's
-// jobs.
+// fire is one tick: it arms the next tick (unless a full turn found no
+// job), and steps the jobs of one slot.
 func (k *clock) fire() {
 	k.mu.Lock()
 	i := k.slot0
 	k.slot0 = (i + 1) % clockSlots
-	close(k.tick[i])
-	k.tick[i] = make(chan struct{})
 	if k.waiters > 0 {
 		k.idle = 0
 	} else if k.idle++; k.idle >= clockSlots {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -61,38 +62,43 @@ func TestToneFramesCapped(t *testing.T) {
 	}
 }
 
-// TestClockShared checks that every waiter on one clock costs the same
-// single timer, that a turn of the wheel wakes them all, and that its ticks
-// stop once a full turn finds no one waiting.
+// TestClockShared checks that every job on one clock costs the same single
+// timer, that a turn of the wheel steps them all, and that its ticks stop
+// once a full turn finds no job.
 func TestClockShared(t *testing.T) {
 	const period = 20 * time.Millisecond
 	clk := stagestest.NewClock(time.Unix(0, 0))
 	k := newClock(period, clk)
 	var wg sync.WaitGroup
+	var steps atomic.Int32
 	for range 50 {
 		wg.Go(func() {
-			if err := k.wait(context.Background(), k.slot()); err != nil {
+			if err := k.run(context.Background(), k.slot(), func() (bool, error) { steps.Add(1); return false, nil }); err != nil {
 				t.Error(err)
 			}
 		})
 	}
 	waitFor(t, func() bool { k.mu.Lock(); defer k.mu.Unlock(); return k.waiters == 50 })
 	if n := clk.Pending(); n != 1 {
-		t.Fatalf("50 waiters: %d timers, want 1", n)
+		t.Fatalf("50 jobs: %d timers, want 1", n)
 	}
 	clk.Advance(period)
 	wg.Wait()
-	clk.Advance(period) // a turn with no waiter
+	if n := steps.Load(); n != 50 {
+		t.Fatalf("a turn of the wheel made %d steps, want 50", n)
+	}
+	clk.Advance(period) // a turn with no job
 	if n := clk.Pending(); n != 0 {
 		t.Fatalf("idle clock: %d timers, want 0", n)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := k.wait(ctx, 0); err != context.Canceled {
-		t.Fatalf("wait on an ended context: %v", err)
+	if err := k.run(ctx, 0, func() (bool, error) { return true, nil }); err != context.Canceled {
+		t.Fatalf("run on an ended context: %v", err)
 	}
-	if err := newClock(0, nil).wait(context.Background(), 0); err != nil {
-		t.Fatal(err)
+	n := 0
+	if err := newClock(0, nil).run(context.Background(), 0, func() (bool, error) { n++; return n < 3, nil }); err != nil || n != 3 {
+		t.Fatalf("a clock of period 0: %d steps, %v; want 3 at once", n, err)
 	}
 }
 
@@ -132,20 +138,14 @@ func TestSynthesizerPacing(t *testing.T) {
 		clk.Advance(delay)
 		at := []emitted{<-got}
 		k := sy.clock
-		slot := int(k.next.Load() % clockSlots)
+		waitFor(t, func() bool { k.mu.Lock(); defer k.mu.Unlock(); return k.waiters == 1 })
 		for len(at) < len(tt.sizes) {
-			// Advance a tick at a time, and only while the call waits, so
-			// that no tick of its slot passes unseen.
-			waitFor(t, func() bool { k.mu.Lock(); defer k.mu.Unlock(); return k.waiters == 1 })
-			k.mu.Lock()
-			ch := k.tick[slot]
-			k.mu.Unlock()
+			// A tick at a time: a step runs inside Advance, on its tick.
 			clk.Advance(period / clockSlots)
-			k.mu.Lock()
-			fired := k.tick[slot] != ch
-			k.mu.Unlock()
-			if fired {
-				at = append(at, <-got)
+			select {
+			case e := <-got:
+				at = append(at, e)
+			default:
 			}
 		}
 		if err := <-done; err != nil {

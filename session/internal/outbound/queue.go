@@ -340,14 +340,9 @@ func (o *Queue) Push(ctx context.Context, f Frame) error {
 			if b := int64(o.bytes); b > o.maxBytes.Load() {
 				o.maxBytes.Store(b)
 			}
-			if f.Inline && o.cfg.Inline && o.write != nil && !o.writing && !o.finishedLocked() {
-				o.writing = true
-				o.writers.Add(1)
-				write := o.write
+			if f.Inline && o.cfg.Inline && o.claimLocked() {
 				o.mu.Unlock()
-				if !write(true) { // (one that parked is counted until it stops)
-					o.writers.Done()
-				}
+				o.runHere()
 				return nil
 			}
 			start := o.startLocked()
@@ -492,11 +487,9 @@ func (o *Queue) serve(write func(shared bool) bool) {
 // writer is counted in writers under mu, before close can be called, so
 // that wait sees it.
 func (o *Queue) startLocked() func() {
-	if o.write == nil || o.writing || o.finishedLocked() {
+	if !o.claimLocked() {
 		return func() {}
 	}
-	o.writing = true
-	o.writers.Add(1)
 	write := o.write
 	return func() {
 		go func() {
@@ -504,6 +497,26 @@ func (o *Queue) startLocked() func() {
 				o.writers.Done()
 			}
 		}()
+	}
+}
+
+// claimLocked marks a writer as running, and counts it, when none is and
+// one may start.
+func (o *Queue) claimLocked() bool {
+	if o.write == nil || o.writing || o.finishedLocked() {
+		return false
+	}
+	o.writing = true
+	o.writers.Add(1)
+	return true
+}
+
+// runHere runs the claimed writer on the calling goroutine, which it does
+// not own: the writer never waits on it (it stops, parks or hands over
+// instead). It counts the writer as stopped unless it parked.
+func (o *Queue) runHere() {
+	if !o.write(true) {
+		o.writers.Done()
 	}
 }
 
@@ -591,11 +604,7 @@ func (o *Queue) unparkLocked() func() {
 
 // Resume runs the parked writer again, on a worker of the shared pacer;
 // it counts the writer as stopped unless it parked again (pace.Writer).
-func (o *Queue) Resume() {
-	if !o.write(true) {
-		o.writers.Done()
-	}
-}
+func (o *Queue) Resume() { o.runHere() }
 
 // handOver runs the writer, which was running on the shared pacer, on a
 // goroutine of its own (to wait for a reply's frame); it stays counted.

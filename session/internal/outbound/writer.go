@@ -182,8 +182,9 @@ type heldFrame struct {
 // generation off the wire once `interrupted` has been queued; the premise
 // check does the same for prompt audio once the call's state changed.
 //
-// shared: it runs on a worker of the engine's shared pacer
-// (package internal/pace), resumed from a park. It then never waits: it parks
+// shared: it runs on a goroutine it does not own (runHere): a worker of
+// the engine's shared pacer (package internal/pace), resumed from a park,
+// or the producer of a reply's frame (Config.Inline). It then never waits: it parks
 // again for its next prompt frame, stops as soon as its queue is empty
 // (the next push starts a writer), and hands a reply's frame that is not
 // due to a goroutine of its own. It reports parked when it parked (or
