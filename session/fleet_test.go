@@ -175,7 +175,19 @@ func TestFleetRedisDownFailsClosed(t *testing.T) {
 
 	srv.Restart()
 	sessiontest.WaitFor(t, "readyz 200", func() bool { return ready() == 200 })
-	d := r.Admitted()
+	// A connection go-redis failed to dial while Redis was down may still
+	// be in its backoff once readyz's has come back: a caller that meets
+	// it is refused Closed (and told so), and a next one is admitted.
+	var d *sessiontest.Client
+	sessiontest.WaitFor(t, "a caller admitted after recovery", func() bool {
+		c := r.Dial()
+		if c.Expect("session").Disposition == "admitted" {
+			d = c
+			return true
+		}
+		c.Conn.CloseNow()
+		return false
+	})
 	d.Send(map[string]any{"type": "turn", "id": "d1", "text": "x"})
 	if end := sessiontest.LastOf(d.Until(sessiontest.IsType("turn_end")), "turn_end"); end.Disposition != "completed" {
 		t.Fatalf("after recovery %+v", end)
