@@ -4,8 +4,10 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/frontdoorhq/frontdoor/media/clock"
+	"github.com/frontdoorhq/frontdoor/session/wire"
 )
 
 // BenchmarkOutbound is the writer's cost per frame: push, generation
@@ -38,4 +40,49 @@ func BenchmarkOutbound(b *testing.B) {
 	}
 	o.Close()
 	<-done
+}
+
+// signalLine is a transport that discards what it is given and says so
+// on written, one value per audio frame.
+type signalLine struct{ written chan struct{} }
+
+func (l signalLine) Send(context.Context, wire.Message) error { return nil }
+func (l signalLine) SendAudio(context.Context, []byte) error {
+	l.written <- struct{}{}
+	return nil
+}
+func (signalLine) Interrupting(context.Context, *Barge, time.Duration) {}
+func (signalLine) Stale()                                              {}
+
+// BenchmarkReplyFrame is one reply frame from its producer's push to the
+// transport's write, the writer idle before it, as each frame of a
+// synthesizer that emits in real time finds it: handed to the call's
+// writer goroutine (a wake-up per frame), and written by the producer
+// itself (Config.Inline). The producer waits for the write either way.
+func BenchmarkReplyFrame(b *testing.B) {
+	for _, inline := range []bool{false, true} {
+		name := "handed"
+		if inline {
+			name = "inline"
+		}
+		b.Run(name, func(b *testing.B) {
+			var gen atomic.Uint64
+			gen.Store(1)
+			o := New(Config{Clock: clock.System, Gen: &gen, Inline: inline})
+			line := signalLine{written: make(chan struct{}, 1)}
+			ctx, cancel := context.WithCancel(context.Background())
+			o.Serve(ctx, line, func(error) {}, func() {})
+			payload := make([]byte, 640)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := o.Push(ctx, Frame{Gen: 1, Audio: payload, US: 20_000, Inline: true}); err != nil {
+					b.Fatal(err)
+				}
+				<-line.written
+			}
+			cancel()
+			o.Close()
+			o.Wait()
+		})
+	}
 }
