@@ -45,7 +45,7 @@ type frame struct {
 // reading stops the call.
 func (c *Call) push(ctx context.Context, f frame) error {
 	of := outbound.Frame{Gen: f.gen, Premise: f.premise, Bump: f.bump, Pooled: f.pooled, Voice: f.voice,
-		Msg: f.msg, Audio: f.audio, End: f.end, US: f.ms, Inline: f.turn != nil && f.gen != 0}
+		Msg: f.msg, Audio: f.audio, End: f.end, US: f.ms}
 	if f.turn != nil { // (a nil *turn is no Turn)
 		of.Turn = f.turn
 	}

@@ -54,6 +54,12 @@ func (l signalLine) SendAudio(context.Context, []byte) error {
 func (signalLine) Interrupting(context.Context, *Barge, time.Duration) {}
 func (signalLine) Stale()                                              {}
 
+// benchTurn is a reply that is never silenced.
+type benchTurn struct{}
+
+func (benchTurn) Silenced() bool   { return false }
+func (benchTurn) Sent(int64, bool) {}
+
 // BenchmarkReplyFrame is one reply frame from its producer's push to the
 // transport's write, the writer idle before it, as each frame of a
 // synthesizer that emits in real time finds it: handed to the call's
@@ -75,7 +81,7 @@ func BenchmarkReplyFrame(b *testing.B) {
 			payload := make([]byte, 640)
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := o.Push(ctx, Frame{Gen: 1, Audio: payload, US: 20_000, Inline: true}); err != nil {
+				if err := o.Push(ctx, Frame{Gen: 1, Audio: payload, US: 20_000, Turn: benchTurn{}}); err != nil {
 					b.Fatal(err)
 				}
 				<-line.written

@@ -94,11 +94,6 @@ type Frame struct {
 	Pooled  bool         // Audio is a pooled buffer (promptaudio.FrameBuf), given back once written or dropped
 	Voice   bool         // a transport's own line: taken by a closed queue while one is held (HoldVoice)
 	End     bool         // audio_end: the turn's audio is all written
-	// Inline: with Config.Inline, a frame of the stream lane that finds
-	// no writer running is written by the goroutine that pushes it (a
-	// reply's audio, pushed by its synthesizer), not handed to a writer
-	// goroutine: see Push.
-	Inline bool
 }
 
 // Barge is a barge-in, as its `interrupted` frame carries it to the
@@ -217,8 +212,9 @@ type Config struct {
 	ReusableAudio bool
 	// Inline says that the transport's writes return once the frame is
 	// handed to the connection, never waiting for playback (a WebSocket
-	// over TCP). A frame pushed with Frame.Inline is then written by its
-	// pusher when no writer runs, and a writer goroutine stops as soon as
+	// over TCP). A reply's frame (Gen and Turn set, pushed by its
+	// synthesizer or its turn) is then written by its pusher when no
+	// writer runs, and a writer goroutine stops as soon as
 	// the queue is empty rather than linger: a reply's frames, which come
 	// one every 20 ms, cost no goroutine wake-up each (docs/BENCHMARKS.md,
 	// section 6). The pusher waits for the write, as it waits for room in
@@ -252,8 +248,8 @@ func signal(c chan struct{}) {
 // when a write stalls). A frame of a generation already gone, or prompt
 // audio whose premise ended, is dropped at once. The control lane has room
 // for lim.Frames messages of its own: audio filling the stream lane never
-// holds a control message back. With Config.Inline, a stream-lane frame
-// with Inline set that finds no writer running makes the calling
+// holds a control message back. With Config.Inline, a reply's frame of
+// the stream lane that finds no writer running makes the calling
 // goroutine the writer until the queue is empty (or a frame is not yet
 // due): Push returns once it is written.
 func (o *Queue) Push(ctx context.Context, f Frame) error {
@@ -340,7 +336,7 @@ func (o *Queue) Push(ctx context.Context, f Frame) error {
 			if b := int64(o.bytes); b > o.maxBytes.Load() {
 				o.maxBytes.Store(b)
 			}
-			if f.Inline && o.cfg.Inline && o.claimLocked() {
+			if o.cfg.Inline && f.Gen != 0 && f.Turn != nil && o.claimLocked() {
 				o.mu.Unlock()
 				o.runHere()
 				return nil
