@@ -169,10 +169,14 @@ func (x *stepRun) speak(ctx context.Context, text string, _ func(string)) error 
 	heard := x.st.FirstSignal() // the adaptive limit's signal: first audio
 	return x.c.s.cfg.Synthesizer.Synthesize(ctx, text, func(au backend.Audio) error {
 		heard()
+		if ablateSpeak { // (a measurement build only: ablate.go)
+			return x.c.t.SendAudio(context.Background(), ablateFrame)
+		}
 		t.obs.Audio()
+		started := a.fr.Started()
 		err := a.emit(ctx, au)
-		if a.fr.Started() {
-			x.r.audible.Store(true)
+		if !started && a.fr.Started() {
+			x.r.audible.Store(true) // (at the first frame only: x.r is not touched per frame)
 		}
 		return err
 	})

@@ -16,7 +16,12 @@ var ErrOddLength = errors.New("pcm: odd number of bytes in PCM16 data")
 func Encode(dst []byte, samples []int16) []byte {
 	n := len(dst)
 	dst = slices.Grow(dst, 2*len(samples))[:n+2*len(samples)]
-	out := dst[n:]
+	encode(dst[n:], samples)
+	return dst
+}
+
+// encodeLoop is encode on any machine: out holds 2·len(samples) bytes.
+func encodeLoop(out []byte, samples []int16) {
 	for i := 0; i+4 <= len(samples); i += 4 { // four samples a step, one bounds check
 		s := samples[i : i+4 : i+4]
 		binary.LittleEndian.PutUint64(out[2*i:], uint64(uint16(s[0]))|uint64(uint16(s[1]))<<16|uint64(uint16(s[2]))<<32|uint64(uint16(s[3]))<<48)
@@ -24,7 +29,6 @@ func Encode(dst []byte, samples []int16) []byte {
 	for i := len(samples) &^ 3; i < len(samples); i++ {
 		binary.LittleEndian.PutUint16(out[2*i:], uint16(samples[i]))
 	}
-	return dst
 }
 
 // Decode appends the samples in little-endian PCM16 bytes b to dst. If b has
@@ -33,8 +37,16 @@ func Decode(dst []int16, b []byte) ([]int16, error) {
 	n := len(b) / 2
 	m := len(dst)
 	dst = slices.Grow(dst, n)[:m+n]
-	out := dst[m:]
-	in := b[:2*n]
+	decode(dst[m:], b[:2*n])
+	if len(b)%2 != 0 {
+		return dst, ErrOddLength
+	}
+	return dst, nil
+}
+
+// decodeLoop is decode on any machine: in holds 2·len(out) bytes.
+func decodeLoop(out []int16, in []byte) {
+	n := len(out)
 	for i := 0; i+8 <= len(in); i += 8 { // four samples a step, one bounds check
 		v := binary.LittleEndian.Uint64(in[i:])
 		o := out[i/2 : i/2+4 : i/2+4]
@@ -43,10 +55,6 @@ func Decode(dst []int16, b []byte) ([]int16, error) {
 	for i := n &^ 3; i < n; i++ {
 		out[i] = int16(binary.LittleEndian.Uint16(in[2*i:]))
 	}
-	if len(b)%2 != 0 {
-		return dst, ErrOddLength
-	}
-	return dst, nil
 }
 
 // Clamp16 rounds x to the nearest int16, saturating at the range limits.

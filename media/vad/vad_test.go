@@ -158,3 +158,25 @@ func BenchmarkProcess(b *testing.B) {
 		evs = d.Process(evs[:0], pcm)
 	}
 }
+
+// sumSquares is the float64 sum of squares the detector compared before,
+// exactly, for any frame length and at full scale.
+func TestSumSquares(t *testing.T) {
+	for _, n := range []int{0, 1, 3, 4, 5, 160, 320, 961, 2880} {
+		for _, fill := range []func(i int) int16{
+			func(int) int16 { return -32768 },
+			func(int) int16 { return 32767 },
+			func(i int) int16 { return int16(i*7919 - 30000) },
+		} {
+			f := make([]int16, n)
+			var want float64
+			for i := range f {
+				f[i] = fill(i)
+				want += float64(f[i]) * float64(f[i])
+			}
+			if got := sumSquares(f); float64(got) != want {
+				t.Errorf("%d samples: sumSquares = %d, want %.0f", n, got, want)
+			}
+		}
+	}
+}

@@ -18,6 +18,7 @@ type testLinger struct {
 func (l *testLinger) wait() <-chan time.Time { return l.c }
 func (l *testLinger) idleFor() bool          { return true }
 func (l *testLinger) release() bool          { l.released = true; return true }
+func (l *testLinger) atOnce() bool           { return false }
 
 // A writer that stops for idleness gives its ring (and its timer) back:
 // an idle call holds neither; the next frame grows a ring again.
@@ -30,14 +31,14 @@ func TestOutboundIdleWriterGivesRingBack(t *testing.T) {
 	if err := o.Push(ctx, Frame{Gen: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, r := o.take(ctx, l); r != popFrame {
+	if _, r := o.take(ctx, l, 0); r != popFrame {
 		t.Fatalf("take = %d, want a frame", r)
 	}
 	if o.q == nil {
 		t.Fatal("no ring while the writer runs")
 	}
 	l.c <- time.Now()
-	if _, r := o.take(ctx, l); r != popIdle {
+	if _, r := o.take(ctx, l, 0); r != popIdle {
 		t.Fatalf("take = %d, want idle", r)
 	}
 	if o.q != nil || !l.released || o.writing {

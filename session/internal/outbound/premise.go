@@ -49,7 +49,7 @@ func (o *Queue) cutPrompt(ctx context.Context, f Frame) (bool, error) {
 	if m, ok := f.Msg.(*wire.AudioEndMsg); ok {
 		m.AudioMS, m.Cut = w.promptUS/1000, true
 	}
-	return true, o.send(ctx, f)
+	return true, o.send(ctx, f, o.w.clock.Now())
 }
 
 // notePrompt follows the prompt audio written, for cutPrompt.

@@ -150,9 +150,12 @@ type Queue struct {
 	closed bool
 	ready  chan struct{} // cap 1: frames were added
 	urgent chan struct{} // cap 1: a control frame was added (wakes a pacing writer)
-	space  chan struct{} // cap 1: frames were removed
-	done   chan struct{} // closed by close
-	voices int           // a transport's lines being said (HoldVoice): a closed queue is not finished
+	space  chan struct{} // cap 1: frames were removed, and roomWait > 0
+	// roomWait counts the pushers waiting for room: a frame taken
+	// signals space only when one is.
+	roomWait int
+	done     chan struct{} // closed by close
+	voices   int           // a transport's lines being said (HoldVoice): a closed queue is not finished
 
 	// Barriers (wire.Barrier) of control messages written ahead of audio
 	// queued before them: queued counts the stream-lane frames queued so
@@ -347,23 +350,39 @@ func (o *Queue) Push(ctx context.Context, f Frame) error {
 			start()
 			return nil
 		}
+		o.roomWait++
 		o.mu.Unlock()
-		done := o.done
-		if f.Voice {
-			done = nil // a closed queue still takes it (a discard signals space)
-		}
-		select {
-		case <-o.space:
-		case <-done:
-		case <-ctx.Done():
-			return context.Cause(ctx)
+		if err := o.waitRoom(ctx, f.Voice); err != nil {
+			return err
 		}
 	}
 }
 
+// waitRoom waits until a frame is removed (or the queue is closed, unless
+// voice: a closed queue still takes a transport's line) or ctx ends; the
+// caller counted itself in roomWait.
+func (o *Queue) waitRoom(ctx context.Context, voice bool) error {
+	defer func() {
+		o.mu.Lock()
+		o.roomWait--
+		o.mu.Unlock()
+	}()
+	done := o.done
+	if voice {
+		done = nil // a closed queue still takes it (a discard signals space)
+	}
+	select {
+	case <-o.space:
+	case <-done:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	return nil
+}
+
 // pop removes the next frame, waiting until one is queued or ctx ends.
 func (o *Queue) pop(ctx context.Context) (Frame, bool) {
-	f, r := o.take(ctx, nil)
+	f, r := o.take(ctx, nil, 0)
 	return f, r == popFrame
 }
 
@@ -375,9 +394,9 @@ const (
 )
 
 // lingerer is the on-demand writer's idle wait: wait arms it before each
-// wait for a frame; release lets go of what the writer keeps while it
-// waits, once it is to stop for idleness (called with mu held, before
-// another writer can start).
+// wait for a frame (unless atOnce); release lets go of what the writer
+// keeps while it waits, once it is to stop for idleness (called with mu
+// held, before another writer can start).
 type lingerer interface {
 	wait() <-chan time.Time
 	idleFor() bool // the wait's channel received: did the wait last the linger?
@@ -385,38 +404,44 @@ type lingerer interface {
 	// soon (a brisk writer in the middle of a reply); it reports whether
 	// it did, and the ring goes with them.
 	release() bool
+	// atOnce: the writer stops as soon as the queue is empty (wait's
+	// channel is always ready).
+	atOnce() bool
 }
 
 // take is pop for the on-demand writer: when linger is not nil and its
 // wait fires first with nothing queued, the writer counts as stopped (the
-// next push starts another) and take returns popIdle.
-func (o *Queue) take(ctx context.Context, linger lingerer) (Frame, int) {
+// next push starts another) and take returns popIdle; a linger that
+// stops at once (a brisk or shared writer) does so without a wait.
+// written is the stream-lane frame the writer is done with since its last
+// take (0: none), noted under the same lock (wrote).
+func (o *Queue) take(ctx context.Context, linger lingerer, written uint64) (Frame, int) {
+	o.mu.Lock()
+	if written != 0 {
+		o.wroteLocked(written)
+	}
 	for {
-		if f, ok := o.takeControl(); ok {
-			return f, popFrame
+		if f, ok := o.takeLocked(); ok {
+			return f, popFrame // (unlocked)
 		}
-		o.mu.Lock()
-		if o.n > 0 {
-			f := o.q[o.head]
-			o.q[o.head] = Frame{}
-			o.head = (o.head + 1) % len(o.q)
-			o.n--
-			o.units -= frameUnits(&f)
-			o.bytes -= f.Size
-			if o.n == 0 && len(o.q) > keepFrames && o.clock.Now().Sub(o.grown) > shrinkAfter {
-				o.q, o.head = nil, 0 // a drained burst gives its ring back
-			}
+		if o.finishedLocked() {
 			o.mu.Unlock()
-			signal(o.space)
-			return f, popFrame
-		}
-		closed := o.finishedLocked()
-		o.mu.Unlock()
-		if closed {
 			return Frame{}, popEnd
 		}
+		atOnce := linger != nil && linger.atOnce()
+		if atOnce && !o.closed {
+			// No wait, no select: a reply's frame written inline comes
+			// here after each write (docs/BENCHMARKS.md, section 6).
+			o.stopIdleLocked(linger)
+			o.mu.Unlock()
+			return Frame{}, popIdle
+		}
+		o.mu.Unlock()
+		// A closed queue whose transport's line is still to come keeps
+		// its writer (HoldVoice), even one that would stop at once: it
+		// waits for the line, or for its release.
 		var idle <-chan time.Time
-		if linger != nil {
+		if linger != nil && !atOnce {
 			idle = linger.wait()
 		}
 	wait:
@@ -428,10 +453,7 @@ func (o *Queue) take(ctx context.Context, linger lingerer) (Frame, int) {
 			}
 			o.mu.Lock()
 			if o.n == 0 && len(o.ctl) == 0 && !o.closed {
-				o.writing = false
-				if linger.release() {
-					o.q, o.head = nil, 0 // an idle call holds no ring
-				}
+				o.stopIdleLocked(linger)
 				o.mu.Unlock()
 				return Frame{}, popIdle
 			}
@@ -439,7 +461,38 @@ func (o *Queue) take(ctx context.Context, linger lingerer) (Frame, int) {
 		case <-ctx.Done():
 			return Frame{}, popEnd
 		}
+		o.mu.Lock()
 	}
+}
+
+// stopIdleLocked counts the writer as stopped for idleness.
+func (o *Queue) stopIdleLocked(linger lingerer) {
+	o.writing = false
+	if linger.release() {
+		o.q, o.head = nil, 0 // an idle call holds no ring
+	}
+}
+
+// takeLocked removes the next frame, control lane first, if one is
+// queued; it unlocks mu when it does.
+func (o *Queue) takeLocked() (Frame, bool) {
+	if len(o.ctl) > 0 {
+		return o.takeControlLocked(), true
+	}
+	if o.n == 0 {
+		return Frame{}, false
+	}
+	f := o.q[o.head]
+	o.q[o.head] = Frame{}
+	o.head = (o.head + 1) % len(o.q)
+	o.n--
+	o.units -= frameUnits(&f)
+	o.bytes -= f.Size
+	if o.n == 0 && len(o.q) > keepFrames && o.clock.Now().Sub(o.grown) > shrinkAfter {
+		o.q, o.head = nil, 0 // a drained burst gives its ring back
+	}
+	o.unlockRoom()
+	return f, true
 }
 
 // takeControl removes the next control frame, if one is queued: the
@@ -450,6 +503,12 @@ func (o *Queue) takeControl() (Frame, bool) {
 		o.mu.Unlock()
 		return Frame{}, false
 	}
+	return o.takeControlLocked(), true
+}
+
+// takeControlLocked removes the next control frame, which is queued, and
+// unlocks mu.
+func (o *Queue) takeControlLocked() Frame {
 	f := o.ctl[0]
 	o.ctl[0] = Frame{}
 	o.ctl = o.ctl[1:]
@@ -457,9 +516,18 @@ func (o *Queue) takeControl() (Frame, bool) {
 		o.ctl = nil // the backing array goes with the last message
 	}
 	o.bytes -= f.Size
+	o.unlockRoom()
+	return f
+}
+
+// unlockRoom unlocks mu after a frame was removed, and wakes a pusher
+// waiting for room if one is (only then: most frames find none).
+func (o *Queue) unlockRoom() {
+	wake := o.roomWait > 0
 	o.mu.Unlock()
-	signal(o.space)
-	return f, true
+	if wake {
+		signal(o.space)
+	}
 }
 
 // serve makes write the queue's writer, run in a goroutine of its own
@@ -618,6 +686,10 @@ func (o *Queue) handOver() {
 func (o *Queue) wrote(seq uint64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.wroteLocked(seq)
+}
+
+func (o *Queue) wroteLocked(seq uint64) {
 	o.handed = max(o.handed, seq)
 	for len(o.barriers) > 0 && o.barriers[0].at <= o.handed {
 		close(o.barriers[0].ch)

@@ -32,11 +32,11 @@ func TestOutboundKeepsAClosingQueueForALine(t *testing.T) {
 	if err := o.Push(ctx, Frame{Voice: true, Audio: []byte{1}}); err != nil {
 		t.Fatalf("push of the kept line after close = %v", err)
 	}
-	if _, r := o.take(ctx, nil); r != popFrame {
+	if _, r := o.take(ctx, nil, 0); r != popFrame {
 		t.Fatalf("take = %d, want the line's frame", r)
 	}
 	done := make(chan int)
-	go func() { _, r := o.take(ctx, nil); done <- r }()
+	go func() { _, r := o.take(ctx, nil, 0); done <- r }()
 	select {
 	case r := <-done:
 		t.Fatalf("take = %d while the line is kept, want a wait", r)
@@ -57,7 +57,7 @@ func TestOutboundKeepsAClosingQueueForALine(t *testing.T) {
 	if err := o.Push(ctx, Frame{Voice: true, Audio: []byte{1}}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("push of a line after discard = %v, want ErrClosed", err)
 	}
-	if _, r := o.take(ctx, nil); r != popEnd {
+	if _, r := o.take(ctx, nil, 0); r != popEnd {
 		t.Fatalf("take after discard = %d, want the end", r)
 	}
 }

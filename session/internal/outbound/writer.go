@@ -95,9 +95,6 @@ type writerState struct {
 // wait notes the start of one wait of the writer and returns the idle
 // timer's channel (lingerer).
 func (w *writerState) wait() <-chan time.Time {
-	if w.shared || w.brisk {
-		return closedTime // a writer on the shared pacer stops rather than wait
-	}
 	w.waitStart = w.clock.Now()
 	switch {
 	case w.idle == nil:
@@ -109,16 +106,14 @@ func (w *writerState) wait() <-chan time.Time {
 	return w.idle.C
 }
 
-// closedTime is received from at once.
-var closedTime = func() chan time.Time { c := make(chan time.Time); close(c); return c }()
+// atOnce: a writer on a goroutine it does not own, or a brisk one, stops
+// as soon as the queue is empty (lingerer).
+func (w *writerState) atOnce() bool { return w.shared || w.brisk }
 
 // idleFor reports, once the idle timer fired, whether the current wait has
 // lasted Linger; if not, the timer fired for an earlier wait and is
 // armed again for the rest of this one (lingerer).
 func (w *writerState) idleFor() bool {
-	if w.shared || w.brisk {
-		return true
-	}
 	w.idleArmed = false
 	left := Linger - w.clock.Now().Sub(w.waitStart)
 	if left <= 0 {
@@ -192,14 +187,16 @@ type heldFrame struct {
 func (o *Queue) writeLoop(ctx context.Context, shared bool) (parked bool, err error) {
 	w := &o.w
 	w.shared = shared
+	var seq uint64 // the frame written last, noted by the next take
 	if h := w.held; h.ok {
 		w.held = heldFrame{}
 		if stop, parked, err := o.written(h.f, o.writeAt(ctx, h.f, h.due)); stop {
 			return parked, err
 		}
+		seq = h.f.seq
 	}
 	for {
-		f, r := o.take(ctx, w)
+		f, r := o.take(ctx, w, seq)
 		if r == popIdle {
 			return false, nil // the next push starts another writer, which takes over w
 		}
@@ -211,20 +208,22 @@ func (o *Queue) writeLoop(ctx context.Context, shared bool) (parked bool, err er
 		if stop, parked, err := o.written(f, o.writeFrame(ctx, f)); stop {
 			return parked, err
 		}
+		seq = f.seq
 	}
 }
 
 // written handles what writing f returned: whether the writer stops (or
-// parked), and the error that ends the call.
+// parked), and the error that ends the call. A writer that goes on notes
+// f as written with its next take.
 func (o *Queue) written(f Frame, err error) (stop, parked bool, _ error) {
 	if errors.Is(err, errParked) {
 		return true, true, nil // w and f belong to the writer that resumes
 	}
-	if f.seq != 0 {
-		o.wrote(f.seq)
-	}
 	if err == nil {
 		return false, false, nil
+	}
+	if f.seq != 0 {
+		o.wrote(f.seq)
 	}
 	o.w.stop()
 	o.release()
@@ -247,10 +246,14 @@ func (o *Queue) writeFrame(ctx context.Context, f Frame) error {
 		return err
 	}
 	if o.cfg.Pace && f.Audio != nil {
-		due := w.pc.Next(w.clock.Now(), time.Duration(f.US)*time.Microsecond, o.cfg.PaceLead)
+		now := w.clock.Now()
+		due := w.pc.Next(now, time.Duration(f.US)*time.Microsecond, o.cfg.PaceLead)
+		if !now.Before(due) {
+			return o.writeNow(ctx, f, now) // (one clock read for the pacing and the write)
+		}
 		return o.writeAt(ctx, f, due)
 	}
-	return o.writeNow(ctx, f)
+	return o.writeNow(ctx, f, w.clock.Now())
 }
 
 // writeAt writes the audio frame f at due: parked in the shared pacer
@@ -258,15 +261,15 @@ func (o *Queue) writeFrame(ctx context.Context, f Frame) error {
 // on the pacer), waiting on the writer's own timer otherwise.
 func (o *Queue) writeAt(ctx context.Context, f Frame, due time.Time) error {
 	w := &o.w
-	if !w.clock.Now().Before(due) {
-		return o.writeNow(ctx, f) // (writeFrame checked it right before)
+	if now := w.clock.Now(); !now.Before(due) {
+		return o.writeNow(ctx, f, now) // (writeFrame checked it right before)
 	}
 	switch {
 	case o.pacer != nil && f.Premise != 0:
 		if dropped, err := o.parkUntil(ctx, f, due); dropped || err != nil {
 			return err
 		}
-		return o.writeNow(ctx, f)
+		return o.writeNow(ctx, f, w.clock.Now())
 	case w.shared:
 		// A reply's frames are paced by the call's own writer: this one
 		// is handed to a goroutine that waits for it.
@@ -290,7 +293,7 @@ func (o *Queue) writeAt(ctx context.Context, f Frame, due time.Time) error {
 			return err
 		}
 		if reached {
-			return o.writeNow(ctx, f)
+			return o.writeNow(ctx, f, w.clock.Now())
 		}
 	}
 }
@@ -329,8 +332,9 @@ func (o *Queue) parkUntil(ctx context.Context, f Frame, due time.Time) (dropped 
 	}
 }
 
-// writeNow writes f, due now, and notes what it wrote.
-func (o *Queue) writeNow(ctx context.Context, f Frame) error {
+// writeNow writes f, due now (the clock's reading), and notes what it
+// wrote.
+func (o *Queue) writeNow(ctx context.Context, f Frame, now time.Time) error {
 	w := &o.w
 	if _, ok := f.Msg.(*wire.AudioStartMsg); ok {
 		w.pc.Reset()
@@ -344,7 +348,7 @@ func (o *Queue) writeNow(ctx context.Context, f Frame) error {
 		}
 		o.line.Interrupting(ctx, b, d)
 	}
-	err := o.send(ctx, f)
+	err := o.send(ctx, f, now)
 	o.recycle(f, true)
 	if err != nil {
 		return err
@@ -417,8 +421,8 @@ func (w *writerState) armAt(due time.Time) bool {
 // marks the caller as not reading before anything else sees the
 // connection fail; at twice that the connection is dropped, which ends
 // the write (package internal/stall).
-func (o *Queue) send(ctx context.Context, f Frame) error {
-	o.w.stall.Begin()
+func (o *Queue) send(ctx context.Context, f Frame, now time.Time) error {
+	o.w.stall.Begin(now)
 	var err error
 	if f.Msg != nil {
 		err = o.line.Send(ctx, f.Msg)

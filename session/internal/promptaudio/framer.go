@@ -81,6 +81,17 @@ func (f *Framer) Write(samples []int16, emit func(Frame) error) error {
 	if f.rs != nil {
 		samples = f.rs.Resample(nil, samples)
 	}
+	if len(f.buf) == 0 {
+		// Nothing waits: the whole frames are encoded from samples as they
+		// are, and only the rest is kept. (A streaming synthesizer's piece
+		// is often one frame: it then costs no copy into the framer.)
+		i, err := f.emit(samples, false, emit)
+		if err != nil {
+			return err
+		}
+		f.buf = append(f.buf, samples[i:]...)
+		return nil
+	}
 	f.buf = append(f.buf, samples...)
 	return f.frames(false, emit)
 }
@@ -98,15 +109,25 @@ func (f *Framer) Flush(emit func(Frame) error) error {
 
 // frames emits whole frames, and with all, the remainder.
 func (f *Framer) frames(all bool, emit func(Frame) error) error {
+	i, err := f.emit(f.buf, all, emit)
+	if err != nil {
+		return err
+	}
+	f.buf = append(f.buf[:0], f.buf[i:]...)
+	return nil
+}
+
+// emit emits the whole frames of buf, and with all, the remainder; it
+// returns how many samples it emitted.
+func (f *Framer) emit(buf []int16, all bool, emit func(Frame) error) (int, error) {
 	n := FrameSamples(f.rate, f.span)
 	i := 0
-	for ; len(f.buf)-i >= n || (all && i < len(f.buf)); i += n {
-		s := f.buf[i:min(i+n, len(f.buf))]
+	for ; len(buf)-i >= n || (all && i < len(buf)); i += n {
+		s := buf[i:min(i+n, len(buf))]
 		dst, pooled := FrameBuf(EncodedLen(f.enc, len(s)))
 		if err := emit(Frame{Audio: EncodeFrame(dst, f.enc, s), Pooled: pooled, US: int64(len(s)) * 1e6 / int64(f.rate)}); err != nil {
-			return err
+			return i, err
 		}
 	}
-	f.buf = append(f.buf[:0], f.buf[min(i, len(f.buf)):]...)
-	return nil
+	return min(i, len(buf)), nil
 }

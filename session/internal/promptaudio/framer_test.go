@@ -22,6 +22,9 @@ func TestFramerMatchesPrompt(t *testing.T) {
 		piece int // samples per synthesizer callback
 	}{
 		{16000, media.Format{}, 320},
+		{16000, media.Format{}, 500}, // (no resampling: pieces framed in place, a rest kept)
+		{8000, media.Format{Encoding: media.Mulaw, SampleRate: 8000}, 7},
+		{16000, media.Format{Encoding: media.PCM16, SampleRate: 16000}, 960},
 		{16000, media.Format{Encoding: media.PCM16, SampleRate: 8000}, 999},
 		{22050, media.Format{Encoding: media.Mulaw, SampleRate: 8000}, 4410},
 		{24000, media.Format{Encoding: media.Alaw, SampleRate: 8000}, 1},

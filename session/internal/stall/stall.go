@@ -32,9 +32,9 @@ type Watch struct {
 	epoch  uint64      // the pending check's; a check of another epoch was disarmed
 }
 
-// Begin notes the start of a write and arms the check if none is pending.
-func (s *Watch) Begin() {
-	now := s.Clock.Now()
+// Begin notes the start of a write at now (the Clock's reading, which the
+// writer has at hand) and arms the check if none is pending.
+func (s *Watch) Begin(now time.Time) {
 	s.mu.Lock()
 	s.since, s.marked = now, false
 	if s.t == nil {

@@ -20,7 +20,7 @@ func TestStallWatch(t *testing.T) {
 
 	// Writes that return in time: no mark, one pending check at most.
 	for range 10 {
-		s.Begin()
+		s.Begin(clock.Now())
 		clock.Advance(timeout / 4)
 		if s.End() {
 			t.Fatal("a write in time marked slow")
@@ -38,7 +38,7 @@ func TestStallWatch(t *testing.T) {
 	}
 
 	// A write that stalls: marked at exactly timeout, dropped at twice it.
-	s.Begin()
+	s.Begin(clock.Now())
 	clock.Advance(timeout - time.Millisecond)
 	if slow != 0 {
 		t.Fatal("marked slow before the timeout")
@@ -64,10 +64,10 @@ func TestStallWatch(t *testing.T) {
 
 	// A write that begins late in a pending check's period is timed from
 	// its own start; disarm leaves nothing pending.
-	s.Begin()
+	s.Begin(clock.Now())
 	clock.Advance(timeout / 2)
 	_ = s.End()
-	s.Begin() // the check armed by the first write is still pending
+	s.Begin(clock.Now()) // the check armed by the first write is still pending
 	clock.Advance(timeout - time.Millisecond)
 	if slow != 1 {
 		t.Fatal("a write marked slow before its own timeout")
