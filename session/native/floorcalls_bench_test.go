@@ -47,7 +47,8 @@ import (
 //
 // FRONTDOOR_FLOOR_CPUPROFILE writes the server peer's CPU profile over the
 // measured window; FRONTDOOR_FLOOR_BALLAST gives each of its calls state
-// of that many bytes that every frame read touches, to see what a
+// of that many bytes that every frame read touches (a byte in every
+// FRONTDOOR_FLOOR_BALLAST_STRIDE, default 64: a cache line), to see what a
 // server's per-call state costs the socket work around it.
 func BenchmarkFloorCalls(b *testing.B) {
 	for _, mode := range []string{"tcp", "websocket"} {
@@ -156,9 +157,14 @@ func floorCallsPeer(mode string) error {
 	pacers := newFloorPacers(runtime.GOMAXPROCS(0))
 	var next, frames atomic.Int64
 	// FRONTDOOR_FLOOR_BALLAST (bytes): per call, state of that size that
-	// each frame read touches (a cache line in 64 bytes), as a server's
-	// per-call state does; 0, the floor itself.
+	// each frame read touches (a byte every FRONTDOOR_FLOOR_BALLAST_STRIDE
+	// bytes: a cache line, or with 4096 a page), as a server's per-call
+	// state does; 0, the floor itself.
 	ballast, _ := strconv.Atoi(os.Getenv("FRONTDOOR_FLOOR_BALLAST"))
+	stride, _ := strconv.Atoi(os.Getenv("FRONTDOOR_FLOOR_BALLAST_STRIDE"))
+	if stride <= 0 {
+		stride = 64
+	}
 	serve := func(c *floorConn) {
 		pacers[int(next.Add(1))%len(pacers)].add(c)
 		buf := make([]byte, 0, 2048)
@@ -168,7 +174,7 @@ func floorCallsPeer(mode string) error {
 			if buf, err = c.read(buf); err != nil {
 				return
 			}
-			for i := 0; i < len(state); i += 64 {
+			for i := 0; i < len(state); i += stride {
 				state[i]++
 			}
 			frames.Add(1)
