@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/frontdoorhq/frontdoor/session/backend"
+	"github.com/frontdoorhq/frontdoor/session/internal/ablate"
 	"github.com/frontdoorhq/frontdoor/session/segment"
 	"github.com/frontdoorhq/frontdoor/session/wire"
 	"github.com/frontdoorhq/frontdoor/stages"
@@ -169,14 +170,13 @@ func (x *stepRun) speak(ctx context.Context, text string, _ func(string)) error 
 	heard := x.st.FirstSignal() // the adaptive limit's signal: first audio
 	return x.c.s.cfg.Synthesizer.Synthesize(ctx, text, func(au backend.Audio) error {
 		heard()
-		if ablateSpeak { // (a measurement build only: ablate.go)
-			return x.c.t.SendAudio(context.Background(), ablateFrame)
+		if ablate.Speak { // (a measurement build only)
+			return x.c.t.SendAudio(context.Background(), ablate.Frame)
 		}
 		t.obs.Audio()
-		started := a.fr.Started()
 		err := a.emit(ctx, au)
-		if !started && a.fr.Started() {
-			x.r.audible.Store(true) // (at the first frame only: x.r is not touched per frame)
+		if a.fr.Started() {
+			x.r.audible.Store(true)
 		}
 		return err
 	})

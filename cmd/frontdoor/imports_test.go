@@ -54,6 +54,7 @@ var importRules = []struct {
 	// answers, in the protocol's terms and the prompt table's.
 	{from: "session/refusal", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/refusal", "session/backend", "session/wire", "fallback/prompt"}},
 	{from: "session/view", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/view", "session/backend", "session/wire"}},
+	{from: "session/internal/ablate", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/ablate"}},
 	{from: "session/internal/admission", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/admission", "session/backend", "session/wire"}},
 	{from: "session/internal/answer", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/answer", "session/backend", "session/wire", "fallback/prompt"}},
 	{from: "session/internal/listen", forbidden: []string{"session", "fallback", "web", "cmd"}, allow: []string{"session/internal/listen", "session/backend", "session/wire"}},
@@ -90,6 +91,7 @@ var engineParts = []string{
 	"session/refusal",
 	"session/tenant",
 	"session/view",
+	"session/internal/ablate",
 	"session/internal/admission",
 	"session/internal/answer",
 	"session/internal/listen",
