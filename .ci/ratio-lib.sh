@@ -13,16 +13,22 @@ floor_us() {
 # calls, the frontdoor binary serving the media benchmark's stubs and the
 # floor's generator driving it (session/native's BenchmarkFloorGenerator).
 # The server inherits the environment (FRONTDOOR_ABLATE, for a build with
-# -tags frontdoor_ablate).
+# -tags frontdoor_ablate). Run it in a command substitution, as the
+# scripts do: its EXIT trap, which stops the server however the run ends,
+# is then the subshell's. A server that is not ready in 10 s, or a
+# generator that hangs for 10 minutes, gives no figure.
 floorgen_us() {
-  local addr="127.0.0.1:${FRONTDOOR_BENCH_PORT:-18474}" pid out
+  local addr="127.0.0.1:${FRONTDOOR_BENCH_PORT:-18474}" pid out ready=""
   "$1" serve -listen "$addr" -log-format json -drain-timeout 2s -model stub -synth stub -recognize stub \
     -max-conns 0 -max-conns-per-addr 0 -max-handshakes-per-addr 0 \
     -session-slots 2000 -model-slots 2000 -model-queue 100 -synth-slots 2000 -synth-queue 100 \
     -stub-model-delay 0 -stub-token-delay 0 -stub-synth-delay 0 -stub-frame-count 1500 -stub-frame-delay 20ms 2>/dev/null &
   pid=$!
-  for _ in $(seq 100); do curl -fs "http://$addr/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
-  out="$(FGEN_ADDR="$addr" FGEN_PID="$pid" FGEN_CALLS="$3" "$2" -test.run '^$' -test.bench FloorGenerator -test.benchtime 1x)" || true
+  trap 'kill "$pid" 2>/dev/null || true' EXIT
+  for _ in $(seq 100); do curl -fs "http://$addr/readyz" >/dev/null 2>&1 && { ready=1; break; }; sleep 0.1; done
+  if [ -n "$ready" ]; then
+    out="$(FGEN_ADDR="$addr" FGEN_PID="$pid" FGEN_CALLS="$3" timeout 600 "$2" -test.run '^$' -test.bench FloorGenerator -test.benchtime 1x)" || true
+  fi
   kill "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
   echo "$out" | sed -n 's/.* \([0-9.]*\) server-µs\/frame.*/\1/p'

@@ -262,7 +262,7 @@ func (o *Queue) writeFrame(ctx context.Context, f Frame) error {
 func (o *Queue) writeAt(ctx context.Context, f Frame, due time.Time) error {
 	w := &o.w
 	if now := w.clock.Now(); !now.Before(due) {
-		return o.writeNow(ctx, f, now) // (writeFrame checked it right before)
+		return o.writeNow(ctx, f, now) // (a held frame that came due, or one just due)
 	}
 	switch {
 	case o.pacer != nil && f.Premise != 0:
